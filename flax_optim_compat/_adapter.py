@@ -1,0 +1,247 @@
+"""The one bridge between the legacy state layout and optax.
+
+Users, checkpoints and old code see ``OptimizerState(step, param_states)`` where ``param_states``
+mirrors the target and holds one legacy dataclass (e.g. ``_AdamParamState``) per leaf. The math
+runs in an ``optax.GradientTransformation`` whose state is a chain of NamedTuples holding one tree
+per field (e.g. ``ScaleByAdamState(count, mu, nu)``). An optimizer declares, as data, which legacy
+field is which optax field (``{'grad_ema': 'mu', 'grad_sq_ema': 'nu'}``); this module transposes
+between the two layouts, sets every optax ``count`` from the legacy ``step``, and checks inputs.
+
+Everything here runs at trace time under ``jax.jit``: the compiled step contains only the optax
+math (plus float32 up/down casts for 16-bit floats).
+"""
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+__all__ = ['check_grads', 'format_path', 'init_param_states', 'apply_gradient', 'tree_paths']
+
+_LOW_PRECISION = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
+
+
+# ----------------------------------------------------------------------------- paths & checks
+
+def format_path(key_path) -> str:
+  """``(DictKey('a'), DictKey('kernel'))`` -> ``'/a/kernel'`` (the legacy traversal spelling)."""
+  if not key_path:
+    return '/'
+  return jax.tree_util.keystr(tuple(key_path), simple=True, separator='/').join(('/', ''))
+
+
+def tree_paths(tree) -> List[str]:
+  return [format_path(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def _children(node) -> Optional[List[Tuple[Any, Any]]]:
+  """Immediate (key, child) pairs of a pytree node, or None for a leaf."""
+  if jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(node)) and not _is_empty_node(node):
+    return None
+  pairs, _ = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda n: n is not node)
+  return [(path[0], child) for path, child in pairs]
+
+
+def _is_empty_node(node) -> bool:
+  return jax.tree_util.tree_structure(node).num_leaves == 0
+
+
+def _first_structure_mismatch(expected, actual, path=()) -> Optional[str]:
+  """Describes the first place where ``actual``'s containers differ from ``expected``'s."""
+  exp_children, act_children = _children(expected), _children(actual)
+  where = format_path(path)
+  if exp_children is None and act_children is None:
+    return None
+  if exp_children is None or act_children is None:
+    kind = lambda c, n: 'a leaf' if c is None else f'a {type(n).__name__}'
+    return (f'at {where!r} the target has {kind(exp_children, expected)} but the grads have '
+            f'{kind(act_children, actual)}')
+  if type(expected) is not type(actual):
+    return (f'at {where!r} the target is a {type(expected).__name__} but the grads are a '
+            f'{type(actual).__name__}')
+  exp_keys = [k for k, _ in exp_children]
+  act_keys = [k for k, _ in act_children]
+  if exp_keys != act_keys:
+    missing = [format_path(path + (k,)) for k in exp_keys if k not in act_keys]
+    extra = [format_path(path + (k,)) for k in act_keys if k not in exp_keys]
+    parts = []
+    if missing:
+      parts.append(f'missing in the grads: {missing[0]!r}')
+    if extra:
+      parts.append(f'not in the target: {extra[0]!r}')
+    return f'at {where!r} the keys differ ({"; ".join(parts) or "order"})'
+  for (key, exp_child), (_, act_child) in zip(exp_children, act_children):
+    found = _first_structure_mismatch(exp_child, act_child, path + (key,))
+    if found:
+      return found
+  if jax.tree_util.tree_structure(expected) != jax.tree_util.tree_structure(actual):
+    return f'at {where!r} the container metadata differs'
+  return None
+
+
+def check_grads(params, grads) -> None:
+  """Raises ``ValueError`` unless ``grads`` has exactly the tree structure and leaf shapes of ``params``.
+
+  Legacy flax.optim broadcast a ``(1,)`` gradient onto a ``(3,)`` parameter silently; a shape
+  difference is always a bug in the caller, so we name the path and both shapes instead.
+  """
+  if jax.tree_util.tree_structure(params) != jax.tree_util.tree_structure(grads):
+    detail = _first_structure_mismatch(params, grads) or 'the tree structures differ'
+    raise ValueError(f'The grads do not match the optimizer target: {detail}.')
+  param_leaves = jax.tree_util.tree_flatten_with_path(params)[0]
+  grad_leaves = jax.tree_util.tree_leaves(grads)
+  for (path, p), g in zip(param_leaves, grad_leaves):
+    if np.shape(p) != np.shape(g):
+      raise ValueError(
+          f'The grads do not match the optimizer target at {format_path(path)!r}: the '
+          f'parameter has shape {np.shape(p)} but its gradient has shape {np.shape(g)}.')
+
+
+# ----------------------------------------------------------------------------- dtype policy
+
+def _upcast(tree):
+  """16-bit floats -> float32, so the optax math runs in float32 (see ``apply_gradient``)."""
+  return jax.tree_util.tree_map(
+      lambda x: x.astype(jnp.float32) if jnp.result_type(x) in _LOW_PRECISION else x, tree)
+
+
+def _cast_like(new_tree, like_tree):
+  return jax.tree_util.tree_map(
+      lambda new, old: jnp.asarray(new).astype(jnp.result_type(old)), new_tree, like_tree)
+
+
+# ----------------------------------------------------------------------------- optax state walk
+
+def _is_namedtuple(node) -> bool:
+  return isinstance(node, tuple) and hasattr(node, '_fields')
+
+
+def _map_state(node, on_field: Callable[[str, Any], Any], path=''):
+  """Rebuilds an optax state, giving ``on_field(name, value)`` every NamedTuple field."""
+  if _is_namedtuple(node):
+    return type(node)(*[
+        on_field(name, child, f'{path}{type(node).__name__}.{name}')
+        for name, child in zip(node._fields, node)])
+  if isinstance(node, (tuple, list)):
+    return type(node)(_map_state(c, on_field, path) for c in node)
+  if isinstance(node, dict):
+    return {k: _map_state(v, on_field, f'{path}{k}/') for k, v in node.items()}
+  return node
+
+
+def _optax_fields(opt_def) -> Dict[str, str]:
+  return dict(getattr(opt_def, 'optax_state_fields', {}))
+
+
+def _fill_optax_state(template, step, field_trees: Dict[str, Any], opt_def):
+  """optax state with the structure of ``template`` holding the legacy values."""
+  seen: Dict[str, str] = {}
+
+  def on_field(name, child, where):
+    if name in field_trees:
+      if name in seen:
+        raise TypeError(f'{type(opt_def).__name__}: optax field {name!r} occurs twice '
+                        f'({seen[name]} and {where}); the legacy mapping is ambiguous.')
+      seen[name] = where
+      return field_trees[name]
+    if name == 'count':
+      return jnp.asarray(step, dtype=child.dtype)
+    if jax.tree_util.tree_leaves(child):
+      if _is_namedtuple(child) or isinstance(child, (tuple, list, dict)):
+        return _map_state(child, on_field, where + '/')
+      raise TypeError(
+          f'{type(opt_def).__name__}: the optax state field {where} has no legacy counterpart; '
+          'declare it in optax_state_fields.')
+    return child
+
+  return _map_state(template, on_field)
+
+
+def _read_optax_state(opt_state, wanted) -> Dict[str, Any]:
+  found: Dict[str, Any] = {}
+
+  def on_field(name, child, where):
+    if name in wanted:
+      found[name] = child
+    elif _is_namedtuple(child) or isinstance(child, (tuple, list, dict)):
+      _map_state(child, on_field, where + '/')
+    return child
+
+  _map_state(opt_state, on_field)
+  return found
+
+
+# ----------------------------------------------------------------------------- legacy <-> optax
+
+def _to_param_states(opt_def, treedef, field_trees: Dict[str, Any]):
+  """Transposes {optax field: tree} into a tree of legacy per-leaf dataclasses."""
+  param_state_cls = getattr(opt_def, 'param_state_cls', None)
+  if param_state_cls is None:
+    return treedef.unflatten([() for _ in range(treedef.num_leaves)])
+  fields = _optax_fields(opt_def)
+  columns = {legacy: (treedef.flatten_up_to(field_trees[name]) if name in field_trees
+                      else [None] * treedef.num_leaves)
+             for legacy, name in fields.items()}
+  leaves = [param_state_cls(**{legacy: col[i] for legacy, col in columns.items()})
+            for i in range(treedef.num_leaves)]
+  return treedef.unflatten(leaves)
+
+
+def _from_param_states(opt_def, params, param_states, wanted) -> Dict[str, Any]:
+  """Transposes the legacy per-leaf dataclasses into {optax field: tree}."""
+  treedef = jax.tree_util.tree_structure(params)
+  try:
+    per_leaf = treedef.flatten_up_to(param_states)
+  except (ValueError, TypeError) as e:
+    raise ValueError(
+        f'{type(opt_def).__name__}: the optimizer state does not mirror the target '
+        f'({e}).') from None
+  paths = tree_paths(params)
+  trees = {}
+  for legacy, name in _optax_fields(opt_def).items():
+    if name not in wanted:
+      continue
+    column = []
+    for path, s in zip(paths, per_leaf):
+      value = getattr(s, legacy, None)
+      if value is None:
+        raise ValueError(
+            f'{type(opt_def).__name__}: the state of {path!r} has no {legacy!r} but these '
+            'hyper-params need it (an override may not change the state layout, e.g. '
+            'centered= or beta1=None -> value).')
+      column.append(value)
+    trees[name] = treedef.unflatten(column)
+  return trees
+
+
+def init_param_states(opt_def, params):
+  """Legacy ``param_states`` for ``params``, from the optax transform's own ``init``."""
+  tx = opt_def.optax_transform(opt_def.hyper_params)
+  opt_state = tx.init(params)
+  field_trees = _read_optax_state(opt_state, set(_optax_fields(opt_def).values()))
+  return _to_param_states(opt_def, jax.tree_util.tree_structure(params), field_trees)
+
+
+def apply_gradient(opt_def, hyper_params, params, state, grads):
+  """One legacy ``apply_gradient`` through ``opt_def.optax_transform(hyper_params)``.
+
+  16-bit float params, grads and states are computed in float32 and cast back to their own
+  dtypes, so e.g. Adam's bias correction ``1 - 0.999**t`` does not round to zero in bfloat16
+  (legacy computed it in the param dtype and bfloat16 params never moved).
+
+  Returns:
+    ``(new_params, new_param_states)``; the caller advances the step.
+  """
+  tx = opt_def.optax_transform(hyper_params)
+  params32, grads32 = _upcast(params), _upcast(grads)
+  template = jax.eval_shape(tx.init, params32)
+  wanted = set(_read_optax_state(template, set(_optax_fields(opt_def).values())))
+  old_fields = _from_param_states(opt_def, params, state.param_states, wanted)
+  opt_state = _fill_optax_state(template, state.step, _upcast(old_fields), opt_def)
+  updates, new_opt_state = tx.update(grads32, opt_state, params32)
+  new_params = _cast_like(optax.apply_updates(params32, updates), params)
+  new_fields = _read_optax_state(new_opt_state, wanted)
+  new_fields = {name: _cast_like(tree, old_fields[name]) for name, tree in new_fields.items()}
+  new_param_states = _to_param_states(opt_def, jax.tree_util.tree_structure(params), new_fields)
+  return new_params, new_param_states

@@ -1,0 +1,47 @@
+"""Legacy ``flax.optim.sgd``: plain gradient descent."""
+import jax
+import optax
+from flax import struct
+
+from . import _transforms
+from .base import OptimizerDef
+
+__all__ = ['GradientDescent']
+
+
+@struct.dataclass
+class _GradientDescentHyperParams:
+  learning_rate: jax.Array | float | None
+
+
+# GradientDescent keeps no per-parameter state: every leaf's state is `()`.
+
+
+def gradient_descent_transform(hyper_params: _GradientDescentHyperParams
+                               ) -> optax.GradientTransformation:
+  """``p - lr * g``: exactly ``optax.sgd(lr)``."""
+  return _transforms.scale_by_learning_rate(hyper_params.learning_rate)
+
+
+class GradientDescent(OptimizerDef):
+  """Gradient descent: ``p' = p - learning_rate * g``.
+
+  Args:
+    learning_rate: the step size; may be ``None`` if every step passes ``learning_rate=``.
+
+  Examples:
+    >>> import jax.numpy as jnp
+    >>> import flax_optim_compat as optim
+    >>> optimizer = optim.GradientDescent(learning_rate=0.1).create({'w': jnp.array([1.0])})
+    >>> optimizer = optimizer.apply_gradient({'w': jnp.array([3.0])})
+    >>> optimizer.target['w'], optimizer.state.param_states
+    (Array([0.7], dtype=float32), {'w': ()})
+
+  Differences from optax:
+    none; ``optax.sgd(learning_rate)`` gives bit-identical updates.
+  """
+
+  transform_fn = staticmethod(gradient_descent_transform)
+
+  def __init__(self, learning_rate=None):
+    super().__init__(_GradientDescentHyperParams(learning_rate))

@@ -1,0 +1,4 @@
+"""Build script; the metadata lives in setup.cfg."""
+import setuptools
+
+setuptools.setup()

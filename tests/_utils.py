@@ -1,0 +1,100 @@
+"""Tree assertions, fixture loading and trace counting: the one helper module of the suite."""
+import functools
+import os
+
+import jax
+import numpy as np
+from flax import serialization
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures')
+
+# The legacy library itself differs by ~1e-6 relative between eager and jit over 20 float32
+# steps (spec section 12.1), and optax associates some products differently from legacy, so a
+# tighter bound than 1e-5 is not meaningful.
+RTOL = 1e-5
+
+
+def load_fixture(*parts):
+  with open(os.path.join(FIXTURES, *parts), 'rb') as f:
+    return serialization.msgpack_restore(f.read())
+
+
+def fixture_names(subdir, ext='.msgpack'):
+  return sorted(n[:-len(ext)] for n in os.listdir(os.path.join(FIXTURES, subdir)) if n.endswith(ext))
+
+
+def dtype_of(x):
+  return np.dtype(x.dtype) if hasattr(x, 'dtype') else np.result_type(x)
+
+
+def _is_array(x):
+  return isinstance(x, (np.ndarray, np.generic, jax.Array))
+
+
+def max_rel_diff(actual, expected):
+  """max|a - e| / max|e| over one leaf (the spec's "max rel"); 0 for two all-zero leaves."""
+  a = np.asarray(actual, np.float64)
+  e = np.asarray(expected, np.float64)
+  if a.size == 0:
+    return 0.0
+  both_nan = np.isnan(a) & np.isnan(e)
+  diff = np.where(both_nan, 0.0, np.abs(a - e))
+  scale = np.max(np.abs(np.where(np.isnan(e), 0.0, e)))
+  worst = np.max(diff)
+  if np.isnan(worst):
+    return np.inf
+  return float(worst / scale) if scale > 0 else float(worst / np.finfo(np.float32).tiny)
+
+
+def assert_trees_close(actual, expected, rtol=RTOL, path='', check_dtype=True, stats=None):
+  """Same nested-dict keys, same ``None``s, same leaf shapes and dtypes, values within ``rtol``.
+
+  ``rtol`` bounds max|a - e| / max|e| per leaf (exact equality for all-zero leaves). Works on
+  state dicts (nested dicts) and on any pytree whose containers are dicts/FrozenDicts.
+  ``stats``, if a dict, collects the worst 'abs' and 'rel' differences seen.
+  """
+  if isinstance(expected, dict) or hasattr(expected, 'items') and not _is_array(expected):
+    assert hasattr(actual, 'items') and not _is_array(actual), (
+        f'{path or "/"}: expected a dict, got {type(actual).__name__}')
+    assert set(actual.keys()) == set(expected.keys()), (
+        f'{path or "/"}: keys differ: {sorted(actual.keys())} != {sorted(expected.keys())}')
+    for key in expected:
+      assert_trees_close(actual[key], expected[key], rtol, f'{path}/{key}', check_dtype, stats)
+    return
+  if expected is None or isinstance(expected, (tuple, list)) and not expected:
+    assert actual == expected, f'{path}: expected {expected!r}, got {actual!r}'
+    return
+  assert np.shape(actual) == np.shape(expected), (
+      f'{path}: shape {np.shape(actual)} != expected {np.shape(expected)}')
+  if check_dtype:
+    assert dtype_of(actual) == dtype_of(expected), (
+        f'{path}: dtype {dtype_of(actual)} != expected {dtype_of(expected)}')
+  rel = max_rel_diff(actual, expected)
+  if stats is not None:
+    diff = np.abs(np.asarray(actual, np.float64) - np.asarray(expected, np.float64))
+    stats['abs'] = max(stats.get('abs', 0.0), float(np.nanmax(diff)) if diff.size else 0.0)
+    stats['rel'] = max(stats.get('rel', 0.0), rel)
+  assert rel <= rtol, (
+      f'{path}: max rel diff {rel:.3g} > {rtol:g}\nactual={np.asarray(actual)}\n'
+      f'expected={np.asarray(expected)}')
+
+
+def assert_trees_equal_types(actual, expected):
+  """Same treedef (container types included, e.g. FrozenDict vs dict) and leaf dtypes."""
+  assert jax.tree_util.tree_structure(actual) == jax.tree_util.tree_structure(expected), (
+      f'{jax.tree_util.tree_structure(actual)} != {jax.tree_util.tree_structure(expected)}')
+  for a, e in zip(jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)):
+    assert dtype_of(a) == dtype_of(e), f'{dtype_of(a)} != {dtype_of(e)}'
+
+
+class TraceCounter:
+  """Wraps a function so ``jax.jit`` of it counts how often it is traced."""
+
+  def __init__(self, fn):
+    self.count = 0
+    self._fn = fn
+    functools.update_wrapper(self, fn)
+
+  def __call__(self, *args, **kwargs):
+    self.count += 1
+    return self._fn(*args, **kwargs)

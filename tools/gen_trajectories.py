@@ -1,0 +1,79 @@
+"""Golden trajectories from the REAL legacy flax.optim (flax 0.5.3), for the differential tests.
+
+Run in the legacy oracle venv (see ../shared/legacy-oracle/setup.sh), from the repo root:
+
+    ~/.cache/legacy-flax-oracle/bin/python tools/gen_trajectories.py [FAMILY ...]
+
+Writes tests/fixtures/trajectories/<FAMILY>.msgpack, one file per family below. Each holds the
+cases (optimizer spec, target, grads, per-step overrides, jit or eager) and what the legacy
+library produced: the state dict of the optimizer after creation and after every step. The
+driver is tests/oracle_specs.py, the same code the tests run against flax_optim_compat.
+"""
+import os
+import sys
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'tests'))
+warnings.simplefilter('ignore')
+
+import jax  # noqa: E402
+from flax import optim  # noqa: E402
+from flax import serialization  # noqa: E402
+from flax.core import freeze  # noqa: E402
+
+import oracle_specs  # noqa: E402
+
+warnings.simplefilter("ignore")  # flax.optim re-enables its DeprecationWarnings on import
+
+OUT_DIR = os.path.join(HERE, '..', 'tests', 'fixtures', 'trajectories')
+
+
+def _spec(name, **kwargs):
+  return {'name': name, 'kwargs': kwargs}
+
+
+# family -> [(case name, optimizer spec, {step: overrides})]. Non-default hyper-params
+# throughout; overrides on some steps exercise traced values under jit.
+FAMILIES = {
+    'GradientDescent': [
+        ('gd', _spec('GradientDescent', learning_rate=0.05), {3: {'learning_rate': 0.2}}),
+        ('gd_lr_per_step', _spec('GradientDescent'),
+         {i: {'learning_rate': 0.01 * (i + 1)} for i in range(12)}),
+    ],
+    'Momentum': [
+        ('momentum', _spec('Momentum', learning_rate=0.05, beta=0.8), {2: {'learning_rate': 0.1}}),
+        ('momentum_wd_nesterov',
+         _spec('Momentum', learning_rate=0.05, beta=0.8, weight_decay=0.01, nesterov=True),
+         {4: {'beta': 0.5}, 5: {'learning_rate': 0.02}}),
+        ('momentum_wd', _spec('Momentum', learning_rate=0.1, beta=0.95, weight_decay=0.001), {}),
+    ],
+    'Adam': [
+        ('adam', _spec('Adam', learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6),
+         {1: {'learning_rate': 0.03}, 6: {'beta1': 0.5, 'eps': 1e-3}}),
+        ('adam_wd', _spec('Adam', learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6,
+                          weight_decay=0.01), {3: {'weight_decay': 0.1}}),
+        ('adam_defaults', _spec('Adam', learning_rate=0.002), {}),
+    ],
+    'custom': [
+        ('sign_momentum', _spec('custom:SignMomentum', learning_rate=0.01, beta=0.8),
+         {2: {'learning_rate': 0.05}}),
+    ],
+}
+
+
+def generate(family):
+  cases = oracle_specs.make_cases(FAMILIES[family], seed=sum(map(ord, family)))
+  for name, case in cases.items():
+    case['expected'] = oracle_specs.run_trajectory(
+        optim, case, jax=jax, to_state_dict=serialization.to_state_dict, freeze=freeze)
+  os.makedirs(OUT_DIR, exist_ok=True)
+  path = os.path.join(OUT_DIR, f'{family}.msgpack')
+  with open(path, 'wb') as f:
+    f.write(serialization.msgpack_serialize({'family': family, 'cases': cases}))
+  print(f'{path}: {len(cases)} cases, {os.path.getsize(path)} bytes')
+
+
+if __name__ == '__main__':
+  for fam in sys.argv[1:] or sorted(FAMILIES):
+    generate(fam)
