@@ -1,0 +1,34 @@
+"""The optimizers under test: one entry each, driving the generic tests (test_generic.py).
+
+Add an optimizer here and it is tested for convergence, dtype preservation and retracing in
+float32 and bfloat16, under jit and without.
+"""
+import dataclasses
+from typing import Callable
+
+import flax_optim_compat as optim
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+  name: str
+  make: Callable[[], optim.OptimizerDef]  # a def with a learning rate that solves the quadratic
+  steps: int = 150
+  # A hyper-param that can be overridden with traced values, and three values to try.
+  override: str = 'learning_rate'
+  override_values: tuple = (0.05, 0.04, 0.03)
+
+  def __repr__(self):
+    return self.name
+
+
+REGISTRY = [
+    Entry('GradientDescent', lambda: optim.GradientDescent(learning_rate=0.1)),
+    Entry('Momentum', lambda: optim.Momentum(learning_rate=0.05, beta=0.8)),
+    Entry('Momentum-nesterov-wd',
+          lambda: optim.Momentum(learning_rate=0.05, beta=0.8, weight_decay=1e-4, nesterov=True),
+          override='beta', override_values=(0.8, 0.7, 0.6)),
+    Entry('Adam', lambda: optim.Adam(learning_rate=0.1)),
+    Entry('Adam-wd', lambda: optim.Adam(learning_rate=0.1, weight_decay=1e-4),
+          override='eps', override_values=(1e-3, 1e-2, 1e-1)),
+]

@@ -1,0 +1,71 @@
+"""Generic properties of every optimizer in the registry x float32/bfloat16 x jit/eager."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from tests import _utils
+from tests.registry import REGISTRY
+
+pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
+
+DTYPES = [jnp.float32, jnp.bfloat16]
+
+
+def _quadratic_problem(dtype):
+  rng = np.random.RandomState(0)
+  center = {'a': rng.standard_normal(3), 'b': {'k': rng.standard_normal((2, 2))},
+            's': np.float32(rng.standard_normal())}
+  center = jax.tree_util.tree_map(lambda c: jnp.asarray(c, dtype), center)
+  params = jax.tree_util.tree_map(jnp.zeros_like, center)
+
+  def loss(p):
+    return sum(jnp.sum((x.astype(jnp.float32) - c.astype(jnp.float32)) ** 2)
+               for x, c in zip(jax.tree_util.tree_leaves(p), jax.tree_util.tree_leaves(center)))
+
+  return params, loss
+
+
+def _step_fn(jit):
+  def step(optimizer, loss):
+    return optimizer.apply_gradient(jax.grad(loss)(optimizer.target))
+  return jax.jit(step, static_argnums=1) if jit else step
+
+
+@pytest.mark.parametrize('jit', [True, False], ids=['jit', 'eager'])
+@pytest.mark.parametrize('dtype', DTYPES, ids=['float32', 'bfloat16'])
+@pytest.mark.parametrize('entry', REGISTRY, ids=repr)
+def test_converges_on_quadratic_and_keeps_dtypes(entry, dtype, jit):
+  params, loss = _quadratic_problem(dtype)
+  optimizer = entry.make().create(params)
+  created = optimizer
+  step = _step_fn(jit)
+  for _ in range(entry.steps if jit else min(entry.steps, 40)):
+    optimizer = step(optimizer, loss)
+  # dtypes and container types of target and state never change
+  _utils.assert_trees_equal_types(optimizer.target, created.target)
+  _utils.assert_trees_equal_types(optimizer.state.param_states, created.state.param_states)
+  assert optimizer.state.step.dtype == jnp.int32
+  if jit:
+    assert float(loss(optimizer.target)) < 0.05 * float(loss(params))
+  else:
+    assert float(loss(optimizer.target)) < 0.9 * float(loss(params))
+
+
+@pytest.mark.parametrize('entry', REGISTRY, ids=repr)
+def test_override_value_change_does_not_retrace(entry):
+  params, loss = _quadratic_problem(jnp.float32)
+  optimizer = entry.make().create(params)
+
+  def step(optimizer, value):
+    return optimizer.apply_gradient(jax.grad(loss)(optimizer.target), **{entry.override: value})
+
+  counter = _utils.TraceCounter(step)
+  jitted = jax.jit(counter)
+  results = []
+  for value in entry.override_values:
+    results.append(jitted(optimizer, value).target)
+  assert counter.count == 1
+  # ... and the traced value is really used: each value gives its own result
+  firsts = [float(jax.tree_util.tree_leaves(r)[0][0]) for r in results]
+  assert len(set(firsts)) == len(firsts), firsts
