@@ -17,6 +17,7 @@ from flax import traverse_util
 
 from . import _adapter
 from . import _deprecation
+from . import _restore
 
 __all__ = ['OptimizerState', 'OptimizerDef', 'Optimizer', 'ReplicatedOptimizer',
            'ModelParamTraversal']
@@ -190,8 +191,7 @@ class OptimizerDef:
 
   def restore_state(self, opt_target, opt_state, state_dict):
     """``(target, state)`` restored from ``state_dict``; only the structure of the inputs is used."""
-    return (serialization.from_state_dict(opt_target, state_dict['target']),
-            serialization.from_state_dict(opt_state, state_dict['state']))
+    return _restore.restore_target_and_state(self, opt_target, opt_state, state_dict)
 
 
 class _NoAux:
