@@ -31,4 +31,6 @@ REGISTRY = [
     Entry('Adam', lambda: optim.Adam(learning_rate=0.1)),
     Entry('Adam-wd', lambda: optim.Adam(learning_rate=0.1, weight_decay=1e-4),
           override='eps', override_values=(1e-3, 1e-2, 1e-1)),
+    # <<< issue-3a entries (AdaBelief, Adadelta, Adagrad, LAMB, LARS, RMSProp) >>>
+    # <<< issue-3b entries (Adafactor, WeightNorm) >>>
 ]

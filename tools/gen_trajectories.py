@@ -55,6 +55,8 @@ FAMILIES = {
                           weight_decay=0.01), {3: {'weight_decay': 0.1}}),
         ('adam_defaults', _spec('Adam', learning_rate=0.002), {}),
     ],
+    # <<< issue-3a families (AdaBelief, Adadelta, Adagrad, LAMB, LARS, RMSProp) >>>
+    # <<< issue-3b families (Adafactor, WeightNorm) >>>
     'custom': [
         ('sign_momentum', _spec('custom:SignMomentum', learning_rate=0.01, beta=0.8),
          {2: {'learning_rate': 0.05}}),
