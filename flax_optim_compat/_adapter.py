@@ -174,6 +174,17 @@ def _read_optax_state(opt_state, wanted) -> Dict[str, Any]:
 
 # ----------------------------------------------------------------------------- legacy <-> optax
 
+def _absent_field_column(opt_def, legacy, num_leaves) -> List[Any]:
+  """Values of a legacy field whose optax field is absent from the state.
+
+  ``None`` (e.g. RMSProp ``mg`` when not centered), unless the optimizer declares
+  ``legacy_placeholders = {legacy field: zero-argument factory}``, e.g. Adafactor's
+  ``m = jnp.zeros((1,))`` when ``beta1 is None``: legacy kept a dummy array in unused slots.
+  """
+  factory = dict(getattr(opt_def, 'legacy_placeholders', {})).get(legacy)
+  return [None if factory is None else factory() for _ in range(num_leaves)]
+
+
 def _to_param_states(opt_def, treedef, field_trees: Dict[str, Any]):
   """Transposes {optax field: tree} into a tree of legacy per-leaf dataclasses."""
   param_state_cls = getattr(opt_def, 'param_state_cls', None)
@@ -181,7 +192,7 @@ def _to_param_states(opt_def, treedef, field_trees: Dict[str, Any]):
     return treedef.unflatten([() for _ in range(treedef.num_leaves)])
   fields = _optax_fields(opt_def)
   columns = {legacy: (treedef.flatten_up_to(field_trees[name]) if name in field_trees
-                      else [None] * treedef.num_leaves)
+                      else _absent_field_column(opt_def, legacy, treedef.num_leaves))
              for legacy, name in fields.items()}
   leaves = [param_state_cls(**{legacy: col[i] for legacy, col in columns.items()})
             for i in range(treedef.num_leaves)]
