@@ -55,6 +55,62 @@ FAMILIES = {
                           weight_decay=0.01), {3: {'weight_decay': 0.1}}),
         ('adam_defaults', _spec('Adam', learning_rate=0.002), {}),
     ],
+    'AdaBelief': [
+        ('adabelief', _spec('AdaBelief', learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-10),
+         {2: {'learning_rate': 0.03}, 7: {'beta2': 0.9}}),
+        ('adabelief_wd', _spec('AdaBelief', learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-10,
+                               weight_decay=0.01), {4: {'weight_decay': 0.05, 'eps': 1e-6}}),
+        ('adabelief_defaults', _spec('AdaBelief', learning_rate=0.003), {5: {'beta1': 0.5}}),
+    ],
+    'Adadelta': [
+        ('adadelta_wd', _spec('Adadelta', learning_rate=0.5, rho=0.85, eps=1e-5, weight_decay=0.01),
+         {3: {'rho': 0.7}, 5: {'learning_rate': 1.0}}),
+        ('adadelta', _spec('Adadelta', learning_rate=1.0, rho=0.95, eps=1e-4),
+         {6: {'eps': 1e-3}, 8: {'weight_decay': 0.02}}),
+        ('adadelta_defaults', _spec('Adadelta', learning_rate=1.0), {}),
+    ],
+    'Adagrad': [
+        ('adagrad_default_eps', _spec('Adagrad', learning_rate=0.1), {2: {'learning_rate': 0.05}}),
+        ('adagrad_eps', _spec('Adagrad', learning_rate=0.1, eps=0.01), {5: {'eps': 0.1}}),
+        ('adagrad_lr_per_step', _spec('Adagrad', eps=1e-6),
+         {i: {'learning_rate': 0.3 / (i + 1)} for i in range(12)}),
+    ],
+    'LAMB': [
+        ('lamb', _spec('LAMB', learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-5),
+         {3: {'learning_rate': 0.03}, 6: {'beta1': 0.5}}),
+        ('lamb_wd', _spec('LAMB', learning_rate=0.01, beta1=0.85, beta2=0.99, weight_decay=0.01,
+                          eps=1e-5), {5: {'eps': 1e-3}, 7: {'beta2': 0.9}}),
+        ('lamb_defaults', _spec('LAMB', learning_rate=0.005), {}),
+    ],
+    # 'bias' and 'scale' start at zero (see FAMILY_TARGETS): legacy's zero-norm trust ratios.
+    'LAMB_zero_leaf': [
+        ('lamb_zero', _spec('LAMB', learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-5),
+         {4: {'learning_rate': 0.02}}),
+        ('lamb_zero_wd', _spec('LAMB', learning_rate=0.01, weight_decay=0.01), {}),
+    ],
+    'LARS': [
+        ('lars_nesterov', _spec('LARS', learning_rate=0.1, beta=0.8, trust_coefficient=0.01,
+                                eps=1e-6, nesterov=True),
+         {2: {'learning_rate': 0.3}, 5: {'beta': 0.5}}),
+        ('lars_wd', _spec('LARS', learning_rate=0.1, beta=0.8, weight_decay=0.01,
+                          trust_coefficient=0.01, eps=1e-6),
+         {4: {'trust_coefficient': 0.02}, 7: {'eps': 1e-3}}),
+        ('lars_wd_nesterov', _spec('LARS', learning_rate=0.5, beta=0.9, weight_decay=0.001,
+                                   nesterov=True), {3: {'learning_rate': 1.0}}),
+    ],
+    'LARS_zero_leaf': [
+        ('lars_zero_wd', _spec('LARS', learning_rate=0.1, beta=0.8, weight_decay=0.01,
+                               trust_coefficient=0.01, eps=1e-6), {}),
+    ],
+    'RMSProp': [
+        ('rmsprop', _spec('RMSProp', learning_rate=0.01, beta2=0.85),
+         {2: {'learning_rate': 0.02}, 6: {'beta2': 0.95}}),
+        ('rmsprop_eps', _spec('RMSProp', learning_rate=0.01, beta2=0.85, eps=1e-3),
+         {4: {'eps': 1e-2}}),
+        ('rmsprop_centered', _spec('RMSProp', learning_rate=0.01, beta2=0.85, eps=1e-3,
+                                   centered=True),
+         {3: {'learning_rate': 0.005}, 8: {'beta2': 0.7}}),
+    ],
     # <<< issue-3a families (AdaBelief, Adadelta, Adagrad, LAMB, LARS, RMSProp) >>>
     # <<< issue-3b families (Adafactor, WeightNorm) >>>
     'custom': [
@@ -64,8 +120,16 @@ FAMILIES = {
 }
 
 
+# family -> extra make_cases arguments for its targets (``shapes=``, ``zero=``); default: none.
+FAMILY_TARGETS = {
+    'LAMB_zero_leaf': {'zero': ('bias', 'scale')},
+    'LARS_zero_leaf': {'zero': ('bias', 'scale')},
+}
+
+
 def generate(family):
-  cases = oracle_specs.make_cases(FAMILIES[family], seed=sum(map(ord, family)))
+  cases = oracle_specs.make_cases(FAMILIES[family], seed=sum(map(ord, family)),
+                                 **FAMILY_TARGETS.get(family, {}))
   for name, case in cases.items():
     case['expected'] = oracle_specs.run_trajectory(
         optim, case, jax=jax, to_state_dict=serialization.to_state_dict, freeze=freeze)
