@@ -17,6 +17,8 @@ class Entry:
   # A hyper-param that can be overridden with traced values, and three values to try.
   override: str = 'learning_rate'
   override_values: tuple = (0.05, 0.04, 0.03)
+  # False for optimizers that reject 0-d params (WeightNorm): the quadratic drops its scalar.
+  scalar_params: bool = True
 
   def __repr__(self):
     return self.name
@@ -32,5 +34,15 @@ REGISTRY = [
     Entry('Adam-wd', lambda: optim.Adam(learning_rate=0.1, weight_decay=1e-4),
           override='eps', override_values=(1e-3, 1e-2, 1e-1)),
     # <<< issue-3a entries (AdaBelief, Adadelta, Adagrad, LAMB, LARS, RMSProp) >>>
+    Entry('Adafactor', lambda: optim.Adafactor(learning_rate=0.5)),
+    Entry('Adafactor-momentum-factored-wd',
+          lambda: optim.Adafactor(learning_rate=0.1, beta1=0.9, min_dim_size_to_factor=2,
+                                  multiply_by_parameter_scale=False, weight_decay_rate=1e-4),
+          override='beta1', override_values=(0.9, 0.8, 0.7)),
+    Entry('WeightNorm-Momentum',
+          lambda: optim.WeightNorm(optim.Momentum(learning_rate=0.05, beta=0.8)),
+          scalar_params=False),
+    Entry('WeightNorm-Adam', lambda: optim.WeightNorm(optim.Adam(learning_rate=0.1), wn_decay=1e-4),
+          override='eps', override_values=(1e-3, 1e-2, 1e-1), scalar_params=False),
     # <<< issue-3b entries (Adafactor, WeightNorm) >>>
 ]
