@@ -17,7 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-__all__ = ['check_grads', 'format_path', 'init_param_states', 'apply_gradient', 'tree_paths']
+__all__ = ['check_grads', 'format_path', 'init_param_states', 'apply_gradient', 'optax_update',
+           'tree_paths']
 
 _LOW_PRECISION = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 
@@ -234,6 +235,37 @@ def init_param_states(opt_def, params):
   return _to_param_states(opt_def, jax.tree_util.tree_structure(params), field_trees)
 
 
+def optax_update(opt_def, hyper_params, params, state, grads):
+  """One legacy step of ``opt_def`` as an optax update: ``(updates, new_param_states)``.
+
+  Fills the optax state of ``opt_def.optax_transform(hyper_params)`` from the legacy
+  ``state`` (every ``count`` = ``state.step``), runs ``tx.update`` and reads the new legacy
+  per-leaf states back. ``optax.apply_updates(params, updates)`` (cast to the params' dtypes)
+  is the new target. Used by :func:`apply_gradient` and by compositions that apply the updates
+  themselves (``MultiOptimizer`` runs one ``optax.multi_transform`` over several groups).
+
+  ``params`` may contain ``optax.MaskedNode`` (no leaves) where ``state.param_states`` has
+  one too, as inside ``optax.masked``.
+
+  16-bit float params, grads and states are computed in float32: ``updates`` are float32 for
+  them and the new states are cast back to their own dtypes.
+
+  Returns:
+    ``(updates, new_param_states)``; the caller advances the step.
+  """
+  tx = opt_def.optax_transform(hyper_params)
+  params32, grads32 = _upcast(params), _upcast(grads)
+  template = jax.eval_shape(tx.init, params32)
+  wanted = set(_read_optax_state(template, set(_optax_fields(opt_def).values())))
+  old_fields = _from_param_states(opt_def, params, state.param_states, wanted)
+  opt_state = _fill_optax_state(template, state.step, _upcast(old_fields), opt_def)
+  updates, new_opt_state = tx.update(grads32, opt_state, params32)
+  new_fields = _read_optax_state(new_opt_state, wanted)
+  new_fields = {name: _cast_like(tree, old_fields[name]) for name, tree in new_fields.items()}
+  new_param_states = _to_param_states(opt_def, jax.tree_util.tree_structure(params), new_fields)
+  return updates, new_param_states
+
+
 def apply_gradient(opt_def, hyper_params, params, state, grads):
   """One legacy ``apply_gradient`` through ``opt_def.optax_transform(hyper_params)``.
 
@@ -244,15 +276,6 @@ def apply_gradient(opt_def, hyper_params, params, state, grads):
   Returns:
     ``(new_params, new_param_states)``; the caller advances the step.
   """
-  tx = opt_def.optax_transform(hyper_params)
-  params32, grads32 = _upcast(params), _upcast(grads)
-  template = jax.eval_shape(tx.init, params32)
-  wanted = set(_read_optax_state(template, set(_optax_fields(opt_def).values())))
-  old_fields = _from_param_states(opt_def, params, state.param_states, wanted)
-  opt_state = _fill_optax_state(template, state.step, _upcast(old_fields), opt_def)
-  updates, new_opt_state = tx.update(grads32, opt_state, params32)
-  new_params = _cast_like(optax.apply_updates(params32, updates), params)
-  new_fields = _read_optax_state(new_opt_state, wanted)
-  new_fields = {name: _cast_like(tree, old_fields[name]) for name, tree in new_fields.items()}
-  new_param_states = _to_param_states(opt_def, jax.tree_util.tree_structure(params), new_fields)
+  updates, new_param_states = optax_update(opt_def, hyper_params, params, state, grads)
+  new_params = _cast_like(optax.apply_updates(_upcast(params), updates), params)
   return new_params, new_param_states
