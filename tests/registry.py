@@ -19,6 +19,8 @@ class Entry:
   override_values: tuple = (0.05, 0.04, 0.03)
   # False for optimizers that reject 0-d params (WeightNorm): the quadratic drops its scalar.
   scalar_params: bool = True
+  # The value every param starts at (LAMB: a zero param gets trust ratio 0 and never moves).
+  start: float = 0.0
 
   def __repr__(self):
     return self.name
@@ -32,6 +34,28 @@ REGISTRY = [
           override='beta', override_values=(0.8, 0.7, 0.6)),
     Entry('Adam', lambda: optim.Adam(learning_rate=0.1)),
     Entry('Adam-wd', lambda: optim.Adam(learning_rate=0.1, weight_decay=1e-4),
+          override='eps', override_values=(1e-3, 1e-2, 1e-1)),
+    Entry('AdaBelief', lambda: optim.AdaBelief(learning_rate=0.1)),
+    Entry('AdaBelief-wd', lambda: optim.AdaBelief(learning_rate=0.1, weight_decay=1e-4),
+          override='eps', override_values=(1e-3, 1e-2, 1e-1)),
+    Entry('Adadelta', lambda: optim.Adadelta(learning_rate=1.0, eps=1e-2),
+          override='rho', override_values=(0.9, 0.8, 0.7)),
+    Entry('Adadelta-wd', lambda: optim.Adadelta(learning_rate=1.0, eps=1e-2, weight_decay=1e-4)),
+    Entry('Adagrad', lambda: optim.Adagrad(learning_rate=0.5),
+          override='eps', override_values=(1e-2, 1e-1, 1.0)),
+    Entry('LAMB', lambda: optim.LAMB(learning_rate=0.05), start=1.0),
+    Entry('LAMB-wd', lambda: optim.LAMB(learning_rate=0.05, weight_decay=1e-4), start=1.0,
+          override='eps', override_values=(1e-3, 1e-2, 1e-1)),
+    # The quadratic starts at zero params, where LARS's trust ratio is 1 (override lr/beta).
+    Entry('LARS', lambda: optim.LARS(learning_rate=0.1, trust_coefficient=0.5)),
+    Entry('LARS-wd-nesterov',
+          lambda: optim.LARS(learning_rate=0.1, trust_coefficient=0.5, weight_decay=1e-4,
+                             nesterov=True),
+          override='beta', override_values=(0.9, 0.8, 0.7)),
+    Entry('RMSProp', lambda: optim.RMSProp(learning_rate=0.03),
+          override='beta2', override_values=(0.9, 0.8, 0.7)),
+    Entry('RMSProp-centered',
+          lambda: optim.RMSProp(learning_rate=0.03, beta2=0.8, eps=1e-3, centered=True),
           override='eps', override_values=(1e-3, 1e-2, 1e-1)),
     # <<< issue-3a entries (AdaBelief, Adadelta, Adagrad, LAMB, LARS, RMSProp) >>>
     Entry('Adafactor', lambda: optim.Adafactor(learning_rate=0.5)),

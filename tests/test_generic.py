@@ -12,14 +12,14 @@ pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDepr
 DTYPES = [jnp.float32, jnp.bfloat16]
 
 
-def _quadratic_problem(dtype, scalar_params=True):
+def _quadratic_problem(dtype, scalar_params=True, start=0.0):
   rng = np.random.RandomState(0)
   center = {'a': rng.standard_normal(3), 'b': {'k': rng.standard_normal((2, 2))},
             's': np.float32(rng.standard_normal())}
   if not scalar_params:
     del center['s']
   center = jax.tree_util.tree_map(lambda c: jnp.asarray(c, dtype), center)
-  params = jax.tree_util.tree_map(jnp.zeros_like, center)
+  params = jax.tree_util.tree_map(lambda c: jnp.full_like(c, start), center)
 
   def loss(p):
     return sum(jnp.sum((x.astype(jnp.float32) - c.astype(jnp.float32)) ** 2)
@@ -38,7 +38,7 @@ def _step_fn(jit):
 @pytest.mark.parametrize('dtype', DTYPES, ids=['float32', 'bfloat16'])
 @pytest.mark.parametrize('entry', REGISTRY, ids=repr)
 def test_converges_on_quadratic_and_keeps_dtypes(entry, dtype, jit):
-  params, loss = _quadratic_problem(dtype, entry.scalar_params)
+  params, loss = _quadratic_problem(dtype, entry.scalar_params, entry.start)
   optimizer = entry.make().create(params)
   created = optimizer
   step = _step_fn(jit)
@@ -56,7 +56,7 @@ def test_converges_on_quadratic_and_keeps_dtypes(entry, dtype, jit):
 
 @pytest.mark.parametrize('entry', REGISTRY, ids=repr)
 def test_override_value_change_does_not_retrace(entry):
-  params, loss = _quadratic_problem(jnp.float32, entry.scalar_params)
+  params, loss = _quadratic_problem(jnp.float32, entry.scalar_params, entry.start)
   optimizer = entry.make().create(params)
 
   def step(optimizer, value):
