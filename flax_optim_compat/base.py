@@ -17,10 +17,11 @@ from flax import traverse_util
 
 from . import _adapter
 from . import _deprecation
+from . import _multi
 from . import _restore
 
 __all__ = ['OptimizerState', 'OptimizerDef', 'Optimizer', 'ReplicatedOptimizer',
-           'ModelParamTraversal']
+           'MultiOptimizer', 'ModelParamTraversal']
 
 # Same object as legacy: old code passes `optim.ModelParamTraversal(...)` as `focus=`.
 ModelParamTraversal = traverse_util.ModelParamTraversal
@@ -319,7 +320,177 @@ class ReplicatedOptimizer(OptimizerDef):
 
 
 class MultiOptimizer(OptimizerDef):
-  """Not written yet (issue 4)."""
+  """Applies a different optimizer to each subset of the params selected by a traversal.
+
+  One shared step counter (every sub-optimizer sees the global step); params selected by no
+  traversal are not updated and their state is ``None``; the state mirrors the target (a
+  ``FrozenDict`` for a ``FrozenDict`` target) with each sub-optimizer's legacy per-parameter
+  state at its leaves, so checkpoints have the legacy layout. ``hyper_params`` is the list of
+  the sub-optimizers' hyper-params: ``apply_gradient(grads, hyper_params=[...])`` sets them
+  per group for one step, a plain override (``learning_rate=0.1``) applies to every group.
+
+  The update is one ``optax.multi_transform`` over labels derived from the traversals, with
+  ``optax.set_to_zero()`` for unmatched params; :meth:`optax_transform` returns it for use
+  with plain optax.
+
+  Args:
+    *traversals_and_optimizers: ``(traversal, optimizer_def)`` pairs. A traversal is a
+      ``flax.traverse_util`` traversal (``ModelParamTraversal``, ``t_identity['a']``, ...);
+      it may select leaves or whole sub-trees, and no leaf may be selected by two pairs. Any
+      :class:`OptimizerDef` can be a sub-optimizer (WeightNorm and user subclasses too).
+
+  Examples:
+    >>> import warnings
+    >>> import jax.numpy as jnp
+    >>> import flax_optim_compat as optim
+    >>> with warnings.catch_warnings():  # flax deprecates its traversals
+    ...   warnings.simplefilter('ignore', DeprecationWarning)
+    ...   kernels = optim.ModelParamTraversal(lambda path, _: 'kernel' in path)
+    ...   biases = optim.ModelParamTraversal(lambda path, _: 'bias' in path)
+    >>> opt_def = optim.MultiOptimizer((kernels, optim.GradientDescent(learning_rate=0.1)),
+    ...                                (biases, optim.Momentum(learning_rate=0.5, beta=0.9)))
+    >>> params = {'dense': {'kernel': jnp.ones(2), 'bias': jnp.ones(2)}, 'frozen': jnp.ones(2)}
+    >>> optimizer = opt_def.create(params)
+    >>> optimizer.state.param_states['frozen'] is None
+    True
+    >>> grads = {'dense': {'kernel': jnp.ones(2), 'bias': jnp.ones(2)}, 'frozen': jnp.ones(2)}
+    >>> hps = optimizer.optimizer_def.hyper_params
+    >>> optimizer = optimizer.apply_gradient(
+    ...     grads, hyper_params=[hps[0], hps[1].replace(learning_rate=0.1)])
+    >>> optimizer.target['dense']['kernel'], optimizer.target['dense']['bias']
+    (Array([0.9, 0.9], dtype=float32), Array([0.9, 0.9], dtype=float32))
+    >>> optimizer.target['frozen']
+    Array([1., 1.], dtype=float32)
+
+  Differences from flax.optim:
+    a traversal's ``filter_fn`` sees a shape/dtype stand-in (``.shape``, ``.ndim``,
+    ``.size``, ``.dtype``), once per target structure, instead of values, grads and states
+    in turn; ``hyper_params=`` lists of the wrong length or type raise instead of silently
+    dropping the trailing groups' state; overlapping traversals are reported by leaf path;
+    sub-optimizers need not implement ``init_param_state`` (WeightNorm can be a group);
+    empty targets and sub-tree selections work.
+  """
 
   def __init__(self, *traversals_and_optimizers):
-    raise NotImplementedError('MultiOptimizer is not implemented yet')
+    if not traversals_and_optimizers:
+      raise ValueError('MultiOptimizer needs at least one (traversal, optimizer_def) pair.')
+    for i, pair in enumerate(traversals_and_optimizers):
+      if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        raise TypeError(f'MultiOptimizer argument {i} must be a (traversal, optimizer_def) '
+                        f'pair, got {type(pair).__name__}.')
+      traversal, opt_def = pair
+      if not callable(getattr(traversal, 'iterate', None)):
+        raise TypeError(f'MultiOptimizer argument {i}: {type(traversal).__name__} is not a '
+                        'traversal (flax.traverse_util.Traversal, e.g. ModelParamTraversal).')
+      if not isinstance(opt_def, OptimizerDef):
+        raise TypeError(f'MultiOptimizer argument {i}: {type(opt_def).__name__} is not an '
+                        'OptimizerDef.')
+    traversals, sub_optimizers = zip(*traversals_and_optimizers)
+    super().__init__([opt.hyper_params for opt in sub_optimizers])
+    self.traversals = tuple(traversals)
+    self.sub_optimizers = tuple(sub_optimizers)
+    self._labels_cache = {}
+
+  def _labels(self, params):
+    """Per-leaf labels of ``params``; cached per tree structure, shapes and dtypes."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    key = (treedef, tuple((jnp.shape(x), str(_multi.leaf_dtype(x))) for x in leaves))
+    labels = self._labels_cache.get(key)
+    if labels is None:
+      labels = _multi.param_labels(self.traversals, params)
+      if len(self._labels_cache) >= 64:
+        self._labels_cache.clear()
+      self._labels_cache[key] = labels
+    return labels
+
+  def _label_tree(self, params):
+    return jax.tree_util.tree_structure(params).unflatten(self._labels(params))
+
+  def optax_transform(self, hyper_params=None) -> optax.GradientTransformation:
+    """The optax transform of this MultiOptimizer: ``optax.multi_transform`` of the groups.
+
+    Labels are derived from the traversals for whatever params ``init``/``update`` receive;
+    each group's optax state is its sub-optimizer's legacy ``OptimizerState``.
+    """
+    hps = self.hyper_params if hyper_params is None else hyper_params
+    hps = _multi.check_hyper_params(self.sub_optimizers, hps)
+    return _multi.multi_transform(self.sub_optimizers, hps, self._label_tree)
+
+  def init_param_state(self, param):
+    raise NotImplementedError('MultiOptimizer has no per-parameter state; use init_state.')
+
+  def apply_param_gradient(self, step, hyper_params, param, state, grad):
+    raise NotImplementedError('MultiOptimizer has no per-parameter update; use apply_gradient.')
+
+  def init_state(self, params) -> OptimizerState:
+    labels = self._labels(params)
+    treedef = jax.tree_util.tree_structure(params)
+    tx = _multi.multi_transform(self.sub_optimizers, self.hyper_params, treedef.unflatten(labels))
+    param_states = _multi.merge_states(treedef, labels, tx.init(params), self.sub_optimizers)
+    return OptimizerState(jnp.asarray(0, dtype=jnp.int32), param_states)
+
+  def apply_gradient(self, hyper_params, params, state, grads):
+    """Applies ``grads``: each group through its sub-optimizer, unmatched params unchanged.
+
+    Raises:
+      ValueError: ``grads`` differs from ``params`` in structure or shapes; ``hyper_params``
+        has the wrong length; traversals overlap.
+      TypeError: ``hyper_params`` is not a list of the sub-optimizers' hyper-param objects.
+    """
+    hyper_params = _multi.check_hyper_params(self.sub_optimizers, hyper_params)
+    _adapter.check_grads(params, grads)
+    labels = self._labels(params)
+    treedef = jax.tree_util.tree_structure(params)
+    leaf_states = _multi.per_leaf_states(treedef, state.param_states)
+
+    def restore(masked_params):  # the groups' optax states are their existing legacy states
+      return OptimizerState(state.step, _multi.split_states(leaf_states, masked_params))
+
+    group_labels = [_multi.group_label(i) for i in range(len(self.sub_optimizers))]
+    exact = {label: {} for label in group_labels}
+    tx = _multi.multi_transform(self.sub_optimizers, hyper_params, treedef.unflatten(labels),
+                                dict.fromkeys(group_labels, restore), exact)
+    updates, new_multi_state = tx.update(grads, tx.init(params), params)
+    new_leaves = treedef.flatten_up_to(optax.apply_updates(params, updates))
+    # Groups without a native optax update (WeightNorm, per-leaf user defs) computed their
+    # new params themselves: take them as they are rather than params + (new - params).
+    for label, out in exact.items():
+      if 'params' in out:
+        for j, new in enumerate(_multi.masked_leaves(out['params'])):
+          if labels[j] == label:
+            new_leaves[j] = new
+    # Unmatched params are returned as they came (bit for bit, also -0.0 and NaN).
+    new_params = treedef.unflatten([
+        old if label == _multi.UNMATCHED else new
+        for old, new, label in zip(treedef.flatten_up_to(params), new_leaves, labels)])
+    new_param_states = _multi.merge_states(treedef, labels, new_multi_state, self.sub_optimizers)
+    return new_params, OptimizerState(state.step + 1, new_param_states)
+
+  def update_hyper_params(self, **hyper_param_overrides):
+    """The list of per-group hyper-params for one step.
+
+    ``hyper_params=`` replaces the whole list (checked: one object per pair, of that
+    sub-optimizer's hyper-param class); every other keyword is applied to every group (an
+    unknown name raises ``TypeError``, as legacy).
+    """
+    given = 'hyper_params' in hyper_param_overrides
+    hps = hyper_param_overrides.pop('hyper_params', None)
+    if given:
+      hps = _multi.check_hyper_params(self.sub_optimizers, hps)
+    elif not hyper_param_overrides:
+      return list(self.hyper_params)
+    out = []
+    for i, opt in enumerate(self.sub_optimizers):
+      try:
+        if not given:  # the sub-optimizer's own override rules (e.g. WeightNorm's wn_decay)
+          out.append(opt.update_hyper_params(**hyper_param_overrides))
+        elif isinstance(opt, MultiOptimizer):
+          out.append(opt.update_hyper_params(hyper_params=hps[i], **hyper_param_overrides))
+        elif hyper_param_overrides:
+          out.append(hps[i].replace(**hyper_param_overrides))
+        else:
+          out.append(hps[i])
+      except TypeError as e:
+        raise TypeError(f'{e} (override for sub-optimizer {i}, {type(opt).__name__}; a '
+                        'keyword override applies to every sub-optimizer)') from e
+    return out
