@@ -5,6 +5,7 @@ built-in optimizers run their math through optax (see ``_adapter``), user subcla
 implement the legacy per-leaf protocol (``init_param_state`` / ``apply_param_gradient``) run
 as they always did.
 """
+import inspect
 from typing import Any, Optional
 
 import jax
@@ -257,7 +258,7 @@ class Optimizer(struct.PyTreeNode):
     if devices is None:
       devices = jax.local_devices()
     optimizer_def = ReplicatedOptimizer(self.optimizer_def, devices, axis_name)
-    replicated = jax_utils.replicate(self, devices=devices)
+    replicated = _replicate(self, devices, axis_name)
     return replicated.replace(optimizer_def=optimizer_def)
 
   def unreplicate(self) -> 'Optimizer':
@@ -279,6 +280,18 @@ class Optimizer(struct.PyTreeNode):
 # so the OptimizerDef decides the layout: {'target': ..., 'state': ...}.
 serialization.register_serialization_state(
     Optimizer, Optimizer.state_dict, Optimizer.restore_state, override=True)
+
+
+def _replicate(tree, devices, axis_name):
+  """``flax.jax_utils.replicate`` onto ``devices``, naming the device axis like the pmap axis.
+
+  Today's ``jax.pmap`` compiles its function again when an input's mesh axis name differs from
+  its own ``axis_name`` (flax names it ``'_device_put_sharded'``), so naming it ``axis_name``
+  saves one compilation of the train step, after ``replicate()`` and after a restore.
+  """
+  if 'axis_name' in inspect.signature(jax_utils.replicate).parameters:
+    return jax_utils.replicate(tree, devices=devices, axis_name=axis_name)
+  return jax_utils.replicate(tree, devices=devices)  # older flax: no mesh axis to name
 
 
 class ReplicatedOptimizer(OptimizerDef):
@@ -315,7 +328,7 @@ class ReplicatedOptimizer(OptimizerDef):
     return jax.tree_util.tree_map(lambda x: x[0], state_dict)
 
   def restore_state(self, opt_target, opt_state, state_dict):
-    state_dict = jax_utils.replicate(state_dict, devices=self.devices)
+    state_dict = _replicate(state_dict, self.devices, self.axis_name)
     return self.optimizer_def.restore_state(opt_target, opt_state, state_dict)
 
 
