@@ -1,12 +1,298 @@
-"""Restoring an optimizer's (target, state) from a legacy state dict.
+"""Strict restore of an optimizer's ``(target, state)`` from a (legacy) state dict.
 
-For now the legacy behaviour (``flax.serialization.from_state_dict`` on each half); issue 5
-makes it strict: structure, shapes and dtypes are checked before anything is returned.
+Legacy ``flax.optim`` restored with ``flax.serialization.from_state_dict`` alone, which only
+looks at the container structure: a ``f64[5]`` leaf went silently into a ``f32[3]`` slot, a
+Momentum checkpoint restored into an Adam optimizer failed with a bare ``KeyError``, and extra
+keys were ignored. Here the whole state dict is checked against the optimizer it is restored
+into **before** anything is built:
+
+* the nested keys must be exactly those of ``{'target': ..., 'state': ...}`` of the template;
+* every array leaf must have the template's shape and dtype (the one exception is the step
+  counter, see below); ``None`` must stay ``None``;
+* the first offending path is named (prefixed with the path of the optimizer inside the object
+  being restored, e.g. ``/optimizer/state/param_states/dense/kernel/momentum``), with both
+  shapes and dtypes; if the per-parameter state fields are those of another legacy optimizer,
+  the message says which one it looks like.
+
+What a restored optimizer holds (spec section 13.9): every array leaf is a ``jax.Array`` of the
+template's dtype (legacy handed back read-only NumPy arrays until the first update), and
+``step`` is an ``int32`` array. Legacy checkpoints written after an eager update store ``step``
+as a NumPy ``int64`` scalar; any integer step that fits in ``int32`` is accepted and cast.
+Python-scalar leaves of the template (legacy allowed ``{'w': 1.0}`` for GradientDescent and
+Momentum) accept any scalar of a compatible kind and are returned as stored.
 """
+from typing import Any, List, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
 from flax import serialization
+
+__all__ = ['restore_target_and_state', 'check_single_copy']
+
+_STEP_PATH = ('state', 'step')
+_INT32 = np.iinfo(np.int32)
+
+
+class _Mismatch(Exception):
+  """The first difference between a state dict and its template (internal)."""
+
+  def __init__(self, path: Tuple[str, ...], detail: str):
+    super().__init__(detail)
+    self.path = path
+    self.detail = detail
+
+
+# ----------------------------------------------------------------------------- descriptions
+
+def _is_array(x) -> bool:
+  return isinstance(x, (np.ndarray, np.generic, jax.Array))
+
+
+def _is_py_scalar(x) -> bool:
+  return isinstance(x, (bool, int, float, complex))
+
+
+def _describe(value) -> str:
+  if value is None:
+    return 'None'
+  if isinstance(value, dict):
+    return f'a dict with keys {sorted(value)}'
+  if _is_array(value):
+    return f'an array of shape {tuple(np.shape(value))} and dtype {np.dtype(value.dtype).name}'
+  if _is_py_scalar(value):
+    return f'a Python {type(value).__name__} ({value!r})'
+  return f'a {type(value).__name__}'
+
+
+def _join(path: Tuple[str, ...]) -> str:
+  return '/' + '/'.join(path)
+
+
+def _outer_path() -> str:
+  """Where the optimizer sits in the object ``from_state_dict`` is restoring ('' at the top)."""
+  path = serialization.current_path()  # e.g. '.', './optimizer', './opts/0'
+  path = path[1:] if path.startswith('.') else path
+  return path.rstrip('/')
+
+
+# ----------------------------------------------------------------------------- the check
+
+def _kind_ok(expected_dtype: np.dtype, actual) -> bool:
+  """Whether a Python scalar may stand for a 0-d leaf of ``expected_dtype`` (weak typing)."""
+  kind = expected_dtype.kind
+  if isinstance(actual, bool):
+    return kind == 'b'
+  if isinstance(actual, int):
+    return kind in 'iufc'
+  if isinstance(actual, float):
+    return kind in 'fc'
+  return kind == 'c'
+
+
+def _check_leaf(expected, actual, path, strip_axis):
+  """Returns the value to restore for one leaf, or raises ``_Mismatch``."""
+  if expected is None:
+    if actual is not None:
+      raise _Mismatch(path, f'the target expects None but the checkpoint has {_describe(actual)}')
+    return None
+  if _is_array(expected):
+    shape = tuple(np.shape(expected))[1 if strip_axis else 0:]
+    dtype = np.dtype(expected.dtype)
+    want = f'an array of shape {shape} and dtype {dtype.name}'
+    if _is_py_scalar(actual) and shape == () and _kind_ok(dtype, actual):
+      return np.asarray(actual, dtype)
+    if not _is_array(actual):
+      raise _Mismatch(path, f'the target expects {want} but the checkpoint has {_describe(actual)}')
+    got_shape, got_dtype = tuple(np.shape(actual)), np.dtype(actual.dtype)
+    if got_shape != shape:
+      raise _Mismatch(path, f'shape mismatch: the checkpoint has shape {got_shape} '
+                      f'({got_dtype.name}) but the target expects shape {shape} ({dtype.name})')
+    if got_dtype == dtype:
+      return actual
+    if path[-2:] == _STEP_PATH and got_dtype.kind in 'iu' and dtype.kind in 'iu':
+      values = np.asarray(actual)
+      if values.size and (values.min() < _INT32.min or values.max() > _INT32.max):
+        raise _Mismatch(path, f'the step counter {values.max()} does not fit in int32')
+      return np.asarray(actual, dtype)
+    raise _Mismatch(path, f'dtype mismatch: the checkpoint has dtype {got_dtype.name} '
+                    f'(shape {got_shape}) but the target expects dtype {dtype.name} '
+                    f'(shape {shape})')
+  if _is_py_scalar(expected):
+    allowed = {'b': 'b', 'i': 'iu', 'f': 'iuf', 'c': 'iufc'}[np.result_type(type(expected)).kind]
+    if _is_py_scalar(actual):
+      got_kind = np.result_type(type(actual)).kind
+    elif _is_array(actual) and np.shape(actual) == ():
+      got_kind = np.dtype(actual.dtype).kind
+    else:
+      got_kind = None
+    if got_kind is None or got_kind not in allowed:
+      raise _Mismatch(path, f'the target expects a scalar like {expected!r} but the checkpoint '
+                      f'has {_describe(actual)}')
+    return actual
+  if type(actual) is not type(expected):
+    raise _Mismatch(path, f'the target expects {_describe(expected)} but the checkpoint has '
+                    f'{_describe(actual)}')
+  return actual
+
+
+def _check(expected, actual, path=(), strip_axis=False):
+  """``actual`` checked against the template state dict ``expected``; returns the values to restore."""
+  if isinstance(expected, dict):
+    if not isinstance(actual, dict):
+      raise _Mismatch(path, f'the target expects {_describe(expected)} but the checkpoint has '
+                      f'{_describe(actual)}')
+    missing = sorted(set(expected) - set(actual))
+    extra = sorted(set(actual) - set(expected), key=str)
+    if missing or extra:
+      parts = [f'missing {missing}' if missing else '', f'unexpected {extra}' if extra else '']
+      raise _Mismatch(path, f'the checkpoint has keys {sorted(actual, key=str)} but the target '
+                      f'expects {sorted(expected)} ({", ".join(p for p in parts if p)})')
+    return {key: _check(expected[key], actual[key], path + (key,), strip_axis)
+            for key in sorted(expected)}
+  return _check_leaf(expected, actual, path, strip_axis)
+
+
+# ----------------------------------------------------------------------------- "looks like"
+
+# Per-parameter state fields of every legacy optimizer (flax 0.2.2 .. 0.5.3): the keys of each
+# leaf of `param_states` in a checkpoint (spec sections 10.3 and 14).
+_LEGACY_FIELDS = (
+    (frozenset(), 'GradientDescent'),
+    (frozenset({'momentum'}), 'Momentum or LARS'),
+    (frozenset({'grad_ema', 'grad_sq_ema'}), 'Adam, AdaBelief or LAMB'),
+    (frozenset({'sq_avg', 'acc_delta'}), 'Adadelta'),
+    (frozenset({'G'}), 'Adagrad'),
+    (frozenset({'v', 'mg'}), 'RMSProp'),
+    (frozenset({'v'}), 'RMSProp from flax <= 0.2.2 (before the `mg` field)'),
+    (frozenset({'v_row', 'v_col', 'v', 'm'}), 'Adafactor'),
+    (frozenset({'direction_state', 'scale_state', 'mult'}),
+     'WeightNorm from flax < 0.4.0 (field `mult`; its layout and numerics changed in 0.4.0)'),
+)
+_WEIGHT_NORM_FIELDS = frozenset({'direction_state', 'scale_state', 'direction', 'scale'})
+
+
+def _guess_leaf_state(node) -> Optional[str]:
+  if node is None:
+    return 'None'
+  if not isinstance(node, dict):
+    return None
+  keys = frozenset(node)
+  if keys == _WEIGHT_NORM_FIELDS:
+    return f'WeightNorm({_guess_leaf_state(node["direction_state"]) or "?"})'
+  return dict(_LEGACY_FIELDS).get(keys)
+
+
+def _param_positions(target_sd, path=()) -> List[Tuple[str, ...]]:
+  if isinstance(target_sd, dict) and target_sd:
+    return [p for k in sorted(target_sd) for p in _param_positions(target_sd[k], path + (k,))]
+  return [path]
+
+
+def _lookup(tree, path):
+  for key in path:
+    if not isinstance(tree, dict) or key not in tree:
+      return False, None
+    tree = tree[key]
+  return True, tree
+
+
+def _guess_optimizer(target_sd, param_states) -> Optional[str]:
+  """'Adam, AdaBelief or LAMB', 'MultiOptimizer over ...', or None if unrecognisable."""
+  guesses = []
+  for path in _param_positions(target_sd):
+    found, node = _lookup(param_states, path)
+    if not found:
+      return None
+    guess = _guess_leaf_state(node)
+    if guess is None:
+      return None
+    if guess not in guesses:
+      guesses.append(guess)
+  real = [g for g in guesses if g != 'None']
+  if not real:
+    return None
+  if len(real) == 1 and 'None' not in guesses:
+    return real[0]
+  return ('MultiOptimizer (or create(focus=...)) over ' + ' / '.join(real)
+          + (' with unoptimized (None) leaves' if 'None' in guesses else ''))
+
+
+def describe_def(opt_def) -> str:
+  """A short legacy-vocabulary name: 'Adam', 'WeightNorm(Momentum)', 'MultiOptimizer(Adam, ...)'."""
+  inner = getattr(opt_def, 'optimizer_def', None)  # ReplicatedOptimizer
+  if inner is not None:
+    return describe_def(inner)
+  wrapped = getattr(opt_def, 'wrapped_optimizer', None)
+  if wrapped is not None:
+    return f'{type(opt_def).__name__}({describe_def(wrapped)})'
+  subs = getattr(opt_def, 'sub_optimizers', None)
+  if subs is not None:
+    return f'{type(opt_def).__name__}({", ".join(describe_def(s) for s in subs)})'
+  return type(opt_def).__name__
+
+
+def _hint(opt_def, template, state_dict) -> str:
+  if not isinstance(state_dict, dict) or not isinstance(state_dict.get('state'), dict):
+    return ''
+  target_sd = template['target']
+  theirs = _guess_optimizer(target_sd, state_dict['state'].get('param_states'))
+  ours = _guess_optimizer(target_sd, template['state']['param_states'])
+  if theirs is None or theirs == ours:
+    return ''
+  return (f' The checkpoint looks like it was written by {theirs}, but it is being restored '
+          f'into {describe_def(opt_def)}: restore it with the optimizer that wrote it.')
+
+
+# ----------------------------------------------------------------------------- entry points
+
+def _checked(opt_def, template, state_dict, strip_axis):
+  try:
+    return _check(template, state_dict, strip_axis=strip_axis)
+  except _Mismatch as e:
+    where = _outer_path() + _join(e.path)
+    raise ValueError(
+        f'Cannot restore the checkpoint into this {describe_def(opt_def)} optimizer: at '
+        f'{where!r} {e.detail}.{_hint(opt_def, template, state_dict)} Nothing was restored.'
+    ) from None
+
+
+def _to_jax(tree):
+  return jax.tree_util.tree_map(lambda x: jnp.asarray(x) if _is_array(x) else x, tree)
 
 
 def restore_target_and_state(opt_def, opt_target, opt_state, state_dict):
-  del opt_def
-  return (serialization.from_state_dict(opt_target, state_dict['target']),
-          serialization.from_state_dict(opt_state, state_dict['state']))
+  """``(target, state)`` from ``state_dict``, checked against the current target and state.
+
+  Args:
+    opt_def: the optimizer def being restored into (named in error messages).
+    opt_target: the current target: only its structure, shapes and dtypes are used.
+    opt_state: the current ``OptimizerState``: only its structure, shapes and dtypes are used.
+    state_dict: ``{'target': ..., 'state': ...}`` as written by ``Optimizer.state_dict``.
+
+  Returns:
+    ``(target, state)`` holding ``jax.Array`` leaves (``step`` as ``int32``).
+
+  Raises:
+    ValueError: the state dict does not fit the optimizer; names the first offending path.
+  """
+  template = {'target': serialization.to_state_dict(opt_target),
+              'state': serialization.to_state_dict(opt_state)}
+  values = _to_jax(_checked(opt_def, template, state_dict, strip_axis=False))
+  return (serialization.from_state_dict(opt_target, values['target'], name='target'),
+          serialization.from_state_dict(opt_state, values['state'], name='state'))
+
+
+def check_single_copy(replicated_def, opt_target, opt_state, state_dict) -> None:
+  """For ``ReplicatedOptimizer.restore_state``: checks the state dict before it is replicated.
+
+  A replicated optimizer's state dict holds the first device's copy only (legacy layout), so
+  it is checked against the template's shapes without their leading device axis; errors then
+  name the shapes as they are in the file.
+
+  Raises:
+    ValueError: the state dict does not fit the optimizer; names the first offending path.
+  """
+  template = {'target': serialization.to_state_dict(opt_target),
+              'state': serialization.to_state_dict(opt_state)}
+  _checked(replicated_def, template, state_dict, strip_axis=True)

@@ -328,6 +328,7 @@ class ReplicatedOptimizer(OptimizerDef):
     return jax.tree_util.tree_map(lambda x: x[0], state_dict)
 
   def restore_state(self, opt_target, opt_state, state_dict):
+    _restore.check_single_copy(self, opt_target, opt_state, state_dict)  # before replicating
     state_dict = _replicate(state_dict, self.devices, self.axis_name)
     return self.optimizer_def.restore_state(opt_target, opt_state, state_dict)
 

@@ -1,0 +1,186 @@
+"""Golden checkpoints in both directions, between the REAL legacy flax.optim and flax_optim_compat.
+
+Run in the legacy oracle venv (see ../shared/legacy-oracle/setup.sh), from the repo root:
+
+    ~/.cache/legacy-flax-oracle/bin/python tools/gen_checkpoints.py [--modern-python PY] [CASE ...]
+
+For every case of tests/checkpoint_specs.py (all cases if none are named) it
+
+1. trains the legacy optimizer (or a train state holding one) for STEPS_BEFORE steps and writes
+   it with legacy ``flax.training.checkpoints.save_checkpoint`` to
+   tests/fixtures/checkpoints/legacy/<case>/checkpoint_3 (kept byte-for-byte as written);
+2. restores that file into a fresh legacy template and continues STEPS_AFTER steps (jit, and
+   eager for bare optimizers): the oracle's own trajectory the tests compare with;
+3. runs THIS script in the modern venv (``--write-ours``; PY defaults to /work/venv/bin/python),
+   which trains flax_optim_compat on the same inputs and writes tests/fixtures/checkpoints/
+   ours/<case>/checkpoint_3 (modern ``save_checkpoint`` with the msgpack backend) and
+   checks that those bytes are exactly ``flax.serialization.to_bytes`` of the same object;
+4. restores our files in the legacy library (``restore_checkpoint`` and ``from_bytes``)
+   and continues STEPS_AFTER steps there, recording the result;
+
+and stores inputs and results in tests/fixtures/checkpoints/expected.msgpack. The tests then
+need neither venv's other side: they replay our side against the legacy files and check the
+recorded legacy continuations of our files.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+
+os.environ['XLA_FLAGS'] = ' '.join(
+    [os.environ.get('XLA_FLAGS', ''), '--xla_force_host_platform_device_count=8']).strip()
+os.environ.setdefault('JAX_PLATFORMS', 'cpu')
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+sys.path.insert(0, ROOT)
+sys.path.insert(1, os.path.join(ROOT, 'tests'))
+warnings.simplefilter('ignore')
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+from flax import serialization  # noqa: E402
+from flax import struct  # noqa: E402
+from flax.core import freeze  # noqa: E402
+from flax.training import checkpoints  # noqa: E402
+
+from tests import checkpoint_specs as specs  # noqa: E402
+
+OUT = os.path.join(ROOT, 'tests', 'fixtures', 'checkpoints')
+STEP = specs.STEPS_BEFORE
+
+
+def _side(optim, dynamic_scale_cls):
+  kw = dict(jax=jax, freeze=freeze)
+  create = lambda case: specs.create(optim, case, struct=struct,
+                                     dynamic_scale_cls=dynamic_scale_cls, **kw)
+  run = lambda obj, case, steps, jit=True: specs.run(
+      obj, case, steps, to_state_dict=serialization.to_state_dict, jit=jit, **kw)
+  return create, run
+
+
+# case -> extra legacy file saved after the eager continuation (int64 `step`).
+EAGER_FILES = {'Adam': 'Adam-after-eager-steps'}
+
+
+def _max_rel(actual, expected):
+  """max over leaves of max|a - e| / max|e| (0 for equal trees)."""
+  worst = 0.0
+  for a, e in zip(jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)):
+    a, e = np.asarray(a, np.float64), np.asarray(e, np.float64)
+    scale = np.max(np.abs(e)) if e.size else 0.0
+    diff = np.max(np.abs(a - e)) if a.size else 0.0
+    worst = max(worst, float(diff / scale) if scale else float(diff))
+  return worst
+
+
+def _fresh_dir(path):
+  shutil.rmtree(path, ignore_errors=True)
+  os.makedirs(path)
+  return path
+
+
+def write_ours(cases_file):
+  """Modern venv: flax_optim_compat trains each case and writes its checkpoint files."""
+  import flax
+  import flax_optim_compat as optim
+  from flax_optim_compat import dynamic_scale
+
+  flax.config.update('flax_use_orbax_checkpointing', False)
+  create, run = _side(optim, dynamic_scale.DynamicScale)
+  with open(cases_file, 'rb') as f:
+    cases = serialization.msgpack_restore(f.read())
+  report = {}
+  for name, case in cases.items():
+    try:
+      obj = create(case)
+    except NotImplementedError as e:
+      report[name] = f'not implemented: {e}'
+      continue
+    obj, _ = run(obj, case, specs.BEFORE)
+    directory = _fresh_dir(os.path.join(OUT, 'ours', name))
+    path = checkpoints.save_checkpoint(directory, obj, STEP)
+    with open(path, 'rb') as f:
+      assert f.read() == serialization.to_bytes(obj), 'save_checkpoint != to_bytes'
+    report[name] = 'written'
+  print(json.dumps(report))
+
+
+def generate(names, modern_python):
+  from flax import optim
+  from flax.optim import dynamic_scale
+  warnings.simplefilter('ignore')  # flax.optim re-enables its DeprecationWarnings on import
+
+  create, run = _side(optim, dynamic_scale.DynamicScale)
+  cases = {name: specs.make_case(name) for name in names}
+  expected = {}
+  for name, case in cases.items():
+    obj, _ = run(create(case), case, specs.BEFORE)
+    directory = _fresh_dir(os.path.join(OUT, 'legacy', name))
+    path = checkpoints.save_checkpoint(directory, obj, STEP)
+    _, uninterrupted = run(obj, case, specs.AFTER)
+    continued = {}
+    for mode in specs.modes(case):
+      restored = checkpoints.restore_checkpoint(directory, target=create(case))
+      after, continued[mode] = run(restored, case, specs.AFTER, jit=mode == 'jit')
+      if mode == 'eager' and name in EAGER_FILES:
+        # Legacy quirk (spec 13.9): after an eager step the file stores `step` as int64.
+        checkpoints.save_checkpoint(_fresh_dir(os.path.join(OUT, 'legacy', EAGER_FILES[name])),
+                                    after, STEP + specs.STEPS_AFTER)
+    expected[name] = {'case': case, 'file': os.path.relpath(path, OUT), 'continued': continued,
+                      # restore + continue vs never checkpointed, in the legacy library itself
+                      'legacy_restart_max_rel': _max_rel(continued['jit'], uninterrupted)}
+    if case['kind'] == 'plain':
+      expected[name]['created_bytes'] = serialization.to_bytes(create(case))
+    print(f'{name}: legacy checkpoint {os.path.getsize(path)} bytes')
+
+  with tempfile.TemporaryDirectory() as tmp:
+    cases_file = os.path.join(tmp, 'cases.msgpack')
+    with open(cases_file, 'wb') as f:
+      f.write(serialization.msgpack_serialize(cases))
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    done = subprocess.run([modern_python, os.path.abspath(__file__), '--write-ours', cases_file],
+                          env=env, cwd=ROOT, check=True, capture_output=True, text=True)
+  report = json.loads(done.stdout.strip().splitlines()[-1])
+
+  for name, case in cases.items():
+    status = report.get(name, 'missing')
+    result = {'status': status}
+    if status == 'written':
+      directory = os.path.join(OUT, 'ours', name)
+      with open(os.path.join(directory, f'checkpoint_{STEP}'), 'rb') as f:
+        written = f.read()
+      via_checkpoint = checkpoints.restore_checkpoint(directory, target=create(case))
+      via_bytes = serialization.from_bytes(create(case), written)
+      result['restored'] = serialization.to_state_dict(via_checkpoint)
+      result['restored_from_bytes'] = serialization.to_state_dict(via_bytes)
+      _, result['continued'] = run(via_checkpoint, case, specs.AFTER)
+      _, from_bytes_continued = run(via_bytes, case, specs.AFTER)
+      result['continued_from_bytes_last'] = from_bytes_continued[-1]
+    expected[name]['from_ours'] = result
+    print(f'{name}: ours {status}')
+
+  path = os.path.join(OUT, 'expected.msgpack')
+  previous = {}
+  if os.path.exists(path):
+    with open(path, 'rb') as f:
+      previous = serialization.msgpack_restore(f.read())
+  previous.update(expected)
+  with open(path, 'wb') as f:
+    f.write(serialization.msgpack_serialize(previous))
+  print(f'{path}: {len(previous)} cases, {os.path.getsize(path)} bytes')
+
+
+if __name__ == '__main__':
+  parser = argparse.ArgumentParser()
+  parser.add_argument('--write-ours', metavar='CASES_FILE')
+  parser.add_argument('--modern-python', default='/work/venv/bin/python')
+  parser.add_argument('cases', nargs='*')
+  args = parser.parse_args()
+  if args.write_ours:
+    write_ours(args.write_ours)
+  else:
+    generate(args.cases or list(specs.CASES), args.modern_python)
