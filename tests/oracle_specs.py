@@ -85,14 +85,68 @@ def build_def(optim, spec):
   """Builds an OptimizerDef of ``optim`` from a JSON-like spec.
 
   ``{'name': 'Adam', 'kwargs': {...}}``; ``{'name': 'WeightNorm', 'kwargs': {...},
-  'wrapped': spec}``; ``{'name': 'custom:SignMomentum', ...}``.
+  'wrapped': spec}``; ``{'name': 'custom:SignMomentum', ...}``;
+  ``{'name': 'MultiOptimizer', 'groups': [[traversal_spec, spec], ...]}`` (see
+  :func:`build_traversal`). Any spec may add ``'focus': traversal_spec``, which the driver
+  passes to ``create(target, focus=...)``.
   """
   name, kwargs = spec['name'], dict(spec.get('kwargs', {}))
+  if name == 'MultiOptimizer':
+    return optim.MultiOptimizer(*[(build_traversal(t), build_def(optim, o))
+                                  for t, o in spec['groups']])
   if name in CUSTOM_OPTIMIZERS:
     return CUSTOM_OPTIMIZERS[name](optim)(**kwargs)
   if 'wrapped' in spec:
     return getattr(optim, name)(build_def(optim, spec['wrapped']), **kwargs)
   return getattr(optim, name)(**kwargs)
+
+
+def build_traversal(spec):
+  """A ``flax.traverse_util`` traversal from a spec (same code in both venvs).
+
+  ``{'kind': 'path_contains', 'value': 'kernel'}`` ->
+  ``ModelParamTraversal(lambda path, _: 'kernel' in path)``;
+  ``{'kind': 't_identity', 'key': 'a'}`` -> ``t_identity['a']`` (``'key'`` may be a list of
+  keys: ``t_identity['a']['b']``).
+  """
+  import warnings  # pylint: disable=g-import-not-at-top
+  from flax import traverse_util  # pylint: disable=g-import-not-at-top
+  with warnings.catch_warnings():
+    # flax (0.5.3 and today) deprecates constructing any Traversal; expected here.
+    warnings.filterwarnings('ignore', message='`flax.traverse_util.Traversal` will be deprecated',
+                            category=DeprecationWarning)
+    if spec['kind'] == 'path_contains':
+      value = spec['value']
+      return traverse_util.ModelParamTraversal(lambda path, _: value in path)
+    if spec['kind'] == 't_identity':
+      keys = spec['key'] if isinstance(spec['key'], list) else [spec['key']]
+      traversal = traverse_util.t_identity
+      for key in keys:
+        traversal = traversal[key]
+      return traversal
+  raise ValueError(f'unknown traversal spec {spec!r}')
+
+
+def _float32_overrides(raw):
+  """Step overrides as float32; ``'hyper_params'`` maps a group index to field overrides."""
+  out = {}
+  for key, value in raw.items():
+    if key == 'hyper_params':
+      out[key] = {g: {f: np.float32(v) for f, v in fields.items()} for g, fields in value.items()}
+    else:
+      out[key] = np.float32(value)
+  return out
+
+
+def _apply_overrides(opt, grads, overrides):
+  """``opt.apply_gradient`` with ``overrides``; per-group ones become a ``hyper_params=`` list
+  of ``hp.replace(...)`` of the MultiOptimizer's own hyper-params (the legacy idiom)."""
+  overrides = dict(overrides)
+  if 'hyper_params' in overrides:
+    per_group = overrides.pop('hyper_params')
+    overrides['hyper_params'] = [hp.replace(**per_group.get(str(i), {}))
+                                 for i, hp in enumerate(opt.optimizer_def.hyper_params)]
+  return opt.apply_gradient(grads, **overrides)
 
 
 # ----------------------------------------------------------------------------- the driver
@@ -114,16 +168,18 @@ def run_trajectory(optim, case, *, jax, to_state_dict, freeze):
   """
   wrap = freeze if case['container'] == 'frozen' else (lambda t: t)
   as_jax = lambda tree: jax.tree_util.tree_map(jax.numpy.asarray, tree)
-  optimizer = build_def(optim, case['optimizer']).create(wrap(as_jax(case['target'])))
+  focus = ({'focus': build_traversal(case['optimizer']['focus'])}
+           if 'focus' in case['optimizer'] else {})
+  optimizer = build_def(optim, case['optimizer']).create(wrap(as_jax(case['target'])), **focus)
 
   def step(opt, grads, overrides):
-    return opt.apply_gradient(grads, **overrides)
+    return _apply_overrides(opt, grads, overrides)
 
   if case['jit']:
     step = jax.jit(step)
   out = {'created': to_state_dict(optimizer)}
   for i in range(len(case['grads'])):
-    overrides = {k: np.float32(v) for k, v in case['overrides'][str(i)].items()}
+    overrides = _float32_overrides(case['overrides'][str(i)])
     optimizer = step(optimizer, wrap(as_jax(case['grads'][str(i)])), overrides)
     out[str(i)] = to_state_dict(optimizer)
   return out
