@@ -227,6 +227,27 @@ def _from_param_states(opt_def, params, param_states, wanted) -> Dict[str, Any]:
   return trees
 
 
+def _expand_placeholders(opt_def, field_trees: Dict[str, Any], template) -> Dict[str, Any]:
+  """Declared placeholders where the transform needs a real state -> zeros of ``tx.init``'s shape.
+
+  A legacy state holds a ``legacy_placeholders`` value in a slot that the per-call
+  hyper-params may use after all (Adafactor built with ``beta1=None``, then
+  ``apply_gradient(..., beta1=0.9)``). Legacy broadcast the ``(1,)`` zeros against the
+  parameter; we read the slot as zeros of the shape and dtype ``tx.init`` would give, which is
+  the same value, except that for a 0-d parameter legacy's broadcast also turned the
+  parameter itself into shape ``(1,)``.
+  """
+  placeholder_fields = getattr(opt_def, 'legacy_placeholders', {})
+  names = {_optax_fields(opt_def)[legacy] for legacy in placeholder_fields} & set(field_trees)
+  if not names:
+    return field_trees
+  specs = _read_optax_state(template, names)
+  expand = lambda value, spec: (value if np.shape(value) == spec.shape
+                                else jnp.zeros(spec.shape, spec.dtype))
+  return {name: (jax.tree_util.tree_map(expand, tree, specs[name]) if name in specs else tree)
+          for name, tree in field_trees.items()}
+
+
 def init_param_states(opt_def, params):
   """Legacy ``param_states`` for ``params``, from the optax transform's own ``init``."""
   tx = opt_def.optax_transform(opt_def.hyper_params)
@@ -258,6 +279,7 @@ def optax_update(opt_def, hyper_params, params, state, grads):
   template = jax.eval_shape(tx.init, params32)
   wanted = set(_read_optax_state(template, set(_optax_fields(opt_def).values())))
   old_fields = _from_param_states(opt_def, params, state.param_states, wanted)
+  old_fields = _expand_placeholders(opt_def, old_fields, template)
   opt_state = _fill_optax_state(template, state.step, _upcast(old_fields), opt_def)
   updates, new_opt_state = tx.update(grads32, opt_state, params32)
   new_fields = _read_optax_state(new_opt_state, wanted)

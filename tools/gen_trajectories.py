@@ -112,6 +112,47 @@ FAMILIES = {
          {3: {'learning_rate': 0.005}, 8: {'beta2': 0.7}}),
     ],
     # <<< issue-3a families (AdaBelief, Adadelta, Adagrad, LAMB, LARS, RMSProp) >>>
+    'Adafactor': [
+        ('adafactor_defaults', _spec('Adafactor', learning_rate=0.05), {2: {'learning_rate': 0.1}}),
+        ('adafactor_momentum_wd',
+         _spec('Adafactor', learning_rate=0.05, beta1=0.9, decay_rate=0.7, clipping_threshold=1.5,
+               weight_decay_rate=1e-3, epsilon2=2e-3),
+         {3: {'decay_rate': 0.9, 'beta1': 0.5}, 5: {'weight_decay_rate': 0.01,
+                                                    'clipping_threshold': 0.5}}),
+        ('adafactor_unfactored_plain',
+         _spec('Adafactor', learning_rate=0.05, factored=False, multiply_by_parameter_scale=False,
+               clipping_threshold=None), {4: {'learning_rate': 0.01, 'epsilon1': 1e-3}}),
+        # min_dim_size_to_factor=2 factors every 2-D+ leaf of DEFAULT_SHAPES; overrides of the
+        # three constructor-only fields are ignored by legacy.
+        ('adafactor_factored_small_dims',
+         _spec('Adafactor', learning_rate=0.1, beta1=0.8, min_dim_size_to_factor=2,
+               weight_decay_rate=1e-4),
+         {2: {'factored': 0.0, 'min_dim_size_to_factor': 100.0,
+              'multiply_by_parameter_scale': 0.0, 'step_offset': 1.0, 'epsilon2': 0.1},
+          6: {'beta1': 0.95}}),
+    ],
+    # Both sides of the default threshold 128 (see FAMILY_TARGETS; one step, jit only, to keep
+    # the fixture near 0.6 MB): (129, 128) factored over axes (1, 0), (127, 128) not factored.
+    'Adafactor_threshold': [
+        ('adafactor_threshold', _spec('Adafactor', learning_rate=0.05), {}),
+    ],
+    # No scalar leaves (legacy WeightNorm raises IndexError on them); see FAMILY_TARGETS.
+    'WeightNorm': [
+        ('wn_momentum', {'name': 'WeightNorm', 'kwargs': {'wn_decay': 0.01},
+                         'wrapped': _spec('Momentum', learning_rate=0.05, beta=0.8)},
+         {2: {'learning_rate': 0.1, 'wn_decay': 0.05}, 4: {'beta': 0.5, 'wn_eps': 1e-4}}),
+        ('wn_adam', {'name': 'WeightNorm', 'kwargs': {'wn_decay': 0.001, 'wn_eps': 1e-6},
+                     'wrapped': _spec('Adam', learning_rate=0.01, beta1=0.85, beta2=0.99,
+                                      eps=1e-6, weight_decay=0.01)},
+         {3: {'learning_rate': 0.03, 'wn_decay': 0.1}, 6: {'eps': 1e-3}}),
+        # Also the inner Adafactor's beta1=None -> 0.9 override for one step (its (1,) `m`
+        # placeholders take the leaves' shapes); no scalar leaves here, whose shape legacy
+        # would change to (1,).
+        ('wn_adafactor', {'name': 'WeightNorm', 'kwargs': {'wn_decay': 0.02},
+                          'wrapped': _spec('Adafactor', learning_rate=0.05,
+                                           min_dim_size_to_factor=2)},
+         {3: {'beta1': 0.9, 'decay_rate': 0.6, 'wn_eps': 1e-3}}),
+    ],
     # <<< issue-3b families (Adafactor, WeightNorm) >>>
     'custom': [
         ('sign_momentum', _spec('custom:SignMomentum', learning_rate=0.01, beta=0.8),
@@ -124,6 +165,12 @@ FAMILIES = {
 FAMILY_TARGETS = {
     'LAMB_zero_leaf': {'zero': ('bias', 'scale')},
     'LARS_zero_leaf': {'zero': ('bias', 'scale')},
+    'Adafactor': {'containers': ('dict',)},  # FrozenDict handling is the adapter's, tested elsewhere
+    'Adafactor_threshold': {'shapes': {'factored': (129, 128), 'unfactored': (127, 128)},
+                            'steps': 1, 'containers': ('dict',), 'jits': (True,)},
+    'WeightNorm': {'shapes': {'dense': {'kernel': (3, 4), 'bias': (4,)},
+                              'conv': {'kernel': (2, 2, 3, 2)}, 'row': (1, 3),
+                              'embed': {'table': (5, 3, 2)}}},
 }
 
 
