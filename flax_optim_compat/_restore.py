@@ -9,19 +9,26 @@ into **before** anything is built:
 * the nested keys must be exactly those of ``{'target': ..., 'state': ...}`` of the template;
 * every array leaf must have the template's shape and dtype (the one exception is the step
   counter, see below); ``None`` must stay ``None``;
-* the first offending path is named (prefixed with the path of the optimizer inside the object
-  being restored, e.g. ``/optimizer/state/param_states/dense/kernel/momentum``), with both
-  shapes and dtypes; if the per-parameter state fields are those of another legacy optimizer,
-  the message says which one it looks like.
+* the first offending path (in the template's order: ``target`` before ``state``) is named,
+  prefixed with the path of the optimizer inside the object being restored (e.g.
+  ``/optimizer/state/param_states/dense/kernel/momentum`` for a train state's ``optimizer``
+  field), with both shapes and dtypes; if the per-parameter state fields are those of another
+  legacy optimizer, the message says which one the file looks like.
+
+Not detectable: optimizers with the same state fields (Adam, AdaBelief and LAMB; Momentum and
+LARS) cannot be told apart from a file. Truncated or corrupt bytes fail earlier, in
+``flax.serialization.msgpack_restore`` (a ``ValueError`` from msgpack such as ``Unpack failed:
+incomplete input``), before any optimizer code runs.
 
 What a restored optimizer holds (spec section 13.9): every array leaf is a ``jax.Array`` of the
 template's dtype (legacy handed back read-only NumPy arrays until the first update), and
 ``step`` is an ``int32`` array. Legacy checkpoints written after an eager update store ``step``
 as a NumPy ``int64`` scalar; any integer step that fits in ``int32`` is accepted and cast.
 Python-scalar leaves of the template (legacy allowed ``{'w': 1.0}`` for GradientDescent and
-Momentum) accept any scalar of a compatible kind and are returned as stored.
+Momentum) accept any scalar of a compatible kind (a Python scalar stays one; a 0-d array
+becomes a ``jax.Array``).
 """
-from typing import Any, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -57,7 +64,7 @@ def _describe(value) -> str:
   if value is None:
     return 'None'
   if isinstance(value, dict):
-    return f'a dict with keys {sorted(value)}'
+    return f'a dict with keys {sorted(value, key=str)}'
   if _is_array(value):
     return f'an array of shape {tuple(np.shape(value))} and dtype {np.dtype(value.dtype).name}'
   if _is_py_scalar(value):
@@ -149,7 +156,7 @@ def _check(expected, actual, path=(), strip_axis=False):
       raise _Mismatch(path, f'the checkpoint has keys {sorted(actual, key=str)} but the target '
                       f'expects {sorted(expected)} ({", ".join(p for p in parts if p)})')
     return {key: _check(expected[key], actual[key], path + (key,), strip_axis)
-            for key in sorted(expected)}
+            for key in expected}
   return _check_leaf(expected, actual, path, strip_axis)
 
 
@@ -214,7 +221,7 @@ def _guess_optimizer(target_sd, param_states) -> Optional[str]:
     return None
   if len(real) == 1 and 'None' not in guesses:
     return real[0]
-  return ('MultiOptimizer (or create(focus=...)) over ' + ' / '.join(real)
+  return ('MultiOptimizer (or create(focus=...)) over ' + ' and '.join(f'({g})' for g in real)
           + (' with unoptimized (None) leaves' if 'None' in guesses else ''))
 
 

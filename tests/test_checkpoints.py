@@ -216,6 +216,42 @@ def test_restore_legacy_file_with_int64_step():
                      [EXPECTED['Adam']['continued']['eager'][-1]])
 
 
+def test_int64_step_into_replicated_optimizer():
+  directory = _legacy_dir('Adam-after-eager-steps')
+  template = _create(dict(EXPECTED['Adam']['case'], kind='replicated'))
+  restored = checkpoints.restore_checkpoint(directory, target=template)
+  assert restored.state.step.dtype == jnp.int32
+  np.testing.assert_array_equal(restored.state.step, [STEP + specs.STEPS_AFTER] * specs.N_DEVICES)
+
+
+def test_python_scalar_leaves():
+  """Legacy allowed ``{'w': 1.0}`` targets (GradientDescent, Momentum); after a step the file
+  holds a float32 0-d array there, which restores into a fresh Python-float template."""
+  template = optim.Momentum(learning_rate=0.1).create({'w': 1.0})
+  assert serialization.from_bytes(template, serialization.to_bytes(template)).target == {'w': 1.0}
+  stepped = template.apply_gradient({'w': jnp.float32(2.0)})
+  restored = serialization.from_bytes(template, serialization.to_bytes(stepped))
+  assert float(restored.target['w']) == pytest.approx(0.8)
+  raw = serialization.to_state_dict(stepped)
+  raw['target']['w'] = 'one'
+  with pytest.raises(ValueError, match="'/target/w'"):
+    serialization.from_state_dict(template, raw)
+
+
+def test_bfloat16_leaves_keep_their_dtype():
+  params = {'w': jnp.ones((2, 3), jnp.bfloat16)}
+  template = optim.Adam(learning_rate=0.1).create(params)
+  stepped = template.apply_gradient({'w': jnp.ones((2, 3), jnp.bfloat16)})
+  restored = serialization.from_bytes(template, serialization.to_bytes(stepped))
+  assert restored.target['w'].dtype == jnp.bfloat16
+  assert restored.state.param_states['w'].grad_ema.dtype == jnp.bfloat16
+  _assert_identical(serialization.to_state_dict(restored), serialization.to_state_dict(stepped))
+  float32_file = serialization.to_bytes(optim.Adam(learning_rate=0.1).create(
+      {'w': jnp.ones((2, 3), jnp.float32)}))
+  with pytest.raises(ValueError, match=r"'/target/w'.*float32.*bfloat16"):
+    serialization.from_bytes(template, float32_file)
+
+
 # ----------------------------------------------------------------------------- us -> legacy
 
 
