@@ -29,7 +29,7 @@ from . import _adapter
 
 __all__ = ['LeafInfo', 'UNMATCHED', 'group_label', 'leaf_dtype', 'param_labels',
            'runs_optax_natively', 'group_transform', 'multi_transform', 'check_hyper_params',
-           'per_leaf_states', 'split_states', 'merge_states', 'masked_leaves']
+           'per_leaf_states', 'split_states', 'group_leaves', 'merge_states']
 
 UNMATCHED = 'unmatched'
 OVERLAP_MESSAGE = 'Multiple optimizers match the same leaves : '
@@ -223,7 +223,8 @@ def check_hyper_params(sub_optimizers, hyper_params) -> list:
 
 
 def _masked_treedef(treedef, labels: List[str], label: str):
-  """Structure of the params with ``optax.MaskedNode`` at every leaf not labelled ``label``."""
+  """Structure of the params with ``optax.MaskedNode`` at every leaf not labelled ``label``
+  (what ``optax.masked`` hands the group's transform)."""
   masked = treedef.unflatten([0 if l == label else optax.MaskedNode() for l in labels])
   return jax.tree_util.tree_structure(masked)
 
@@ -237,15 +238,20 @@ def per_leaf_states(treedef, param_states) -> list:
         f'MultiOptimizer: the optimizer state does not mirror the target ({e}).') from None
 
 
-def split_states(leaf_states: list, masked_params):
-  """A group's legacy states over its masked params (``MaskedNode`` where it has no leaf)."""
-  flat, masked_def = jax.tree_util.tree_flatten(
-      masked_params, is_leaf=lambda x: isinstance(x, optax.MaskedNode))
-  if len(flat) != len(leaf_states):
-    raise ValueError('MultiOptimizer: the masked target does not match the state.')
-  return masked_def.unflatten([
-      optax.MaskedNode() if isinstance(p, optax.MaskedNode) else s
-      for p, s in zip(flat, leaf_states)])
+def split_states(treedef, labels: List[str], leaf_states: list, label: str):
+  """Group ``label``'s legacy states over its masked params (``MaskedNode`` elsewhere)."""
+  return treedef.unflatten([s if l == label else optax.MaskedNode()
+                            for l, s in zip(labels, leaf_states)])
+
+
+def group_leaves(treedef, labels: List[str], label: str, masked_tree, what: str) -> dict:
+  """``{leaf position: value}`` of group ``label`` from a tree over its masked params."""
+  try:
+    values = _masked_treedef(treedef, labels, label).flatten_up_to(masked_tree)
+  except (ValueError, TypeError) as e:
+    raise ValueError(f'MultiOptimizer: group {label} returned {what} that do not mirror its '
+                     f'parameters ({e}).') from None
+  return dict(zip([j for j, l in enumerate(labels) if l == label], values))
 
 
 def merge_states(treedef, labels: List[str], multi_state, sub_optimizers):
@@ -258,18 +264,8 @@ def merge_states(treedef, labels: List[str], multi_state, sub_optimizers):
   for i, opt_def in enumerate(sub_optimizers):
     label = group_label(i)
     group_state = multi_state.inner_states[label].inner_state
-    try:
-      states = _masked_treedef(treedef, labels, label).flatten_up_to(group_state.param_states)
-    except (ValueError, TypeError) as e:
-      raise ValueError(
-          f'MultiOptimizer: sub-optimizer {i} ({type(opt_def).__name__}) returned a state '
-          f'that does not mirror its parameters ({e}).') from None
-    positions = [j for j, l in enumerate(labels) if l == label]
-    for j, s in zip(positions, states):
+    found = group_leaves(treedef, labels, label, group_state.param_states,
+                         f'({type(opt_def).__name__}) states')
+    for j, s in found.items():
       merged[j] = s
   return treedef.unflatten(merged)
-
-
-def masked_leaves(masked_tree) -> list:
-  """Leaves of a masked tree in the full tree's flatten order (``MaskedNode`` kept)."""
-  return jax.tree_util.tree_leaves(masked_tree, is_leaf=lambda x: isinstance(x, optax.MaskedNode))

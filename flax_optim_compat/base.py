@@ -457,22 +457,23 @@ class MultiOptimizer(OptimizerDef):
     treedef = jax.tree_util.tree_structure(params)
     leaf_states = _multi.per_leaf_states(treedef, state.param_states)
 
-    def restore(masked_params):  # the groups' optax states are their existing legacy states
-      return OptimizerState(state.step, _multi.split_states(leaf_states, masked_params))
+    def restore(label):  # the groups' optax states are their existing legacy states
+      return lambda masked_params: OptimizerState(
+          state.step, _multi.split_states(treedef, labels, leaf_states, label))
 
     group_labels = [_multi.group_label(i) for i in range(len(self.sub_optimizers))]
     exact = {label: {} for label in group_labels}
     tx = _multi.multi_transform(self.sub_optimizers, hyper_params, treedef.unflatten(labels),
-                                dict.fromkeys(group_labels, restore), exact)
+                                {label: restore(label) for label in group_labels}, exact)
     updates, new_multi_state = tx.update(grads, tx.init(params), params)
     new_leaves = treedef.flatten_up_to(optax.apply_updates(params, updates))
     # Groups without a native optax update (WeightNorm, per-leaf user defs) computed their
     # new params themselves: take them as they are rather than params + (new - params).
     for label, out in exact.items():
       if 'params' in out:
-        for j, new in enumerate(_multi.masked_leaves(out['params'])):
-          if labels[j] == label:
-            new_leaves[j] = new
+        for j, new in _multi.group_leaves(treedef, labels, label, out['params'],
+                                          'params').items():
+          new_leaves[j] = new
     # Unmatched params are returned as they came (bit for bit, also -0.0 and NaN).
     new_params = treedef.unflatten([
         old if label == _multi.UNMATCHED else new

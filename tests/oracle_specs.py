@@ -127,7 +127,7 @@ def build_traversal(spec):
   raise ValueError(f'unknown traversal spec {spec!r}')
 
 
-def _float32_overrides(raw):
+def float32_overrides(raw):
   """Step overrides as float32; ``'hyper_params'`` maps a group index to field overrides."""
   out = {}
   for key, value in raw.items():
@@ -138,7 +138,7 @@ def _float32_overrides(raw):
   return out
 
 
-def _apply_overrides(opt, grads, overrides):
+def apply_overrides(opt, grads, overrides):
   """``opt.apply_gradient`` with ``overrides``; per-group ones become a ``hyper_params=`` list
   of ``hp.replace(...)`` of the MultiOptimizer's own hyper-params (the legacy idiom)."""
   overrides = dict(overrides)
@@ -173,13 +173,13 @@ def run_trajectory(optim, case, *, jax, to_state_dict, freeze):
   optimizer = build_def(optim, case['optimizer']).create(wrap(as_jax(case['target'])), **focus)
 
   def step(opt, grads, overrides):
-    return _apply_overrides(opt, grads, overrides)
+    return apply_overrides(opt, grads, overrides)
 
   if case['jit']:
     step = jax.jit(step)
   out = {'created': to_state_dict(optimizer)}
   for i in range(len(case['grads'])):
-    overrides = _float32_overrides(case['overrides'][str(i)])
+    overrides = float32_overrides(case['overrides'][str(i)])
     optimizer = step(optimizer, wrap(as_jax(case['grads'][str(i)])), overrides)
     out[str(i)] = to_state_dict(optimizer)
   return out
