@@ -50,7 +50,6 @@ CASES = [
      None),
     ('Adafactor', _spec('Adafactor', learning_rate=0.05, beta1=0.9, min_dim_size_to_factor=2,
                         weight_decay_rate=1e-3), [0.05, 0.1, 0.05, 0.02, 0.05]),
-    ('Adafactor-unfactored', _spec('Adafactor', learning_rate=0.05), None),
     ('Adagrad', _spec('Adagrad', learning_rate=0.1, eps=0.01), None),
     ('LAMB', _spec('LAMB', learning_rate=0.01, beta1=0.85, beta2=0.99, weight_decay=0.01,
                    eps=1e-5), None),
@@ -60,9 +59,13 @@ CASES = [
     ('WeightNorm-Momentum', {'name': 'WeightNorm', 'kwargs': {'wn_decay': 1e-3},
                              'wrapped': _spec('Momentum', learning_rate=0.1, beta=0.8)},
      [0.1, 0.05, 0.1, 0.1, 0.02]),
-    ('WeightNorm-Adam', {'name': 'WeightNorm', 'kwargs': {},
-                         'wrapped': _spec('Adam', learning_rate=0.01)}, None),
     ('custom-SignMomentum', _spec('custom:SignMomentum', learning_rate=0.01, beta=0.8), None),
+    ('MultiOptimizer', {'name': 'MultiOptimizer', 'groups': [
+        [{'kind': 'path_contains', 'value': 'kernel'}, _spec('Momentum', learning_rate=0.1, beta=0.8)],
+        [{'kind': 'path_contains', 'value': '/hidden/bias'}, _spec('Adam', learning_rate=0.01)],
+    ]}, [0.1, 0.05, 0.1, 0.2, 0.1]),  # /out/bias matched by no group: never moves, state None
+    ('Adam-focus', dict(_spec('Adam', learning_rate=0.01),
+                        focus={'kind': 'path_contains', 'value': 'kernel'}), None),
     # <<< more optimizers: one line each >>>
 ]
 
@@ -128,10 +131,16 @@ def replicas_differ(tree, path=''):
 # ----------------------------------------------------------------------------- the routes
 
 
+def _create(optim, case, jax):
+  spec = case['optimizer']
+  focus = {'focus': oracle_specs.build_traversal(spec['focus'])} if 'focus' in spec else {}
+  return oracle_specs.build_def(optim, spec).create(
+      jax.tree_util.tree_map(jax.numpy.asarray, case['target']), **focus)
+
+
 def run_single(optim, case, *, jax, to_state_dict):
   """Reference: one device, the full batch, ``jax.jit``. Returns the state dict per step."""
-  optimizer = oracle_specs.build_def(optim, case['optimizer']).create(
-      jax.tree_util.tree_map(jax.numpy.asarray, case['target']))
+  optimizer = _create(optim, case, jax)
 
   @jax.jit
   def step(opt, batch, overrides):
@@ -157,8 +166,7 @@ def run_pmean(optim, case, *, jax, jax_utils, to_state_dict, to_bytes, from_byte
     ``to_bytes`` of the freshly replicated optimizer) and 'checkpoint'.
   """
   n = len(devices)
-  optimizer = oracle_specs.build_def(optim, case['optimizer']).create(
-      jax.tree_util.tree_map(jax.numpy.asarray, case['target']))
+  optimizer = _create(optim, case, jax)
   optimizer = jax_utils.replicate(optimizer, devices=devices)
 
   def step(opt, batch, overrides):
@@ -193,8 +201,7 @@ def run_replicated(optim, case, *, jax, to_state_dict, to_bytes, from_bytes, dev
     ``STEPS`` steps) and 'restored' (state dict right after the restore).
   """
   n = len(devices)
-  optimizer = oracle_specs.build_def(optim, case['optimizer']).create(
-      jax.tree_util.tree_map(jax.numpy.asarray, case['target']))
+  optimizer = _create(optim, case, jax)
   optimizer = optimizer.replicate(devices=devices)
 
   def step(opt, batch, overrides):
