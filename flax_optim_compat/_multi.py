@@ -1,4 +1,4 @@
-"""Plumbing of ``MultiOptimizer``: traversals -> optax labels, groups -> one ``optax.multi_transform``.
+"""``MultiOptimizer`` plumbing: traversals -> labels, groups -> one ``optax.multi_transform``.
 
 A legacy ``MultiOptimizer((traversal_0, def_0), (traversal_1, def_1), ...)`` is, in optax terms,
 ``optax.multi_transform({'0': group(def_0), '1': group(def_1), ..., 'unmatched':
@@ -13,7 +13,10 @@ optax.set_to_zero()}, labels)``:
   transform (``_adapter.optax_update``), so a group updates its leaves exactly as the
   stand-alone optimizer would; any other ``OptimizerDef`` (WeightNorm, a user-written per-leaf
   subclass, a nested MultiOptimizer) runs its legacy ``apply_gradient`` and reports
-  ``new_params - params`` as its update.
+  ``new_params - params`` as its update (``MultiOptimizer.apply_gradient`` takes those new
+  params as they are, so they are not re-rounded).
+* unmatched leaves get ``optax.set_to_zero()`` (not ``optax.masked``'s pass-through of the
+  raw gradient, the pitfall of the update guide's recipe, spec 12.5).
 * the legacy ``param_states`` (one tree, ``None`` for unmatched leaves) is split into the
   groups' masked states before the update and merged back afterwards (:func:`split_states`,
   :func:`merge_states`).
@@ -27,9 +30,10 @@ import optax
 
 from . import _adapter
 
-__all__ = ['LeafInfo', 'UNMATCHED', 'group_label', 'leaf_dtype', 'param_labels',
-           'runs_optax_natively', 'group_transform', 'multi_transform', 'check_hyper_params',
-           'per_leaf_states', 'split_states', 'group_leaves', 'merge_states']
+__all__ = ['LeafInfo', 'UNMATCHED', 'group_label', 'leaf_dtype', 'structure_key',
+           'param_labels', 'runs_optax_natively', 'group_transform', 'multi_transform',
+           'check_hyper_params', 'per_leaf_states', 'split_states', 'group_leaves',
+           'merge_states']
 
 UNMATCHED = 'unmatched'
 OVERLAP_MESSAGE = 'Multiple optimizers match the same leaves : '
@@ -78,6 +82,12 @@ def leaf_dtype(leaf):
     return None
 
 
+def structure_key(tree):
+  """What the labels of ``tree`` may depend on: its structure, leaf shapes and dtypes."""
+  leaves, treedef = jax.tree_util.tree_flatten(tree)
+  return treedef, tuple((np.shape(leaf), str(leaf_dtype(leaf))) for leaf in leaves)
+
+
 def param_labels(traversals: Sequence[Any], params) -> List[str]:
   """Per leaf of ``params`` (flatten order): the label of the traversal that selects it.
 
@@ -117,7 +127,8 @@ def runs_optax_natively(opt_def) -> bool:
   """True for defs whose whole-tree step is the adapter's (all built-ins but WeightNorm)."""
   from . import base  # pylint: disable=g-import-not-at-top  (base imports this module)
   cls = type(opt_def)
-  return (opt_def._has_optax_transform() and not opt_def._is_per_leaf()  # pylint: disable=protected-access
+  # pylint: disable=protected-access
+  return (opt_def._has_optax_transform() and not opt_def._is_per_leaf()
           and cls.init_state is base.OptimizerDef.init_state
           and cls.apply_gradient is base.OptimizerDef.apply_gradient)
 

@@ -407,8 +407,7 @@ class MultiOptimizer(OptimizerDef):
 
   def _labels(self, params):
     """Per-leaf labels of ``params``; cached per tree structure, shapes and dtypes."""
-    leaves, treedef = jax.tree_util.tree_flatten(params)
-    key = (treedef, tuple((jnp.shape(x), str(_multi.leaf_dtype(x))) for x in leaves))
+    key = _multi.structure_key(params)
     labels = self._labels_cache.get(key)
     if labels is None:
       labels = _multi.param_labels(self.traversals, params)
