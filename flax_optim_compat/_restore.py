@@ -108,7 +108,10 @@ def _check_leaf(expected, actual, path, strip_axis):
     dtype = np.dtype(expected.dtype)
     want = f'an array of shape {shape} and dtype {dtype.name}'
     if _is_py_scalar(actual) and shape == () and _kind_ok(dtype, actual):
-      return np.asarray(actual, dtype)
+      try:
+        return np.asarray(actual, dtype)
+      except (OverflowError, ValueError):
+        raise _Mismatch(path, f'{actual!r} does not fit in {dtype.name}') from None
     if not _is_array(actual):
       raise _Mismatch(path, f'the target expects {want} but the checkpoint has {_describe(actual)}')
     got_shape, got_dtype = tuple(np.shape(actual)), np.dtype(actual.dtype)
@@ -242,6 +245,11 @@ def describe_def(opt_def) -> str:
 def _hint(opt_def, template, state_dict) -> str:
   if not isinstance(state_dict, dict) or not isinstance(state_dict.get('state'), dict):
     return ''
+  state = state_dict['state']
+  if state and all(str(k).isdigit() and isinstance(v, dict) and 'step' in v
+                   for k, v in state.items()):
+    return (' The checkpoint has the MultiOptimizer layout of flax < 0.3.3 (one state per '
+            'sub-optimizer, each with its own step), which later versions cannot restore.')
   target_sd = template['target']
   theirs = _guess_optimizer(target_sd, state_dict['state'].get('param_states'))
   ours = _guess_optimizer(target_sd, template['state']['param_states'])

@@ -477,6 +477,26 @@ def test_pre_0_4_weight_norm_layout_is_recognised():
   assert 'WeightNorm from flax < 0.4.0' in message
 
 
+def test_older_legacy_layouts_are_recognised():
+  """flax <= 0.2.2 RMSProp (no `mg`) and flax < 0.3.3 MultiOptimizer (a state per group)."""
+  template = _create(EXPECTED['RMSProp']['case'])
+  raw = _legacy_raw('RMSProp')
+  def drop_mg(tree):
+    if isinstance(tree, dict) and set(tree) == {'v', 'mg'}:
+      return {'v': tree['v']}
+    return {k: drop_mg(v) for k, v in tree.items()} if isinstance(tree, dict) else tree
+  raw['state']['param_states'] = drop_mg(raw['state']['param_states'])
+  message = _restore_error(template, raw)
+  assert "missing ['mg']" in message and 'RMSProp from flax <= 0.2.2' in message
+
+  template = _create(EXPECTED['MultiOptimizer']['case'])
+  raw = _legacy_raw('MultiOptimizer')
+  raw['state'] = {'0': {'step': raw['state']['step'], 'param_states': {}},
+                  '1': {'step': raw['state']['step'], 'param_states': {}}}
+  message = _restore_error(template, raw)
+  assert "at '/state'" in message and 'MultiOptimizer layout of flax < 0.3.3' in message
+
+
 def test_error_inside_train_state_names_the_full_path():
   case = EXPECTED['TrainState-Adam']['case']
   raw = _legacy_raw('TrainState-Adam')
@@ -503,6 +523,11 @@ def test_step_must_be_an_integer_that_fits_int32():
   assert "'/state/step'" in _restore_error(template, raw)
   raw['state']['step'] = np.int64(2 ** 40)
   assert 'does not fit in int32' in _restore_error(template, raw)
+  raw['state']['step'] = 2 ** 40
+  assert 'does not fit in int32' in _restore_error(template, raw)
+  raw['state']['step'] = 3  # flax <= 0.2.2 started from a Python int
+  restored = serialization.from_state_dict(template, raw)
+  assert restored.state.step.dtype == jnp.int32 and int(restored.state.step) == 3
 
 
 @pytest.mark.parametrize('cut', [0, 1, 100, -1])

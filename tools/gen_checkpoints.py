@@ -18,9 +18,10 @@ For every case of tests/checkpoint_specs.py (all cases if none are named) it
 4. restores our files in the legacy library (``restore_checkpoint`` and ``from_bytes``)
    and continues STEPS_AFTER steps there, recording the result;
 
-and stores inputs and results in tests/fixtures/checkpoints/expected.msgpack. The tests then
-need neither venv's other side: they replay our side against the legacy files and check the
-recorded legacy continuations of our files.
+and stores inputs and results in tests/fixtures/checkpoints/expected.msgpack. The tests
+(tests/test_checkpoints.py) never need the oracle venv: they replay our side on the legacy files
+and check the recorded legacy restores and continuations of our files. Regenerate after changing
+a case, or when an optimizer's numerics or state layout change (the tests say so).
 """
 import argparse
 import json
