@@ -26,6 +26,17 @@ class Entry:
     return self.name
 
 
+def _by_ndim(matrices, vectors):
+  """MultiOptimizer: ``matrices`` for leaves with ndim > 1, ``vectors`` for the others."""
+  import warnings  # pylint: disable=g-import-not-at-top
+  with warnings.catch_warnings():  # flax deprecates constructing its traversals
+    warnings.filterwarnings('ignore', message='`flax.traverse_util.Traversal` will be deprecated',
+                            category=DeprecationWarning)
+    big = optim.ModelParamTraversal(lambda path, value: value.ndim > 1)
+    small = optim.ModelParamTraversal(lambda path, value: value.ndim <= 1)
+  return optim.MultiOptimizer((big, matrices), (small, vectors))
+
+
 REGISTRY = [
     Entry('GradientDescent', lambda: optim.GradientDescent(learning_rate=0.1)),
     Entry('Momentum', lambda: optim.Momentum(learning_rate=0.05, beta=0.8)),
@@ -67,4 +78,9 @@ REGISTRY = [
     Entry('WeightNorm-Adam', lambda: optim.WeightNorm(optim.Adam(learning_rate=0.1), wn_decay=1e-4),
           override='eps', override_values=(1e-3, 1e-2, 1e-1), scalar_params=False),
     # <<< issue-3b entries (Adafactor, WeightNorm) >>>
+    Entry('MultiOptimizer-Adam-Momentum',
+          lambda: _by_ndim(optim.Adam(learning_rate=0.1), optim.Momentum(0.05, beta=0.8))),
+    Entry('MultiOptimizer-WeightNorm-GradientDescent',
+          lambda: _by_ndim(optim.WeightNorm(optim.Adam(learning_rate=0.1)),
+                           optim.GradientDescent(learning_rate=0.1)), scalar_params=False),
 ]
