@@ -118,9 +118,11 @@ def _assert_same_bytes_layout(ours, legacy, what):
 CASES = pmap_specs.case_names()
 
 
-def test_every_case_has_a_legacy_fixture():
+def test_every_case_has_a_legacy_fixture_and_no_fixture_is_stale():
   missing = [n for n in CASES if n not in _utils.fixture_names('pmap')]
   assert not missing, f'run tools/gen_pmap.py {" ".join(missing)} in the oracle venv'
+  stale = [n for n in _utils.fixture_names('pmap') if n not in CASES]
+  assert not stale, f'fixtures without a case in tests/pmap_specs.py: {stale}'
 
 
 # ----------------------------------------------------------------------------- pmean route

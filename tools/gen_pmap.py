@@ -8,7 +8,7 @@ Writes tests/fixtures/pmap/<CASE>.msgpack for each case of tests/pmap_specs.py (
 the case itself and what legacy produced on the three routes of that module (single device,
 ``jax_utils.replicate`` + ``lax.pmean``, ``optimizer.replicate()``), i.e. the state dict after
 creation and after every step, the ``to_bytes`` of the freshly replicated optimizers and the
-replicated route's checkpoint. The pmean route keeps legacy's device axis only in its last
+checkpoint bytes each pmap route wrote mid-run (then restored and trained on). The pmean route keeps legacy's device axis only in its last
 step's state dict (to keep the files small); for the other steps it stores the first device's
 copy after checking that all eight copies are bitwise equal.
 """
