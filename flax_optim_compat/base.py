@@ -487,23 +487,22 @@ class MultiOptimizer(OptimizerDef):
     sub-optimizer's hyper-param class); every other keyword is applied to every group (an
     unknown name raises ``TypeError``, as legacy).
     """
-    given = 'hyper_params' in hyper_param_overrides
-    hps = hyper_param_overrides.pop('hyper_params', None)
-    if given:
-      hps = _multi.check_hyper_params(self.sub_optimizers, hps)
-    elif not hyper_param_overrides:
-      return list(self.hyper_params)
+    if 'hyper_params' in hyper_param_overrides:
+      hps = hyper_param_overrides.pop('hyper_params')
+    else:
+      hps = self.hyper_params
+    hps = _multi.check_hyper_params(self.sub_optimizers, hps)
+    if not hyper_param_overrides:
+      return hps
     out = []
-    for i, opt in enumerate(self.sub_optimizers):
+    for i, (opt, hp) in enumerate(zip(self.sub_optimizers, hps)):
       try:
-        if not given:  # the sub-optimizer's own override rules (e.g. WeightNorm's wn_decay)
+        if hp is opt.hyper_params:  # the sub-optimizer's own rules (WeightNorm: wn_decay, ...)
           out.append(opt.update_hyper_params(**hyper_param_overrides))
         elif isinstance(opt, MultiOptimizer):
-          out.append(opt.update_hyper_params(hyper_params=hps[i], **hyper_param_overrides))
-        elif hyper_param_overrides:
-          out.append(hps[i].replace(**hyper_param_overrides))
+          out.append(opt.update_hyper_params(hyper_params=hp, **hyper_param_overrides))
         else:
-          out.append(hps[i])
+          out.append(hp.replace(**hyper_param_overrides))
       except TypeError as e:
         raise TypeError(f'{e} (override for sub-optimizer {i}, {type(opt).__name__}; a '
                         'keyword override applies to every sub-optimizer)') from e

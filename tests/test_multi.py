@@ -494,3 +494,31 @@ def test_restore_legacy_state_mid_trajectory_and_continue():
     grads = freeze(jax.tree_util.tree_map(jnp.asarray, case['grads'][str(i)]))
     optimizer = jax.jit(oracle_specs.apply_overrides)(optimizer, grads, overrides)
   _utils.assert_trees_close(serialization.to_state_dict(optimizer), expected[str(last)])
+
+
+def test_plain_overrides_follow_each_group_own_rules_weight_norm():
+  # A WeightNorm group takes wn_decay itself and passes learning_rate to its wrapped def
+  # (legacy MultiOptimizer could not have WeightNorm groups at all).
+  rng = np.random.RandomState(1)
+  params = {'k1': jnp.asarray(rng.randn(3, 2), jnp.float32),
+            'k2': jnp.asarray(rng.randn(2, 2), jnp.float32)}
+  make = lambda: optim.WeightNorm(optim.Momentum(0.1, beta=0.5))
+  multi = optim.MultiOptimizer((_item('k1'), make()), (_item('k2'), make())).create(params)
+  alone = [make().create({'k': params['k1']}), make().create({'k': params['k2']})]
+  for _ in range(2):
+    grads = jax.tree_util.tree_map(lambda x: jnp.asarray(rng.randn(*x.shape), jnp.float32),
+                                   params)
+    multi = multi.apply_gradient(grads, learning_rate=0.05, wn_decay=0.1)
+    alone = [a.apply_gradient({'k': grads[k]}, learning_rate=0.05, wn_decay=0.1)
+             for a, k in zip(alone, ['k1', 'k2'])]
+  np.testing.assert_array_equal(multi.target['k1'], alone[0].target['k'])
+  np.testing.assert_array_equal(multi.target['k2'], alone[1].target['k'])
+
+
+def test_hyper_params_list_is_what_the_step_uses():
+  # As legacy, the def's hyper_params list is the default of every step.
+  opt_def = _two_groups()
+  opt_def.hyper_params[1] = opt_def.hyper_params[1].replace(learning_rate=0.25)
+  optimizer = opt_def.create(_layers()).apply_gradient(
+      jax.tree_util.tree_map(jnp.ones_like, _layers()))
+  np.testing.assert_allclose(optimizer.target['a']['bias'], np.full(3, 0.75))
