@@ -422,8 +422,17 @@ class MultiOptimizer(OptimizerDef):
   def optax_transform(self, hyper_params=None) -> optax.GradientTransformation:
     """The optax transform of this MultiOptimizer: ``optax.multi_transform`` of the groups.
 
-    Labels are derived from the traversals for whatever params ``init``/``update`` receive;
-    each group's optax state is its sub-optimizer's legacy ``OptimizerState``.
+    Labels are derived from the traversals for the tree ``init`` (params) and ``update``
+    (updates; so a dtype-dependent filter sees the gradients' dtypes there) receive;
+    unmatched leaves get ``optax.set_to_zero()``; each group's optax state is its
+    sub-optimizer's legacy ``OptimizerState`` over the masked params, and ``update`` needs
+    ``params``.
+
+    Args:
+      hyper_params: the list of per-group hyper-params (default ``self.hyper_params``).
+
+    Returns:
+      An ``optax.GradientTransformation``.
     """
     hps = self.hyper_params if hyper_params is None else hyper_params
     hps = _multi.check_hyper_params(self.sub_optimizers, hps)
