@@ -80,7 +80,4 @@ REGISTRY = [
     # <<< issue-3b entries (Adafactor, WeightNorm) >>>
     Entry('MultiOptimizer-Adam-Momentum',
           lambda: _by_ndim(optim.Adam(learning_rate=0.1), optim.Momentum(0.05, beta=0.8))),
-    Entry('MultiOptimizer-WeightNorm-GradientDescent',
-          lambda: _by_ndim(optim.WeightNorm(optim.Adam(learning_rate=0.1)),
-                           optim.GradientDescent(learning_rate=0.1)), scalar_params=False),
 ]

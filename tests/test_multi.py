@@ -522,3 +522,17 @@ def test_hyper_params_list_is_what_the_step_uses():
   optimizer = opt_def.create(_layers()).apply_gradient(
       jax.tree_util.tree_map(jnp.ones_like, _layers()))
   np.testing.assert_allclose(optimizer.target['a']['bias'], np.full(3, 0.75))
+
+
+def test_other_traversals_list_items_each_and_tree():
+  # Legacy worked with any Traversal: t_identity[0] on a list, .each(), .tree().
+  params = [jnp.ones(2), {'x': jnp.ones(1), 'y': jnp.ones(1)}, jnp.ones(3)]
+  optimizer = optim.MultiOptimizer(
+      (_item(0), optim.GradientDescent(1.)),
+      (_item(1).each(), optim.GradientDescent(2.)),
+      (_item(2).tree(), optim.GradientDescent(3.))).create(params)
+  optimizer = optimizer.apply_gradient(jax.tree_util.tree_map(jnp.ones_like, params))
+  assert jax.tree_util.tree_map(lambda x: float(x[0]), optimizer.target) == [
+      0., {'x': -1., 'y': -1.}, -2.]
+  assert serialization.to_state_dict(optimizer)['state']['param_states'] == {
+      '0': {}, '1': {'x': {}, 'y': {}}, '2': {}}

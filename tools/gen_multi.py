@@ -121,7 +121,7 @@ CASES = [
                                'wrapped': MOMENTUM}),
             (_path('bias'), ADAM)),
      {2: {'learning_rate': 0.02}, 5: {'hyper_params': {'1': {'learning_rate': 0.05}}}},
-     LAYERS, (('dict', False), ('frozen', True)), 'composed'),
+     LAYERS, (('frozen', True),), 'composed'),
 ]
 
 
