@@ -536,3 +536,15 @@ def test_other_traversals_list_items_each_and_tree():
       0., {'x': -1., 'y': -1.}, -2.]
   assert serialization.to_state_dict(optimizer)['state']['param_states'] == {
       '0': {}, '1': {'x': {}, 'y': {}}, '2': {}}
+
+
+def test_item_traversal_on_frozen_dict():
+  # Legacy raised ValueError('FrozenDict is immutable.') (TraverseItem.update writes into the
+  # container); we only iterate traversals, so t_identity[...] works on FrozenDict targets.
+  params = freeze({'a': jnp.ones(2), 'b': jnp.ones(2)})
+  optimizer = optim.GradientDescent(0.5).create(params, focus=_item('a'))
+  optimizer = optimizer.apply_gradient(freeze({'a': jnp.ones(2), 'b': jnp.ones(2)}))
+  assert type(optimizer.target) is FrozenDict
+  np.testing.assert_array_equal(optimizer.target['a'], [0.5, 0.5])
+  np.testing.assert_array_equal(optimizer.target['b'], [1., 1.])
+  assert optimizer.state.param_states == freeze({'a': (), 'b': None})
