@@ -142,7 +142,9 @@ class Adafactor(OptimizerDef):
 
   Differences from flax.optim:
     under ``jax_enable_x64`` the ``v_row``/``v_col``/``v`` placeholders are float32 (legacy:
-    float64, the default float dtype); the real statistics are float32 on both sides.
+    float64, the default float dtype); the real statistics are float32 on both sides. Built
+    with ``beta1=None`` and given ``beta1=...`` as an override, legacy broadcast the ``(1,)``
+    placeholder ``m`` and so turned a 0-d parameter into shape ``(1,)``; it keeps shape ``()``.
 
   References:
     Shazeer & Stern, `Adafactor: Adaptive Learning Rates with Sublinear Memory Cost
