@@ -18,7 +18,7 @@ import numpy as np
 import optax
 
 __all__ = ['check_grads', 'format_path', 'init_param_states', 'apply_gradient', 'optax_update',
-           'tree_paths']
+           'to_optax_state', 'tree_paths']
 
 _LOW_PRECISION = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 
@@ -256,6 +256,30 @@ def init_param_states(opt_def, params):
   return _to_param_states(opt_def, jax.tree_util.tree_structure(params), field_trees)
 
 
+def _legacy_to_optax(opt_def, tx, params, state, cast=lambda tree: tree):
+  """``(opt_state, wanted optax fields, legacy field trees)`` for ``tx`` from a legacy state.
+
+  ``cast`` is applied to the params before ``tx.init``'s shapes are taken and to the state
+  values put into the optax state (the float32 policy of :func:`optax_update`).
+  """
+  template = jax.eval_shape(tx.init, cast(params))
+  wanted = set(_read_optax_state(template, set(_optax_fields(opt_def).values())))
+  old_fields = _from_param_states(opt_def, params, state.param_states, wanted)
+  old_fields = _expand_placeholders(opt_def, old_fields, template)
+  opt_state = _fill_optax_state(template, state.step, cast(old_fields), opt_def)
+  return opt_state, wanted, old_fields
+
+
+def to_optax_state(opt_def, params, state):
+  """The state of ``opt_def.optax_transform()`` holding the values of a legacy ``state``.
+
+  For migrating to plain optax: ``tx.update(grads, to_optax_state(...), params)`` continues
+  exactly where the legacy optimizer stopped (every ``count`` is the legacy ``step``).
+  """
+  tx = opt_def.optax_transform()
+  return _legacy_to_optax(opt_def, tx, params, state)[0]
+
+
 def optax_update(opt_def, hyper_params, params, state, grads):
   """One legacy step of ``opt_def`` as an optax update: ``(updates, new_param_states)``.
 
@@ -276,11 +300,7 @@ def optax_update(opt_def, hyper_params, params, state, grads):
   """
   tx = opt_def.optax_transform(hyper_params)
   params32, grads32 = _upcast(params), _upcast(grads)
-  template = jax.eval_shape(tx.init, params32)
-  wanted = set(_read_optax_state(template, set(_optax_fields(opt_def).values())))
-  old_fields = _from_param_states(opt_def, params, state.param_states, wanted)
-  old_fields = _expand_placeholders(opt_def, old_fields, template)
-  opt_state = _fill_optax_state(template, state.step, _upcast(old_fields), opt_def)
+  opt_state, wanted, old_fields = _legacy_to_optax(opt_def, tx, params, state, _upcast)
   updates, new_opt_state = tx.update(grads32, opt_state, params32)
   new_fields = _read_optax_state(new_opt_state, wanted)
   new_fields = {name: _cast_like(tree, old_fields[name]) for name, tree in new_fields.items()}

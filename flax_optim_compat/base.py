@@ -5,6 +5,7 @@ built-in optimizers run their math through optax (see ``_adapter``), user subcla
 implement the legacy per-leaf protocol (``init_param_state`` / ``apply_param_gradient``) run
 as they always did.
 """
+import dataclasses
 import inspect
 from typing import Any, Optional
 
@@ -109,6 +110,33 @@ class OptimizerDef:
           'transform.')
     return self.transform_fn(self.hyper_params if hyper_params is None else hyper_params)
 
+  def optax_state(self, params, state) -> optax.OptState:
+    """The state of :meth:`optax_transform` equivalent to the legacy ``state`` for ``params``.
+
+    With ``tx = opt_def.optax_transform()``, ``tx.update(grads, opt_def.optax_state(params,
+    state), params)`` continues exactly where the legacy optimizer stopped: the one-call way
+    to move a restored legacy checkpoint to plain optax.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import optax
+      >>> import flax_optim_compat as optim
+      >>> optimizer = optim.Adam(0.1).create({'w': jnp.array([1.0])})
+      >>> optimizer = optimizer.apply_gradient({'w': jnp.array([4.0])})
+      >>> tx = optimizer.optimizer_def.optax_transform()
+      >>> opt_state = optimizer.optax_state()
+      >>> updates, opt_state = tx.update({'w': jnp.array([2.0])}, opt_state, optimizer.target)
+      >>> legacy = optimizer.apply_gradient({'w': jnp.array([2.0])})
+      >>> bool(jnp.allclose(optax.apply_updates(optimizer.target, updates)['w'],
+      ...                   legacy.target['w']))
+      True
+    """
+    if self._is_per_leaf():
+      raise NotImplementedError(
+          f'{type(self).__name__} implements the legacy per-leaf protocol and has no optax '
+          'state; port its apply_param_gradient to an optax transform first.')
+    return _adapter.to_optax_state(self, params, state)
+
   def _has_optax_transform(self) -> bool:
     return (self.transform_fn is not None
             or type(self).optax_transform is not OptimizerDef.optax_transform)
@@ -196,6 +224,24 @@ class OptimizerDef:
     return _restore.restore_target_and_state(self, opt_target, opt_state, state_dict)
 
 
+@dataclasses.dataclass
+class _ShapeDtype:
+  """Legacy internal name (``flax.optim.base._ShapeDtype``), kept importable for old code.
+
+  Legacy MultiOptimizer wrapped each leaf in one to record which traversals matched it; ours
+  labels leaves in ``_multi`` instead and does not use this class.
+  """
+  shape: Any
+  dtype: Any
+  _value: Any
+  _indices: list
+
+  @classmethod
+  def create(cls, value):
+    value = jnp.asarray(value)
+    return cls(shape=value.shape, dtype=value.dtype, _value=value, _indices=[])
+
+
 class _NoAux:
   """Marks a loss function without auxiliary output (see ``Optimizer.compute_gradient``)."""
 
@@ -267,6 +313,14 @@ class Optimizer(struct.PyTreeNode):
       raise ValueError('Cannot unreplicate an optimizer that is not replicated.')
     optimizer_def = self.optimizer_def.optimizer_def
     return jax_utils.unreplicate(self).replace(optimizer_def=optimizer_def)
+
+  def optax_state(self) -> optax.OptState:
+    """This optimizer's state as the state of ``optimizer_def.optax_transform()``.
+
+    See :meth:`OptimizerDef.optax_state`; ``(optimizer.target, optimizer.optax_state())`` are
+    the params and state to carry on with plain optax.
+    """
+    return self.optimizer_def.optax_state(self.target, self.state)
 
   def state_dict(self):
     return self.optimizer_def.state_dict(self.target, self.state)
@@ -437,6 +491,12 @@ class MultiOptimizer(OptimizerDef):
     hps = self.hyper_params if hyper_params is None else hyper_params
     hps = _multi.check_hyper_params(self.sub_optimizers, hps)
     return _multi.multi_transform(self.sub_optimizers, hps, self._label_tree)
+
+  def optax_state(self, params, state):
+    raise NotImplementedError(
+        'MultiOptimizer has no single optax state to convert to; convert each group with '
+        'sub_optimizers[i].optax_state(...) over its params, and combine the groups with '
+        'optax.multi_transform (see migration_guide.md).')
 
   def init_param_state(self, param):
     raise NotImplementedError('MultiOptimizer has no per-parameter state; use init_state.')

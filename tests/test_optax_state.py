@@ -1,0 +1,78 @@
+"""Moving a legacy optimizer's state to plain optax: ``Optimizer.optax_state()``.
+
+The check is behavioural: after converting, plain ``tx.update`` must continue exactly like
+the legacy API (a wrong ``count`` would change Adam-family bias corrections, a misplaced field
+the moments), for every optax-backed optimizer.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import flax_optim_compat as optim
+from tests import _utils
+from tests import oracle_specs
+
+pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
+
+DEFS = {
+    'GradientDescent': lambda: optim.GradientDescent(0.1),
+    'Momentum': lambda: optim.Momentum(0.1, 0.8, weight_decay=0.01, nesterov=True),
+    'Adam': lambda: optim.Adam(0.05, weight_decay=0.01),
+    'AdaBelief': lambda: optim.AdaBelief(0.05),
+    'Adadelta': lambda: optim.Adadelta(0.5, weight_decay=0.01),
+    'Adafactor': lambda: optim.Adafactor(0.05, beta1=0.9, min_dim_size_to_factor=2),
+    'Adafactor-beta1-None': lambda: optim.Adafactor(0.05, min_dim_size_to_factor=2),
+    'Adagrad': lambda: optim.Adagrad(0.1),
+    'LAMB': lambda: optim.LAMB(0.05, weight_decay=0.01),
+    'LARS': lambda: optim.LARS(0.1, weight_decay=0.01),
+    'RMSProp-centered': lambda: optim.RMSProp(0.01, centered=True),
+}
+
+
+def _grads(i, params):
+  return jax.tree_util.tree_map(
+      lambda p: jnp.sin(jnp.arange(p.size, dtype=jnp.float32) + i).reshape(p.shape), params)
+
+
+@pytest.mark.parametrize('name', sorted(DEFS))
+def test_plain_optax_continues_exactly_like_the_legacy_api(name):
+  params = {'dense': {'kernel': jnp.linspace(-1, 1, 12).reshape(4, 3), 'bias': jnp.ones(3)},
+            'scale': jnp.asarray(0.5)}
+  optimizer = DEFS[name]().create(params)
+  for i in range(3):
+    optimizer = optimizer.apply_gradient(_grads(i, params))
+  tx = optimizer.optimizer_def.optax_transform()
+  opt_state = optimizer.optax_state()
+  target = optimizer.target
+  for i in range(3, 6):
+    grads = _grads(i, params)
+    updates, opt_state = tx.update(grads, opt_state, target)
+    target = optax.apply_updates(target, updates)
+    optimizer = optimizer.apply_gradient(grads)
+    _utils.assert_trees_close(target, optimizer.target, rtol=0)
+
+
+def test_conversion_sets_counts_from_the_legacy_step():
+  optimizer = optim.Adam(0.1).create({'w': jnp.ones(2)})
+  for _ in range(4):
+    optimizer = optimizer.apply_gradient({'w': jnp.ones(2)})
+  adam_state = optimizer.optax_state()[0]
+  assert isinstance(adam_state, optax.ScaleByAdamState)
+  assert int(adam_state.count) == 4 and adam_state.count.dtype == jnp.int32
+  np.testing.assert_array_equal(adam_state.mu['w'], optimizer.state.param_states['w'].grad_ema)
+  np.testing.assert_array_equal(adam_state.nu['w'], optimizer.state.param_states['w'].grad_sq_ema)
+
+
+@pytest.mark.filterwarnings('ignore:`flax.traverse_util.Traversal` will be deprecated')
+def test_optimizers_without_a_single_optax_state_say_so():
+  params = {'w': jnp.ones((2, 2))}
+  with pytest.raises(NotImplementedError, match='wrapped optimizer has one'):
+    optim.WeightNorm(optim.Momentum(0.1)).create(params).optax_state()
+  focus = optim.ModelParamTraversal(lambda path, _: True)
+  with pytest.raises(NotImplementedError, match='convert each group'):
+    optim.Adam(0.1).create(params, focus=focus).optax_state()
+  custom = oracle_specs.CUSTOM_OPTIMIZERS['custom:SignMomentum'](optim)(0.1)
+  with pytest.raises(NotImplementedError, match='per-leaf protocol'):
+    custom.create(params).optax_state()
