@@ -358,6 +358,20 @@ class ReplicatedOptimizer(OptimizerDef):
     optimizer_def: the wrapped :class:`OptimizerDef`.
     devices: the devices to restore onto (default ``jax.local_devices()``).
     axis_name: the ``pmap`` axis to average the gradients over.
+
+  Examples:
+    >>> import jax, jax.numpy as jnp
+    >>> import flax_optim_compat as optim
+    >>> devices = jax.local_devices()[:2]
+    >>> optimizer = optim.GradientDescent(0.1).create({'w': jnp.ones(2)}).replicate(devices)
+    >>> type(optimizer.optimizer_def).__name__, optimizer.target['w'].shape
+    ('ReplicatedOptimizer', (2, 2))
+    >>> step = jax.pmap(lambda opt, g: opt.apply_gradient(g), axis_name='batch',
+    ...                 devices=devices)
+    >>> per_device_grads = {'w': jnp.arange(2 * len(devices) * 1.0).reshape(len(devices), 2)}
+    >>> optimizer = step(optimizer, per_device_grads)  # grads averaged over the devices
+    >>> optimizer.unreplicate().target['w'] - (1 - 0.1 * per_device_grads['w'].mean(0))
+    Array([0., 0.], dtype=float32)
   """
 
   def __init__(self, optimizer_def, devices=None, axis_name='batch'):
