@@ -1,5 +1,5 @@
 """Small optax-style transforms shared by several legacy optimizers."""
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import optax

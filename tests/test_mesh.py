@@ -182,7 +182,7 @@ def test_step_with_explicit_out_shardings_gathers_nothing_and_updates_in_place()
   n_leaves = len(jax.tree_util.tree_leaves(optimizer))
   alias = hlo[hlo.index('input_output_alias={'):].split('\n', 1)[0]
   for k in range(n_leaves):  # every optimizer leaf (parameter k) reuses its buffer
-    assert f'(0, {{}}, may-alias)' in alias and f': ({k}, {{}}, may-alias)' in alias, alias
+    assert '(0, {}, may-alias)' in alias and f': ({k}, {{}}, may-alias)' in alias, alias
   old = optimizer
   optimizer = step(optimizer, _batch(case, 0), {})
   assert all(x.is_deleted() for x in jax.tree_util.tree_leaves(old))

@@ -5,14 +5,12 @@ the script's rows (same expressions, in order, numbers consistent with the exact
 and measures a few rows for a few steps; `python tools/guide_table.py` regenerates the numbers.
 """
 import importlib.util
-import math
 import os
 import pathlib
 import re
 import subprocess
 import sys
 
-import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 GUIDE = REPO / 'migration_guide.md'

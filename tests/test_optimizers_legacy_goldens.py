@@ -14,8 +14,6 @@ import flax_optim_compat as optim
 from flax_optim_compat.adabelief import _AdaBeliefParamState
 from flax_optim_compat.adadelta import _AdadeltaParamState
 from flax_optim_compat.adagrad import _AdagradParamState
-from flax_optim_compat.lamb import _LAMBParamState
-from flax_optim_compat.lars import _LARSParamState
 from flax_optim_compat.rmsprop import _RMSPropParamState
 
 # float32 results vs values printed with 7 digits: a few ulps.

@@ -12,7 +12,6 @@ on under `jax.pmap` with `optimizer.replicate()` (legacy ReplicatedOptimizer). A
 saved at NUM_STEPS (unless there was nothing to do); WORKDIR/metrics.json gets the losses.
 """
 import argparse
-import functools
 import json
 import os
 
