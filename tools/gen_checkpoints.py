@@ -11,7 +11,8 @@ For every case of tests/checkpoint_specs.py (all cases if none are named) it
    tests/fixtures/checkpoints/legacy/<case>/checkpoint_3 (kept byte-for-byte as written);
 2. restores that file into a fresh legacy template and continues STEPS_AFTER steps (jit, and
    eager for bare optimizers): the oracle's own trajectory the tests compare with;
-3. runs THIS script in the modern venv (``--write-ours``; PY defaults to /work/venv/bin/python),
+3. runs THIS script in the modern venv (``--write-ours``; PY is ``--modern-python`` or the
+   ``FLAX_OPTIM_COMPAT_DEV_PYTHON`` environment variable, e.g. ``.venv/bin/python``),
    which trains flax_optim_compat on the same inputs and writes tests/fixtures/checkpoints/
    ours/<case>/checkpoint_3 (modern ``save_checkpoint`` with the msgpack backend) and
    checks that those bytes are exactly ``flax.serialization.to_bytes`` of the same object;
@@ -178,10 +179,14 @@ def generate(names, modern_python):
 if __name__ == '__main__':
   parser = argparse.ArgumentParser()
   parser.add_argument('--write-ours', metavar='CASES_FILE')
-  parser.add_argument('--modern-python', default='/work/venv/bin/python')
+  parser.add_argument('--modern-python', default=os.environ.get('FLAX_OPTIM_COMPAT_DEV_PYTHON'),
+                      help='python of a venv with flax_optim_compat installed (.ci/run makes .venv)')
   parser.add_argument('cases', nargs='*')
   args = parser.parse_args()
   if args.write_ours:
     write_ours(args.write_ours)
+  elif not args.modern_python:
+    parser.error('pass --modern-python PY (or set FLAX_OPTIM_COMPAT_DEV_PYTHON): the python of a '
+                 'venv where flax_optim_compat and modern flax are installed')
   else:
     generate(args.cases or list(specs.CASES), args.modern_python)
