@@ -18,7 +18,7 @@ import numpy as np
 import optax
 
 __all__ = ['check_grads', 'format_path', 'init_param_states', 'apply_gradient', 'optax_update',
-           'to_optax_state', 'tree_paths']
+           'per_leaf_states', 'to_optax_state', 'tree_paths']
 
 _LOW_PRECISION = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 
@@ -200,15 +200,20 @@ def _to_param_states(opt_def, treedef, field_trees: Dict[str, Any]):
   return treedef.unflatten(leaves)
 
 
-def _from_param_states(opt_def, params, param_states, wanted) -> Dict[str, Any]:
-  """Transposes the legacy per-leaf dataclasses into {optax field: tree}."""
-  treedef = jax.tree_util.tree_structure(params)
+def per_leaf_states(opt_def, treedef, param_states) -> list:
+  """The legacy per-parameter states in flatten order; ValueError if they don't mirror the target."""
   try:
-    per_leaf = treedef.flatten_up_to(param_states)
+    return treedef.flatten_up_to(param_states)
   except (ValueError, TypeError) as e:
     raise ValueError(
         f'{type(opt_def).__name__}: the optimizer state does not mirror the target '
         f'({e}).') from None
+
+
+def _from_param_states(opt_def, params, param_states, wanted) -> Dict[str, Any]:
+  """Transposes the legacy per-leaf dataclasses into {optax field: tree}."""
+  treedef = jax.tree_util.tree_structure(params)
+  per_leaf = per_leaf_states(opt_def, treedef, param_states)
   paths = tree_paths(params)
   trees = {}
   for legacy, name in _optax_fields(opt_def).items():
@@ -319,5 +324,5 @@ def apply_gradient(opt_def, hyper_params, params, state, grads):
     ``(new_params, new_param_states)``; the caller advances the step.
   """
   updates, new_param_states = optax_update(opt_def, hyper_params, params, state, grads)
-  new_params = _cast_like(optax.apply_updates(_upcast(params), updates), params)
-  return new_params, new_param_states
+  # `p + u` promotes a 16-bit p to the float32 update and apply_updates casts back to p's dtype.
+  return optax.apply_updates(params, updates), new_param_states

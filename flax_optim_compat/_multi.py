@@ -32,7 +32,7 @@ from . import _adapter
 
 __all__ = ['LeafInfo', 'UNMATCHED', 'group_label', 'leaf_dtype', 'structure_key',
            'param_labels', 'runs_optax_natively', 'group_transform', 'multi_transform',
-           'check_hyper_params', 'per_leaf_states', 'split_states', 'group_leaves',
+           'check_hyper_params', 'split_states', 'group_leaves',
            'merge_states']
 
 UNMATCHED = 'unmatched'
@@ -238,15 +238,6 @@ def _masked_treedef(treedef, labels: List[str], label: str):
   (what ``optax.masked`` hands the group's transform)."""
   masked = treedef.unflatten([0 if l == label else optax.MaskedNode() for l in labels])
   return jax.tree_util.tree_structure(masked)
-
-
-def per_leaf_states(treedef, param_states) -> list:
-  """The legacy per-leaf states (``None`` for unmatched leaves), in flatten order."""
-  try:
-    return treedef.flatten_up_to(param_states)
-  except (ValueError, TypeError) as e:
-    raise ValueError(
-        f'MultiOptimizer: the optimizer state does not mirror the target ({e}).') from None
 
 
 def split_states(treedef, labels: List[str], leaf_states: list, label: str):

@@ -186,7 +186,7 @@ class OptimizerDef:
       treedef = jax.tree_util.tree_structure(params)
       out = [self.apply_param_gradient(state.step, hyper_params, p, s, g)
              for p, s, g in zip(treedef.flatten_up_to(params),
-                                treedef.flatten_up_to(state.param_states),
+                                _adapter.per_leaf_states(self, treedef, state.param_states),
                                 treedef.flatten_up_to(grads))]
       new_params = treedef.unflatten([p for p, _ in out])
       new_param_states = treedef.unflatten([s for _, s in out])
@@ -537,7 +537,7 @@ class MultiOptimizer(OptimizerDef):
     _adapter.check_grads(params, grads)
     labels = self._labels(params)
     treedef = jax.tree_util.tree_structure(params)
-    leaf_states = _multi.per_leaf_states(treedef, state.param_states)
+    leaf_states = _adapter.per_leaf_states(self, treedef, state.param_states)
 
     def restore(label):  # the groups' optax states are their existing legacy states
       return lambda masked_params: OptimizerState(

@@ -150,11 +150,7 @@ class WeightNorm(OptimizerDef):
     _adapter.check_grads(params, grads)
     treedef = jax.tree_util.tree_structure(params)
     paths = _adapter.tree_paths(params)
-    try:
-      leaf_states = treedef.flatten_up_to(state.param_states)
-    except (ValueError, TypeError) as e:
-      raise ValueError(f'WeightNorm: the optimizer state does not mirror the target ({e}).'
-                       ) from None
+    leaf_states = _adapter.per_leaf_states(self, treedef, state.param_states)
     for path, leaf_state in zip(paths, leaf_states):
       if not isinstance(leaf_state, _WeightNormParamState):
         raise ValueError(f'WeightNorm: the state of {path!r} is a {type(leaf_state).__name__}, '
