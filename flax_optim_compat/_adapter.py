@@ -10,93 +10,18 @@ between the two layouts, sets every optax ``count`` from the legacy ``step``, an
 Everything here runs at trace time under ``jax.jit``: the compiled step contains only the optax
 math (plus float32 up/down casts for 16-bit floats).
 """
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-__all__ = ['check_grads', 'format_path', 'init_param_states', 'apply_gradient', 'optax_update',
-           'per_leaf_states', 'to_optax_state', 'tree_paths']
+from . import _tree
+
+__all__ = ['init_param_states', 'apply_gradient', 'optax_update', 'to_optax_state']
 
 _LOW_PRECISION = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
-
-
-# ----------------------------------------------------------------------------- paths & checks
-
-def format_path(key_path) -> str:
-  """``(DictKey('a'), DictKey('kernel'))`` -> ``'/a/kernel'`` (the legacy traversal spelling)."""
-  if not key_path:
-    return '/'
-  return jax.tree_util.keystr(tuple(key_path), simple=True, separator='/').join(('/', ''))
-
-
-def tree_paths(tree) -> List[str]:
-  return [format_path(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
-
-
-def _children(node) -> Optional[List[Tuple[Any, Any]]]:
-  """Immediate (key, child) pairs of a pytree node, or None for a leaf."""
-  if jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(node)) and not _is_empty_node(node):
-    return None
-  pairs, _ = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda n: n is not node)
-  return [(path[0], child) for path, child in pairs]
-
-
-def _is_empty_node(node) -> bool:
-  return jax.tree_util.tree_structure(node).num_leaves == 0
-
-
-def _first_structure_mismatch(expected, actual, path=()) -> Optional[str]:
-  """Describes the first place where ``actual``'s containers differ from ``expected``'s."""
-  exp_children, act_children = _children(expected), _children(actual)
-  where = format_path(path)
-  if exp_children is None and act_children is None:
-    return None
-  if exp_children is None or act_children is None:
-    kind = lambda c, n: 'a leaf' if c is None else f'a {type(n).__name__}'
-    return (f'at {where!r} the target has {kind(exp_children, expected)} but the grads have '
-            f'{kind(act_children, actual)}')
-  if type(expected) is not type(actual):
-    return (f'at {where!r} the target is a {type(expected).__name__} but the grads are a '
-            f'{type(actual).__name__}')
-  exp_keys = [k for k, _ in exp_children]
-  act_keys = [k for k, _ in act_children]
-  if exp_keys != act_keys:
-    missing = [format_path(path + (k,)) for k in exp_keys if k not in act_keys]
-    extra = [format_path(path + (k,)) for k in act_keys if k not in exp_keys]
-    parts = []
-    if missing:
-      parts.append(f'missing in the grads: {missing[0]!r}')
-    if extra:
-      parts.append(f'not in the target: {extra[0]!r}')
-    return f'at {where!r} the keys differ ({"; ".join(parts) or "order"})'
-  for (key, exp_child), (_, act_child) in zip(exp_children, act_children):
-    found = _first_structure_mismatch(exp_child, act_child, path + (key,))
-    if found:
-      return found
-  if jax.tree_util.tree_structure(expected) != jax.tree_util.tree_structure(actual):
-    return f'at {where!r} the container metadata differs'
-  return None
-
-
-def check_grads(params, grads) -> None:
-  """Raises ``ValueError`` unless ``grads`` has exactly the tree structure and leaf shapes of ``params``.
-
-  Legacy flax.optim broadcast a ``(1,)`` gradient onto a ``(3,)`` parameter silently; a shape
-  difference is always a bug in the caller, so we name the path and both shapes instead.
-  """
-  if jax.tree_util.tree_structure(params) != jax.tree_util.tree_structure(grads):
-    detail = _first_structure_mismatch(params, grads) or 'the tree structures differ'
-    raise ValueError(f'The grads do not match the optimizer target: {detail}.')
-  param_leaves = jax.tree_util.tree_flatten_with_path(params)[0]
-  grad_leaves = jax.tree_util.tree_leaves(grads)
-  for (path, p), g in zip(param_leaves, grad_leaves):
-    if np.shape(p) != np.shape(g):
-      raise ValueError(
-          f'The grads do not match the optimizer target at {format_path(path)!r}: the '
-          f'parameter has shape {np.shape(p)} but its gradient has shape {np.shape(g)}.')
 
 
 # ----------------------------------------------------------------------------- dtype policy
@@ -200,21 +125,12 @@ def _to_param_states(opt_def, treedef, field_trees: Dict[str, Any]):
   return treedef.unflatten(leaves)
 
 
-def per_leaf_states(opt_def, treedef, param_states) -> list:
-  """The legacy per-parameter states in flatten order; ValueError if they don't mirror the target."""
-  try:
-    return treedef.flatten_up_to(param_states)
-  except (ValueError, TypeError) as e:
-    raise ValueError(
-        f'{type(opt_def).__name__}: the optimizer state does not mirror the target '
-        f'({e}).') from None
-
 
 def _from_param_states(opt_def, params, param_states, wanted) -> Dict[str, Any]:
   """Transposes the legacy per-leaf dataclasses into {optax field: tree}."""
   treedef = jax.tree_util.tree_structure(params)
-  per_leaf = per_leaf_states(opt_def, treedef, param_states)
-  paths = tree_paths(params)
+  per_leaf = _tree.per_leaf_states(opt_def, treedef, param_states)
+  paths = _tree.tree_paths(params)
   trees = {}
   for legacy, name in _optax_fields(opt_def).items():
     if name not in wanted:

@@ -29,6 +29,7 @@ import numpy as np
 import optax
 
 from . import _adapter
+from . import _tree
 
 __all__ = ['LeafInfo', 'UNMATCHED', 'group_label', 'leaf_dtype', 'structure_key',
            'param_labels', 'runs_optax_natively', 'group_transform', 'multi_transform',
@@ -112,7 +113,7 @@ def param_labels(traversals: Sequence[Any], params) -> List[str]:
     for index in selected:
       owners[index].append(group)
   overlap = {path: sorted(groups)
-             for path, groups in zip(_adapter.tree_paths(params), owners) if len(groups) > 1}
+             for path, groups in zip(_tree.tree_paths(params), owners) if len(groups) > 1}
   if overlap:
     raise ValueError(
         f'{OVERLAP_MESSAGE}{overlap} (leaf path: indices of the (traversal, optimizer) pairs '
@@ -160,7 +161,7 @@ def group_transform(opt_def, hyper_params,
       raise ValueError(f'{type(opt_def).__name__} as an optax transform needs params: call '
                        'update(updates, state, params).')
     if native:
-      _adapter.check_grads(params, updates)
+      _tree.check_grads(params, updates)
       new_updates, new_param_states = _adapter.optax_update(
           opt_def, hyper_params, params, state, updates)
       return new_updates, state.replace(step=state.step + 1, param_states=new_param_states)

@@ -18,6 +18,7 @@ from flax import struct
 from flax import traverse_util
 
 from . import _adapter
+from . import _tree
 from . import _deprecation
 from . import _multi
 from . import _restore
@@ -181,12 +182,12 @@ class OptimizerDef:
     Raises:
       ValueError: ``grads`` differs from ``params`` in tree structure or in a leaf's shape.
     """
-    _adapter.check_grads(params, grads)
+    _tree.check_grads(params, grads)
     if self._is_per_leaf():
       treedef = jax.tree_util.tree_structure(params)
       out = [self.apply_param_gradient(state.step, hyper_params, p, s, g)
              for p, s, g in zip(treedef.flatten_up_to(params),
-                                _adapter.per_leaf_states(self, treedef, state.param_states),
+                                _tree.per_leaf_states(self, treedef, state.param_states),
                                 treedef.flatten_up_to(grads))]
       new_params = treedef.unflatten([p for p, _ in out])
       new_param_states = treedef.unflatten([s for _, s in out])
@@ -534,10 +535,10 @@ class MultiOptimizer(OptimizerDef):
       TypeError: ``hyper_params`` is not a list of the sub-optimizers' hyper-param objects.
     """
     hyper_params = _multi.check_hyper_params(self.sub_optimizers, hyper_params)
-    _adapter.check_grads(params, grads)
+    _tree.check_grads(params, grads)
     labels = self._labels(params)
     treedef = jax.tree_util.tree_structure(params)
-    leaf_states = _adapter.per_leaf_states(self, treedef, state.param_states)
+    leaf_states = _tree.per_leaf_states(self, treedef, state.param_states)
 
     def restore(label):  # the groups' optax states are their existing legacy states
       return lambda masked_params: OptimizerState(

@@ -7,7 +7,7 @@ import numpy as np
 import optax
 from flax import struct
 
-from . import _adapter
+from . import _tree
 from .base import OptimizerDef
 from .base import OptimizerState
 
@@ -125,7 +125,7 @@ class WeightNorm(OptimizerDef):
     eps = self.hyper_params.wn_eps
     directions, scales = [], []
     for key_path, param in leaves_with_paths:
-      path = _adapter.format_path(key_path)
+      path = _tree.format_path(key_path)
       if not jnp.issubdtype(jnp.result_type(param), jnp.floating):
         raise TypeError(f'WeightNorm needs float parameters; the parameter at {path!r} has '
                         f'dtype {jnp.result_type(param)}.')
@@ -147,10 +147,10 @@ class WeightNorm(OptimizerDef):
     Raises:
       ValueError: ``grads`` or ``state`` do not match ``params``, or a parameter is a scalar.
     """
-    _adapter.check_grads(params, grads)
+    _tree.check_grads(params, grads)
     treedef = jax.tree_util.tree_structure(params)
-    paths = _adapter.tree_paths(params)
-    leaf_states = _adapter.per_leaf_states(self, treedef, state.param_states)
+    paths = _tree.tree_paths(params)
+    leaf_states = _tree.per_leaf_states(self, treedef, state.param_states)
     for path, leaf_state in zip(paths, leaf_states):
       if not isinstance(leaf_state, _WeightNormParamState):
         raise ValueError(f'WeightNorm: the state of {path!r} is a {type(leaf_state).__name__}, '

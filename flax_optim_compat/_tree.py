@@ -1,0 +1,91 @@
+"""Tree helpers shared by every module: legacy path spelling, structure checks, per-leaf states."""
+from typing import Any, List, Optional, Tuple
+
+import jax
+import numpy as np
+
+__all__ = ['format_path', 'tree_paths', 'check_grads', 'per_leaf_states']
+
+
+def format_path(key_path) -> str:
+  """``(DictKey('a'), DictKey('kernel'))`` -> ``'/a/kernel'`` (the legacy traversal spelling)."""
+  if not key_path:
+    return '/'
+  return jax.tree_util.keystr(tuple(key_path), simple=True, separator='/').join(('/', ''))
+
+
+def tree_paths(tree) -> List[str]:
+  return [format_path(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def _children(node) -> Optional[List[Tuple[Any, Any]]]:
+  """Immediate (key, child) pairs of a pytree node, or None for a leaf."""
+  if jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(node)) and not _is_empty_node(node):
+    return None
+  pairs, _ = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda n: n is not node)
+  return [(path[0], child) for path, child in pairs]
+
+
+def _is_empty_node(node) -> bool:
+  return jax.tree_util.tree_structure(node).num_leaves == 0
+
+
+def _first_structure_mismatch(expected, actual, path=()) -> Optional[str]:
+  """Describes the first place where ``actual``'s containers differ from ``expected``'s."""
+  exp_children, act_children = _children(expected), _children(actual)
+  where = format_path(path)
+  if exp_children is None and act_children is None:
+    return None
+  if exp_children is None or act_children is None:
+    kind = lambda c, n: 'a leaf' if c is None else f'a {type(n).__name__}'
+    return (f'at {where!r} the target has {kind(exp_children, expected)} but the grads have '
+            f'{kind(act_children, actual)}')
+  if type(expected) is not type(actual):
+    return (f'at {where!r} the target is a {type(expected).__name__} but the grads are a '
+            f'{type(actual).__name__}')
+  exp_keys = [k for k, _ in exp_children]
+  act_keys = [k for k, _ in act_children]
+  if exp_keys != act_keys:
+    missing = [format_path(path + (k,)) for k in exp_keys if k not in act_keys]
+    extra = [format_path(path + (k,)) for k in act_keys if k not in exp_keys]
+    parts = []
+    if missing:
+      parts.append(f'missing in the grads: {missing[0]!r}')
+    if extra:
+      parts.append(f'not in the target: {extra[0]!r}')
+    return f'at {where!r} the keys differ ({"; ".join(parts) or "order"})'
+  for (key, exp_child), (_, act_child) in zip(exp_children, act_children):
+    found = _first_structure_mismatch(exp_child, act_child, path + (key,))
+    if found:
+      return found
+  if jax.tree_util.tree_structure(expected) != jax.tree_util.tree_structure(actual):
+    return f'at {where!r} the container metadata differs'
+  return None
+
+
+def check_grads(params, grads) -> None:
+  """Raises ``ValueError`` unless ``grads`` has exactly the tree structure and leaf shapes of ``params``.
+
+  Legacy flax.optim broadcast a ``(1,)`` gradient onto a ``(3,)`` parameter silently; a shape
+  difference is always a bug in the caller, so we name the path and both shapes instead.
+  """
+  if jax.tree_util.tree_structure(params) != jax.tree_util.tree_structure(grads):
+    detail = _first_structure_mismatch(params, grads) or 'the tree structures differ'
+    raise ValueError(f'The grads do not match the optimizer target: {detail}.')
+  param_leaves = jax.tree_util.tree_flatten_with_path(params)[0]
+  grad_leaves = jax.tree_util.tree_leaves(grads)
+  for (path, p), g in zip(param_leaves, grad_leaves):
+    if np.shape(p) != np.shape(g):
+      raise ValueError(
+          f'The grads do not match the optimizer target at {format_path(path)!r}: the '
+          f'parameter has shape {np.shape(p)} but its gradient has shape {np.shape(g)}.')
+
+
+def per_leaf_states(opt_def, treedef, param_states) -> list:
+  """The legacy per-parameter states in flatten order; ValueError if they don't mirror the target."""
+  try:
+    return treedef.flatten_up_to(param_states)
+  except (ValueError, TypeError) as e:
+    raise ValueError(
+        f'{type(opt_def).__name__}: the optimizer state does not mirror the target '
+        f'({e}).') from None
