@@ -840,6 +840,9 @@ def write_msgpack(path: Union[str, os.PathLike], state_dict: dict) -> None:
   try:
     with os.fdopen(fd, 'wb') as f:
       _write_tree(f, msgpack.Packer(use_bin_type=True, strict_types=True), state_dict)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual mode
     os.replace(tmp, path)
   except BaseException:
     if os.path.exists(tmp):
