@@ -7,38 +7,89 @@ keys were ignored. Here the whole state dict is checked against the optimizer it
 into **before** anything is built:
 
 * the nested keys must be exactly those of ``{'target': ..., 'state': ...}`` of the template;
-* every array leaf must have the template's shape and dtype (the one exception is the step
-  counter, see below); ``None`` must stay ``None``;
+* every array leaf must have the template's shape and dtype, with two exceptions: the step
+  counter (any integer that fits in ``int32`` and is not negative, cast to ``int32``), and
+  per-parameter state leaves, where a float checkpoint restores into another float dtype with
+  a cast to the template's (a float32 momentum into a bfloat16 state: legacy accepted it);
+  ``None`` must stay ``None``;
 * the first offending path (in the template's order: ``target`` before ``state``) is named,
   prefixed with the path of the optimizer inside the object being restored (e.g.
   ``/optimizer/state/param_states/dense/kernel/momentum`` for a train state's ``optimizer``
   field), with both shapes and dtypes; if the per-parameter state fields are those of another
   legacy optimizer, the message says which one the file looks like.
 
-Not detectable: optimizers with the same state fields (Adam, AdaBelief and LAMB; Momentum and
-LARS) cannot be told apart from a file. Truncated or corrupt bytes fail earlier, in
-``flax.serialization.msgpack_restore`` (a ``ValueError`` from msgpack such as ``Unpack failed:
-incomplete input``), before any optimizer code runs.
+Orbax directories: today's ``flax.training.checkpoints.restore_checkpoint`` has orbax restore
+onto the template's structure and dtypes (missing keys keep the template's values, extra keys
+are dropped, dtypes are cast) before the package sees the data. When the restore runs inside
+that function on an orbax directory, the tree orbax *wrote* (its metadata: keys, shapes and
+dtypes, no array data) is read from the directory and checked with the same rules and
+messages. Without a target, orbax returns the raw tree and the check happens when it is
+restored into an optimizer.
 
-What a restored optimizer holds (spec section 13.9): every array leaf is a ``jax.Array`` of the
-template's dtype (legacy handed back read-only NumPy arrays until the first update), and
-``step`` is an ``int32`` array. Legacy checkpoints written after an eager update store ``step``
-as a NumPy ``int64`` scalar; any integer step that fits in ``int32`` is accepted and cast.
-Python-scalar leaves of the template (legacy allowed ``{'w': 1.0}`` for GradientDescent and
-Momentum) accept any scalar of a compatible kind (a Python scalar stays one; a 0-d array
-becomes a ``jax.Array``).
+Not detectable: optimizers with the same state fields (Adam, AdaBelief and LAMB; Momentum and
+LARS) cannot be told apart from a file. Corrupt msgpack bytes fail in
+``flax.serialization.msgpack_restore`` (flax's code, before any optimizer code runs) with
+msgpack's own message; :func:`read_msgpack` decodes with a message naming the source.
+
+What a restored optimizer holds: every array leaf is a ``jax.Array`` of the template's dtype
+(legacy handed back read-only NumPy arrays until the first update), and ``step`` is an
+``int32`` array. Python-scalar leaves of the template (legacy allowed ``{'w': 1.0}`` for
+GradientDescent and Momentum) accept any scalar of a compatible kind (a Python scalar stays
+one; a 0-d array becomes a ``jax.Array``).
 """
-from typing import List, Optional, Tuple
+import sys
+from typing import Any, List, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
+import msgpack
 import numpy as np
 from flax import serialization
 
-__all__ = ['restore_target_and_state', 'check_single_copy']
+__all__ = ['restore_target_and_state', 'check_single_copy', 'read_msgpack']
 
 _STEP_PATH = ('state', 'step')
 _INT32 = np.iinfo(np.int32)
+
+
+def read_msgpack(data, source: Optional[str] = None) -> Any:
+  """The state dict in msgpack bytes, as ``flax.serialization.msgpack_restore`` decodes it.
+
+  Args:
+    data: the bytes of a checkpoint file (``bytes``, ``bytearray`` or ``memoryview``).
+    source: what the bytes are, for the message (e.g. the file name).
+
+  Returns:
+    The decoded tree (dicts, lists, NumPy arrays and scalars).
+
+  Raises:
+    ValueError: ``'<source> is not a valid legacy checkpoint (<msgpack's detail>)'``.
+  """
+  where = source or 'the data'
+  if not isinstance(data, (bytes, bytearray, memoryview)):
+    raise ValueError(f'{where} is not a valid legacy checkpoint (expected msgpack bytes, got '
+                     f'a {type(data).__name__}).')
+  if not len(data):
+    raise ValueError(f'{where} is not a valid legacy checkpoint (it is empty).')
+  try:
+    return serialization.msgpack_restore(data)
+  except (ValueError, TypeError, KeyError, IndexError, msgpack.UnpackException) as e:
+    detail = f'{type(e).__name__}: {e}' if str(e) else type(e).__name__
+    if _truncated(data):  # msgpack then reports odd limits ('2 exceeds max_map_len(1)')
+      detail = f'truncated: the msgpack data ends early; {detail}'
+    raise ValueError(f'{where} is not a valid legacy checkpoint ({detail}).') from None
+
+
+def _truncated(data) -> bool:
+  unpacker = msgpack.Unpacker(raw=True, strict_map_key=False, max_buffer_size=0)
+  unpacker.feed(data)
+  try:
+    unpacker.skip()
+  except msgpack.OutOfData:
+    return True
+  except Exception:  # malformed in another way: msgpack_restore's own message says how
+    return False
+  return False
 
 
 class _Mismatch(Exception):
@@ -53,7 +104,7 @@ class _Mismatch(Exception):
 # ----------------------------------------------------------------------------- descriptions
 
 def _is_array(x) -> bool:
-  return isinstance(x, (np.ndarray, np.generic, jax.Array))
+  return isinstance(x, (np.ndarray, np.generic, jax.Array, jax.ShapeDtypeStruct))
 
 
 def _is_py_scalar(x) -> bool:
@@ -76,18 +127,27 @@ def _join(path: Tuple[str, ...]) -> str:
   return '/' + '/'.join(path)
 
 
-def _outer_path() -> str:
-  """Where the optimizer sits in the object ``from_state_dict`` is restoring ('' at the top)."""
+def _outer_keys() -> Tuple[str, ...]:
+  """Where the optimizer sits in the object ``from_state_dict`` is restoring (() at the top)."""
   path = serialization.current_path()  # e.g. '.', './optimizer', './opts/0'
-  path = path[1:] if path.startswith('.') else path
-  return path.rstrip('/')
+  return tuple(key for key in path.split('/') if key not in ('', '.'))
+
+
+def _outer_path() -> str:
+  keys = _outer_keys()
+  return _join(keys) if keys else ''
 
 
 # ----------------------------------------------------------------------------- the check
 
+def _kind(dtype: np.dtype) -> str:
+  """NumPy's kind letter, with bfloat16 & co. (kind 'V' in NumPy) as the floats they are."""
+  return 'f' if jnp.issubdtype(dtype, jnp.floating) else dtype.kind
+
+
 def _kind_ok(expected_dtype: np.dtype, actual) -> bool:
   """Whether a Python scalar may stand for a 0-d leaf of ``expected_dtype`` (weak typing)."""
-  kind = expected_dtype.kind
+  kind = _kind(expected_dtype)
   if isinstance(actual, bool):
     return kind == 'b'
   if isinstance(actual, int):
@@ -97,17 +157,38 @@ def _kind_ok(expected_dtype: np.dtype, actual) -> bool:
   return kind == 'c'
 
 
+def _check_step(values, path):
+  """A step counter from a file: an integer in [0, int32 max] (legacy took -3 and then NaN)."""
+  if isinstance(values, jax.ShapeDtypeStruct):
+    return
+  values = np.asarray(values)
+  if not values.size:
+    return
+  if values.max() > _INT32.max:
+    raise _Mismatch(path, f'the step counter {values.max()} does not fit in int32')
+  if values.min() < 0:
+    raise _Mismatch(path, f'the step counter is negative ({values.min()}); the next update '
+                    'would divide by a negative bias correction')
+
+
 def _check_leaf(expected, actual, path, strip_axis):
   """Returns the value to restore for one leaf, or raises ``_Mismatch``."""
+  if isinstance(actual, (bytes, msgpack.ExtType)):
+    raise _Mismatch(path, f'not a valid legacy checkpoint (the leaf is raw msgpack '
+                    f'{_describe(actual)[2:]}, not an array: the file is corrupt or was not '
+                    'written by flax.serialization)')
   if expected is None:
     if actual is not None:
       raise _Mismatch(path, f'the target expects None but the checkpoint has {_describe(actual)}')
     return None
+  is_step = path[-2:] == _STEP_PATH
   if _is_array(expected):
     shape = tuple(np.shape(expected))[1 if strip_axis else 0:]
     dtype = np.dtype(expected.dtype)
     want = f'an array of shape {shape} and dtype {dtype.name}'
     if _is_py_scalar(actual) and shape == () and _kind_ok(dtype, actual):
+      if is_step:
+        _check_step(actual, path)
       try:
         return np.asarray(actual, dtype)
       except (OverflowError, ValueError):
@@ -118,13 +199,15 @@ def _check_leaf(expected, actual, path, strip_axis):
     if got_shape != shape:
       raise _Mismatch(path, f'shape mismatch: the checkpoint has shape {got_shape} '
                       f'({got_dtype.name}) but the target expects shape {shape} ({dtype.name})')
+    if is_step and got_dtype.kind in 'iu' and dtype.kind in 'iu':
+      _check_step(actual, path)
+      return actual if got_dtype == dtype else _cast(actual, dtype)
     if got_dtype == dtype:
       return actual
-    if path[-2:] == _STEP_PATH and got_dtype.kind in 'iu' and dtype.kind in 'iu':
-      values = np.asarray(actual)
-      if values.size and (values.min() < _INT32.min or values.max() > _INT32.max):
-        raise _Mismatch(path, f'the step counter {values.max()} does not fit in int32')
-      return np.asarray(actual, dtype)
+    # A float per-parameter state leaf into another float dtype (a run that switched its
+    # optimizer state to bfloat16): cast to the template's dtype. Params keep their dtype.
+    if path[:2] == ('state', 'param_states') and _kind(got_dtype) == _kind(dtype) == 'f':
+      return _cast(actual, dtype)
     raise _Mismatch(path, f'dtype mismatch: the checkpoint has dtype {got_dtype.name} '
                     f'(shape {got_shape}) but the target expects dtype {dtype.name} '
                     f'(shape {shape})')
@@ -133,7 +216,7 @@ def _check_leaf(expected, actual, path, strip_axis):
     if _is_py_scalar(actual):
       got_kind = np.result_type(type(actual)).kind
     elif _is_array(actual) and np.shape(actual) == ():
-      got_kind = np.dtype(actual.dtype).kind
+      got_kind = _kind(np.dtype(actual.dtype))
     else:
       got_kind = None
     if got_kind is None or got_kind not in allowed:
@@ -144,6 +227,14 @@ def _check_leaf(expected, actual, path, strip_axis):
     raise _Mismatch(path, f'the target expects {_describe(expected)} but the checkpoint has '
                     f'{_describe(actual)}')
   return actual
+
+
+def _cast(value, dtype):
+  if isinstance(value, jax.ShapeDtypeStruct):
+    return jax.ShapeDtypeStruct(value.shape, dtype)
+  if isinstance(value, jax.Array):
+    return value.astype(dtype)
+  return np.asarray(value).astype(dtype)
 
 
 def _check(expected, actual, path=(), strip_axis=False):
@@ -273,11 +364,85 @@ def _checked(opt_def, template, state_dict, strip_axis):
 
 
 def _to_jax(tree):
-  return jax.tree_util.tree_map(lambda x: jnp.asarray(x) if _is_array(x) else x, tree)
+  """NumPy leaves to ``jax.Array`` in one ``device_put`` (one copy; jax leaves as they are)."""
+  leaves, treedef = jax.tree_util.tree_flatten(tree)
+  where = [i for i, x in enumerate(leaves) if isinstance(x, (np.ndarray, np.generic))]
+  if where:
+    for i, x in zip(where, jax.device_put([leaves[i] for i in where])):
+      leaves[i] = x
+  return treedef.unflatten(leaves)
+
+
+# ----------------------------------------------------------------------------- orbax
+
+def _orbax_restore_in_progress():
+  """``(checkpointer, directory)`` if flax's ``restore_checkpoint`` is restoring an orbax dir.
+
+  flax 0.12's ``restore_checkpoint`` restores an orbax directory onto the target's structure
+  and dtypes, then hands the result to the target's serialization handler: by then a missing
+  key holds the template's value and an extra key is gone. Its frame (found by the public
+  function's code object) holds the directory and the checkpointer; None when this restore
+  does not run inside it (``from_bytes``, a msgpack file, a direct ``restore_state``).
+  """
+  checkpoints = sys.modules.get('flax.training.checkpoints')
+  code = getattr(getattr(checkpoints, 'restore_checkpoint', None), '__code__', None)
+  if code is None:
+    return None
+  frame = sys._getframe(1)
+  while frame is not None:
+    if frame.f_code is code:
+      local = frame.f_locals
+      checkpointer, directory = local.get('orbax_checkpointer'), local.get('ckpt_path')
+      if local.get('is_orbax') and checkpointer is not None and directory:
+        return checkpointer, directory
+      return None
+    frame = frame.f_back
+  return None
+
+
+def _plain(node):
+  """Orbax's metadata tree as a state dict of ``jax.ShapeDtypeStruct`` leaves."""
+  if isinstance(node, dict):
+    return {str(k): _plain(v) for k, v in node.items()}
+  if isinstance(node, (list, tuple)):
+    return {str(i): _plain(v) for i, v in enumerate(node)}
+  shape, dtype = getattr(node, 'shape', None), getattr(node, 'dtype', None)
+  if shape is not None and dtype is not None:
+    return jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype))
+  return node
+
+
+def _orbax_written_tree(checkpointer, directory):
+  """What orbax wrote at this optimizer's place in ``directory`` (None if not found there)."""
+  metadata = checkpointer.metadata(directory)
+  tree = getattr(metadata, 'item_metadata', metadata)  # orbax >= 0.9 wraps the tree
+  tree = _plain(getattr(tree, 'tree', tree))
+  for key in _outer_keys():
+    if not isinstance(tree, dict) or key not in tree:
+      return None
+    tree = tree[key]
+  return tree if isinstance(tree, dict) else None
+
+
+# ----------------------------------------------------------------------------- entry points
+
+def _template(opt_target, opt_state):
+  return {'target': serialization.to_state_dict(opt_target),
+          'state': serialization.to_state_dict(opt_state)}
+
+
+def _check_input(opt_def, state_dict):
+  if isinstance(state_dict, (bytes, bytearray, memoryview)):
+    raise TypeError(
+        f'restore_state of {describe_def(opt_def)} takes a state dict, not msgpack bytes: use '
+        'flax.serialization.from_bytes(optimizer, data), or decode the bytes first.')
 
 
 def restore_target_and_state(opt_def, opt_target, opt_state, state_dict):
   """``(target, state)`` from ``state_dict``, checked against the current target and state.
+
+  Inside ``flax.training.checkpoints.restore_checkpoint`` of an orbax directory, the tree
+  orbax wrote is checked as well (see the module docstring).
 
   Args:
     opt_def: the optimizer def being restored into (named in error messages).
@@ -290,9 +455,15 @@ def restore_target_and_state(opt_def, opt_target, opt_state, state_dict):
 
   Raises:
     ValueError: the state dict does not fit the optimizer; names the first offending path.
+    TypeError: ``state_dict`` is msgpack bytes rather than a decoded state dict.
   """
-  template = {'target': serialization.to_state_dict(opt_target),
-              'state': serialization.to_state_dict(opt_state)}
+  _check_input(opt_def, state_dict)
+  template = _template(opt_target, opt_state)
+  orbax = _orbax_restore_in_progress()
+  if orbax is not None:
+    written = _orbax_written_tree(*orbax)
+    if written is not None:
+      _checked(opt_def, template, written, strip_axis=False)
   values = _to_jax(_checked(opt_def, template, state_dict, strip_axis=False))
   return (serialization.from_state_dict(opt_target, values['target'], name='target'),
           serialization.from_state_dict(opt_state, values['state'], name='state'))
@@ -307,7 +478,7 @@ def check_single_copy(replicated_def, opt_target, opt_state, state_dict) -> None
 
   Raises:
     ValueError: the state dict does not fit the optimizer; names the first offending path.
+    TypeError: ``state_dict`` is msgpack bytes rather than a decoded state dict.
   """
-  template = {'target': serialization.to_state_dict(opt_target),
-              'state': serialization.to_state_dict(opt_state)}
-  _checked(replicated_def, template, state_dict, strip_axis=True)
+  _check_input(replicated_def, state_dict)
+  _checked(replicated_def, _template(opt_target, opt_state), state_dict, strip_axis=True)

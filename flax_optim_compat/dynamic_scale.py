@@ -8,6 +8,8 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from flax import serialization
 from flax import struct
 
 __all__ = ['DynamicScale', 'DynamicScaleResult']
@@ -39,7 +41,10 @@ class DynamicScale(struct.PyTreeNode):
     scale: the current loss multiplier.
 
   Only ``fin_steps`` and ``scale`` are pytree leaves, and they are the checkpoint:
-  ``to_state_dict(DynamicScale()) == {'fin_steps': 0, 'scale': 65536.0}``.
+  ``to_state_dict(DynamicScale()) == {'fin_steps': 0, 'scale': 65536.0}``. A restore checks
+  them before anything is built: ``fin_steps`` must be a non-negative integer and ``scale`` a
+  real number, each of the template's shape (``()``, or ``(n,)`` for a replicated one);
+  anything else raises a ``ValueError`` naming the field.
 
   Examples:
     >>> import jax, jax.numpy as jnp
@@ -56,6 +61,9 @@ class DynamicScale(struct.PyTreeNode):
 
   Differences from ``flax.training.dynamic_scale`` (flax >= 0.6): no ``minimum_scale`` field
   and no cap on growth, as legacy; the algorithm and checkpoint keys are the same.
+
+  Differences from flax.optim: legacy restored any value into ``fin_steps`` and ``scale``
+  (a ``(3,)`` scale, a string) and failed at the next step with an unrelated message.
   """
   growth_factor: float = struct.field(pytree_node=False, default=2.0)
   backoff_factor: float = struct.field(pytree_node=False, default=0.5)
@@ -110,3 +118,65 @@ class DynamicScale(struct.PyTreeNode):
       return DynamicScaleResult(new_self, finite, value, grad)
 
     return value_and_scaled_grad
+
+
+# Legacy checkpoint keys, in the order of the dataclass fields.
+_FIELDS = ('fin_steps', 'scale')
+# Which kinds of number each field takes: fin_steps counts steps, scale multiplies the loss.
+_KINDS = {'fin_steps': ('iu', 'a non-negative integer'), 'scale': ('iuf', 'a real number')}
+
+
+def _describe(value) -> str:
+  if isinstance(value, (np.ndarray, np.generic, jax.Array)):
+    return f'an array of shape {tuple(np.shape(value))} and dtype {np.dtype(value.dtype).name}'
+  if isinstance(value, (bool, int, float, complex)):
+    return f'a Python {type(value).__name__} ({value!r})'
+  return f'a {type(value).__name__}'
+
+
+def _check_field(name, template_value, value, where):
+  kinds, what = _KINDS[name]
+  shape = tuple(np.shape(template_value))
+  if isinstance(value, (np.ndarray, np.generic, jax.Array)):
+    kind, got_shape = np.dtype(value.dtype).kind, tuple(np.shape(value))
+  elif isinstance(value, (int, float)) and not isinstance(value, bool):
+    kind, got_shape = np.result_type(type(value)).kind, ()
+  else:
+    kind, got_shape = None, None
+  problem = None
+  if kind is None or kind not in kinds:
+    problem = f'must be {what}'
+  elif got_shape != shape:
+    problem = f'must have shape {shape} (as the target)'
+  elif name == 'fin_steps' and np.size(value) and np.min(value) < 0:
+    problem = f'must be {what}'
+  if problem:
+    raise ValueError(f'Cannot restore DynamicScale: at {where + "/" + name!r} the value '
+                     f'{problem}, but the checkpoint has {_describe(value)}. Nothing was '
+                     'restored.')
+
+
+def _to_state_dict(dyn_scale: DynamicScale) -> dict:
+  return {name: serialization.to_state_dict(getattr(dyn_scale, name)) for name in _FIELDS}
+
+
+def _from_state_dict(dyn_scale: DynamicScale, state: dict) -> DynamicScale:
+  path = serialization.current_path()
+  where = '/' + '/'.join(k for k in path.split('/') if k not in ('', '.'))
+  where = '' if where == '/' else where
+  if not isinstance(state, dict) or set(state) != set(_FIELDS):
+    got = (f'keys {sorted(state, key=str)}' if isinstance(state, dict)
+           else _describe(state))
+    raise ValueError(f'Cannot restore DynamicScale: at {where or "/"!r} the checkpoint has '
+                     f'{got} but the target expects the keys {list(_FIELDS)}. Nothing was '
+                     'restored.')
+  for name in _FIELDS:
+    _check_field(name, getattr(dyn_scale, name), state[name], where)
+  return dyn_scale.replace(**{
+      name: serialization.from_state_dict(getattr(dyn_scale, name), state[name], name=name)
+      for name in _FIELDS})
+
+
+# The checkpoint layout stays the legacy one ({'fin_steps', 'scale'}); only the check is added.
+serialization.register_serialization_state(
+    DynamicScale, _to_state_dict, _from_state_dict, override=True)
