@@ -1,0 +1,338 @@
+"""Several processes, one training run: the legacy API on ``jax.distributed`` (multi-host).
+
+tests/legacy_scripts/multiprocess_worker.py is started once per process on 127.0.0.1; the
+processes join with ``jax.distributed.initialize`` (gloo CPU collectives) and together own 8
+simulated CPU devices (2 processes x 4; and 4 x 2). One pair of processes runs every scenario
+in turn and writes its results per process; the tests here compare them with the legacy
+oracle's single-process 8-device runs (tests/fixtures/pmap, made by tools/gen_pmap.py), with
+each other, and with the checkpoint files on disk:
+
+* ``jax_utils.replicate`` + ``pmap`` + ``lax.pmean`` over all 8 devices of both processes;
+  ``if jax.process_index() == 0: checkpoints.save_checkpoint(dir, unreplicate(optimizer))``,
+  then a restore on every process and training on; the same checkpoint written with orbax by
+  every process;
+* ``optimizer.replicate()`` (ReplicatedOptimizer): the same, saving the replicated optimizer
+  itself (its state dict is one copy);
+* ``jax.jit`` on a mesh whose 'model' axis crosses the processes, the state sharded like the
+  params; orbax checkpoint written and restored shard by shard; the msgpack idiom after a
+  ``process_allgather``;
+* ``DynamicScale.value_and_grad(axis_name=...)`` under that pmap;
+* a process that dies, or never connects, makes the others exit with a named error instead of
+  hanging (``jax.distributed`` timeouts of a few seconds; every process is waited for with a
+  deadline and killed and reaped in a ``finally``).
+"""
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from flax import serialization
+
+from tests import _utils
+from tests import pmap_specs
+from tests import test_import_alias
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+WORKER = REPO / 'tests' / 'legacy_scripts' / 'multiprocess_worker.py'
+# The worker's scenarios (keep in sync with its PMEAN_CASES, REPLICATED_CASES, MESH_CASES).
+PMEAN_CASES = ['Momentum', 'MultiOptimizer']
+REPLICATED_CASES = ['Adam']
+MESH_CASES = ['Adam']
+STEPS, STEPS_AFTER = pmap_specs.STEPS, pmap_specs.STEPS_AFTER
+STEP_KEYS = ['created'] + [str(i) for i in range(STEPS + STEPS_AFTER)]
+# Generous bounds for a loaded 2-core machine: a hang fails the test at these, never passes.
+TRAIN_TIMEOUT_S = 300
+FAILURE_TIMEOUT_S = 120
+# jax.distributed.initialize's join and heartbeat timeouts in the failure tests.
+SHORT_TIMEOUT_S = 4
+
+pytestmark = pytest.mark.skipif(sys.platform != 'linux',
+                                reason='CPU collectives across processes: gloo on Linux')
+
+
+def _free_port():
+  with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def _env(workdir, devices_per_process):
+  env = test_import_alias._clean_env()  # pylint: disable=protected-access
+  flags = [f for f in env.get('XLA_FLAGS', '').split()
+           if not f.startswith('--xla_force_host_platform_device_count')]
+  env['XLA_FLAGS'] = ' '.join(flags + [
+      f'--xla_force_host_platform_device_count={devices_per_process}'])
+  env['JAX_PLATFORMS'] = 'cpu'
+  env['PYTHONUNBUFFERED'] = '1'
+  path = [str(REPO)]  # the worker imports tests.pmap_specs
+  if not test_import_alias._installed_here():  # pylint: disable=protected-access
+    hook_dir = workdir / 'site_hook'  # stands in for the installed .pth (`from flax import optim`)
+    hook_dir.mkdir(exist_ok=True)
+    (hook_dir / 'sitecustomize.py').write_text('import _flax_optim_compat_alias\n')
+    path.insert(0, str(hook_dir))
+  env['PYTHONPATH'] = os.pathsep.join(path)
+  return env
+
+
+def launch(workdir, modes, *, devices_per_process, timeout_s, join_timeout_s=None,
+           num_processes=None):
+  """Runs one worker per entry of ``modes`` (process i gets ``modes[i]``) until all exit.
+
+  ``num_processes`` (default: one per mode) is what the workers are told to wait for.
+
+  Returns:
+    ``(exit codes, logs)``: a code is ``None`` for a process still running after
+    ``timeout_s`` seconds (it is killed); every process is killed if needed and reaped before
+    this returns, whatever happens.
+  """
+  workdir = pathlib.Path(workdir)
+  port = _free_port()
+  env = _env(workdir, devices_per_process)
+  procs, logs = [], []
+  try:
+    for i, mode in enumerate(modes):
+      args = [sys.executable, str(WORKER), str(workdir), str(i),
+              str(num_processes or len(modes)), str(port), mode]
+      if join_timeout_s is not None:
+        args.append(str(join_timeout_s))
+      logs.append(open(workdir / f'process_{i}.log', 'w'))  # a file: no pipe to fill up
+      procs.append(subprocess.Popen(args, cwd=workdir, env=env, stdout=logs[-1],
+                                    stderr=subprocess.STDOUT))
+    deadline = time.monotonic() + timeout_s
+    codes = []
+    for proc in procs:
+      try:
+        codes.append(proc.wait(timeout=max(0.1, deadline - time.monotonic())))
+      except subprocess.TimeoutExpired:
+        codes.append(None)
+  finally:
+    for proc in procs:
+      if proc.poll() is None:
+        proc.kill()
+    for proc in procs:
+      proc.wait(timeout=60)
+    for log in logs:
+      log.close()
+  return codes, [(workdir / f'process_{i}.log').read_text() for i in range(len(modes))]
+
+
+def _report(codes, logs):
+  return '\n'.join(f'--- process {i}: exit code {code} ({"still running, killed" if code is None else "exited"})\n'
+                   f'{log[-6000:]}' for i, (code, log) in enumerate(zip(codes, logs)))
+
+
+def _train(workdir, n_processes, mode='train'):
+  codes, logs = launch(workdir, [mode] * n_processes, devices_per_process=8 // n_processes,
+                       timeout_s=TRAIN_TIMEOUT_S)
+  assert codes == [0] * n_processes, _report(codes, logs)
+  results, seconds = [], []
+  for i in range(n_processes):
+    results.append(serialization.msgpack_restore(
+        (workdir / f'process_{i}.msgpack').read_bytes()))
+    seconds.append(json.loads((workdir / f'process_{i}.done').read_text()))
+  return results, seconds
+
+
+@pytest.fixture(scope='module')
+def two_processes(tmp_path_factory):
+  """Both processes' results of every scenario (one pair of processes for the whole file)."""
+  workdir = tmp_path_factory.mktemp('two_processes')
+  results, seconds = _train(workdir, 2)
+  return workdir, results, seconds
+
+
+_FIXTURES = {}
+
+
+def _legacy(name):
+  if name not in _FIXTURES:
+    _FIXTURES[name] = _utils.load_fixture('pmap', f'{name}.msgpack')
+  return _FIXTURES[name]
+
+
+def _assert_close(actual, expected, what, rtol=_utils.RTOL):
+  try:
+    _utils.assert_trees_close(actual, expected, rtol=rtol)
+  except AssertionError as e:
+    raise AssertionError(f'{what}: {e}') from None
+
+
+def _assert_processes_agree(results, select, what):
+  """Every process computed bitwise the same values (they hold copies of one state)."""
+  for i, result in enumerate(results[1:], 1):
+    _assert_close(select(result), select(results[0]), f'{what}: process {i} vs process 0', rtol=0)
+
+
+def _checkpoint_file(directory):
+  """The one legacy msgpack checkpoint file in ``directory``, as a state dict."""
+  names = sorted(os.listdir(directory))
+  assert names == [f'checkpoint_{STEPS}'], f'{directory}: {names}'
+  return serialization.msgpack_restore((pathlib.Path(directory) / names[0]).read_bytes())
+
+
+# ----------------------------------------------------------------------------- the runs
+
+
+def test_two_processes_join_and_share_eight_devices(two_processes):
+  _, results, seconds = two_processes
+  for i, result in enumerate(results):
+    assert {k: int(v) for k, v in result['process'].items()} == {
+        'index': i, 'count': 2, 'local_devices': 4, 'devices': 8}
+  print('seconds per scenario, per process:', seconds)
+
+
+@pytest.mark.parametrize('name', PMEAN_CASES)
+def test_pmean_route_across_processes_matches_legacy(two_processes, name):
+  """``jax_utils.replicate`` + ``pmap`` + ``pmean`` over 2 x 4 devices = legacy on 8 devices."""
+  _, results, _ = two_processes
+  legacy = _legacy(name)['pmean']
+  for p, result in enumerate(results):
+    ours = result['pmean'][name]
+    for step in STEP_KEYS:
+      differ = pmap_specs.replicas_differ(ours[step])
+      assert not differ, f'{name} process {p} step {step}: device copies differ at {differ}'
+      assert np.shape(ours[step]['state']['step']) == (4,)  # this process's 4 devices
+      _assert_close(pmap_specs.first_replica(ours[step]), legacy[step],
+                    f'{name} process {p} step {step} vs legacy')
+  _assert_processes_agree(results, lambda r: r['pmean'][name], name)
+
+
+@pytest.mark.parametrize('name', PMEAN_CASES)
+def test_pmean_route_checkpoint_by_process_0_restored_everywhere(two_processes, name):
+  """Process 0 writes the legacy msgpack file; every process restores it and trains on."""
+  workdir, results, _ = two_processes
+  saved = _checkpoint_file(workdir / 'ckpt' / 'pmean' / name / 'msgpack')
+  _assert_close(saved, serialization.msgpack_restore(_legacy(name)['pmean']['checkpoint']),
+                f'{name} checkpoint file vs legacy checkpoint')
+  before = pmap_specs.first_replica(results[0]['pmean'][name][str(STEPS - 1)])
+  _assert_close(saved, before, f'{name} checkpoint file vs state saved', rtol=0)
+  for p, result in enumerate(results):
+    ours = result['pmean'][name]
+    _assert_close(ours['restored'], before, f'{name} process {p} restored (msgpack)', rtol=0)
+    _assert_close(ours['restored_orbax'], before, f'{name} process {p} restored (orbax)', rtol=0)
+  # Steps after the restore were checked against legacy above; the orbax checkpoint is a
+  # directory written by both processes.
+  assert (workdir / 'ckpt' / 'pmean' / name / 'orbax' / f'checkpoint_{STEPS}').is_dir()
+
+
+@pytest.mark.parametrize('name', REPLICATED_CASES)
+def test_replicated_optimizer_across_processes_matches_legacy(two_processes, name):
+  """``optimizer.replicate()`` over 2 x 4 devices: legacy's numbers, one-copy checkpoint."""
+  workdir, results, _ = two_processes
+  legacy = _legacy(name)['replicated']
+  for p, result in enumerate(results):
+    ours = result['replicated'][name]
+    for step in STEP_KEYS + ['restored']:
+      _assert_close(ours[step], legacy[step], f'{name} process {p} {step} vs legacy')
+    _assert_close(ours['restored'], ours[str(STEPS - 1)], f'{name} process {p} restored', rtol=0)
+    _assert_close(ours['restored_orbax'], ours['restored'],
+                  f'{name} process {p} restored (orbax)', rtol=0)
+    for key in ('restored_local_copies', 'restored_orbax_local_copies'):
+      copies = ours[key]
+      assert not pmap_specs.replicas_differ(copies), f'{name} process {p} {key}'
+      assert np.shape(copies['hidden']['kernel']) == (4, 3, 4)  # on this process's devices
+      _assert_close(pmap_specs.first_replica(copies), ours['restored']['target'],
+                    f'{name} process {p} {key}', rtol=0)
+    _assert_close(ours['unreplicated'], ours[str(STEPS + STEPS_AFTER - 1)],
+                  f'{name} process {p} unreplicate()', rtol=0)
+  saved = _checkpoint_file(workdir / 'ckpt' / 'replicated' / name / 'msgpack')
+  _assert_close(saved, serialization.msgpack_restore(legacy['checkpoint']),
+                f'{name} checkpoint file vs legacy checkpoint')
+  _assert_processes_agree(results, lambda r: r['replicated'][name], name)
+
+
+@pytest.mark.parametrize('name', MESH_CASES)
+def test_jit_on_a_mesh_across_processes_matches_legacy_and_checkpoints(two_processes, name):
+  """``jax.jit`` on a ('data', 'model') mesh whose 'model' axis spans both processes."""
+  workdir, results, _ = two_processes
+  legacy = _legacy(name)['single']
+  for p, result in enumerate(results):
+    ours = result['mesh'][name]
+    # Each process holds half of every 'model'-sharded parameter: (3, 4) as 4 x (3, 2).
+    assert not ours['kernel_fully_addressable']
+    np.testing.assert_array_equal(ours['kernel_local_shard_shapes'], [[3, 2]] * 4)
+    for step in STEP_KEYS:
+      _assert_close(ours[step], legacy[step], f'{name} process {p} step {step} vs legacy')
+    before = ours[str(STEPS - 1)]
+    _assert_close(ours['orbax_restored'], before, f'{name} process {p} orbax restore', rtol=0)
+    assert ours['orbax_restored_sharding_kept'], f'{name} process {p}: restored resharded'
+    _assert_close(ours['msgpack_restored'], before, f'{name} process {p} msgpack restore',
+                  rtol=0)
+    # Writing a cross-process array from one process cannot work; jax says what to do.
+    assert 'non-addressable' in ours['msgpack_sharded_error'], ours['msgpack_sharded_error']
+    assert 'process_allgather' in ours['msgpack_sharded_error']
+  saved = _checkpoint_file(workdir / 'ckpt' / 'mesh' / name / 'msgpack')
+  _assert_close(saved, results[0]['mesh'][name][str(STEPS - 1)], f'{name} msgpack file', rtol=0)
+  assert (workdir / 'ckpt' / 'mesh' / name / 'orbax' / f'checkpoint_{STEPS}').is_dir()
+  _assert_processes_agree(results, lambda r: {
+      k: v for k, v in r['mesh'][name].items() if k != 'msgpack_sharded_error'}, name)
+
+
+def test_dynamic_scale_under_pmap_across_processes(two_processes):
+  """Device d's loss is ``p * (d + 1)``: the grad is the mean over all 8 devices."""
+  _, results, _ = two_processes
+  for p, result in enumerate(results):
+    ds = result['dynamic_scale']
+    np.testing.assert_array_equal(ds['aux'], np.arange(4 * p, 4 * p + 4) + 1.0)
+    np.testing.assert_array_equal(ds['grad'], [4.5] * 4)  # mean(1..8), unscaled
+    np.testing.assert_array_equal(ds['finite'], [True] * 4)
+    np.testing.assert_array_equal(ds['scale'], [2.0] * 4)
+    # One non-finite device (global device 5, on process 1): every device of every process
+    # sees a non-finite step and halves the scale (backoff_factor 0.5).
+    np.testing.assert_array_equal(ds['bad_finite'], [False] * 4)
+    np.testing.assert_array_equal(ds['bad_scale'], [1.0] * 4)
+
+
+def test_four_processes_pmean_route_and_checkpoint(tmp_path):
+  """4 processes x 2 devices: legacy's 8-device numbers, checkpoint restored by all four."""
+  results, _ = _train(tmp_path, 4, 'train:pmean/Momentum')
+  legacy = _legacy('Momentum')['pmean']
+  for p, result in enumerate(results):
+    assert {k: int(v) for k, v in result['process'].items()} == {
+        'index': p, 'count': 4, 'local_devices': 2, 'devices': 8}
+    ours = result['pmean']['Momentum']
+    for step in STEP_KEYS:
+      assert not pmap_specs.replicas_differ(ours[step]), f'process {p} step {step}'
+      _assert_close(pmap_specs.first_replica(ours[step]), legacy[step],
+                    f'Momentum process {p} step {step} vs legacy')
+    before = pmap_specs.first_replica(ours[str(STEPS - 1)])
+    _assert_close(ours['restored'], before, f'process {p} restored (msgpack)', rtol=0)
+    _assert_close(ours['restored_orbax'], before, f'process {p} restored (orbax)', rtol=0)
+  _assert_processes_agree(results, lambda r: r['pmean']['Momentum'], '4 processes')
+
+
+# ----------------------------------------------------------------------------- failures
+
+
+def test_a_process_that_never_connects_fails_the_others(tmp_path):
+  """Process 0 of 2 starts alone: the join times out with a named error, no hang."""
+  codes, logs = launch(tmp_path, ['train'], devices_per_process=4, num_processes=2,
+                       timeout_s=FAILURE_TIMEOUT_S, join_timeout_s=SHORT_TIMEOUT_S)
+  assert codes[0] is not None, 'process 0 still waited for the missing process: ' + logs[0]
+  assert codes[0] != 0, logs[0]
+  assert 'DEADLINE_EXCEEDED' in logs[0] and 'RegisterTask' in logs[0], logs[0]
+  assert not (tmp_path / 'process_0.msgpack').exists()
+
+
+@pytest.mark.parametrize('dead', [1, 0], ids=['worker_dies', 'coordinator_dies'])
+def test_a_process_that_dies_fails_the_others(tmp_path, dead):
+  """One process exits after joining; the other, waiting in a collective, exits too."""
+  modes = ['survive', 'survive']
+  modes[dead] = 'die'
+  codes, logs = launch(tmp_path, modes, devices_per_process=4, timeout_s=FAILURE_TIMEOUT_S,
+                       join_timeout_s=SHORT_TIMEOUT_S)
+  alive = 1 - dead
+  assert codes[dead] == 17, _report(codes, logs)
+  assert codes[alive] is not None, 'the survivor hung:\n' + _report(codes, logs)
+  assert codes[alive] != 0, _report(codes, logs)
+  assert 'Terminating process because the JAX distributed service detected fatal errors' in (
+      logs[alive]), _report(codes, logs)
+  if dead == 1:  # the coordinator names the task that stopped sending heartbeats
+    assert 'tasks are unhealthy (stopped sending heartbeats):\n1\n' in logs[alive], logs[alive]
+  else:
+    assert 'leader task was preempted/died' in logs[alive], logs[alive]
