@@ -255,8 +255,12 @@ def test_dynamic_scale_bad_field_refused(field, value, says):
 
 
 def test_dynamic_scale_keys_and_replicated_shapes():
-  with pytest.raises(ValueError, match=r"keys \['scale'\].*\['fin_steps', 'scale'\]"):
+  with pytest.raises(ValueError, match='Missing field fin_steps in state dict'):
     serialization.from_state_dict(DynamicScale(), {'scale': 1.0})
+  with pytest.raises(ValueError, match='Unknown field.*"extra"'):
+    serialization.from_state_dict(DynamicScale(), {'scale': 1.0, 'fin_steps': 0, 'extra': 1})
+  with pytest.raises(ValueError, match="at '/' the checkpoint has a str"):
+    serialization.from_state_dict(DynamicScale(), 'scale')
   replicated = DynamicScale(fin_steps=jnp.zeros(2, jnp.int32), scale=jnp.ones(2))
   restored = serialization.from_state_dict(
       replicated, {'fin_steps': np.array([3, 3]), 'scale': np.array([4.0, 4.0], np.float32)})
