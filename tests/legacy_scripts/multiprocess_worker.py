@@ -291,6 +291,32 @@ def run_mesh(case, workdir):
   return out
 
 
+def run_cross_process_restore():
+  """Cross-process state dicts (what a mesh run or orbax hands back) into ``replicate()``.
+
+  A fully replicated cross-process array holds the whole value on every process, so a
+  replicated optimizer can take this process's copy; a sharded one cannot be restored by one
+  process alone and should be refused naming the leaf. Records the outcome of both.
+  """
+  case = pmap_specs.make_case('Momentum')
+  replicated = NamedSharding(Mesh(np.array(jax.devices()), ('all',)), P())
+  # Rows split between the two halves of the devices, i.e. between processes.
+  split = NamedSharding(Mesh(np.array(jax.devices()).reshape(2, -1), ('half', 'rest')), P('half'))
+  state_dict = host(serialization.to_state_dict(create(case)))
+  outcomes = {}
+  for kind in ('replicated_arrays', 'sharded_arrays'):
+    global_state_dict = jax.tree_util.tree_map(lambda x: global_array(x, replicated), state_dict)
+    if kind == 'sharded_arrays':
+      global_state_dict['target']['out']['kernel'] = global_array(
+          state_dict['target']['out']['kernel'], split)
+    try:
+      restored = serialization.from_state_dict(create(case).replicate(), global_state_dict)
+      outcomes[kind] = {'error': '', 'target': host(restored.target)}
+    except Exception as e:  # pylint: disable=broad-except
+      outcomes[kind] = {'error': f'{type(e).__name__}: {e}'}
+  return outcomes
+
+
 # ----------------------------------------------------------------------------- DynamicScale
 
 
@@ -335,7 +361,8 @@ def train_all(only=None):
                 for name in REPLICATED_CASES]
   scenarios += [(f'mesh/{name}', lambda n=name: run_mesh(
       pmap_specs.make_case(n), os.path.join(OUTDIR, 'ckpt', 'mesh', n))) for name in MESH_CASES]
-  scenarios += [('dynamic_scale', run_dynamic_scale)]
+  scenarios += [('dynamic_scale', run_dynamic_scale),
+                ('cross_process_restore', run_cross_process_restore)]
   if only is not None:
     unknown = set(only) - {key for key, _ in scenarios}
     if unknown:
