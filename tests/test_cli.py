@@ -1,0 +1,276 @@
+"""The command line (``flax-optim-compat`` / ``python -m flax_optim_compat``).
+
+Every bad input exits with status 2 and one line on stderr naming what is wrong (no
+traceback), writes nothing and leaves the input as it was.
+"""
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from flax import serialization
+
+from flax_optim_compat import _cli
+from flax_optim_compat import convert
+from tests import _utils
+
+pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
+
+LEGACY = os.path.join(_utils.FIXTURES, 'checkpoints', 'legacy')
+ADAM_DIR = os.path.join(LEGACY, 'Adam')
+ADAM_FILE = os.path.join(ADAM_DIR, 'checkpoint_3')
+ADAM = 'Adam(learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6, weight_decay=0.01)'
+
+
+def _run(capsys, *argv):
+  code = _cli.main(list(argv))
+  out, err = capsys.readouterr()
+  return code, out, err
+
+
+def _digest(path):
+  with open(path, 'rb') as f:
+    return hashlib.sha256(f.read()).hexdigest()
+
+
+def _assert_bad_input(capsys, tmp_path, argv, match):
+  """Exit 2, one stderr line matching ``match``, nothing new in ``tmp_path`` but the inputs."""
+  before = sorted(os.listdir(tmp_path))
+  code, out, err = _run(capsys, *argv)
+  assert code == 2, (code, out, err)
+  assert err.count('\n') == 1 and 'Traceback' not in err, err
+  assert err.startswith(f'flax-optim-compat {argv[0]}: error: '), err
+  assert match in err, err
+  assert sorted(os.listdir(tmp_path)) == before
+  return err
+
+
+@pytest.fixture
+def orbax_dir(tmp_path_factory):
+  out = tmp_path_factory.mktemp('orbax') / 'ckpt'
+  assert _cli.main(['convert', ADAM_DIR, '--optimizer', ADAM, '--to', 'orbax',
+                    '--out', str(out)]) == 0
+  return str(out)
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_not_msgpack(capsys, tmp_path):
+  path = tmp_path / 'notes.txt'
+  path.write_text('these are not the weights you are looking for\n')
+  _assert_bad_input(capsys, tmp_path, ['inspect', str(path)], 'is not a msgpack checkpoint')
+  _assert_bad_input(capsys, tmp_path, ['convert', str(path), '--optimizer', ADAM, '--to',
+                                       'optax', '--out', str(tmp_path / 'out')],
+                    'is not a msgpack checkpoint')
+
+
+def test_truncated(capsys, tmp_path):
+  path = tmp_path / 'checkpoint_3'
+  with open(ADAM_FILE, 'rb') as f:
+    path.write_bytes(f.read()[:300])
+  digest = _digest(path)
+  _assert_bad_input(capsys, tmp_path, ['inspect', str(path)], 'is truncated')
+  _assert_bad_input(capsys, tmp_path, ['convert', str(tmp_path), '--optimizer', ADAM, '--to',
+                                       'train-state', '--out', str(tmp_path / 'out')],
+                    'is truncated')
+  assert _digest(path) == digest
+
+
+def test_empty(capsys, tmp_path):
+  path = tmp_path / 'checkpoint_1'
+  path.write_bytes(b'')
+  _assert_bad_input(capsys, tmp_path, ['inspect', str(path)], 'is empty (0 bytes)')
+
+
+def test_directory_without_checkpoint(capsys, tmp_path):
+  (tmp_path / 'README').write_text('no checkpoint here')
+  _assert_bad_input(capsys, tmp_path, ['inspect', str(tmp_path)], 'holds no checkpoint')
+
+
+def test_missing_path(capsys, tmp_path):
+  _assert_bad_input(capsys, tmp_path, ['inspect', str(tmp_path / 'nope')], 'does not exist')
+
+
+def test_orbax_directory_where_msgpack_expected(capsys, tmp_path, orbax_dir):
+  for argv in (['inspect', orbax_dir],
+               ['convert', orbax_dir, '--optimizer', ADAM, '--to', 'optax',
+                '--out', str(tmp_path / 'out')]):
+    _assert_bad_input(capsys, tmp_path, argv, 'is an orbax checkpoint directory, but a legacy '
+                                              'msgpack checkpoint')
+
+
+def test_legacy_msgpack_where_converted_checkpoint_expected(capsys, tmp_path):
+  _assert_bad_input(capsys, tmp_path, ['convert', ADAM_FILE, '--optimizer', ADAM, '--to',
+                                       'legacy', '--out', str(tmp_path / 'out')],
+                    'is already a legacy checkpoint')
+
+
+def test_mismatching_optimizer_names_the_family(capsys, tmp_path):
+  err = _assert_bad_input(capsys, tmp_path, ['convert', ADAM_DIR, '--optimizer',
+                                             'Momentum(learning_rate=0.1)', '--to', 'optax',
+                                             '--out', str(tmp_path / 'out')],
+                          'looks like it was written by Adam, AdaBelief or LAMB')
+  assert 'into Momentum' in err
+
+
+@pytest.mark.parametrize('text,match', [
+    ('Adam(learning_rate=1e-3', 'does not parse'),
+    ('Adam(learning_rate=lr)', 'only literal arguments'),
+    ('__import__("os").system("true")', 'unknown optimizer'),
+    ('os.system("true")', 'unknown optimizer'),
+    ('SGD(0.1)', 'unknown optimizer'),
+    ('Adam(Momentum(0.1))', 'only WeightNorm takes an optimizer'),
+    ('Adam(learning_rate=1e-3, beta=0.9)', "unexpected keyword argument 'beta'"),
+    ('Adam(**{"learning_rate": 1})', 'no *args / **kwargs'),
+    ('Adam', 'expected a call'),
+    ('Adam(1e-3); Momentum(0.1)', 'does not parse'),
+])
+def test_unparsable_optimizer(capsys, tmp_path, text, match):
+  _assert_bad_input(capsys, tmp_path, ['convert', ADAM_DIR, '--optimizer', text, '--to', 'optax',
+                                       '--out', str(tmp_path / 'out')], match)
+
+
+def test_parse_optimizer_nesting():
+  opt_def = _cli.parse_optimizer('WeightNorm(Momentum(0.1, beta=0.8), wn_decay=1e-3)')
+  assert type(opt_def).__name__ == 'WeightNorm'
+  assert type(opt_def.wrapped_optimizer).__name__ == 'Momentum'
+  assert opt_def.wrapped_optimizer.hyper_params.beta == 0.8
+  assert opt_def.hyper_params.wn_decay == 1e-3
+  assert _cli.parse_optimizer('optim.Adam(-1e-3)').hyper_params.learning_rate == -1e-3
+
+
+def test_existing_output_is_not_touched(capsys, tmp_path):
+  out = tmp_path / 'out'
+  out.write_bytes(b'precious')
+  _assert_bad_input(capsys, tmp_path, ['convert', ADAM_DIR, '--optimizer', ADAM, '--to',
+                                       'train-state', '--out', str(out)], 'already exists')
+  assert out.read_bytes() == b'precious'
+
+
+def test_failed_convert_leaves_nothing(capsys, tmp_path):
+  """WeightNorm has no optax form: the error comes after reading, before anything is written."""
+  wn = os.path.join(LEGACY, 'WeightNorm-Momentum')
+  _assert_bad_input(capsys, tmp_path, ['convert', wn, '--optimizer',
+                                       'WeightNorm(Momentum(0.05, beta=0.8), wn_decay=1e-3)',
+                                       '--to', 'orbax', '--out', str(tmp_path / 'out')],
+                    'WeightNorm cannot be converted to optax')
+
+
+# ----------------------------------------------------------------------------- success
+
+
+def test_inspect_summary_first(capsys):
+  code, out, _ = _run(capsys, 'inspect', os.path.join(LEGACY, 'MultiOptimizer'), '--depth', '2')
+  assert code == 0
+  lines = out.splitlines()
+  assert lines[0].startswith('MultiOptimizer (or create(focus=...)) over (Adam, AdaBelief or '
+                             'LAMB) and (Momentum or LARS) with unoptimized (None) leaves at '
+                             'step 3, a bare optimizer; 41 params')
+  assert '  group Momentum or LARS: /dense/bias' in lines
+  # conv/kernel and dense/kernel: Adam's 2 fields (96 + 96 B, 48 + 48 B); dense/bias: momentum
+  # (16 B); scale: None.
+  assert 'state/' in lines and '  param_states/ ... 6 leaves, 304 B' in lines
+
+
+def test_inspect_json(capsys):
+  code, out, _ = _run(capsys, 'inspect', os.path.join(LEGACY, 'TrainState-Adam'), '--json')
+  assert code == 0
+  info = json.loads(out)
+  assert info['optimizer'] == 'Adam, AdaBelief or LAMB'
+  assert info['optimizer_path'] == '/optimizer' and info['container'] == 'train state'
+  leaves = {x['path']: x for x in info['leaves']}
+  assert leaves['/optimizer/target/dense/kernel'] == {
+      'path': '/optimizer/target/dense/kernel', 'shape': [3, 4], 'dtype': 'float32',
+      'bytes': 48}
+
+
+@pytest.mark.parametrize('to', ['optax', 'train-state', 'orbax'])
+def test_convert_and_back(capsys, tmp_path, to):
+  out = tmp_path / 'converted'
+  code, stdout, _ = _run(capsys, 'convert', ADAM_DIR, '--optimizer', ADAM, '--to', to,
+                         '--out', str(out))
+  assert code == 0 and stdout == f'wrote {out} ({to})\n'
+  assert sorted(os.listdir(tmp_path)) == ['converted']
+  back = tmp_path / 'back.msgpack'
+  code, _, _ = _run(capsys, 'convert', str(out), '--optimizer', ADAM, '--to', 'legacy',
+                    '--out', str(back))
+  assert code == 0
+  with open(ADAM_FILE, 'rb') as f:
+    original = serialization.msgpack_restore(f.read())
+  restored = serialization.msgpack_restore(back.read_bytes())
+  if to == 'optax':  # no step in {params, opt_state}: the Adam count is the step
+    assert int(restored['state']['step']) == int(original['state']['step'])
+  _utils.assert_trees_close(restored, original, rtol=0)
+
+
+def test_diff_exit_status(capsys, tmp_path):
+  code, out, _ = _run(capsys, 'diff', ADAM_DIR, ADAM_FILE)
+  assert code == 0 and out.startswith('same (rtol 0): 13 leaves compared')
+  with open(ADAM_FILE, 'rb') as f:
+    raw = serialization.msgpack_restore(f.read())
+  raw['target']['scale'] = raw['target']['scale'] * np.float32(1.5)
+  changed = tmp_path / 'changed'
+  changed.write_bytes(serialization.msgpack_serialize(raw))
+  code, out, _ = _run(capsys, 'diff', ADAM_FILE, str(changed), '--rtol', '1e-5')
+  assert code == 1
+  assert out.splitlines()[0].startswith('/target/scale  max abs ')
+  assert out.splitlines()[-1].startswith('different (rtol 1e-05)')
+  code, _, _ = _run(capsys, 'diff', ADAM_FILE, str(changed), '--rtol', '0.5')
+  assert code == 0
+
+
+def test_diff_legacy_against_converted(capsys, tmp_path, orbax_dir):
+  code, out, _ = _run(capsys, 'diff', ADAM_DIR, orbax_dir)
+  assert code == 1 and 'only in A: /target/scale' in out
+  code, out, _ = _run(capsys, 'diff', ADAM_DIR, orbax_dir, '--optimizer', ADAM)
+  assert code == 0, out
+
+
+def test_progress_line_only_on_a_terminal(monkeypatch, tmp_path):
+  monkeypatch.setattr(_cli, '_PROGRESS_MIN_BYTES', 10)
+
+  class Terminal(io.StringIO):
+
+    def isatty(self):
+      return True
+
+  assert _cli._progress_callback(ADAM_FILE, io.StringIO()) is None
+  stream = Terminal()
+  report = _cli._progress_callback(ADAM_FILE, stream)
+  convert.inspect(ADAM_FILE, progress=report)
+  assert stream.getvalue().startswith('\rreading checkpoint_3 [')
+  assert stream.getvalue().endswith('[#########################] 100% (0/0 MB)\n')
+
+
+def test_demo(capsys):
+  code, out, _ = _run(capsys, 'demo', '--steps', '3')
+  assert code == 0
+  rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()
+          and len(line.split()) == 3]
+  assert [int(r[0]) for r in rows] == [4, 5, 6]
+  for _, legacy, optax_loss in rows:
+    assert float(legacy) == pytest.approx(float(optax_loss), rel=1e-5)
+  assert 'Adam, AdaBelief or LAMB at step 3, a bare optimizer' in out
+
+
+def test_module_and_help():
+  done = subprocess.run([sys.executable, '-m', 'flax_optim_compat', '--help'],
+                        capture_output=True, text=True, check=False)
+  assert done.returncode == 0, done.stderr
+  assert 'inspect' in done.stdout and 'exit status: 0 ok' in done.stdout
+  done = subprocess.run([sys.executable, '-m', 'flax_optim_compat', 'inspect'],
+                        capture_output=True, text=True, check=False)
+  assert done.returncode == 2 and 'Traceback' not in done.stderr
+
+
+def test_console_script_entry_point():
+  import configparser
+  config = configparser.ConfigParser()
+  config.read(os.path.join(os.path.dirname(_utils.FIXTURES), '..', 'setup.cfg'))
+  scripts = config['options.entry_points']['console_scripts']
+  assert 'flax-optim-compat = flax_optim_compat._cli:main' in scripts
