@@ -278,7 +278,8 @@ def _current(optimizer):
 
 def test_current_hyper_params_evaluates_schedules():
   schedule = optax.linear_schedule(1.0, 0.0, transition_steps=4)
-  optimizer = from_optax(optax.sgd, learning_rate=schedule, momentum=0.5).create({'w': jnp.zeros(1)})
+  opt_def = from_optax(optax.sgd, learning_rate=schedule, momentum=0.5)
+  optimizer = opt_def.create({'w': jnp.zeros(1)})
   assert _current(optimizer) == {'learning_rate': 1.0, 'momentum': 0.5}
   for k in range(3):
     optimizer = optimizer.apply_gradient({'w': jnp.ones(1)})
@@ -375,6 +376,13 @@ def test_apply_if_finite_skips_and_counts_a_nan_step():
   assert int(legacy[4].state.step) == 5  # and is counted
   assert int(legacy[4].state.param_states.total_notfinite) == 1
   assert not np.array_equal(legacy[5].target['scale'], legacy[4].target['scale'])
+
+
+def test_bfloat16_params_keep_their_dtype():
+  params = jax.tree_util.tree_map(lambda p: p.astype(jnp.bfloat16), _params())
+  grads_at = lambda k: jax.tree_util.tree_map(lambda g: g.astype(jnp.bfloat16), _grads(k))
+  legacy, _ = assert_matches_optax(optax.adam(1e-2), params=params, grads_at=grads_at)
+  assert {x.dtype for x in jax.tree_util.tree_leaves(legacy[-1].target)} == {jnp.dtype('bfloat16')}
 
 
 def test_masked():
