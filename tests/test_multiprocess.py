@@ -21,6 +21,7 @@ each other, and with the checkpoint files on disk:
   hanging (``jax.distributed`` timeouts of a few seconds; every process is waited for with a
   deadline and killed and reaped in a ``finally``).
 """
+import contextlib
 import json
 import os
 import pathlib
@@ -79,46 +80,60 @@ def _env(workdir, devices_per_process):
   return env
 
 
-def launch(workdir, modes, *, devices_per_process, timeout_s, join_timeout_s=None,
-           num_processes=None):
-  """Runs one worker per entry of ``modes`` (process i gets ``modes[i]``) until all exit.
+class Cluster:
+  """The worker processes of one run, started at once; leaving the ``with`` kills and reaps them.
 
-  ``num_processes`` (default: one per mode) is what the workers are told to wait for.
-
-  Returns:
-    ``(exit codes, logs)``: a code is ``None`` for a process still running after
-    ``timeout_s`` seconds (it is killed); every process is killed if needed and reaped before
-    this returns, whatever happens.
+  Process i runs ``modes[i]``; ``num_processes`` (default: one per mode) is how many the
+  workers are told to wait for.
   """
-  workdir = pathlib.Path(workdir)
-  port = _free_port()
-  env = _env(workdir, devices_per_process)
-  procs, logs = [], []
-  try:
-    for i, mode in enumerate(modes):
-      args = [sys.executable, str(WORKER), str(workdir), str(i),
-              str(num_processes or len(modes)), str(port), mode]
-      if join_timeout_s is not None:
-        args.append(str(join_timeout_s))
-      logs.append(open(workdir / f'process_{i}.log', 'w'))  # a file: no pipe to fill up
-      procs.append(subprocess.Popen(args, cwd=workdir, env=env, stdout=logs[-1],
-                                    stderr=subprocess.STDOUT))
-    deadline = time.monotonic() + timeout_s
+
+  def __init__(self, workdir, modes, *, devices_per_process, join_timeout_s=None,
+               num_processes=None):
+    self.workdir = pathlib.Path(workdir)
+    self.procs, self._logs = [], []
+    port = _free_port()
+    env = _env(self.workdir, devices_per_process)
+    self.started = time.monotonic()
+    try:
+      for i, mode in enumerate(modes):
+        args = [sys.executable, str(WORKER), str(self.workdir), str(i),
+                str(num_processes or len(modes)), str(port), mode]
+        if join_timeout_s is not None:
+          args.append(str(join_timeout_s))
+        self._logs.append(open(self.workdir / f'process_{i}.log', 'w'))  # no pipe to fill up
+        self.procs.append(subprocess.Popen(args, cwd=self.workdir, env=env,
+                                           stdout=self._logs[-1], stderr=subprocess.STDOUT))
+    except BaseException:
+      self.close()
+      raise
+
+  def wait(self, timeout_s):
+    """Exit codes (``None``: still running ``timeout_s`` after the start) and logs."""
+    deadline = self.started + timeout_s
     codes = []
-    for proc in procs:
+    for proc in self.procs:
       try:
         codes.append(proc.wait(timeout=max(0.1, deadline - time.monotonic())))
       except subprocess.TimeoutExpired:
         codes.append(None)
-  finally:
-    for proc in procs:
+    self.close()
+    return codes, [(self.workdir / f'process_{i}.log').read_text()
+                   for i in range(len(self.procs))]
+
+  def close(self):
+    for proc in self.procs:
       if proc.poll() is None:
         proc.kill()
-    for proc in procs:
+    for proc in self.procs:
       proc.wait(timeout=60)
-    for log in logs:
+    for log in self._logs:
       log.close()
-  return codes, [(workdir / f'process_{i}.log').read_text() for i in range(len(modes))]
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc_info):
+    self.close()
 
 
 def _report(codes, logs):
@@ -127,8 +142,8 @@ def _report(codes, logs):
 
 
 def _train(workdir, n_processes, mode='train'):
-  codes, logs = launch(workdir, [mode] * n_processes, devices_per_process=8 // n_processes,
-                       timeout_s=TRAIN_TIMEOUT_S)
+  with Cluster(workdir, [mode] * n_processes, devices_per_process=8 // n_processes) as cluster:
+    codes, logs = cluster.wait(TRAIN_TIMEOUT_S)
   assert codes == [0] * n_processes, _report(codes, logs)
   results, seconds = [], []
   for i in range(n_processes):
@@ -183,7 +198,13 @@ def test_two_processes_join_and_share_eight_devices(two_processes):
   for i, result in enumerate(results):
     assert {k: int(v) for k, v in result['process'].items()} == {
         'index': i, 'count': 2, 'local_devices': 4, 'devices': 8}
-  print('seconds per scenario, per process:', seconds)
+  # Every scenario the tests below read ran (the lists here match the worker's).
+  expected = (['start-up'] + [f'pmean/{n}' for n in PMEAN_CASES]
+              + [f'replicated/{n}' for n in REPLICATED_CASES] + [f'mesh/{n}' for n in MESH_CASES]
+              + ['dynamic_scale', 'cross_process_restore'])
+  for i, timings in enumerate(seconds):
+    assert list(timings) == expected, f'process {i} ran {list(timings)}'
+  print('seconds (wall, CPU) per scenario, per process:', seconds)
 
 
 @pytest.mark.parametrize('name', PMEAN_CASES)
@@ -336,23 +357,34 @@ def test_four_processes_pmean_route_and_checkpoint(tmp_path):
 # ----------------------------------------------------------------------------- failures
 
 
-def test_a_process_that_never_connects_fails_the_others(tmp_path):
+# (modes, processes the workers wait for) of each failure run.
+FAILURES = {'never_connects': (['train'], 2), 'worker_dies': (['survive', 'die'], 2),
+            'coordinator_dies': (['die', 'survive'], 2)}
+
+
+@pytest.fixture(scope='module')
+def failures(tmp_path_factory):
+  """Exit codes and logs of the failure runs, started together (they mostly wait)."""
+  with contextlib.ExitStack() as stack:
+    clusters = {name: stack.enter_context(Cluster(
+        tmp_path_factory.mktemp(name), modes, devices_per_process=4, num_processes=n,
+        join_timeout_s=SHORT_TIMEOUT_S)) for name, (modes, n) in FAILURES.items()}
+    return {name: cluster.wait(FAILURE_TIMEOUT_S) for name, cluster in clusters.items()}
+
+
+def test_a_process_that_never_connects_fails_the_others(failures):
   """Process 0 of 2 starts alone: the join times out with a named error, no hang."""
-  codes, logs = launch(tmp_path, ['train'], devices_per_process=4, num_processes=2,
-                       timeout_s=FAILURE_TIMEOUT_S, join_timeout_s=SHORT_TIMEOUT_S)
-  assert codes[0] is not None, 'process 0 still waited for the missing process: ' + logs[0]
-  assert codes[0] != 0, logs[0]
-  assert 'DEADLINE_EXCEEDED' in logs[0] and 'RegisterTask' in logs[0], logs[0]
-  assert not (tmp_path / 'process_0.msgpack').exists()
+  (code,), (log,) = failures['never_connects']
+  assert code is not None, 'process 0 still waited for the missing process:\n' + log
+  assert code != 0, log
+  assert 'DEADLINE_EXCEEDED' in log and 'RegisterTask' in log, log
+  assert ' done in ' not in log, log  # no scenario ran
 
 
 @pytest.mark.parametrize('dead', [1, 0], ids=['worker_dies', 'coordinator_dies'])
-def test_a_process_that_dies_fails_the_others(tmp_path, dead):
+def test_a_process_that_dies_fails_the_others(failures, dead):
   """One process exits after joining; the other, waiting in a collective, exits too."""
-  modes = ['survive', 'survive']
-  modes[dead] = 'die'
-  codes, logs = launch(tmp_path, modes, devices_per_process=4, timeout_s=FAILURE_TIMEOUT_S,
-                       join_timeout_s=SHORT_TIMEOUT_S)
+  codes, logs = failures['worker_dies' if dead else 'coordinator_dies']
   alive = 1 - dead
   assert codes[dead] == 17, _report(codes, logs)
   assert codes[alive] is not None, 'the survivor hung:\n' + _report(codes, logs)

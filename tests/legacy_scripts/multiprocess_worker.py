@@ -12,7 +12,8 @@ Usage: python multiprocess_worker.py OUTDIR PROCESS_ID NUM_PROCESSES PORT MODE [
 
 MODE:
   train      every scenario in turn; writes OUTDIR/process_<id>.msgpack (results as state dicts
-             of numpy arrays) and OUTDIR/process_<id>.done (seconds per scenario, as JSON).
+             of numpy arrays) and OUTDIR/process_<id>.done (wall and CPU seconds of the start-up
+             and of each scenario, as JSON).
   train:A,B  only the scenarios named (keys as in the .done file, e.g. pmean/Momentum).
   die        joins, then this process exits at once with status 17 (a crashed host).
   survive    joins, then waits in a cross-process collective for a host that never arrives.
@@ -28,7 +29,9 @@ import sys
 import time
 import warnings
 
-import jax
+START = time.perf_counter(), time.process_time()
+
+import jax  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 OUTDIR, PROCESS_ID, NUM_PROCESSES, PORT, MODE = sys.argv[1:6]
 PROCESS_ID, NUM_PROCESSES = int(PROCESS_ID), int(NUM_PROCESSES)
@@ -368,16 +371,19 @@ def train_all(only=None):
     if unknown:
       raise ValueError(f'unknown scenarios {sorted(unknown)}')
     scenarios = [(key, run) for key, run in scenarios if key in only]
+  seconds['start-up'] = {'wall': round(time.perf_counter() - START[0], 3),
+                         'cpu': round(time.process_time() - START[1], 3)}
   for key, run in scenarios:
-    start = time.perf_counter()
+    start = time.perf_counter(), time.process_time()
     group, _, name = key.partition('/')
     value = run()
     if name:
       results.setdefault(group, {})[name] = value
     else:
       results[group] = value
-    seconds[key] = round(time.perf_counter() - start, 3)
-    print(f'process {PROCESS_ID}: {key} done in {seconds[key]:.1f} s', flush=True)
+    seconds[key] = {'wall': round(time.perf_counter() - start[0], 3),
+                    'cpu': round(time.process_time() - start[1], 3)}
+    print(f'process {PROCESS_ID}: {key} done in {seconds[key]["wall"]:.1f} s', flush=True)
   results['process'] = {'index': np.array(jax.process_index()),
                         'count': np.array(jax.process_count()),
                         'local_devices': np.array(jax.local_device_count()),
