@@ -38,13 +38,15 @@ GradientDescent and Momentum) accept any scalar of a compatible kind (a Python s
 one; a 0-d array becomes a ``jax.Array``).
 """
 import sys
-from typing import Any, List, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
 import msgpack
 import numpy as np
 from flax import serialization
+
+from . import _layouts
 
 __all__ = ['restore_target_and_state', 'check_single_copy', 'read_msgpack']
 
@@ -256,69 +258,6 @@ def _check(expected, actual, path=(), strip_axis=False):
 
 # ----------------------------------------------------------------------------- "looks like"
 
-# Per-parameter state fields of every legacy optimizer (flax 0.2.2 .. 0.5.3): the keys of each
-# leaf of `param_states` in a checkpoint (spec sections 10.3 and 14).
-_LEGACY_FIELDS = (
-    (frozenset(), 'GradientDescent'),
-    (frozenset({'momentum'}), 'Momentum or LARS'),
-    (frozenset({'grad_ema', 'grad_sq_ema'}), 'Adam, AdaBelief or LAMB'),
-    (frozenset({'sq_avg', 'acc_delta'}), 'Adadelta'),
-    (frozenset({'G'}), 'Adagrad'),
-    (frozenset({'v', 'mg'}), 'RMSProp'),
-    (frozenset({'v'}), 'RMSProp from flax <= 0.2.2 (before the `mg` field)'),
-    (frozenset({'v_row', 'v_col', 'v', 'm'}), 'Adafactor'),
-    (frozenset({'direction_state', 'scale_state', 'mult'}),
-     'WeightNorm from flax < 0.4.0 (field `mult`; its layout and numerics changed in 0.4.0)'),
-)
-_WEIGHT_NORM_FIELDS = frozenset({'direction_state', 'scale_state', 'direction', 'scale'})
-
-
-def _guess_leaf_state(node) -> Optional[str]:
-  if node is None:
-    return 'None'
-  if not isinstance(node, dict):
-    return None
-  keys = frozenset(node)
-  if keys == _WEIGHT_NORM_FIELDS:
-    return f'WeightNorm({_guess_leaf_state(node["direction_state"]) or "?"})'
-  return dict(_LEGACY_FIELDS).get(keys)
-
-
-def _param_positions(target_sd, path=()) -> List[Tuple[str, ...]]:
-  if isinstance(target_sd, dict) and target_sd:
-    return [p for k in sorted(target_sd) for p in _param_positions(target_sd[k], path + (k,))]
-  return [path]
-
-
-def _lookup(tree, path):
-  for key in path:
-    if not isinstance(tree, dict) or key not in tree:
-      return False, None
-    tree = tree[key]
-  return True, tree
-
-
-def _guess_optimizer(target_sd, param_states) -> Optional[str]:
-  """'Adam, AdaBelief or LAMB', 'MultiOptimizer over ...', or None if unrecognisable."""
-  guesses = []
-  for path in _param_positions(target_sd):
-    found, node = _lookup(param_states, path)
-    if not found:
-      return None
-    guess = _guess_leaf_state(node)
-    if guess is None:
-      return None
-    if guess not in guesses:
-      guesses.append(guess)
-  real = [g for g in guesses if g != 'None']
-  if not real:
-    return None
-  if len(real) == 1 and 'None' not in guesses:
-    return real[0]
-  return ('MultiOptimizer (or create(focus=...)) over ' + ' and '.join(f'({g})' for g in real)
-          + (' with unoptimized (None) leaves' if 'None' in guesses else ''))
-
-
 def describe_def(opt_def) -> str:
   """A short legacy-vocabulary name: 'Adam', 'WeightNorm(Momentum)', 'MultiOptimizer(Adam, ...)'."""
   inner = getattr(opt_def, 'optimizer_def', None)  # ReplicatedOptimizer
@@ -337,13 +276,12 @@ def _hint(opt_def, template, state_dict) -> str:
   if not isinstance(state_dict, dict) or not isinstance(state_dict.get('state'), dict):
     return ''
   state = state_dict['state']
-  if state and all(str(k).isdigit() and isinstance(v, dict) and 'step' in v
-                   for k, v in state.items()):
+  if _layouts.is_per_group_multi_state(state):
     return (' The checkpoint has the MultiOptimizer layout of flax < 0.3.3 (one state per '
             'sub-optimizer, each with its own step), which later versions cannot restore.')
   target_sd = template['target']
-  theirs = _guess_optimizer(target_sd, state_dict['state'].get('param_states'))
-  ours = _guess_optimizer(target_sd, template['state']['param_states'])
+  theirs = _layouts.name_param_states(target_sd, state.get('param_states'))
+  ours = _layouts.name_param_states(target_sd, template['state']['param_states'])
   if theirs is None or theirs == ours:
     return ''
   return (f' The checkpoint looks like it was written by {theirs}, but it is being restored '
