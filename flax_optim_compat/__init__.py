@@ -4,12 +4,20 @@ Every name that ``flax.optim`` exported is here, in the module it lived in, with
 state layout, so old training scripts and old checkpoints keep working; the math of every
 built-in optimizer is an ``optax.GradientTransformation`` (see ``OptimizerDef.optax_transform``).
 """
+# Import order is registration order: optimizers with the same checkpoint fields are named in
+# it ('Momentum or LARS', 'Adam, AdaBelief or LAMB').
 from ._deprecation import FlaxOptimDeprecationWarning as FlaxOptimDeprecationWarning
+from .sgd import GradientDescent as GradientDescent
+from .momentum import Momentum as Momentum
+from .adam import Adam as Adam
 from .adabelief import AdaBelief as AdaBelief
 from .adadelta import Adadelta as Adadelta
 from .adafactor import Adafactor as Adafactor
 from .adagrad import Adagrad as Adagrad
-from .adam import Adam as Adam
+from .lamb import LAMB as LAMB
+from .lars import LARS as LARS
+from .rmsprop import RMSProp as RMSProp
+from .weight_norm import WeightNorm as WeightNorm
 from .base import ModelParamTraversal as ModelParamTraversal
 from .base import MultiOptimizer as MultiOptimizer
 from .base import Optimizer as Optimizer
@@ -17,12 +25,7 @@ from .base import OptimizerDef as OptimizerDef
 from .base import OptimizerState as OptimizerState
 from .base import ReplicatedOptimizer as ReplicatedOptimizer
 from .dynamic_scale import DynamicScale as DynamicScale
-from .lamb import LAMB as LAMB
-from .lars import LARS as LARS
-from .momentum import Momentum as Momentum
-from .rmsprop import RMSProp as RMSProp
-from .sgd import GradientDescent as GradientDescent
-from .weight_norm import WeightNorm as WeightNorm
+from ._from_optax import from_optax as from_optax
 
 __version__ = '0.1.0'
 
@@ -32,5 +35,5 @@ __all__ = [
     'Adam', 'AdaBelief', 'Adadelta', 'Adafactor', 'Adagrad', 'OptimizerState', 'OptimizerDef',
     'Optimizer', 'MultiOptimizer', 'ModelParamTraversal', 'LAMB', 'LARS', 'Momentum', 'RMSProp',
     'GradientDescent', 'WeightNorm', 'ReplicatedOptimizer', 'DynamicScale',
-    'FlaxOptimDeprecationWarning',
+    'FlaxOptimDeprecationWarning', 'from_optax',
 ]

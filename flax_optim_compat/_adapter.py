@@ -1,25 +1,32 @@
-"""The one bridge between the legacy state layout and optax.
+"""The one bridge between the legacy state layout and optax: :class:`OptaxBackedDef`.
 
 Users, checkpoints and old code see ``OptimizerState(step, param_states)`` where ``param_states``
 mirrors the target and holds one legacy dataclass (e.g. ``_AdamParamState``) per leaf. The math
 runs in an ``optax.GradientTransformation`` whose state is a chain of NamedTuples holding one tree
-per field (e.g. ``ScaleByAdamState(count, mu, nu)``). An optimizer declares, as data, which legacy
-field is which optax field (``{'grad_ema': 'mu', 'grad_sq_ema': 'nu'}``); this module transposes
-between the two layouts, sets every optax ``count`` from the legacy ``step``, and checks inputs.
+per field (e.g. ``ScaleByAdamState(count, mu, nu)``). A built-in optimizer derives from
+:class:`OptaxBackedDef` and declares, as data, which legacy field is which optax field
+(``{'grad_ema': 'mu', 'grad_sq_ema': 'nu'}``) plus one hook that builds its transform; this module
+transposes between the two layouts, sets every optax ``count`` from the legacy ``step``, and runs
+16-bit floats in float32.
 
 Everything here runs at trace time under ``jax.jit``: the compiled step contains only the optax
 math (plus float32 up/down casts for 16-bit floats).
 """
-from typing import Any, Callable, Dict, List
+import dataclasses
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+from . import _layouts
+from . import _transforms
 from . import _tree
+from .base import OptimizerDef
+from .base import OptimizerState
 
-__all__ = ['init_param_states', 'apply_gradient', 'optax_update', 'to_optax_state']
+__all__ = ['OptaxBackedDef']
 
 _LOW_PRECISION = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 
@@ -57,7 +64,7 @@ def _map_state(node, on_field: Callable[[str, Any], Any], path=''):
 
 
 def _optax_fields(opt_def) -> Dict[str, str]:
-  return dict(getattr(opt_def, 'optax_state_fields', {}))
+  return dict(opt_def.optax_state_fields)
 
 
 def _fill_optax_state(template, step, field_trees: Dict[str, Any], opt_def):
@@ -107,13 +114,13 @@ def _absent_field_column(opt_def, legacy, num_leaves) -> List[Any]:
   ``legacy_placeholders = {legacy field: zero-argument factory}``, e.g. Adafactor's
   ``m = jnp.zeros((1,))`` when ``beta1 is None``: legacy kept a dummy array in unused slots.
   """
-  factory = dict(getattr(opt_def, 'legacy_placeholders', {})).get(legacy)
+  factory = opt_def.legacy_placeholders.get(legacy)
   return [None if factory is None else factory() for _ in range(num_leaves)]
 
 
 def _to_param_states(opt_def, treedef, field_trees: Dict[str, Any]):
   """Transposes {optax field: tree} into a tree of legacy per-leaf dataclasses."""
-  param_state_cls = getattr(opt_def, 'param_state_cls', None)
+  param_state_cls = opt_def.param_state_cls
   if param_state_cls is None:
     return treedef.unflatten([() for _ in range(treedef.num_leaves)])
   fields = _optax_fields(opt_def)
@@ -158,7 +165,7 @@ def _expand_placeholders(opt_def, field_trees: Dict[str, Any], template) -> Dict
   the same value, except that for a 0-d parameter legacy's broadcast also turned the
   parameter itself into shape ``(1,)``.
   """
-  placeholder_fields = getattr(opt_def, 'legacy_placeholders', {})
+  placeholder_fields = opt_def.legacy_placeholders
   names = {_optax_fields(opt_def)[legacy] for legacy in placeholder_fields} & set(field_trees)
   if not names:
     return field_trees
@@ -169,10 +176,14 @@ def _expand_placeholders(opt_def, field_trees: Dict[str, Any], template) -> Dict
           for name, tree in field_trees.items()}
 
 
-def init_param_states(opt_def, params):
+def _transform(opt_def, hyper_params) -> optax.GradientTransformation:
+  """``opt_def``'s transform for ``hyper_params`` (schedules evaluated at the state's step)."""
+  return _transforms.with_hyper_param_schedules(opt_def.build_transform, hyper_params)
+
+
+def _init_param_states(opt_def, params):
   """Legacy ``param_states`` for ``params``, from the optax transform's own ``init``."""
-  tx = opt_def.optax_transform(opt_def.hyper_params)
-  opt_state = tx.init(params)
+  opt_state = _transform(opt_def, opt_def.hyper_params).init(params)
   field_trees = _read_optax_state(opt_state, set(_optax_fields(opt_def).values()))
   return _to_param_states(opt_def, jax.tree_util.tree_structure(params), field_trees)
 
@@ -181,7 +192,7 @@ def _legacy_to_optax(opt_def, tx, params, state, cast=lambda tree: tree):
   """``(opt_state, wanted optax fields, legacy field trees)`` for ``tx`` from a legacy state.
 
   ``cast`` is applied to the params before ``tx.init``'s shapes are taken and to the state
-  values put into the optax state (the float32 policy of :func:`optax_update`).
+  values put into the optax state (the float32 policy of :func:`_apply_gradient`).
   """
   template = jax.eval_shape(tx.init, cast(params))
   wanted = set(_read_optax_state(template, set(_optax_fields(opt_def).values())))
@@ -191,54 +202,151 @@ def _legacy_to_optax(opt_def, tx, params, state, cast=lambda tree: tree):
   return opt_state, wanted, old_fields
 
 
-def to_optax_state(opt_def, params, state):
-  """The state of ``opt_def.optax_transform()`` holding the values of a legacy ``state``.
+def _apply_gradient(opt_def, hyper_params, params, state, grads):
+  """``(new_params, new_param_states)``: one step of ``opt_def.optax_transform(hyper_params)``.
 
-  For migrating to plain optax: ``tx.update(grads, to_optax_state(...), params)`` continues
-  exactly where the legacy optimizer stopped (every ``count`` is the legacy ``step``).
+  Fills the optax state from the legacy ``state`` (every ``count`` = ``state.step``), runs
+  ``tx.update`` and ``optax.apply_updates``, and reads the new legacy per-leaf states back.
+  16-bit float params, grads and states are computed in float32 and cast back to their own
+  dtypes, so e.g. Adam's bias correction ``1 - 0.999**t`` does not round to zero in bfloat16
+  (legacy computed it in the param dtype and bfloat16 params never moved).
+
+  ``params`` may contain ``optax.MaskedNode`` (no leaves) where ``state.param_states`` has one
+  too, as for a ``MultiOptimizer`` group.
   """
-  tx = opt_def.optax_transform()
-  return _legacy_to_optax(opt_def, tx, params, state)[0]
-
-
-def optax_update(opt_def, hyper_params, params, state, grads):
-  """One legacy step of ``opt_def`` as an optax update: ``(updates, new_param_states)``.
-
-  Fills the optax state of ``opt_def.optax_transform(hyper_params)`` from the legacy
-  ``state`` (every ``count`` = ``state.step``), runs ``tx.update`` and reads the new legacy
-  per-leaf states back. ``optax.apply_updates(params, updates)`` (cast to the params' dtypes)
-  is the new target. Used by :func:`apply_gradient` and by compositions that apply the updates
-  themselves (``MultiOptimizer`` runs one ``optax.multi_transform`` over several groups).
-
-  ``params`` may contain ``optax.MaskedNode`` (no leaves) where ``state.param_states`` has
-  one too, as inside ``optax.masked``.
-
-  16-bit float params, grads and states are computed in float32: ``updates`` are float32 for
-  them and the new states are cast back to their own dtypes.
-
-  Returns:
-    ``(updates, new_param_states)``; the caller advances the step.
-  """
-  tx = opt_def.optax_transform(hyper_params)
+  tx = _transform(opt_def, hyper_params)
   params32, grads32 = _upcast(params), _upcast(grads)
   opt_state, wanted, old_fields = _legacy_to_optax(opt_def, tx, params, state, _upcast)
   updates, new_opt_state = tx.update(grads32, opt_state, params32)
   new_fields = _read_optax_state(new_opt_state, wanted)
   new_fields = {name: _cast_like(tree, old_fields[name]) for name, tree in new_fields.items()}
   new_param_states = _to_param_states(opt_def, jax.tree_util.tree_structure(params), new_fields)
-  return updates, new_param_states
-
-
-def apply_gradient(opt_def, hyper_params, params, state, grads):
-  """One legacy ``apply_gradient`` through ``opt_def.optax_transform(hyper_params)``.
-
-  16-bit float params, grads and states are computed in float32 and cast back to their own
-  dtypes, so e.g. Adam's bias correction ``1 - 0.999**t`` does not round to zero in bfloat16
-  (legacy computed it in the param dtype and bfloat16 params never moved).
-
-  Returns:
-    ``(new_params, new_param_states)``; the caller advances the step.
-  """
-  updates, new_param_states = optax_update(opt_def, hyper_params, params, state, grads)
   # `p + u` promotes a 16-bit p to the float32 update and apply_updates casts back to p's dtype.
   return optax.apply_updates(params, updates), new_param_states
+
+
+# ----------------------------------------------------------------------------- the base class
+
+# What a per-leaf (legacy protocol) subclass of a built-in takes back from the legacy template.
+_TEMPLATE_METHODS = ('init_state', 'apply_gradient', 'optax_transform', 'optax_state')
+
+
+class OptaxBackedDef(OptimizerDef):
+  """An :class:`OptimizerDef` whose math is an optax transform and whose state is legacy.
+
+  A built-in optimizer subclasses it, declares data (the class attributes below) and
+  implements one hook, :meth:`build_transform`; whole-tree ``init_state``/``apply_gradient``,
+  the legacy per-leaf calls and :meth:`optax_state` are done here, once for all of them.
+
+  Attributes:
+    param_state_cls: the legacy per-parameter ``flax.struct`` dataclass (its field names are
+      the keys of every old checkpoint), or ``None`` for a ``()`` state (GradientDescent).
+    optax_state_fields: ``{legacy field: optax state field}``, e.g. ``{'grad_ema': 'mu'}``;
+      the optax field is looked up anywhere in the (chained) optax state.
+    legacy_placeholders: ``{legacy field: zero-argument factory}`` for a slot that legacy
+      filled with a dummy array when the transform keeps no such state (Adafactor's ``m``
+      without momentum); other absent fields are ``None``.
+
+  A user subclass of a built-in that implements ``apply_param_gradient`` itself (the legacy
+  per-leaf protocol) gets the legacy template's ``init_state``/``apply_gradient`` back and no
+  optax transform, so its own per-leaf code is what runs, as in legacy.
+  """
+  param_state_cls: ClassVar[Optional[type]] = None
+  optax_state_fields: ClassVar[Mapping[str, str]] = {}
+  legacy_placeholders: ClassVar[Mapping[str, Callable[[], jax.Array]]] = {}
+
+  def __init_subclass__(cls, **kwargs):
+    super().__init_subclass__(**kwargs)
+    if 'apply_param_gradient' in vars(cls):
+      for name in _TEMPLATE_METHODS:
+        if name not in vars(cls):
+          setattr(cls, name, getattr(OptimizerDef, name))
+    elif cls.__module__.startswith(f'{__package__}.'):
+      # The built-ins' checkpoint field names, for "looks like it was written by ..." and
+      # `convert.inspect` (the package's import order sets the order names are joined in).
+      state_fields = dataclasses.fields(cls.param_state_cls) if cls.param_state_cls else ()
+      _layouts.register(cls.__name__, [f.name for f in state_fields])
+
+  def build_transform(self, hyper_params) -> optax.GradientTransformation:
+    """The hook: the optax transform of this optimizer's update for ``hyper_params``.
+
+    The update includes ``-learning_rate``. Hyper-params given as schedules reach this hook
+    already evaluated (see :meth:`optax_transform`).
+    """
+    raise NotImplementedError(f'{type(self).__name__} must implement build_transform.')
+
+  def optax_transform(self, hyper_params=None) -> optax.GradientTransformation:
+    """The optax ``GradientTransformation`` computing this optimizer's update.
+
+    Any numeric hyper-param may be an optax schedule (``step -> value``): it is evaluated at
+    the step the transform's state counts, which is the legacy ``step`` when the state comes
+    from :meth:`optax_state` or from the legacy API.
+
+    Args:
+      hyper_params: the hyper-params to build it for; defaults to ``self.hyper_params``.
+
+    Returns:
+      An ``optax.GradientTransformation`` (the update includes ``-learning_rate``).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import optax
+      >>> import flax_optim_compat as optim
+      >>> opt_def = optim.Momentum(learning_rate=0.1, beta=0.0)
+      >>> tx = opt_def.optax_transform(opt_def.hyper_params.replace(
+      ...     learning_rate=optax.linear_schedule(1.0, 0.0, transition_steps=4)))
+      >>> params, grads = {'w': jnp.array([1.0])}, {'w': jnp.array([1.0])}
+      >>> state = tx.init(params)
+      >>> for _ in range(2):
+      ...   updates, state = tx.update(grads, state, params)
+      ...   print(updates['w'])
+      [-1.]
+      [-0.75]
+    """
+    return _transform(self, self.hyper_params if hyper_params is None else hyper_params)
+
+  def optax_state(self, params, state, hyper_params=None) -> optax.OptState:
+    """The state of :meth:`optax_transform` equivalent to the legacy ``state`` for ``params``.
+
+    With ``tx = opt_def.optax_transform(hyper_params)``, ``tx.update(grads,
+    opt_def.optax_state(params, state, hyper_params), params)`` continues exactly where the
+    legacy optimizer stopped (every optax ``count`` is the legacy ``step``, so a schedule
+    continues at that step): the one-call way to move a restored checkpoint to plain optax.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import optax
+      >>> import flax_optim_compat as optim
+      >>> optimizer = optim.Adam(0.1).create({'w': jnp.array([1.0])})
+      >>> optimizer = optimizer.apply_gradient({'w': jnp.array([4.0])})
+      >>> tx = optimizer.optimizer_def.optax_transform()
+      >>> opt_state = optimizer.optax_state()
+      >>> updates, opt_state = tx.update({'w': jnp.array([2.0])}, opt_state, optimizer.target)
+      >>> legacy = optimizer.apply_gradient({'w': jnp.array([2.0])})
+      >>> bool(jnp.allclose(optax.apply_updates(optimizer.target, updates)['w'],
+      ...                   legacy.target['w']))
+      True
+    """
+    tx = self.optax_transform(hyper_params)
+    return _legacy_to_optax(self, tx, params, state)[0]
+
+  def init_state(self, params) -> OptimizerState:
+    return OptimizerState(jnp.asarray(0, dtype=jnp.int32), _init_param_states(self, params))
+
+  def apply_gradient(self, hyper_params, params, state, grads):
+    """Applies ``grads`` to ``params``; returns ``(new_params, new_state)``.
+
+    Raises:
+      ValueError: ``grads`` differs from ``params`` in tree structure or in a leaf's shape.
+    """
+    _tree.check_grads(params, grads)
+    new_params, new_param_states = _apply_gradient(self, hyper_params, params, state, grads)
+    return new_params, OptimizerState(state.step + 1, new_param_states)
+
+  def init_param_state(self, param):
+    """The legacy state of one parameter (legacy per-leaf protocol)."""
+    return _init_param_states(self, param)
+
+  def apply_param_gradient(self, step, hyper_params, param, state, grad):
+    """One parameter's ``(new_param, new_state)`` (legacy per-leaf protocol)."""
+    return _apply_gradient(self, hyper_params, param, OptimizerState(step, state), grad)

@@ -1,40 +1,24 @@
-"""``MultiOptimizer`` plumbing: traversals -> labels, groups -> one ``optax.multi_transform``.
+"""``MultiOptimizer`` plumbing: traversals -> per-leaf group labels, masked group trees.
 
-A legacy ``MultiOptimizer((traversal_0, def_0), (traversal_1, def_1), ...)`` is, in optax terms,
-``optax.multi_transform({'0': group(def_0), '1': group(def_1), ..., 'unmatched':
-optax.set_to_zero()}, labels)``:
-
-* ``labels`` mirrors the target; a leaf's label names the one traversal that selects it, or
-  ``'unmatched'``. The traversals are run once per target structure on a tree of stand-ins
-  (:class:`LeafInfo`), never on values, so the labels are static under ``jax.jit``.
-* ``group(def_i)`` (:func:`group_transform`) is an optax transform whose state is the legacy
-  ``OptimizerState`` of ``def_i`` over the masked target (``optax.MaskedNode`` where the leaf
-  belongs to another group). Built-in optimizers compute their updates with their own optax
-  transform (``_adapter.optax_update``), so a group updates its leaves exactly as the
-  stand-alone optimizer would; any other ``OptimizerDef`` (WeightNorm, a user-written per-leaf
-  subclass, a nested MultiOptimizer) runs its legacy ``apply_gradient`` and reports
-  ``new_params - params`` as its update (``MultiOptimizer.apply_gradient`` takes those new
-  params as they are, so they are not re-rounded).
-* unmatched leaves get ``optax.set_to_zero()`` (not ``optax.masked``'s pass-through of the
-  raw gradient, the pitfall of the update guide's recipe, spec 12.5).
-* the legacy ``param_states`` (one tree, ``None`` for unmatched leaves) is split into the
-  groups' masked states before the update and merged back afterwards (:func:`split_states`,
-  :func:`merge_states`).
+A legacy ``MultiOptimizer((traversal_0, def_0), (traversal_1, def_1), ...)`` updates the leaves
+each traversal selects with that pair's optimizer. Here every leaf gets a label: the index of
+the one traversal that selects it, or ``'unmatched'``. The traversals run once per target
+structure on a tree of stand-ins (:class:`LeafInfo`), never on values, so the labels are static
+under ``jax.jit``. Group ``i`` then sees the target with ``optax.MaskedNode`` (a node without
+leaves, as inside ``optax.masked``) in place of every leaf that is not its own
+(:func:`masked`), and its results are read back by position (:func:`group_leaves`).
 """
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, List, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from . import _adapter
 from . import _tree
 
-__all__ = ['LeafInfo', 'UNMATCHED', 'group_label', 'leaf_dtype', 'structure_key',
-           'param_labels', 'runs_optax_natively', 'group_transform', 'multi_transform',
-           'check_hyper_params', 'split_states', 'group_leaves',
-           'merge_states']
+__all__ = ['LeafInfo', 'UNMATCHED', 'group_label', 'structure_key', 'param_labels',
+           'check_hyper_params', 'masked', 'group_leaves']
 
 UNMATCHED = 'unmatched'
 OVERLAP_MESSAGE = 'Multiple optimizers match the same leaves : '
@@ -115,88 +99,12 @@ def param_labels(traversals: Sequence[Any], params) -> List[str]:
   overlap = {path: sorted(groups)
              for path, groups in zip(_tree.tree_paths(params), owners) if len(groups) > 1}
   if overlap:
+    # Legacy's message: the target's tree with the list of matching pair indices at every leaf.
+    legacy_tree = treedef.unflatten([sorted(groups) for groups in owners])
     raise ValueError(
-        f'{OVERLAP_MESSAGE}{overlap} (leaf path: indices of the (traversal, optimizer) pairs '
-        'selecting it; each leaf may belong to one pair at most).')
+        f'{OVERLAP_MESSAGE}{legacy_tree} (leaf path: indices of the (traversal, optimizer) '
+        f'pairs selecting it: {overlap}; each leaf may belong to one pair at most).')
   return [group_label(groups[0]) if groups else UNMATCHED for groups in owners]
-
-
-# ----------------------------------------------------------------------------- groups
-
-
-def runs_optax_natively(opt_def) -> bool:
-  """True for defs whose whole-tree step is the adapter's (all built-ins but WeightNorm)."""
-  from . import base  # pylint: disable=g-import-not-at-top  (base imports this module)
-  cls = type(opt_def)
-  # pylint: disable=protected-access
-  return (opt_def._has_optax_transform() and not opt_def._is_per_leaf()
-          and cls.init_state is base.OptimizerDef.init_state
-          and cls.apply_gradient is base.OptimizerDef.apply_gradient)
-
-
-def group_transform(opt_def, hyper_params,
-                    init_fn: Optional[Callable[[Any], Any]] = None,
-                    new_params_out: Optional[dict] = None) -> optax.GradientTransformation:
-  """``opt_def`` as an optax transform whose state is its legacy ``OptimizerState``.
-
-  Args:
-    opt_def: any ``OptimizerDef``.
-    hyper_params: the hyper-params of this step (may hold traced values).
-    init_fn: replaces ``opt_def.init_state`` as the transform's ``init`` (used to rebuild an
-      optax state from legacy states that already exist).
-    new_params_out: for a def without a native optax update, ``update`` also stores the new
-      params it computed under ``'params'`` here, so a caller that wants the target itself
-      can take them as they are instead of re-rounding ``params + (new - params)``.
-
-  Returns:
-    An ``optax.GradientTransformation``; ``update`` needs ``params``.
-  """
-  native = runs_optax_natively(opt_def)
-
-  def init(params):
-    return opt_def.init_state(params) if init_fn is None else init_fn(params)
-
-  def update(updates, state, params=None):
-    if params is None:
-      raise ValueError(f'{type(opt_def).__name__} as an optax transform needs params: call '
-                       'update(updates, state, params).')
-    if native:
-      _tree.check_grads(params, updates)
-      new_updates, new_param_states = _adapter.optax_update(
-          opt_def, hyper_params, params, state, updates)
-      return new_updates, state.replace(step=state.step + 1, param_states=new_param_states)
-    # Only the new params exist here; their difference to the old ones is the update
-    # (exact whenever old and new lie within a factor 2 of each other, else 1 ulp).
-    new_params, new_state = opt_def.apply_gradient(hyper_params, params, state, updates)
-    if new_params_out is not None:
-      new_params_out['params'] = new_params
-    new_updates = jax.tree_util.tree_map(lambda new, old: new - old, new_params, params)
-    return new_updates, new_state
-
-  return optax.GradientTransformation(init, update)
-
-
-def multi_transform(sub_optimizers, hyper_params, labels,
-                    init_fns: Optional[Dict[str, Callable[[Any], Any]]] = None,
-                    new_params_out: Optional[Dict[str, dict]] = None
-                    ) -> optax.GradientTransformation:
-  """The ``optax.multi_transform`` of the groups; unmatched leaves get ``set_to_zero``.
-
-  Args:
-    sub_optimizers: the groups' ``OptimizerDef`` s.
-    hyper_params: one hyper-params object per group.
-    labels: a label tree mirroring the params, or a function ``params -> labels``.
-    init_fns: optional ``{label: init}`` overriding the groups' ``init``;
-    new_params_out: optional ``{label: dict}``; see :func:`group_transform`.
-  """
-  init_fns = init_fns or {}
-  new_params_out = new_params_out or {}
-  transforms = {UNMATCHED: optax.set_to_zero()}
-  for i, (opt_def, hp) in enumerate(zip(sub_optimizers, hyper_params)):
-    label = group_label(i)
-    transforms[label] = group_transform(opt_def, hp, init_fns.get(label),
-                                        new_params_out.get(label))
-  return optax.multi_transform(transforms, labels)
 
 
 # ----------------------------------------------------------------------------- hyper-params
@@ -231,44 +139,23 @@ def check_hyper_params(sub_optimizers, hyper_params) -> list:
   return list(hyper_params)
 
 
-# ----------------------------------------------------------------------------- legacy states
+# ----------------------------------------------------------------------------- group trees
 
 
-def _masked_treedef(treedef, labels: List[str], label: str):
-  """Structure of the params with ``optax.MaskedNode`` at every leaf not labelled ``label``
-  (what ``optax.masked`` hands the group's transform)."""
-  masked = treedef.unflatten([0 if l == label else optax.MaskedNode() for l in labels])
-  return jax.tree_util.tree_structure(masked)
-
-
-def split_states(treedef, labels: List[str], leaf_states: list, label: str):
-  """Group ``label``'s legacy states over its masked params (``MaskedNode`` elsewhere)."""
-  return treedef.unflatten([s if l == label else optax.MaskedNode()
-                            for l, s in zip(labels, leaf_states)])
+def masked(treedef, labels: List[str], label: str, leaves: list):
+  """The tree of ``leaves`` with ``optax.MaskedNode`` at every leaf not labelled ``label``."""
+  return treedef.unflatten([leaf if l == label else optax.MaskedNode()
+                            for l, leaf in zip(labels, leaves)])
 
 
 def group_leaves(treedef, labels: List[str], label: str, masked_tree, what: str) -> dict:
-  """``{leaf position: value}`` of group ``label`` from a tree over its masked params."""
+  """``{leaf position: value}`` of group ``label`` from a tree over its masked target."""
+  positions = [j for j, l in enumerate(labels) if l == label]
+  structure = jax.tree_util.tree_structure(
+      masked(treedef, labels, label, [0] * len(labels)))
   try:
-    values = _masked_treedef(treedef, labels, label).flatten_up_to(masked_tree)
+    values = structure.flatten_up_to(masked_tree)
   except (ValueError, TypeError) as e:
     raise ValueError(f'MultiOptimizer: group {label} returned {what} that do not mirror its '
                      f'parameters ({e}).') from None
-  return dict(zip([j for j, l in enumerate(labels) if l == label], values))
-
-
-def merge_states(treedef, labels: List[str], multi_state, sub_optimizers):
-  """The legacy ``param_states`` tree from the groups' states in a ``multi_transform`` state.
-
-  ``multi_state.inner_states[label].inner_state`` is group ``label``'s legacy
-  ``OptimizerState`` (the public fields of ``optax.PartitionState`` / ``optax.MaskedState``).
-  """
-  merged = [None] * len(labels)
-  for i, opt_def in enumerate(sub_optimizers):
-    label = group_label(i)
-    group_state = multi_state.inner_states[label].inner_state
-    found = group_leaves(treedef, labels, label, group_state.param_states,
-                         f'({type(opt_def).__name__}) states')
-    for j, s in found.items():
-      merged[j] = s
-  return treedef.unflatten(merged)
+  return dict(zip(positions, values))

@@ -4,7 +4,7 @@ import optax
 from flax import struct
 
 from . import _transforms
-from .base import OptimizerDef
+from ._adapter import OptaxBackedDef
 
 __all__ = ['AdaBelief']
 
@@ -38,11 +38,11 @@ def adabelief_transform(hyper_params: _AdaBeliefHyperParams) -> optax.GradientTr
   parts = [optax.scale_by_belief(b1=hp.beta1, b2=hp.beta2, eps=hp.eps, eps_root=hp.eps)]
   if not _transforms.is_concrete_zero(hp.weight_decay):
     parts.append(optax.add_decayed_weights(hp.weight_decay))
-  parts.append(_transforms.scale_by_learning_rate(hp.learning_rate))
+  parts.append(_transforms.scale_by_required_learning_rate(hp.learning_rate))
   return optax.chain(*parts)
 
 
-class AdaBelief(OptimizerDef):
+class AdaBelief(OptaxBackedDef):
   """AdaBelief (Zhuang et al., 2020): Adam whose second moment tracks ``(g - m')**2``.
 
   ``m' = b1 * m + (1 - b1) * g``; ``s' = b2 * s + (1 - b2) * (g - m')**2 + eps``;
@@ -76,7 +76,7 @@ class AdaBelief(OptimizerDef):
     Zhuang et al., `AdaBelief Optimizer: Adapting Stepsizes by the Belief in Observed
     Gradients <https://arxiv.org/abs/2010.07468>`_
   """
-  transform_fn = staticmethod(adabelief_transform)
+  build_transform = staticmethod(adabelief_transform)
   param_state_cls = _AdaBeliefParamState
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
 

@@ -4,7 +4,7 @@ import optax
 from flax import struct
 
 from . import _transforms
-from .base import OptimizerDef
+from ._adapter import OptaxBackedDef
 
 __all__ = ['Adadelta']
 
@@ -36,11 +36,11 @@ def adadelta_transform(hyper_params: _AdadeltaHyperParams) -> optax.GradientTran
   parts = [optax.scale_by_adadelta(rho=hp.rho, eps=hp.eps)]
   if not _transforms.is_concrete_zero(hp.weight_decay):
     parts.append(optax.add_decayed_weights(hp.weight_decay))
-  parts.append(_transforms.scale_by_learning_rate(hp.learning_rate))
+  parts.append(_transforms.scale_by_required_learning_rate(hp.learning_rate))
   return optax.chain(*parts)
 
 
-class Adadelta(OptimizerDef):
+class Adadelta(OptaxBackedDef):
   """Adadelta (Zeiler, 2012) with decoupled weight decay scaled by the learning rate.
 
   ``a' = rho * a + (1 - rho) * g**2``; ``delta = sqrt(d + eps) / sqrt(a' + eps) * g``;
@@ -72,7 +72,7 @@ class Adadelta(OptimizerDef):
   References:
     Zeiler, `ADADELTA: An Adaptive Learning Rate Method <https://arxiv.org/abs/1212.5701>`_
   """
-  transform_fn = staticmethod(adadelta_transform)
+  build_transform = staticmethod(adadelta_transform)
   param_state_cls = _AdadeltaParamState
   optax_state_fields = {'sq_avg': 'e_g', 'acc_delta': 'e_x'}
 

@@ -7,7 +7,7 @@ import optax
 from flax import struct
 
 from . import _transforms
-from .base import OptimizerDef
+from ._adapter import OptaxBackedDef
 
 __all__ = ['Adafactor']
 
@@ -81,8 +81,7 @@ def adafactor_transform(hyper_params: _AdafactorHyperParams,
   add_decayed_weights -> *-1``. Legacy computes ``(lr * max(rms(p), eps2)) * y`` where optax
   computes ``(y * lr) * max(rms(p), eps2)``, and ``(1 - w) * p - u`` where optax computes
   ``p - (u + w * p)``: the same terms associated differently (float32 rounding only). The
-  weight decay is not scaled by the learning rate, as legacy. The learning rate is applied as
-  ``-(-lr)`` (two exact negations) so a missing one still fails lazily at the first update.
+  weight decay is not scaled by the learning rate, as legacy.
   """
   hp = hyper_params
   parts = [in_float32(optax.scale_by_factored_rms(
@@ -90,7 +89,7 @@ def adafactor_transform(hyper_params: _AdafactorHyperParams,
       min_dim_size_to_factor=hp.min_dim_size_to_factor, epsilon=hp.epsilon1))]
   if hp.clipping_threshold is not None:
     parts.append(optax.clip_by_block_rms(hp.clipping_threshold))
-  parts += [_transforms.scale_by_learning_rate(hp.learning_rate), optax.scale(-1.0)]
+  parts.append(_transforms.scale_by_required_learning_rate(hp.learning_rate, flip_sign=False))
   if hp.multiply_by_parameter_scale:
     parts.append(optax.scale_by_param_block_rms(hp.epsilon2))
   if hp.beta1 is not None:
@@ -101,7 +100,7 @@ def adafactor_transform(hyper_params: _AdafactorHyperParams,
   return optax.chain(*parts)
 
 
-class Adafactor(OptimizerDef):
+class Adafactor(OptaxBackedDef):
   """Adafactor (Shazeer & Stern, 2018): factored second moments, relative step sizes.
 
   A leaf is factored when ``factored`` and its two largest dimensions are both at least
@@ -173,14 +172,14 @@ class Adafactor(OptimizerDef):
     self.dtype_momentum = jax.dtypes.canonicalize_dtype(dtype_momentum)
     super().__init__(hyper_params)
 
-  def optax_transform(self, hyper_params=None) -> optax.GradientTransformation:
-    """The optax chain for ``hyper_params`` (default: the constructor's).
+  def build_transform(self, hyper_params) -> optax.GradientTransformation:
+    """The optax chain for ``hyper_params``.
 
     The three state-layout fields (``factored``, ``min_dim_size_to_factor``,
     ``multiply_by_parameter_scale``) always come from the constructor, as in legacy.
     """
-    hp = self.hyper_params if hyper_params is None else hyper_params
-    hp = hp.replace(factored=self.hyper_params.factored,
-                    min_dim_size_to_factor=self.hyper_params.min_dim_size_to_factor,
-                    multiply_by_parameter_scale=self.hyper_params.multiply_by_parameter_scale)
+    hp = hyper_params.replace(
+        factored=self.hyper_params.factored,
+        min_dim_size_to_factor=self.hyper_params.min_dim_size_to_factor,
+        multiply_by_parameter_scale=self.hyper_params.multiply_by_parameter_scale)
     return adafactor_transform(hp, self.dtype_momentum)

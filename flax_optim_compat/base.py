@@ -1,13 +1,14 @@
 """The legacy ``flax.optim.base`` API: OptimizerState, OptimizerDef, Optimizer, ReplicatedOptimizer.
 
-The user-visible objects are exactly the legacy ones (same dataclass fields, same state dicts);
-built-in optimizers run their math through optax (see ``_adapter``), user subclasses that
-implement the legacy per-leaf protocol (``init_param_state`` / ``apply_param_gradient``) run
-as they always did.
+The user-visible objects are exactly the legacy ones (same dataclass fields, same state dicts).
+This module is the legacy template: ``OptimizerDef`` maps a per-leaf protocol
+(``init_param_state`` / ``apply_param_gradient``) over the target, as user subclasses written for
+flax.optim expect; the built-ins override it with an optax transform in ``_adapter``;
+``MultiOptimizer`` and ``ReplicatedOptimizer`` delegate to their parts.
 """
 import dataclasses
 import inspect
-from typing import Any, Optional
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +18,7 @@ from flax import serialization
 from flax import struct
 from flax import traverse_util
 
-from . import _adapter
+from . import _transforms
 from . import _tree
 from . import _deprecation
 from . import _multi
@@ -53,15 +54,15 @@ class OptimizerState:
 class OptimizerDef:
   """Defines how an optimizer initialises its state and applies gradients (legacy API).
 
-  Two ways to implement one:
-
-  * built-ins declare ``param_state_cls``, ``optax_state_fields`` and ``optax_transform``;
-    the shared adapter runs the optax transform on the whole tree at once;
-  * user code written for legacy ``flax.optim`` implements ``init_param_state`` and
-    ``apply_param_gradient`` per leaf, and keeps working unchanged.
+  This is the legacy template: a subclass implements ``init_param_state`` and
+  ``apply_param_gradient`` for one parameter, and ``init_state``/``apply_gradient`` map them
+  over the target. The built-in optimizers derive from ``_adapter.OptaxBackedDef`` instead,
+  which runs an optax transform over the whole tree at once with the same state layout;
+  composites (``MultiOptimizer``, ``WeightNorm``, ``ReplicatedOptimizer``) override the
+  whole-tree methods and call their parts' public methods.
 
   Args:
-    hyper_params: a ``flax.struct.dataclass`` of hyper-parameters.
+    hyper_params: a ``flax.struct`` dataclass of hyper-parameters.
 
   Examples:
     A legacy-style custom optimizer (the per-leaf protocol):
@@ -80,100 +81,31 @@ class OptimizerDef:
     >>> opt = SignSGD(_HP(0.5)).create({'w': jnp.array([1.0, 1.0])})
     >>> opt.apply_gradient({'w': jnp.array([3.0, -2.0])}).target['w']
     Array([0.5, 1.5], dtype=float32)
+    >>> opt.optimizer_def
+    SignSGD(learning_rate=0.5)
   """
-
-  # Built-ins set these (data only; the translation lives in _adapter):
-  #   transform_fn        staticmethod: hyper_params -> optax.GradientTransformation
-  #   param_state_cls     the legacy per-leaf dataclass, or None for a `()` state
-  #   optax_state_fields  {legacy field: optax state field}
-  transform_fn = None
-  param_state_cls: Optional[type] = None
-  optax_state_fields: dict = {}
 
   def __init__(self, hyper_params):
     self.hyper_params = hyper_params
     _deprecation.warn_deprecated(_deprecation.USE_OPTAX)
 
-  # -- optax backing -------------------------------------------------------------------
-
-  def optax_transform(self, hyper_params=None) -> optax.GradientTransformation:
-    """The optax ``GradientTransformation`` computing this optimizer's update.
-
-    Args:
-      hyper_params: the hyper-params to build it for; defaults to ``self.hyper_params``.
-
-    Returns:
-      An ``optax.GradientTransformation`` (the update includes ``-learning_rate``).
-    """
-    if self.transform_fn is None:
-      raise NotImplementedError(
-          f'{type(self).__name__} is a per-leaf (legacy protocol) optimizer and has no optax '
-          'transform.')
-    return self.transform_fn(self.hyper_params if hyper_params is None else hyper_params)
-
-  def optax_state(self, params, state) -> optax.OptState:
-    """The state of :meth:`optax_transform` equivalent to the legacy ``state`` for ``params``.
-
-    With ``tx = opt_def.optax_transform()``, ``tx.update(grads, opt_def.optax_state(params,
-    state), params)`` continues exactly where the legacy optimizer stopped: the one-call way
-    to move a restored legacy checkpoint to plain optax.
-
-    Examples:
-      >>> import jax.numpy as jnp
-      >>> import optax
-      >>> import flax_optim_compat as optim
-      >>> optimizer = optim.Adam(0.1).create({'w': jnp.array([1.0])})
-      >>> optimizer = optimizer.apply_gradient({'w': jnp.array([4.0])})
-      >>> tx = optimizer.optimizer_def.optax_transform()
-      >>> opt_state = optimizer.optax_state()
-      >>> updates, opt_state = tx.update({'w': jnp.array([2.0])}, opt_state, optimizer.target)
-      >>> legacy = optimizer.apply_gradient({'w': jnp.array([2.0])})
-      >>> bool(jnp.allclose(optax.apply_updates(optimizer.target, updates)['w'],
-      ...                   legacy.target['w']))
-      True
-    """
-    if self._is_per_leaf():
-      raise NotImplementedError(
-          f'{type(self).__name__} implements the legacy per-leaf protocol and has no optax '
-          'state; port its apply_param_gradient to an optax transform first.')
-    return _adapter.to_optax_state(self, params, state)
-
-  def _has_optax_transform(self) -> bool:
-    return (self.transform_fn is not None
-            or type(self).optax_transform is not OptimizerDef.optax_transform)
-
-  def _is_per_leaf(self) -> bool:
-    # A subclass that implements the legacy per-leaf protocol itself keeps it, even when it
-    # derives from a built-in optax-backed optimizer.
-    return type(self).apply_param_gradient is not OptimizerDef.apply_param_gradient
+  def __repr__(self):
+    return f'{type(self).__name__}({_hyper_params_repr(self.hyper_params)})'
 
   # -- the legacy per-leaf protocol ----------------------------------------------------
 
   def apply_param_gradient(self, step, hyper_params, param, state, grad):
-    """Applies ``grad`` to one parameter; returns ``(new_param, new_state)``.
-
-    Built-ins answer through their optax transform on a one-leaf tree; legacy custom
-    optimizers override this.
-    """
-    if not self._has_optax_transform():
-      raise NotImplementedError()
-    new_param, new_state = _adapter.apply_gradient(
-        self, hyper_params, param, OptimizerState(step, state), grad)
-    return new_param, new_state
+    """Applies ``grad`` to one parameter; returns ``(new_param, new_state)``."""
+    raise NotImplementedError()
 
   def init_param_state(self, param):
     """The initial state of one parameter."""
-    if not self._has_optax_transform():
-      raise NotImplementedError()
-    return _adapter.init_param_states(self, param)
+    raise NotImplementedError()
 
   # -- whole-tree API --------------------------------------------------------------------
 
   def init_state(self, params) -> OptimizerState:
-    if self._is_per_leaf():
-      param_states = jax.tree_util.tree_map(self.init_param_state, params)
-    else:
-      param_states = _adapter.init_param_states(self, params)
+    param_states = jax.tree_util.tree_map(self.init_param_state, params)
     return OptimizerState(jnp.asarray(0, dtype=jnp.int32), param_states)
 
   def apply_gradient(self, hyper_params, params, state, grads):
@@ -183,29 +115,30 @@ class OptimizerDef:
       ValueError: ``grads`` differs from ``params`` in tree structure or in a leaf's shape.
     """
     _tree.check_grads(params, grads)
-    if self._is_per_leaf():
-      treedef = jax.tree_util.tree_structure(params)
-      out = [self.apply_param_gradient(state.step, hyper_params, p, s, g)
-             for p, s, g in zip(treedef.flatten_up_to(params),
-                                _tree.per_leaf_states(self, treedef, state.param_states),
-                                treedef.flatten_up_to(grads))]
-      new_params = treedef.unflatten([p for p, _ in out])
-      new_param_states = treedef.unflatten([s for _, s in out])
-    else:
-      new_params, new_param_states = _adapter.apply_gradient(
-          self, hyper_params, params, state, grads)
+    treedef = jax.tree_util.tree_structure(params)
+    out = [self.apply_param_gradient(state.step, hyper_params, p, s, g)
+           for p, s, g in zip(treedef.flatten_up_to(params),
+                              _tree.per_leaf_states(self, treedef, state.param_states),
+                              treedef.flatten_up_to(grads))]
+    new_params = treedef.unflatten([p for p, _ in out])
+    new_param_states = treedef.unflatten([s for _, s in out])
     return new_params, OptimizerState(state.step + 1, new_param_states)
 
   def update_hyper_params(self, **hyper_param_overrides):
     """The hyper-params for one step: ``self.hyper_params`` with the overrides applied.
 
-    ``hyper_params=`` replaces the whole object; other keywords replace single fields (an
+    ``hyper_params=`` replaces the base object; other keywords replace single fields (an
     unknown name raises ``TypeError``, as legacy).
     """
     hp = hyper_param_overrides.pop('hyper_params', self.hyper_params)
     if hyper_param_overrides:
       hp = hp.replace(**hyper_param_overrides)
     return hp
+
+  def current_hyper_params(self, target, state) -> dict:
+    """``{name: value}`` of the hyper-params a step uses (this def's own, for the template)."""
+    del target, state
+    return _hyper_params_dict(self.hyper_params)
 
   def create(self, target, focus=None) -> 'Optimizer':
     """Creates an :class:`Optimizer` for ``target``; ``focus`` (a traversal) limits the update."""
@@ -223,6 +156,36 @@ class OptimizerDef:
   def restore_state(self, opt_target, opt_state, state_dict):
     """``(target, state)`` restored from ``state_dict``; only the structure of the inputs is used."""
     return _restore.restore_target_and_state(self, opt_target, opt_state, state_dict)
+
+  # -- optax (implemented by the optax-backed defs) --------------------------------------
+
+  def optax_transform(self, hyper_params=None) -> optax.GradientTransformation:
+    """The optax ``GradientTransformation`` computing this optimizer's update."""
+    del hyper_params
+    raise NotImplementedError(
+        f'{type(self).__name__} implements the legacy per-leaf protocol and has no optax '
+        'transform; port its apply_param_gradient to an optax transform first.')
+
+  def optax_state(self, params, state, hyper_params=None) -> optax.OptState:
+    """The state of :meth:`optax_transform` holding the legacy ``state`` for ``params``."""
+    del params, state, hyper_params
+    raise NotImplementedError(
+        f'{type(self).__name__} implements the legacy per-leaf protocol and has no optax '
+        'state; port its apply_param_gradient to an optax transform first.')
+
+
+def _hyper_params_dict(hyper_params) -> dict:
+  if dataclasses.is_dataclass(hyper_params):
+    return {f.name: _hyper_params_dict(getattr(hyper_params, f.name))
+            for f in dataclasses.fields(hyper_params)}
+  return hyper_params
+
+
+def _hyper_params_repr(hyper_params) -> str:
+  if dataclasses.is_dataclass(hyper_params):
+    return ', '.join(f'{f.name}={getattr(hyper_params, f.name)!r}'
+                     for f in dataclasses.fields(hyper_params))
+  return repr(hyper_params)
 
 
 @dataclasses.dataclass
@@ -318,10 +281,18 @@ class Optimizer(struct.PyTreeNode):
   def optax_state(self) -> optax.OptState:
     """This optimizer's state as the state of ``optimizer_def.optax_transform()``.
 
-    See :meth:`OptimizerDef.optax_state`; ``(optimizer.target, optimizer.optax_state())`` are
+    See ``OptaxBackedDef.optax_state``; ``(optimizer.target, optimizer.optax_state())`` are
     the params and state to carry on with plain optax.
     """
     return self.optimizer_def.optax_state(self.target, self.state)
+
+  def current_hyper_params(self) -> dict:
+    """``{name: value}`` of the hyper-params the last step used (schedules evaluated).
+
+    Built-in optimizers report their def's hyper-params; a ``from_optax`` optimizer reports
+    what its optax state recorded.
+    """
+    return self.optimizer_def.current_hyper_params(self.target, self.state)
 
   def state_dict(self):
     return self.optimizer_def.state_dict(self.target, self.state)
@@ -381,8 +352,14 @@ class ReplicatedOptimizer(OptimizerDef):
     self.devices = jax.local_devices() if devices is None else devices
     self.axis_name = axis_name
 
+  def __repr__(self):
+    return f'{type(self).__name__}({self.optimizer_def!r}, axis_name={self.axis_name!r})'
+
   def init_state(self, params):
     return self.optimizer_def.init_state(params)
+
+  def current_hyper_params(self, target, state) -> dict:
+    return self.optimizer_def.current_hyper_params(target, state)
 
   def apply_gradient(self, hyper_params, params, state, grads):
     size = jax.lax.psum(1, self.axis_name)
@@ -451,7 +428,8 @@ class MultiOptimizer(OptimizerDef):
     in turn; ``hyper_params=`` lists of the wrong length or type raise instead of silently
     dropping the trailing groups' state; overlapping traversals are reported by leaf path;
     sub-optimizers need not implement ``init_param_state`` (WeightNorm can be a group);
-    empty targets and sub-tree selections work.
+    empty targets and sub-tree selections work; a group that selects no parameter is
+    skipped (legacy also ran nothing for it).
   """
 
   def __init__(self, *traversals_and_optimizers):
@@ -474,8 +452,11 @@ class MultiOptimizer(OptimizerDef):
     self.sub_optimizers = tuple(sub_optimizers)
     self._labels_cache = {}
 
+  def __repr__(self):
+    return f'{type(self).__name__}({", ".join(repr(opt) for opt in self.sub_optimizers)})'
+
   def _labels(self, params):
-    """Per-leaf labels of ``params``; cached per tree structure, shapes and dtypes."""
+    """Per-leaf group labels of ``params``; cached per tree structure, shapes and dtypes."""
     key = _multi.structure_key(params)
     labels = self._labels_cache.get(key)
     if labels is None:
@@ -485,17 +466,19 @@ class MultiOptimizer(OptimizerDef):
       self._labels_cache[key] = labels
     return labels
 
-  def _label_tree(self, params):
-    return jax.tree_util.tree_structure(params).unflatten(self._labels(params))
+  def _groups(self, params):
+    """``(index, label, sub-optimizer)`` of every group that selects at least one leaf."""
+    labels = set(self._labels(params))
+    return [(i, _multi.group_label(i), opt) for i, opt in enumerate(self.sub_optimizers)
+            if _multi.group_label(i) in labels]
 
   def optax_transform(self, hyper_params=None) -> optax.GradientTransformation:
-    """The optax transform of this MultiOptimizer: ``optax.multi_transform`` of the groups.
+    """``optax.multi_transform`` of the groups' own optax transforms.
 
-    Labels are derived from the traversals for the tree ``init`` (params) and ``update``
-    (updates; so a dtype-dependent filter sees the gradients' dtypes there) receive;
-    unmatched leaves get ``optax.set_to_zero()``; each group's optax state is its
-    sub-optimizer's legacy ``OptimizerState`` over the masked params, and ``update`` needs
-    ``params``.
+    Labels are derived from the traversals for the tree that ``init`` (params) and ``update``
+    (updates) receive; unmatched leaves get ``optax.set_to_zero()`` (not the pass-through of
+    ``optax.masked``, where params selected by no group would still move). Every group must
+    have an optax transform (WeightNorm and legacy per-leaf defs have none).
 
     Args:
       hyper_params: the list of per-group hyper-params (default ``self.hyper_params``).
@@ -505,9 +488,13 @@ class MultiOptimizer(OptimizerDef):
     """
     hps = self.hyper_params if hyper_params is None else hyper_params
     hps = _multi.check_hyper_params(self.sub_optimizers, hps)
-    return _multi.multi_transform(self.sub_optimizers, hps, self._label_tree)
+    transforms = {_multi.UNMATCHED: optax.set_to_zero()}
+    for i, (opt, hp) in enumerate(zip(self.sub_optimizers, hps)):
+      transforms[_multi.group_label(i)] = opt.optax_transform(hp)
+    label_tree = lambda tree: jax.tree_util.tree_structure(tree).unflatten(self._labels(tree))
+    return optax.multi_transform(transforms, label_tree)
 
-  def optax_state(self, params, state):
+  def optax_state(self, params, state, hyper_params=None):
     raise NotImplementedError(
         'MultiOptimizer has no single optax state to convert to; convert each group with '
         'sub_optimizers[i].optax_state(...) over its params, and combine the groups with '
@@ -522,12 +509,20 @@ class MultiOptimizer(OptimizerDef):
   def init_state(self, params) -> OptimizerState:
     labels = self._labels(params)
     treedef = jax.tree_util.tree_structure(params)
-    tx = _multi.multi_transform(self.sub_optimizers, self.hyper_params, treedef.unflatten(labels))
-    param_states = _multi.merge_states(treedef, labels, tx.init(params), self.sub_optimizers)
-    return OptimizerState(jnp.asarray(0, dtype=jnp.int32), param_states)
+    param_leaves = treedef.flatten_up_to(params)
+    new_states = [None] * len(labels)
+    for _, label, opt in self._groups(params):
+      group_state = opt.init_state(_multi.masked(treedef, labels, label, param_leaves))
+      for j, s in _multi.group_leaves(treedef, labels, label, group_state.param_states,
+                                      f'({opt!r}) states').items():
+        new_states[j] = s
+    return OptimizerState(jnp.asarray(0, dtype=jnp.int32), treedef.unflatten(new_states))
 
   def apply_gradient(self, hyper_params, params, state, grads):
     """Applies ``grads``: each group through its sub-optimizer, unmatched params unchanged.
+
+    Every group gets the target with ``optax.MaskedNode`` in place of the other groups'
+    leaves, and the global step.
 
     Raises:
       ValueError: ``grads`` differs from ``params`` in structure or shapes; ``hyper_params``
@@ -538,56 +533,56 @@ class MultiOptimizer(OptimizerDef):
     _tree.check_grads(params, grads)
     labels = self._labels(params)
     treedef = jax.tree_util.tree_structure(params)
-    leaf_states = _tree.per_leaf_states(self, treedef, state.param_states)
-
-    def restore(label):  # the groups' optax states are their existing legacy states
-      return lambda masked_params: OptimizerState(
-          state.step, _multi.split_states(treedef, labels, leaf_states, label))
-
-    group_labels = [_multi.group_label(i) for i in range(len(self.sub_optimizers))]
-    exact = {label: {} for label in group_labels}
-    tx = _multi.multi_transform(self.sub_optimizers, hyper_params, treedef.unflatten(labels),
-                                {label: restore(label) for label in group_labels}, exact)
-    updates, new_multi_state = tx.update(grads, tx.init(params), params)
-    new_leaves = treedef.flatten_up_to(optax.apply_updates(params, updates))
-    # Groups without a native optax update (WeightNorm, per-leaf user defs) computed their
-    # new params themselves: take them as they are rather than params + (new - params).
-    for label, out in exact.items():
-      if 'params' in out:
-        for j, new in _multi.group_leaves(treedef, labels, label, out['params'],
-                                          'params').items():
-          new_leaves[j] = new
-    # Unmatched params are returned as they came (bit for bit, also -0.0 and NaN).
-    new_params = treedef.unflatten([
-        old if label == _multi.UNMATCHED else new
-        for old, new, label in zip(treedef.flatten_up_to(params), new_leaves, labels)])
-    new_param_states = _multi.merge_states(treedef, labels, new_multi_state, self.sub_optimizers)
-    return new_params, OptimizerState(state.step + 1, new_param_states)
+    param_leaves = treedef.flatten_up_to(params)
+    grad_leaves = treedef.flatten_up_to(grads)
+    state_leaves = _tree.per_leaf_states(self, treedef, state.param_states)
+    new_params, new_states = list(param_leaves), [None] * len(labels)
+    for i, label, opt in self._groups(params):
+      masked = lambda leaves: _multi.masked(treedef, labels, label, leaves)  # pylint: disable=cell-var-from-loop
+      try:
+        group_params, group_state = opt.apply_gradient(
+            hyper_params[i], masked(param_leaves),
+            OptimizerState(state.step, masked(state_leaves)), masked(grad_leaves))
+      except _transforms.MissingLearningRateError as e:
+        raise _transforms.MissingLearningRateError(
+            f'{e} (sub-optimizer {i} of the MultiOptimizer, {opt!r})') from None
+      for j, p in _multi.group_leaves(treedef, labels, label, group_params,
+                                      f'({opt!r}) params').items():
+        new_params[j] = p
+      for j, s in _multi.group_leaves(treedef, labels, label, group_state.param_states,
+                                      f'({opt!r}) states').items():
+        new_states[j] = s
+    return (treedef.unflatten(new_params),
+            OptimizerState(state.step + 1, treedef.unflatten(new_states)))
 
   def update_hyper_params(self, **hyper_param_overrides):
     """The list of per-group hyper-params for one step.
 
     ``hyper_params=`` replaces the whole list (checked: one object per pair, of that
-    sub-optimizer's hyper-param class); every other keyword is applied to every group (an
-    unknown name raises ``TypeError``, as legacy).
+    sub-optimizer's hyper-param class); every other keyword is applied to every group by the
+    group's own ``update_hyper_params`` (an unknown name raises ``TypeError``, as legacy).
     """
-    if 'hyper_params' in hyper_param_overrides:
-      hps = hyper_param_overrides.pop('hyper_params')
-    else:
-      hps = self.hyper_params
+    hps = hyper_param_overrides.pop('hyper_params', self.hyper_params)
     hps = _multi.check_hyper_params(self.sub_optimizers, hps)
     if not hyper_param_overrides:
       return hps
     out = []
     for i, (opt, hp) in enumerate(zip(self.sub_optimizers, hps)):
       try:
-        if hp is opt.hyper_params:  # the sub-optimizer's own rules (WeightNorm: wn_decay, ...)
-          out.append(opt.update_hyper_params(**hyper_param_overrides))
-        elif isinstance(opt, MultiOptimizer):
-          out.append(opt.update_hyper_params(hyper_params=hp, **hyper_param_overrides))
-        else:
-          out.append(hp.replace(**hyper_param_overrides))
+        out.append(opt.update_hyper_params(hyper_params=hp, **hyper_param_overrides))
       except TypeError as e:
         raise TypeError(f'{e} (override for sub-optimizer {i}, {type(opt).__name__}; a '
                         'keyword override applies to every sub-optimizer)') from e
     return out
+
+  def current_hyper_params(self, target, state) -> list:
+    """One ``{name: value}`` dict per group (see ``Optimizer.current_hyper_params``)."""
+    labels = self._labels(target)
+    treedef = jax.tree_util.tree_structure(target)
+    target_leaves = treedef.flatten_up_to(target)
+    state_leaves = _tree.per_leaf_states(self, treedef, state.param_states)
+    return [opt.current_hyper_params(
+        _multi.masked(treedef, labels, _multi.group_label(i), target_leaves),
+        OptimizerState(state.step, _multi.masked(treedef, labels, _multi.group_label(i),
+                                                 state_leaves)))
+            for i, opt in enumerate(self.sub_optimizers)]

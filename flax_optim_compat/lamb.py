@@ -5,7 +5,7 @@ import optax
 from flax import struct
 
 from . import _transforms
-from .base import OptimizerDef
+from ._adapter import OptaxBackedDef
 
 __all__ = ['LAMB']
 
@@ -80,11 +80,11 @@ def lamb_transform(hyper_params: _LAMBHyperParams) -> optax.GradientTransformati
   if not _transforms.is_concrete_zero(hp.weight_decay):
     parts.append(optax.add_decayed_weights(hp.weight_decay))
   parts.append(scale_by_lamb_trust_ratio())
-  parts.append(_transforms.scale_by_learning_rate(hp.learning_rate))
+  parts.append(_transforms.scale_by_required_learning_rate(hp.learning_rate))
   return optax.chain(*parts)
 
 
-class LAMB(OptimizerDef):
+class LAMB(OptaxBackedDef):
   """LAMB (You et al., 2019): Adam's step (plus decay), rescaled per leaf by a trust ratio.
 
   ``u = m_hat / (sqrt(v_hat) + eps) + weight_decay * p`` (Adam's moments and bias
@@ -119,7 +119,7 @@ class LAMB(OptimizerDef):
     You et al., `Large Batch Optimization for Deep Learning: Training BERT in 76 minutes
     <https://arxiv.org/abs/1904.00962>`_
   """
-  transform_fn = staticmethod(lamb_transform)
+  build_transform = staticmethod(lamb_transform)
   param_state_cls = _LAMBParamState
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
 

@@ -5,7 +5,7 @@ import optax
 from flax import struct
 
 from . import _transforms
-from .base import OptimizerDef
+from ._adapter import OptaxBackedDef
 
 __all__ = ['LARS']
 
@@ -33,11 +33,11 @@ def scale_by_lars_trust_ratio(learning_rate, weight_decay=0., trust_coefficient=
   Differs from ``optax.lars``'s trust ratio in the denominator: optax uses the norm of the
   decayed gradient, ``||g + wd * p|| + eps``, and tests that norm for zero; legacy adds the
   two norms and tests the raw ``||g||``. They agree only when ``weight_decay == 0`` and differ
-  by ~1% of the parameters otherwise (spec 12.2), so we keep legacy's form. The learning rate
-  is applied here, before the momentum (``optax.trace`` chained after this), because legacy's
-  momentum buffer accumulates ``lr``-scaled steps: with a per-step ``learning_rate`` override
-  that is a different trajectory from scaling the momentum afterwards, and it keeps the stored
-  ``momentum`` equal to legacy's, sign included.
+  by ~1% of the parameters otherwise (measured over 50 steps), so we keep legacy's form. The
+  learning rate is applied here, before the momentum (``optax.trace`` chained after this),
+  because legacy's momentum buffer accumulates ``lr``-scaled steps: with a per-step
+  ``learning_rate`` override that is a different trajectory from scaling the momentum
+  afterwards, and it keeps the stored ``momentum`` equal to legacy's, sign included.
 
   Args:
     learning_rate: the step size; ``None`` fails at the first update (legacy behaviour).
@@ -99,7 +99,7 @@ def lars_transform(hyper_params: _LARSHyperParams) -> optax.GradientTransformati
       optax.scale(-1.0))
 
 
-class LARS(OptimizerDef):
+class LARS(OptaxBackedDef):
   """LARS (You et al., 2017): momentum SGD with a per-leaf trust ratio on the learning rate.
 
   ``r = tc * ||p|| / (||g|| + wd * ||p|| + eps)`` (1 if ``||g||`` or ``||p||`` is 0);
@@ -133,7 +133,7 @@ class LARS(OptimizerDef):
     You et al., `Large Batch Training of Convolutional Networks
     <https://arxiv.org/abs/1708.03888>`_
   """
-  transform_fn = staticmethod(lars_transform)
+  build_transform = staticmethod(lars_transform)
   param_state_cls = _LARSParamState
   optax_state_fields = {'momentum': 'trace'}
 

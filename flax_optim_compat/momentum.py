@@ -4,7 +4,7 @@ import optax
 from flax import struct
 
 from . import _transforms
-from .base import OptimizerDef
+from ._adapter import OptaxBackedDef
 
 __all__ = ['Momentum']
 
@@ -34,11 +34,11 @@ def momentum_transform(hyper_params: _MomentumHyperParams) -> optax.GradientTran
   if not _transforms.is_concrete_zero(hp.weight_decay):
     parts.append(optax.add_decayed_weights(hp.weight_decay))
   parts.append(optax.trace(decay=hp.beta, nesterov=hp.nesterov))
-  parts.append(_transforms.scale_by_learning_rate(hp.learning_rate))
+  parts.append(_transforms.scale_by_required_learning_rate(hp.learning_rate))
   return optax.chain(*parts)
 
 
-class Momentum(OptimizerDef):
+class Momentum(OptaxBackedDef):
   """Momentum SGD: ``m' = beta * m + g``; ``p' = p - lr * m'`` (or the Nesterov step).
 
   Args:
@@ -59,7 +59,7 @@ class Momentum(OptimizerDef):
     none; ``optax.sgd(lr, momentum=beta, nesterov=nesterov)`` (with
     ``optax.add_decayed_weights(weight_decay)`` chained first) is bit-identical.
   """
-  transform_fn = staticmethod(momentum_transform)
+  build_transform = staticmethod(momentum_transform)
   param_state_cls = _MomentumParamState
   optax_state_fields = {'momentum': 'trace'}
 

@@ -4,7 +4,7 @@ import optax
 from flax import struct
 
 from . import _transforms
-from .base import OptimizerDef
+from ._adapter import OptaxBackedDef
 
 __all__ = ['RMSProp']
 
@@ -37,10 +37,10 @@ def rmsprop_transform(hyper_params: _RMSPropHyperParams) -> optax.GradientTransf
                     'traced value (pass a Python bool, not a jit argument).')
   scale_by = optax.scale_by_stddev if hp.centered else optax.scale_by_rms
   return optax.chain(scale_by(decay=hp.beta2, eps=hp.eps, eps_in_sqrt=False),
-                     _transforms.scale_by_learning_rate(hp.learning_rate))
+                     _transforms.scale_by_required_learning_rate(hp.learning_rate))
 
 
-class RMSProp(OptimizerDef):
+class RMSProp(OptaxBackedDef):
   """RMSProp: ``v' = b2 * v + (1 - b2) * g**2``; ``p' = p - lr * g / (sqrt(v') + eps)``.
 
   Centered: also ``mg' = b2 * mg + (1 - b2) * g`` and ``v'`` above is replaced by
@@ -63,10 +63,10 @@ class RMSProp(OptimizerDef):
 
   Differences from optax:
     none with ``eps_in_sqrt=False``: ``optax.rmsprop`` defaults to ``eps`` inside the square
-    root (``rsqrt(v' + eps)``), which differs by up to ~2% of the parameters over 50 steps
-    (spec 12.2). ``v`` maps to ``nu`` and ``mg`` to ``ScaleByRStdDevState.mu``.
+    root (``rsqrt(v' + eps)``), which we measured to differ by up to ~2% of the parameters
+    over 50 steps. ``v`` maps to ``nu`` and ``mg`` to ``ScaleByRStdDevState.mu``.
   """
-  transform_fn = staticmethod(rmsprop_transform)
+  build_transform = staticmethod(rmsprop_transform)
   param_state_cls = _RMSPropParamState
   optax_state_fields = {'v': 'nu', 'mg': 'mu'}
 

@@ -4,7 +4,7 @@ import optax
 from flax import struct
 
 from . import _transforms
-from .base import OptimizerDef
+from ._adapter import OptaxBackedDef
 
 __all__ = ['GradientDescent']
 
@@ -20,10 +20,10 @@ class _GradientDescentHyperParams:
 def gradient_descent_transform(hyper_params: _GradientDescentHyperParams
                                ) -> optax.GradientTransformation:
   """``p - lr * g``: exactly ``optax.sgd(lr)``."""
-  return _transforms.scale_by_learning_rate(hyper_params.learning_rate)
+  return _transforms.scale_by_required_learning_rate(hyper_params.learning_rate)
 
 
-class GradientDescent(OptimizerDef):
+class GradientDescent(OptaxBackedDef):
   """Gradient descent: ``p' = p - learning_rate * g``.
 
   Args:
@@ -41,7 +41,7 @@ class GradientDescent(OptimizerDef):
     none; ``optax.sgd(learning_rate)`` gives bit-identical updates.
   """
 
-  transform_fn = staticmethod(gradient_descent_transform)
+  build_transform = staticmethod(gradient_descent_transform)
 
   def __init__(self, learning_rate=None):
     super().__init__(_GradientDescentHyperParams(learning_rate))

@@ -1,4 +1,5 @@
 """Legacy ``flax.optim.weight_norm``: weight normalisation around any other optimizer."""
+import dataclasses
 from typing import Any
 
 import jax
@@ -7,6 +8,7 @@ import numpy as np
 import optax
 from flax import struct
 
+from . import _layouts
 from . import _tree
 from .base import OptimizerDef
 from .base import OptimizerState
@@ -113,12 +115,33 @@ class WeightNorm(OptimizerDef):
         'WeightNorm has no optax transform (it keeps direction and scale in its state); its '
         'wrapped optimizer has one: wrapped_optimizer.optax_transform().')
 
+  def optax_state(self, params, state, hyper_params=None):
+    """Not available: see :meth:`optax_transform`."""
+    raise NotImplementedError(
+        'WeightNorm has no optax state (it keeps direction and scale in its state); its '
+        'wrapped optimizer has one: wrapped_optimizer.optax_state(...) of the directions and '
+        'scales.')
+
+  def __repr__(self):
+    hp = self.hyper_params
+    return (f'{type(self).__name__}({self.wrapped_optimizer!r}, wn_decay={hp.wn_decay!r}, '
+            f'wn_eps={hp.wn_eps!r})')
+
   def update_hyper_params(self, **hyper_param_overrides):
-    """``wn_decay`` and ``wn_eps`` are ours; every other override goes to the wrapped def."""
-    wn_decay = hyper_param_overrides.pop('wn_decay', self.hyper_params.wn_decay)
-    wn_eps = hyper_param_overrides.pop('wn_eps', self.hyper_params.wn_eps)
+    """``wn_decay`` and ``wn_eps`` are ours; every other override goes to the wrapped def.
+
+    ``hyper_params=`` may be a whole ``_WeightNormHyperParams`` (it becomes the base, as for
+    every def, e.g. one group's entry of a ``MultiOptimizer`` list) or, as in legacy, the
+    wrapped def's hyper-params (forwarded to it: they replace ``inner``).
+    """
+    base = self.hyper_params
+    if isinstance(hyper_param_overrides.get('hyper_params'), _WeightNormHyperParams):
+      base = hyper_param_overrides.pop('hyper_params')
+    wn_decay = hyper_param_overrides.pop('wn_decay', base.wn_decay)
+    wn_eps = hyper_param_overrides.pop('wn_eps', base.wn_eps)
+    hyper_param_overrides.setdefault('hyper_params', base.inner)
     inner = self.wrapped_optimizer.update_hyper_params(**hyper_param_overrides)
-    return self.hyper_params.replace(inner=inner, wn_decay=wn_decay, wn_eps=wn_eps)
+    return base.replace(inner=inner, wn_decay=wn_decay, wn_eps=wn_eps)
 
   def init_state(self, params) -> OptimizerState:
     leaves_with_paths, treedef = jax.tree_util.tree_flatten_with_path(params)
@@ -191,3 +214,7 @@ class WeightNorm(OptimizerDef):
     return treedef.unflatten([
         _WeightNormParamState(*fields)
         for fields in zip(direction_states, scale_states, directions, scales)])
+
+
+_layouts.register('WeightNorm', [f.name for f in dataclasses.fields(_WeightNormParamState)],
+                  wraps='direction_state')
