@@ -197,6 +197,21 @@ def test_float_state_leaf_restores_with_a_cast(backend, tmp_path):
     restored.apply_gradient(GRADS)  # and it trains on
 
 
+def test_float_state_leaf_cast_into_a_replicated_optimizer(backend, tmp_path):
+  devices = jax.local_devices()[:2]
+  if len(devices) < 2:
+    pytest.skip('needs 2 devices (the suite simulates 8 CPU devices)')
+  saved = _trained(optim.Momentum(0.1, beta=0.9))
+  template = _bfloat16_state_template(optim.Momentum(0.1, beta=0.9)).replicate(devices)
+  checkpoints.save_checkpoint(tmp_path, saved.replicate(devices), 1)
+  for restored in (checkpoints.restore_checkpoint(tmp_path, template),
+                   serialization.from_bytes(template, serialization.to_bytes(saved))):
+    got = restored.state.param_states['dense']['kernel'].momentum
+    assert got.dtype == jnp.bfloat16 and got.shape == (2, 2, 3)
+    want = np.asarray(saved.state.param_states['dense']['kernel'].momentum).astype(jnp.bfloat16)
+    np.testing.assert_array_equal(np.asarray(got[1]), want)
+
+
 @pytest.mark.parametrize('bad_dtype', [np.int32, np.bool_, np.complex64])
 def test_non_float_state_dtype_change_refused(bad_dtype):
   raw = serialization.to_state_dict(_trained(optim.Momentum(0.1)))
