@@ -8,10 +8,13 @@ loop would hold.
 
 Per-step overrides (``apply_gradient(grads, learning_rate=lr)``) go through
 ``optax.inject_hyperparams``: its state keeps every numeric hyper-parameter in
-``state.hyperparams``, which its ``update`` reads. An override is written there for one update
-and the previous value is put back in the new state, so it holds for that call only and a
-traced value compiles once. A hyper-parameter given as a schedule is not overridable: optax
-evaluates the schedule at every update and ignores ``state.hyperparams`` for it.
+``state.hyperparams``, which its ``update`` reads and records in the new state. Before every
+update the def writes its own values (``hyper_params``, as legacy defs hold theirs) with the
+call's overrides on top, so an override holds for that call only, the state records what the
+update used, and a traced value compiles once. A transform injected outside ``from_optax``
+keeps its values in its state only: an override of one of those is put back after the update.
+A hyper-parameter given as a schedule is not overridable: optax evaluates the schedule at every
+update and ignores ``state.hyperparams`` for it.
 """
 import inspect
 from typing import Any, Callable, Dict, List, Mapping, Tuple
@@ -49,9 +52,8 @@ def _overridable(injected) -> List[str]:
 
 
 def _is_numeric(value) -> bool:
-  """What ``optax.inject_hyperparams`` keeps in ``state.hyperparams`` as a constant."""
-  return (isinstance(value, (int, float, np.ndarray, np.generic, jax.Array))
-          and not isinstance(value, bool))
+  """What ``optax.inject_hyperparams`` keeps in ``state.hyperparams`` as a constant (its rule)."""
+  return isinstance(value, (int, float, jax.Array, np.ndarray)) and not isinstance(value, bool)
 
 
 def _factory_name(factory) -> str:
@@ -65,8 +67,9 @@ class FromOptax(OptimizerDef):
     tx: the transformation: anything with optax's ``init(params)`` and
       ``update(updates, state, params)`` (an ``optax.GradientTransformation``,
       ``optax.MultiSteps``, ...).
-    hyper_params: ``{name: value}`` of the injected constants this def sets at every step
-      (the factory's keyword arguments for ``from_optax(factory, ...)``; ``{}`` otherwise).
+    hyper_params: ``{name: value}`` of the injected constants this def sets before every
+      update (for ``from_optax(factory, ...)`` every numeric argument of the factory, given or
+      defaulted; ``{}`` for a transform given as it is).
     factory: the optax factory ``tx`` was built from with ``optax.inject_hyperparams``, or
       ``None``.
     factory_kwargs: every keyword argument given for ``factory`` (schedules and flags too).
@@ -80,6 +83,8 @@ class FromOptax(OptimizerDef):
     from_optax(sgd, learning_rate=0.5)
     >>> opt_def.hyper_params
     {'learning_rate': 0.5}
+    >>> optim.from_optax(optax.adam, learning_rate=0.1).hyper_params
+    {'learning_rate': 0.1, 'b1': 0.9, 'b2': 0.999, 'eps': 1e-08, 'eps_root': 0.0}
   """
 
   def __init__(self, tx, hyper_params: Mapping[str, Any] | None = None, factory=None,
@@ -118,10 +123,10 @@ class FromOptax(OptimizerDef):
   def update_hyper_params(self, **hyper_param_overrides) -> Dict[str, Any]:
     """The ``{name: value}`` injected for one step: ``self.hyper_params`` with the overrides.
 
-    ``hyper_params=`` (a mapping) replaces ``self.hyper_params``; other keywords set single
-    hyper-parameters. Names are checked against the optax state in :meth:`apply_gradient`
-    (a transform built by the user with ``optax.inject_hyperparams`` says which it has only
-    there).
+    ``hyper_params=`` (a mapping) replaces ``self.hyper_params`` (names it leaves out keep the
+    def's values); other keywords set single hyper-parameters. Names are checked against the
+    optax state in :meth:`apply_gradient` (a transform built by the user with
+    ``optax.inject_hyperparams`` says which it has only there).
     """
     hp = hyper_param_overrides.pop('hyper_params', self.hyper_params)
     if not isinstance(hp, Mapping):
@@ -172,7 +177,11 @@ class FromOptax(OptimizerDef):
     return jax.tree_util.tree_map(set_values, opt_state, is_leaf=_is_injected)
 
   def _restore_hyper_params(self, old_state, new_state, names):
-    """``new_state`` with the constants ``names`` set back to their values in ``old_state``."""
+    """``new_state`` with the constants ``names`` set back to their values in ``old_state``.
+
+    For the names this def does not hold (a transform injected outside ``from_optax``): their
+    value lives in the state only, so a one-call override must not stay there.
+    """
     if not names:
       return new_state
     old_nodes = iter([s for _, s in _injected_states(old_state)])
@@ -193,8 +202,8 @@ class FromOptax(OptimizerDef):
     """One optax update of ``params``; returns ``(new_params, new_state)``.
 
     Args:
-      hyper_params: ``{name: value}`` to inject for this update only (see
-        :meth:`update_hyper_params`).
+      hyper_params: ``{name: value}`` to inject for this update, over ``self.hyper_params``
+        (see :meth:`update_hyper_params`).
       params: the target. An ``optax.LookaheadParams`` target takes the gradients of its
         ``fast`` params (or a ``LookaheadParams`` of gradients, whose ``fast`` part is used).
       state: the ``OptimizerState`` holding the optax state.
@@ -212,19 +221,21 @@ class FromOptax(OptimizerDef):
         _tree.check_grads(params.fast, grads)
     else:
       _tree.check_grads(params, grads)
-    hyper_params = self.update_hyper_params(hyper_params=hyper_params)
+    hyper_params = {**self.hyper_params, **self.update_hyper_params(hyper_params=hyper_params)}
     self._check_names(state.param_states, hyper_params)
     opt_state = self._with_hyper_params(state.param_states, hyper_params)
     updates, new_opt_state = self.tx.update(grads, opt_state, params)
-    new_opt_state = self._restore_hyper_params(state.param_states, new_opt_state, hyper_params)
+    new_opt_state = self._restore_hyper_params(
+        state.param_states, new_opt_state, [n for n in hyper_params if n not in self.hyper_params])
     return optax.apply_updates(params, updates), OptimizerState(state.step + 1, new_opt_state)
 
   def current_hyper_params(self, target, state) -> Dict[str, Any]:
     """``{name: value}`` of the injected hyper-parameters, as the optax state records them.
 
-    Schedules are the values the last update used (optax stores the evaluated value); a
-    constant is the value the def sets at every step (an override holds for its call only
-    and is not recorded, as legacy hyper-params were never part of the state). Several
+    These are the values the last update used, overrides included, and schedules as optax
+    evaluated them; before any update, the initial values. (For a transform injected outside
+    ``from_optax``, a one-call override is put back after its update, so the state shows the
+    transform's own value.) Several
     ``inject_hyperparams`` inside one transform (a ``multi_transform`` of injected groups):
     a name they share is reported once per state, as ``'<path in the optax state>/<name>'``.
     ``{}`` for a transform without injected hyper-parameters.
@@ -327,8 +338,8 @@ def from_optax(tx_or_factory: Any, **hyper_params: Any) -> FromOptax:
     >>> optimizer = step(optimizer, {'w': jnp.array([1.0, -1.0])}, 0.5)
     >>> optimizer.target['w'], int(optimizer.state.step)
     (Array([ 0.5, -0.5], dtype=float32), 1)
-    >>> optimizer.state.param_states.hyperparams['learning_rate']  # the override held once
-    Array(0.1, dtype=float32)
+    >>> optimizer.state.param_states.hyperparams['learning_rate']  # what the step used
+    Array(0.5, dtype=float32)
 
     A transformation as it is, e.g. a chain with clipping:
 
@@ -356,9 +367,10 @@ def from_optax(tx_or_factory: Any, **hyper_params: Any) -> FromOptax:
                     f'{type(tx_or_factory).__name__}.')
   factory: Callable[..., Any] = tx_or_factory
   try:
-    inspect.signature(factory).bind(**hyper_params)
+    bound = inspect.signature(factory).bind(**hyper_params)
   except TypeError as e:
     raise TypeError(f'from_optax({_factory_name(factory)}, ...): {e}.') from None
   tx = optax.inject_hyperparams(factory)(**hyper_params)
-  injected = {k: v for k, v in hyper_params.items() if _is_numeric(v)}
+  bound.apply_defaults()  # optax injects the defaults too
+  injected = {k: v for k, v in bound.arguments.items() if _is_numeric(v)}
   return FromOptax(tx, injected, factory=factory, factory_kwargs=hyper_params)
