@@ -13,8 +13,14 @@ resolve to ``flax_optim_compat`` when flax has no ``optim`` of its own (set
   directory the ``install`` command targets and ignores ``build_lib``, so in ``editable_mode``
   ``build_py`` writes the file there;
 * editable install, legacy ``setup.py develop``: written next to the ``.egg-link``.
+
+The long description (the project page on the package index) is README.md followed by
+migration_guide.md: the index cannot follow the README's relative links, so they are turned
+into pointers to the guide further down the same page (the wheel's METADATA carries both).
+MANIFEST.in puts the guide in the sdist, so a wheel built from the sdist is the same.
 """
 import os
+import re
 
 import setuptools
 from setuptools.command.build_py import build_py as _build_py
@@ -65,4 +71,27 @@ class develop(_develop):  # pylint: disable=invalid-name
       _write_pth(self, self.install_dir)
 
 
-setuptools.setup(cmdclass={'build_py': build_py, 'develop': develop})
+GUIDE = 'migration_guide.md'
+# `[text](migration_guide.md)` or `[text](migration_guide.md#section)`.
+_GUIDE_LINK = re.compile(r'\[([^\]]+)\]\(' + re.escape(GUIDE) + r'(#[^)]*)?\)')
+
+
+def long_description(here=os.path.dirname(os.path.abspath(__file__))):
+  """README.md, then migration_guide.md, with the README's links to the guide made local."""
+  with open(os.path.join(here, 'README.md'), encoding='utf-8') as f:
+    readme = f.read()
+  guide_path = os.path.join(here, GUIDE)
+  if not os.path.exists(guide_path):
+    # A partial copy of the tree (no guide): the README alone, links as written.
+    return readme
+  with open(guide_path, encoding='utf-8') as f:
+    guide = f.read()
+  readme = _GUIDE_LINK.sub(lambda m: f'{m.group(1)} below', readme)
+  return f'{readme.rstrip()}\n\n---\n\n{guide}'
+
+
+setuptools.setup(
+    cmdclass={'build_py': build_py, 'develop': develop},
+    long_description=long_description(),
+    long_description_content_type='text/markdown',
+)
