@@ -4,7 +4,7 @@ tests/legacy_scripts/multiprocess_worker.py is started once per process on 127.0
 processes join with ``jax.distributed.initialize`` (gloo CPU collectives) and together own 8
 simulated CPU devices (2 processes x 4; and 4 x 2). One pair of processes runs every scenario
 in turn and writes its results per process; the tests here compare them with the legacy
-oracle's single-process 8-device runs (tests/fixtures/pmap, made by tools/gen_pmap.py), with
+oracle's single-process 8-device runs (tests/fixtures/pmap, generated in the oracle venv), with
 each other, and with the checkpoint files on disk:
 
 * ``jax_utils.replicate`` + ``pmap`` + ``lax.pmean`` over all 8 devices of both processes;
@@ -19,7 +19,7 @@ each other, and with the checkpoint files on disk:
 * ``DynamicScale.value_and_grad(axis_name=...)`` under that pmap;
 * a process that dies, or never connects, makes the others exit with a named error instead of
   hanging (``jax.distributed`` timeouts of a few seconds; every process is waited for with a
-  deadline and killed and reaped in a ``finally``).
+  deadline, and killed and reaped whatever happens).
 """
 import contextlib
 import json
@@ -137,8 +137,10 @@ class Cluster:
 
 
 def _report(codes, logs):
-  return '\n'.join(f'--- process {i}: exit code {code} ({"still running, killed" if code is None else "exited"})\n'
-                   f'{log[-6000:]}' for i, (code, log) in enumerate(zip(codes, logs)))
+  return '\n'.join(
+      f'--- process {i}: ' + ('still running at the deadline, killed' if code is None
+                             else f'exit code {code}') + f'\n{log[-6000:]}'
+      for i, (code, log) in enumerate(zip(codes, logs)))
 
 
 def _train(workdir, n_processes, mode='train'):

@@ -31,14 +31,14 @@ import warnings
 
 START = time.perf_counter(), time.process_time()
 
-import jax  # pylint: disable=g-import-not-at-top,wrong-import-position
+import jax  # after START: the import is part of the start-up time reported
 
 OUTDIR, PROCESS_ID, NUM_PROCESSES, PORT, MODE = sys.argv[1:6]
 PROCESS_ID, NUM_PROCESSES = int(PROCESS_ID), int(NUM_PROCESSES)
 TIMEOUT_S = int(sys.argv[6]) if len(sys.argv) > 6 else 20
 
-# CPU collectives across processes (gloo is jax's default; named here so a changed default
-# shows up as a failure to join rather than as a hang).
+# Cross-process collectives on CPU: gloo (jax's default today, named so that a jax without it
+# fails on this line instead of later inside the first collective).
 jax.config.update('jax_cpu_collectives_implementation', 'gloo')
 print(f'process {PROCESS_ID} of {NUM_PROCESSES}: joining 127.0.0.1:{PORT} '
       f'(timeout {TIMEOUT_S} s)', flush=True)
@@ -47,21 +47,21 @@ jax.distributed.initialize(coordinator_address=f'127.0.0.1:{PORT}', num_processe
                            heartbeat_timeout_seconds=TIMEOUT_S,
                            shutdown_timeout_seconds=TIMEOUT_S)
 
-import jax.numpy as jnp  # pylint: disable=g-import-not-at-top,wrong-import-position
-import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
-from flax import config as flax_config  # pylint: disable=g-import-not-at-top,wrong-import-position
-from flax import jax_utils  # pylint: disable=g-import-not-at-top,wrong-import-position
-from flax import optim  # pylint: disable=g-import-not-at-top,wrong-import-position
-from flax import serialization  # pylint: disable=g-import-not-at-top,wrong-import-position
-from flax.training import checkpoints  # pylint: disable=g-import-not-at-top,wrong-import-position
-from flax.optim import dynamic_scale as dynamic_scale_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
-from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-top,wrong-import-position
-from jax.sharding import Mesh  # pylint: disable=g-import-not-at-top,wrong-import-position
-from jax.sharding import NamedSharding  # pylint: disable=g-import-not-at-top,wrong-import-position
-from jax.sharding import PartitionSpec as P  # pylint: disable=g-import-not-at-top,wrong-import-position
+import jax.numpy as jnp
+import numpy as np
+from flax import config as flax_config
+from flax import jax_utils
+from flax import optim
+from flax import serialization
+from flax.training import checkpoints
+from flax.optim import dynamic_scale as dynamic_scale_lib
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from tests import oracle_specs  # pylint: disable=g-import-not-at-top,wrong-import-position
-from tests import pmap_specs  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tests import oracle_specs
+from tests import pmap_specs
 
 # The optimizers trained on each route (cases of tests/pmap_specs.py; each one costs compiles).
 PMEAN_CASES = ['Momentum', 'MultiOptimizer']
@@ -153,7 +153,8 @@ def run_pmean(case, workdir):
     optimizer = p_train_step_pmean(optimizer, local_batch(case['batches'][str(i)]),
                                    overrides(case, i))
     out[str(i)] = host(serialization.to_state_dict(optimizer))
-  save_both(workdir, jax_utils.unreplicate(optimizer), jax_utils.unreplicate(optimizer))
+  single_copy = jax_utils.unreplicate(optimizer)
+  save_both(workdir, single_copy, single_copy)
   template = create(case, jax.tree_util.tree_map(np.zeros_like, case['target']))
   restored = checkpoints.restore_checkpoint(os.path.join(workdir, 'msgpack'), template)
   out['restored'] = host(serialization.to_state_dict(restored))
