@@ -1,0 +1,115 @@
+"""The wheel and sdist a release would upload: their files and their metadata.
+
+Both are built once, offline, from a copy of the files a build reads (as in
+test_import_alias.py: setuptools>=64 and wheel, which the `test` extra brings, build without the
+package index).
+"""
+import configparser
+import email
+import importlib.metadata
+import importlib.util
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+BUILD_INPUTS = ('setup.py', 'setup.cfg', 'MANIFEST.in', 'README.md', 'LICENSE',
+                'migration_guide.md', '_flax_optim_compat_alias.py')
+
+
+def _offline_build_possible():
+  try:
+    version = importlib.metadata.version('setuptools')
+  except importlib.metadata.PackageNotFoundError:
+    return False
+  major_minor = tuple(int(p) for p in version.split('.')[:2] if p.isdigit())
+  return major_minor >= (64,) and (major_minor >= (70, 1)
+                                   or importlib.util.find_spec('wheel') is not None)
+
+
+def _run(args, cwd):
+  proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0, (
+      f'{args!r} failed ({proc.returncode}):\nSTDOUT:\n{proc.stdout}\nSTDERR:\n{proc.stderr}')
+
+
+@pytest.fixture(scope='module')
+def dists(tmp_path_factory):
+  if not _offline_build_possible():
+    pytest.skip('needs setuptools>=64 and wheel (the `test` extra) to build offline')
+  root = tmp_path_factory.mktemp('packaging')
+  project = root / 'project'
+  project.mkdir()
+  for name in BUILD_INPUTS:
+    shutil.copy2(REPO / name, project / name)
+  shutil.copytree(REPO / 'flax_optim_compat', project / 'flax_optim_compat',
+                  ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+  out = root / 'dist'
+  _run([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '--no-build-isolation', '--no-index',
+        '--disable-pip-version-check', '-q', '-w', str(out), str(project)], cwd=root)
+  _run([sys.executable, 'setup.py', '-q', 'sdist', '-d', str(out)], cwd=project)
+  wheel, = out.glob('*.whl')
+  sdist, = out.glob('*.tar.gz')
+  return wheel, sdist
+
+
+def _wheel_metadata(wheel):
+  with zipfile.ZipFile(wheel) as zf:
+    name, = [n for n in zf.namelist() if n.endswith('.dist-info/METADATA')]
+    return email.message_from_string(zf.read(name).decode('utf-8'))
+
+
+def test_wheel_files(dists):
+  wheel, _ = dists
+  with zipfile.ZipFile(wheel) as zf:
+    names = set(zf.namelist())
+  modules = {f'flax_optim_compat/{p.name}' for p in (REPO / 'flax_optim_compat').glob('*.py')}
+  assert modules <= names, sorted(modules - names)
+  assert {'_flax_optim_compat_alias.py', 'flax_optim_compat_alias.pth'} <= names
+  top_level = {n.split('/')[0] for n in names}
+  info, = [t for t in top_level if t.endswith('.dist-info')]
+  # Only the package, the alias hook and the metadata: no tests/, tools/ or benchmarks/.
+  assert top_level == {'flax_optim_compat', '_flax_optim_compat_alias.py',
+                       'flax_optim_compat_alias.pth', info}, sorted(top_level)
+
+
+def test_wheel_metadata(dists):
+  meta = _wheel_metadata(dists[0])
+  assert meta['Requires-Python'] == '>=3.10'
+  assert meta['License'] == 'Apache-2.0' or meta['License-Expression'] == 'Apache-2.0'
+  classifiers = set(meta.get_all('Classifier'))
+  for minor in (10, 11, 12, 13):
+    assert f'Programming Language :: Python :: 3.{minor}' in classifiers
+  assert 'Topic :: Scientific/Engineering :: Artificial Intelligence' in classifiers
+  assert not [c for c in classifiers if c.startswith('License ::')]
+  assert meta.get_all('Project-URL')
+  # Every dependency has a floor (the versions tools/lanes.sh installs for the `floors` lane).
+  cfg = configparser.ConfigParser()
+  cfg.read(REPO / 'setup.cfg')
+  declared = [r for r in cfg['options']['install_requires'].splitlines() if r.strip()]
+  requires = [r for r in meta.get_all('Requires-Dist') if 'extra ==' not in r]
+  assert sorted(requires) == sorted(declared)
+  assert all(re.fullmatch(r'[A-Za-z0-9_.-]+>=[0-9.]+', r) for r in requires), requires
+
+
+def test_long_description_carries_the_guide(dists):
+  """The index shows README + guide; the README's relative links to the guide are gone."""
+  description = _wheel_metadata(dists[0]).get_payload()
+  guide = (REPO / 'migration_guide.md').read_text(encoding='utf-8')
+  assert description.rstrip().endswith(guide.rstrip())
+  assert '](migration_guide.md' not in description
+  readme_title = (REPO / 'README.md').read_text(encoding='utf-8').splitlines()[0]
+  assert description.startswith(readme_title)
+
+
+def test_sdist_has_what_setup_py_reads(dists):
+  _, sdist = dists
+  with tarfile.open(sdist) as tf:
+    names = {n.split('/', 1)[1] for n in tf.getnames() if '/' in n}
+  assert set(BUILD_INPUTS) <= names, sorted(set(BUILD_INPUTS) - names)
