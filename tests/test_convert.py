@@ -186,7 +186,7 @@ def test_inspect_does_not_materialise_large_leaves(tmp_path):
   path = tmp_path / 'big'
   opt = optim.Adam(0.1).create({'w': jnp.zeros((512, 512))})
   path.write_bytes(serialization.to_bytes(opt))
-  tree, _ = convert._read(str(path), materialise=False)
+  tree, _ = convert._read(str(path), mode='meta')
   assert isinstance(tree['target']['w'], convert._LeafMeta)
   assert tree['target']['w'].shape == (512, 512)
   assert convert.inspect(str(path)).param_count == 512 * 512
@@ -411,3 +411,13 @@ def test_diff_across_layouts_with_the_optimizer(tmp_path):
   convert.to_orbax(_file('Adam'), opt_def, tmp_path / 'orbax')
   assert not convert.diff(_file('Adam'), tmp_path / 'orbax').same()
   assert convert.diff(_file('Adam'), tmp_path / 'orbax', opt_def).same()
+
+
+def test_write_msgpack_array_encodings(tmp_path):
+  """Every ext header size (fixext 16, ext8, ext16, ext32), dtypes, 0-d, scalars and None."""
+  tree = {'f32_0d': np.float32(1.5) * np.ones((), np.float32), 'i8': np.arange(3, dtype=np.int8),
+          'bf16': np.ones((3, 5), jnp.bfloat16), 'mid': np.ones(100, np.float32),
+          'big': np.ones((300, 300), np.float64), 'bool': np.array([True, False]),
+          'step': np.int64(7), 'none': None, 'py': 3, 'empty': {}, 'zero': np.zeros((0, 3))}
+  convert.write_msgpack(tmp_path / 'out', tree)
+  assert (tmp_path / 'out').read_bytes() == serialization.msgpack_serialize(tree)
