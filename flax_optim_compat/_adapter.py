@@ -13,6 +13,7 @@ Everything here runs at trace time under ``jax.jit``: the compiled step contains
 math (plus float32 up/down casts for 16-bit floats).
 """
 import dataclasses
+import inspect
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional
 
 import jax
@@ -20,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from . import _from_optax
 from . import _layouts
 from . import _transforms
 from . import _tree
@@ -225,6 +227,10 @@ def _apply_gradient(opt_def, hyper_params, params, state, grads):
   return optax.apply_updates(params, updates), new_param_states
 
 
+def _hyper_params_items(hyper_params):
+  return [(f.name, getattr(hyper_params, f.name)) for f in dataclasses.fields(hyper_params)]
+
+
 # ----------------------------------------------------------------------------- the base class
 
 # What a per-leaf (legacy protocol) subclass of a built-in takes back from the legacy template.
@@ -329,6 +335,37 @@ class OptaxBackedDef(OptimizerDef):
     """
     tx = self.optax_transform(hyper_params)
     return _legacy_to_optax(self, tx, params, state)[0]
+
+  def to_optax(self, target, state):
+    """``(from_optax def, its state)``: this optimizer's transform, continuing from ``state``.
+
+    The learning rate is injected (overridable per step, as legacy loops do); the other
+    hyper-params stay Python numbers in the transform, so the continuation is bit-exact
+    (injected as float32 arrays, ``1 - beta1`` would round differently from legacy's).
+    """
+    numeric = {name: value for name, value in _hyper_params_items(self.hyper_params)
+               if name == 'learning_rate' and isinstance(value, (float, np.floating))}
+
+    # optax.inject_hyperparams reads the factory's signature to know what to inject.
+    signature = inspect.Signature([
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=value)
+        for name, value in numeric.items()])
+
+    def factory(*args, **kwargs):
+      bound = signature.bind(*args, **kwargs)
+      bound.apply_defaults()
+      return self.optax_transform(self.hyper_params.replace(**bound.arguments))
+    factory.__signature__ = signature
+    factory.__name__ = f'{type(self).__name__}.optax_transform'
+
+    optimizer_def = _from_optax.from_optax(factory, **numeric)
+    template = optimizer_def.init_state(target)
+    # The injected values reach the transform as arrays: build the moved state likewise.
+    as_arrays = self.hyper_params.replace(**{k: jnp.asarray(v) for k, v in numeric.items()})
+    inject_state = template.param_states._replace(
+        count=jnp.asarray(state.step, template.param_states.count.dtype),
+        inner_state=self.optax_state(target, state, as_arrays))
+    return optimizer_def, OptimizerState(state.step, inject_state)
 
   def init_state(self, params) -> OptimizerState:
     return OptimizerState(jnp.asarray(0, dtype=jnp.int32), _init_param_states(self, params))

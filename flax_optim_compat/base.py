@@ -85,6 +85,11 @@ class OptimizerDef:
     SignSGD(learning_rate=0.5)
   """
 
+  # Whether ``state.param_states`` mirrors the target with one state per parameter (the legacy
+  # layout); a def keeping one state for its whole target (``from_optax``) sets False, and a
+  # ``MultiOptimizer`` with such a group keeps one state per group instead of per leaf.
+  param_states_mirror_target: bool = True
+
   def __init__(self, hyper_params):
     self.hyper_params = hyper_params
     _deprecation.warn_deprecated(_deprecation.USE_OPTAX)
@@ -165,6 +170,13 @@ class OptimizerDef:
     raise NotImplementedError(
         f'{type(self).__name__} implements the legacy per-leaf protocol and has no optax '
         'transform; port its apply_param_gradient to an optax transform first.')
+
+  def to_optax(self, target, state):
+    """``(def, state)`` of the same optimizer as a ``from_optax`` def (see ``Optimizer.to_optax``)."""
+    del target, state
+    raise NotImplementedError(
+        f'{self!r} has no optax form to convert to (only optimizers with an optax transform '
+        'do: the built-ins).')
 
   def optax_state(self, params, state, hyper_params=None) -> optax.OptState:
     """The state of :meth:`optax_transform` holding the legacy ``state`` for ``params``."""
@@ -285,6 +297,30 @@ class Optimizer(struct.PyTreeNode):
     the params and state to carry on with plain optax.
     """
     return self.optimizer_def.optax_state(self.target, self.state)
+
+  def to_optax(self) -> 'Optimizer':
+    """This optimizer in its optax form, continuing with the same numbers.
+
+    A built-in becomes a ``from_optax`` optimizer over its own ``optax_transform()``, with
+    its learning rate injected (``apply_gradient(grads, learning_rate=lr)`` keeps working)
+    and its state moved with ``optax_state()``: switch one training loop at a time. The
+    continuation is bit-exact.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import flax_optim_compat as optim
+      >>> optimizer = optim.Adam(0.1).create({'w': jnp.array([1.0])})
+      >>> optimizer = optimizer.apply_gradient({'w': jnp.array([4.0])})
+      >>> converted = optimizer.to_optax()
+      >>> type(converted.optimizer_def).__name__, int(converted.state.step)
+      ('FromOptax', 1)
+      >>> a = optimizer.apply_gradient({'w': jnp.array([2.0])}, learning_rate=0.05)
+      >>> b = converted.apply_gradient({'w': jnp.array([2.0])}, learning_rate=0.05)
+      >>> bool(jnp.allclose(a.target['w'], b.target['w'], rtol=1e-6))
+      True
+    """
+    optimizer_def, state = self.optimizer_def.to_optax(self.target, self.state)
+    return self.replace(optimizer_def=optimizer_def, state=state)
 
   def current_hyper_params(self) -> dict:
     """``{name: value}`` of the hyper-params the last step used (schedules evaluated).
@@ -450,6 +486,8 @@ class MultiOptimizer(OptimizerDef):
     super().__init__([opt.hyper_params for opt in sub_optimizers])
     self.traversals = tuple(traversals)
     self.sub_optimizers = tuple(sub_optimizers)
+    self.param_states_mirror_target = all(opt.param_states_mirror_target
+                                          for opt in sub_optimizers)
     self._labels_cache = {}
 
   def __repr__(self):
@@ -510,13 +548,34 @@ class MultiOptimizer(OptimizerDef):
     labels = self._labels(params)
     treedef = jax.tree_util.tree_structure(params)
     param_leaves = treedef.flatten_up_to(params)
-    new_states = [None] * len(labels)
-    for _, label, opt in self._groups(params):
-      group_state = opt.init_state(_multi.masked(treedef, labels, label, param_leaves))
-      for j, s in _multi.group_leaves(treedef, labels, label, group_state.param_states,
-                                      f'({opt!r}) states').items():
-        new_states[j] = s
-    return OptimizerState(jnp.asarray(0, dtype=jnp.int32), treedef.unflatten(new_states))
+    group_states = [None] * len(self.sub_optimizers)
+    for i, label, opt in self._groups(params):
+      group_states[i] = opt.init_state(
+          _multi.masked(treedef, labels, label, param_leaves)).param_states
+    return OptimizerState(jnp.asarray(0, dtype=jnp.int32),
+                          self._param_states(treedef, labels, group_states))
+
+  def _param_states(self, treedef, labels, group_states):
+    """The groups' states as this def's ``param_states`` (see ``_group_states``)."""
+    if not self.param_states_mirror_target:
+      return tuple(group_states)
+    merged = [None] * len(labels)
+    for i, (opt, group_state) in enumerate(zip(self.sub_optimizers, group_states)):
+      if group_state is not None:
+        for j, s in _multi.group_leaves(treedef, labels, _multi.group_label(i), group_state,
+                                        f'({opt!r}) states').items():
+          merged[j] = s
+    return treedef.unflatten(merged)
+
+  def _group_states(self, treedef, labels, param_states) -> list:
+    """Each group's ``param_states``, from the legacy layout (mirroring the target, ``None`` for
+    unmatched leaves) or, when a group keeps one state for its whole target, from the tuple of
+    group states."""
+    if not self.param_states_mirror_target:
+      return list(param_states)
+    state_leaves = _tree.per_leaf_states(self, treedef, param_states)
+    return [_multi.masked(treedef, labels, _multi.group_label(i), state_leaves)
+            for i in range(len(self.sub_optimizers))]
 
   def apply_gradient(self, hyper_params, params, state, grads):
     """Applies ``grads``: each group through its sub-optimizer, unmatched params unchanged.
@@ -535,25 +594,23 @@ class MultiOptimizer(OptimizerDef):
     treedef = jax.tree_util.tree_structure(params)
     param_leaves = treedef.flatten_up_to(params)
     grad_leaves = treedef.flatten_up_to(grads)
-    state_leaves = _tree.per_leaf_states(self, treedef, state.param_states)
-    new_params, new_states = list(param_leaves), [None] * len(labels)
+    group_states = self._group_states(treedef, labels, state.param_states)
+    new_params, new_group_states = list(param_leaves), list(group_states)
     for i, label, opt in self._groups(params):
       masked = lambda leaves: _multi.masked(treedef, labels, label, leaves)  # pylint: disable=cell-var-from-loop
       try:
         group_params, group_state = opt.apply_gradient(
-            hyper_params[i], masked(param_leaves),
-            OptimizerState(state.step, masked(state_leaves)), masked(grad_leaves))
+            hyper_params[i], masked(param_leaves), OptimizerState(state.step, group_states[i]),
+            masked(grad_leaves))
       except _transforms.MissingLearningRateError as e:
         raise _transforms.MissingLearningRateError(
             f'{e} (sub-optimizer {i} of the MultiOptimizer, {opt!r})') from None
       for j, p in _multi.group_leaves(treedef, labels, label, group_params,
                                       f'({opt!r}) params').items():
         new_params[j] = p
-      for j, s in _multi.group_leaves(treedef, labels, label, group_state.param_states,
-                                      f'({opt!r}) states').items():
-        new_states[j] = s
-    return (treedef.unflatten(new_params),
-            OptimizerState(state.step + 1, treedef.unflatten(new_states)))
+      new_group_states[i] = group_state.param_states
+    return (treedef.unflatten(new_params), OptimizerState(
+        state.step + 1, self._param_states(treedef, labels, new_group_states)))
 
   def update_hyper_params(self, **hyper_param_overrides):
     """The list of per-group hyper-params for one step.
@@ -580,9 +637,8 @@ class MultiOptimizer(OptimizerDef):
     labels = self._labels(target)
     treedef = jax.tree_util.tree_structure(target)
     target_leaves = treedef.flatten_up_to(target)
-    state_leaves = _tree.per_leaf_states(self, treedef, state.param_states)
+    group_states = self._group_states(treedef, labels, state.param_states)
     return [opt.current_hyper_params(
         _multi.masked(treedef, labels, _multi.group_label(i), target_leaves),
-        OptimizerState(state.step, _multi.masked(treedef, labels, _multi.group_label(i),
-                                                 state_leaves)))
+        OptimizerState(state.step, group_states[i]))
             for i, opt in enumerate(self.sub_optimizers)]
