@@ -9,7 +9,7 @@ from flax import serialization
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures')
 
 # The legacy library itself differs by ~1e-6 relative between eager and jit over 20 float32
-# steps (spec section 12.1), and optax associates some products differently from legacy, so a
+# steps, and optax associates some products differently from legacy, so a
 # tighter bound than 1e-5 is not meaningful.
 RTOL = 1e-5
 
@@ -32,7 +32,7 @@ def _is_array(x):
 
 
 def max_rel_diff(actual, expected):
-  """max|a - e| / max|e| over one leaf (the spec's "max rel"); 0 for two all-zero leaves."""
+  """max|a - e| / max|e| over one leaf ("max rel" throughout the suite and the guide); 0 for two all-zero leaves."""
   a = np.asarray(actual, np.float64)
   e = np.asarray(expected, np.float64)
   if a.size == 0:

@@ -1,23 +1,20 @@
-"""Checkpoint cases and the drivers shared by tools/gen_checkpoints.py and tests/test_checkpoints.py.
+"""The checkpoint driver shared by the fixture generator and tests/test_checkpoints.py.
 
-Each case trains an optimizer (bare, inside a user's train-state dataclass with a model state
-and a ``DynamicScale``, or replicated over two devices) for ``STEPS_BEFORE`` steps, saves it with
-``flax.training.checkpoints.save_checkpoint``, restores it into a freshly created template and
-trains ``STEPS_AFTER`` more steps. The generator runs this against the real legacy
-``flax.optim`` (oracle venv) and keeps the files it wrote; the tests run the same functions
-against ``flax_optim_compat`` on those files. Only the modules passed in differ.
+Each case of ``catalogue.CHECKPOINTS`` trains an optimizer (bare, inside a user's train-state
+dataclass with a model state and a ``DynamicScale``, or replicated over two devices) for
+``STEPS_BEFORE`` steps, saves it with ``flax.training.checkpoints.save_checkpoint``, restores it
+into a freshly created template and trains ``STEPS_AFTER`` more steps. The generator
+(``python -m tools.oracle.gen_checkpoints``) runs this against the real legacy ``flax.optim``
+(oracle venv) and keeps the files it wrote; the tests run the same functions against
+``flax_optim_compat`` on those files. Only the modules passed in differ.
 
 This module must import on both sides (numpy 1.24 + jax 0.4.13 and today's) and imports neither
 library itself.
 """
-import re
-
 import numpy as np
 
-try:  # the suite imports the package; the generator puts the repo root on sys.path too
-  from tests import oracle_specs
-except ImportError:  # pragma: no cover - fallback for a tests/-only sys.path
-  import oracle_specs
+from tests import catalogue
+from tests import oracle_specs
 
 STEPS_BEFORE = 3   # steps before the checkpoint (the file is `checkpoint_3`)
 STEPS_AFTER = 3    # steps after restoring it
@@ -26,68 +23,15 @@ N_DEVICES = 2      # devices of the replicated cases
 # Scalar, 1-D, 2-D and 4-D leaves; keys deliberately not in sorted order.
 SHAPES = {'dense': {'kernel': (3, 4), 'bias': (4,)}, 'conv': {'kernel': (2, 2, 3, 2)},
           'scale': ()}
-SHAPES_NO_SCALAR = {'dense': {'kernel': (3, 4), 'bias': (4,)}, 'conv': {'kernel': (2, 2, 3, 2)}}
-TRAIN_STATE_SHAPES = {'dense': {'kernel': (3, 4), 'bias': (4,)}}
-
-
-def _spec(name, **kwargs):
-  return {'name': name, 'kwargs': kwargs}
-
-
-_ADAM = _spec('Adam', learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6, weight_decay=0.01)
-_MOMENTUM = _spec('Momentum', learning_rate=0.05, beta=0.8, weight_decay=0.01, nesterov=True)
-
-# case name -> (optimizer spec, options). Options: 'kind' ('plain' | 'train_state' |
-# 'replicated'), 'shapes', 'container' ('dict' | 'frozen'). One line per optimizer.
-CASES = {
-    'GradientDescent': (_spec('GradientDescent', learning_rate=0.1), {}),
-    'Momentum': (_MOMENTUM, {}),
-    'Adam': (_ADAM, {}),
-    'AdaBelief': (_spec('AdaBelief', learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-10,
-                        weight_decay=0.01), {}),
-    'Adadelta': (_spec('Adadelta', learning_rate=0.5, rho=0.85, eps=1e-5, weight_decay=0.01), {}),
-    'Adafactor': (_spec('Adafactor', learning_rate=0.05, beta1=0.9, decay_rate=0.7,
-                        min_dim_size_to_factor=2, weight_decay_rate=1e-3), {}),
-    'Adafactor-defaults': (_spec('Adafactor', learning_rate=0.05), {}),
-    'Adagrad': (_spec('Adagrad', learning_rate=0.1, eps=0.01), {}),
-    'LAMB': (_spec('LAMB', learning_rate=0.01, beta1=0.85, beta2=0.99, weight_decay=0.01,
-                   eps=1e-5), {}),
-    'LARS': (_spec('LARS', learning_rate=0.1, beta=0.8, weight_decay=0.01, trust_coefficient=0.01,
-                   eps=1e-6, nesterov=True), {}),
-    'RMSProp': (_spec('RMSProp', learning_rate=0.01, beta2=0.85), {}),
-    'RMSProp-centered': (_spec('RMSProp', learning_rate=0.01, beta2=0.85, eps=1e-3,
-                               centered=True), {}),
-    'WeightNorm-Momentum': ({'name': 'WeightNorm', 'kwargs': {'wn_decay': 1e-3},
-                             'wrapped': _spec('Momentum', learning_rate=0.05, beta=0.8)},
-                            {'shapes': SHAPES_NO_SCALAR}),
-    'WeightNorm-Adam': ({'name': 'WeightNorm', 'kwargs': {}, 'wrapped': _ADAM},
-                        {'shapes': SHAPES_NO_SCALAR}),
-    # Kernels with Adam, biases with Momentum, the scalar leaf unoptimized (state None).
-    'MultiOptimizer': ({'name': 'MultiOptimizer',
-                        'parts': [['/kernel$', _ADAM], ['/bias$', _MOMENTUM]]}, {}),
-    # GradientDescent's `()` states next to `None` states.
-    'MultiOptimizer-GradientDescent': ({'name': 'MultiOptimizer',
-                                        'parts': [['^/dense/', _spec('GradientDescent',
-                                                                     learning_rate=0.1)]]}, {}),
-    'Adam-focus': ({'name': 'focus', 'regex': '/kernel$', 'wrapped': _ADAM}, {}),
-    'Adam-frozen': (_ADAM, {'container': 'frozen'}),
-    'custom-SignMomentum': (_spec('custom:SignMomentum', learning_rate=0.01, beta=0.8), {}),
-    'TrainState-Adam': (_ADAM, {'kind': 'train_state', 'shapes': TRAIN_STATE_SHAPES}),
-    'TrainState-MultiOptimizer': ({'name': 'MultiOptimizer',
-                                   'parts': [['/kernel$', _MOMENTUM]]},
-                                  {'kind': 'train_state', 'shapes': TRAIN_STATE_SHAPES}),
-    'Replicated-Adam': (_ADAM, {'kind': 'replicated'}),
-    'Replicated-Momentum': (_MOMENTUM, {'kind': 'replicated'}),
-}
 
 
 def make_case(name):
-  """Everything a side needs to run case ``name``: spec, options, target, grads or batches."""
-  spec, options = CASES[name]
-  case = {'name': name, 'optimizer': spec, 'kind': options.get('kind', 'plain'),
-          'container': options.get('container', 'dict')}
+  """Everything a side needs to run checkpoint case ``name``: spec, kind, target, grads or
+  batches."""
+  entry = catalogue.CHECKPOINTS[name]
+  case = {'name': name, 'optimizer': entry.spec, 'kind': entry.kind, 'container': entry.container}
   rng = np.random.RandomState(sum(map(ord, name)))
-  target = oracle_specs.make_target(rng, options.get('shapes', SHAPES))
+  target = oracle_specs.make_target(rng, entry.shapes or SHAPES)
   case['target'] = target
   steps = STEPS_BEFORE + STEPS_AFTER
   if case['kind'] == 'train_state':
@@ -111,29 +55,14 @@ def _stack(trees):
 # ----------------------------------------------------------------------------- building
 
 
-def _traversal(optim, regex):
-  return optim.ModelParamTraversal(lambda path, _: re.search(regex, path) is not None)
-
-
-def build_def(optim, spec):
-  """``oracle_specs.build_def`` plus ``{'name': 'MultiOptimizer', 'parts': [[regex, spec]...]}``."""
-  if spec['name'] == 'MultiOptimizer':
-    return optim.MultiOptimizer(*[(_traversal(optim, regex), build_def(optim, part))
-                                  for regex, part in spec['parts']])
-  return oracle_specs.build_def(optim, spec)
-
-
 def create_optimizer(optim, case, *, jax, freeze):
   """The freshly created optimizer of ``case`` (replicated for 'replicated' cases)."""
   target = jax.tree_util.tree_map(jax.numpy.asarray, case['target'])
   if case['container'] == 'frozen':
     target = freeze(target)
   spec = case['optimizer']
-  if spec['name'] == 'focus':
-    optimizer = build_def(optim, spec['wrapped']).create(
-        target, focus=_traversal(optim, spec['regex']))
-  else:
-    optimizer = build_def(optim, spec).create(target)
+  focus = {'focus': catalogue.build_traversal(spec['focus'])} if 'focus' in spec else {}
+  optimizer = catalogue.build_def(optim, spec).create(target, **focus)
   if case['kind'] == 'replicated':
     optimizer = optimizer.replicate(devices=jax.local_devices()[:N_DEVICES])
   return optimizer
@@ -229,15 +158,10 @@ def make_step(case, *, jax, freeze, jit=True):
                                                                case['grads'][str(i)])))
 
 
-# Bare-optimizer cases also continued eagerly (legacy then runs parts of the step in NumPy and
-# stores an int64 step, spec 13.9); eager steps are slow, so only a representative few.
-EAGER_CASES = ('GradientDescent', 'Momentum', 'Adam', 'RMSProp', 'MultiOptimizer',
-               'custom-SignMomentum')
-
-
 def modes(case):
-  """Ways of continuing after the restore: 'jit' always, 'eager' for ``EAGER_CASES``."""
-  return ('jit', 'eager') if case['name'] in EAGER_CASES else ('jit',)
+  """Ways of continuing after the restore: 'jit' always, 'eager' for the catalogue's few
+  ``eager=True`` cases (legacy then runs parts of the step in NumPy and stores an int64 step)."""
+  return ('jit', 'eager') if catalogue.CHECKPOINTS[case['name']].eager else ('jit',)
 
 
 def run(obj, case, steps, *, jax, freeze, to_state_dict, jit=True):

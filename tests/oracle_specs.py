@@ -1,14 +1,19 @@
-"""Case descriptions and the trajectory driver shared by the fixture generator and the tests.
+"""The trajectory driver shared by the fixture generator and the tests.
 
-The same driver runs against the real legacy ``flax.optim`` (in the oracle venv, by
-``tools/gen_trajectories.py``, which stores the results as golden fixtures) and against
-``flax_optim_compat`` (in the tests, which compare with those fixtures). Only the ``optim``
-module passed in differs, so a passing test means: same calls, same numbers.
+The same driver runs the cases of ``catalogue.TRAJECTORY_FAMILIES`` against the real legacy
+``flax.optim`` (in the oracle venv, by ``python -m tools.oracle.gen_trajectories``, which stores
+the results as golden fixtures) and against ``flax_optim_compat`` (in the tests, which compare
+with those fixtures). Only the ``optim`` module passed in differs, so a passing test means: same
+calls, same numbers.
 
 This module must import on both sides: Python 3.11, numpy 1.24 + jax 0.4.13 (oracle) and
 today's numpy/jax; it imports neither flax.optim nor flax_optim_compat itself.
 """
 import numpy as np
+
+from tests import catalogue
+from tests.catalogue import build_def
+from tests.catalogue import build_traversal
 
 # ----------------------------------------------------------------------------- targets
 
@@ -37,94 +42,6 @@ def like(rng, tree):
     return {k: like(rng, v) for k, v in tree.items()}
   return rng.standard_normal(np.shape(tree)).astype(np.float32)
 
-
-# Scalar, 1-D, 2-D, 3-D and 4-D leaves, nested, keys deliberately not in sorted order.
-DEFAULT_SHAPES = {
-    'dense': {'kernel': (3, 4), 'bias': (4,)},
-    'conv': {'kernel': (2, 2, 3, 2)},
-    'scale': (),
-    'embed': {'table': (5, 3, 2)},
-}
-
-# ----------------------------------------------------------------------------- optimizers
-
-
-def _custom_sign_momentum(optim):
-  """A user-written legacy-style OptimizerDef (per-leaf protocol), defined against ``optim``."""
-  from flax import struct  # pylint: disable=g-import-not-at-top
-  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-
-  @struct.dataclass
-  class _SignMomentumHyperParams:
-    learning_rate: float
-    beta: float
-
-  @struct.dataclass
-  class _SignMomentumParamState:
-    velocity: np.ndarray
-
-  class SignMomentum(optim.OptimizerDef):
-
-    def __init__(self, learning_rate=None, beta=0.9):
-      super().__init__(_SignMomentumHyperParams(learning_rate, beta))
-
-    def init_param_state(self, param):
-      return _SignMomentumParamState(jnp.zeros_like(param))
-
-    def apply_param_gradient(self, step, hyper_params, param, state, grad):
-      velocity = hyper_params.beta * state.velocity + jnp.sign(grad) * (1.0 + 0.1 * step)
-      return param - hyper_params.learning_rate * velocity, _SignMomentumParamState(velocity)
-
-  return SignMomentum
-
-
-CUSTOM_OPTIMIZERS = {'custom:SignMomentum': _custom_sign_momentum}
-
-
-def build_def(optim, spec):
-  """Builds an OptimizerDef of ``optim`` from a JSON-like spec.
-
-  ``{'name': 'Adam', 'kwargs': {...}}``; ``{'name': 'WeightNorm', 'kwargs': {...},
-  'wrapped': spec}``; ``{'name': 'custom:SignMomentum', ...}``;
-  ``{'name': 'MultiOptimizer', 'groups': [[traversal_spec, spec], ...]}`` (see
-  :func:`build_traversal`). Any spec may add ``'focus': traversal_spec``, which the driver
-  passes to ``create(target, focus=...)``.
-  """
-  name, kwargs = spec['name'], dict(spec.get('kwargs', {}))
-  if name == 'MultiOptimizer':
-    return optim.MultiOptimizer(*[(build_traversal(t), build_def(optim, o))
-                                  for t, o in spec['groups']])
-  if name in CUSTOM_OPTIMIZERS:
-    return CUSTOM_OPTIMIZERS[name](optim)(**kwargs)
-  if 'wrapped' in spec:
-    return getattr(optim, name)(build_def(optim, spec['wrapped']), **kwargs)
-  return getattr(optim, name)(**kwargs)
-
-
-def build_traversal(spec):
-  """A ``flax.traverse_util`` traversal from a spec (same code in both venvs).
-
-  ``{'kind': 'path_contains', 'value': 'kernel'}`` ->
-  ``ModelParamTraversal(lambda path, _: 'kernel' in path)``;
-  ``{'kind': 't_identity', 'key': 'a'}`` -> ``t_identity['a']`` (``'key'`` may be a list of
-  keys: ``t_identity['a']['b']``).
-  """
-  import warnings  # pylint: disable=g-import-not-at-top
-  from flax import traverse_util  # pylint: disable=g-import-not-at-top
-  with warnings.catch_warnings():
-    # flax (0.5.3 and today) deprecates constructing any Traversal; expected here.
-    warnings.filterwarnings('ignore', message='`flax.traverse_util.Traversal` will be deprecated',
-                            category=DeprecationWarning)
-    if spec['kind'] == 'path_contains':
-      value = spec['value']
-      return traverse_util.ModelParamTraversal(lambda path, _: value in path)
-    if spec['kind'] == 't_identity':
-      keys = spec['key'] if isinstance(spec['key'], list) else [spec['key']]
-      traversal = traverse_util.t_identity
-      for key in keys:
-        traversal = traversal[key]
-      return traversal
-  raise ValueError(f'unknown traversal spec {spec!r}')
 
 
 def float32_overrides(raw):
@@ -185,22 +102,23 @@ def run_trajectory(optim, case, *, jax, to_state_dict, freeze):
   return out
 
 
-def make_cases(optimizer_specs, *, steps=12, seed=0, shapes=None, zero=(), containers=('dict', 'frozen'),
-               jits=(True, False)):
-  """Cases for each spec x container x jit, with seeded targets and gradients.
-
-  Each ``optimizer_specs`` entry is ``(case_name, spec, overrides)`` where ``overrides`` maps
-  a step number to the per-call hyper-param overrides of that step.
-  """
+def make_cases(family):
+  """The cases of trajectory family ``family`` (catalogue.TRAJECTORY_FAMILIES): each run x
+  container x jit (or the run's own variants), with targets and gradients seeded from the
+  family name and the run's position in it."""
+  spec = catalogue.TRAJECTORY_FAMILIES[family]
+  seed = sum(map(ord, family))
   cases = {}
-  for n, (case_name, spec, overrides) in enumerate(optimizer_specs):
+  for n, run in enumerate(spec.runs):
     rng = np.random.RandomState(seed + n)
-    target = make_target(rng, shapes or DEFAULT_SHAPES, zero)
-    grads = {str(i): like(rng, target) for i in range(steps)}
-    overrides = {str(i): dict(overrides.get(i, {})) for i in range(steps)}
-    for container in containers:
-      for jit in jits:
-        cases[f'{case_name}-{container}-{"jit" if jit else "eager"}'] = {
-            'optimizer': spec, 'container': container, 'jit': jit,
-            'target': target, 'grads': grads, 'overrides': overrides}
+    target = make_target(rng, run.shapes or spec.shapes, spec.zero)
+    grads = {str(i): like(rng, target) for i in range(spec.steps)}
+    overrides = {str(i): dict(run.overrides.get(i, {})) for i in range(spec.steps)}
+    variants = run.variants or [(c, j) for c in spec.containers for j in spec.jits]
+    for container, jit in variants:
+      case = {'optimizer': run.spec, 'container': container, 'jit': jit,
+              'target': target, 'grads': grads, 'overrides': overrides}
+      if run.oracle is not None:
+        case['oracle'] = run.oracle
+      cases[f'{run.name}-{container}-{"jit" if jit else "eager"}'] = case
   return cases

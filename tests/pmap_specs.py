@@ -12,8 +12,9 @@ ways, each of which legacy code used:
   first steps the optimizer is checkpointed with ``to_bytes``, restored with ``from_bytes`` into
   a zeroed replicated template and trained on.
 
-The same functions run against the real legacy ``flax.optim`` (oracle venv: jax 0.4.13) and
-against ``flax_optim_compat`` (today's jax); only the modules passed in differ. The batch is
+The cases are ``catalogue.PMAP``. The same functions run against the real legacy ``flax.optim``
+(oracle venv: jax 0.4.13, ``python -m tools.oracle.gen_pmap``) and against ``flax_optim_compat``
+(today's jax); only the modules passed in differ. The batch is
 split evenly over however many devices are used, so the per-device mean gradients averaged over
 the devices equal the full-batch gradient up to rounding, whatever the device count.
 
@@ -21,10 +22,8 @@ This module must import on both sides and imports neither library itself.
 """
 import numpy as np
 
-try:  # the generator runs with tests/ on sys.path, the suite imports the package
-  from tests import oracle_specs
-except ImportError:  # pragma: no cover - oracle side
-  import oracle_specs
+from tests import catalogue
+from tests import oracle_specs
 
 BATCH = 16
 SHAPES = {'hidden': {'kernel': (3, 4), 'bias': (4,)}, 'out': {'kernel': (4, 2), 'bias': (2,)}}
@@ -32,52 +31,13 @@ STEPS = 3           # steps before the checkpoint
 STEPS_AFTER = 2     # steps after restoring it (replicated route)
 
 
-def _spec(name, **kwargs):
-  return {'name': name, 'kwargs': kwargs}
-
-
-# (case name, optimizer spec, per-step learning rates or None). A learning-rate schedule is
-# passed as a broadcast (in_axes=None) pmap argument, as legacy loops did.
-CASES = [
-    ('GradientDescent', _spec('GradientDescent', learning_rate=0.1), None),
-    ('Momentum', _spec('Momentum', learning_rate=0.05, beta=0.8, weight_decay=0.01, nesterov=True),
-     [0.05, 0.1, 0.02, 0.04, 0.03]),
-    ('Adam', _spec('Adam', learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6,
-                   weight_decay=0.01), None),
-    ('AdaBelief', _spec('AdaBelief', learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-10,
-                        weight_decay=0.01), None),
-    ('Adadelta', _spec('Adadelta', learning_rate=0.5, rho=0.85, eps=1e-5, weight_decay=0.01),
-     None),
-    ('Adafactor', _spec('Adafactor', learning_rate=0.05, beta1=0.9, min_dim_size_to_factor=2,
-                        weight_decay_rate=1e-3), [0.05, 0.1, 0.05, 0.02, 0.05]),
-    ('Adagrad', _spec('Adagrad', learning_rate=0.1, eps=0.01), None),
-    ('LAMB', _spec('LAMB', learning_rate=0.01, beta1=0.85, beta2=0.99, weight_decay=0.01,
-                   eps=1e-5), None),
-    ('LARS', _spec('LARS', learning_rate=0.1, beta=0.8, weight_decay=0.01,
-                   trust_coefficient=0.01, eps=1e-6, nesterov=True), None),
-    ('RMSProp', _spec('RMSProp', learning_rate=0.01, beta2=0.85, eps=1e-3, centered=True), None),
-    ('WeightNorm-Momentum', {'name': 'WeightNorm', 'kwargs': {'wn_decay': 1e-3},
-                             'wrapped': _spec('Momentum', learning_rate=0.1, beta=0.8)},
-     [0.1, 0.05, 0.1, 0.1, 0.02]),
-    ('custom-SignMomentum', _spec('custom:SignMomentum', learning_rate=0.01, beta=0.8), None),
-    ('MultiOptimizer', {'name': 'MultiOptimizer', 'groups': [
-        [{'kind': 'path_contains', 'value': 'kernel'}, _spec('Momentum', learning_rate=0.1, beta=0.8)],
-        [{'kind': 'path_contains', 'value': '/hidden/bias'}, _spec('Adam', learning_rate=0.01)],
-    ]}, [0.1, 0.05, 0.1, 0.2, 0.1]),  # /out/bias matched by no group: never moves, state None
-    ('Adam-focus', dict(_spec('Adam', learning_rate=0.01),
-                        focus={'kind': 'path_contains', 'value': 'kernel'}), None),
-    # <<< more optimizers: one line each >>>
-]
-
-
 def case_names():
-  return [name for name, _, _ in CASES]
+  return list(catalogue.PMAP)
 
 
 def make_case(name):
   """The optimizer spec, the initial target and the per-step batches of case ``name``."""
-  index = case_names().index(name)
-  _, spec, lrs = CASES[index]
+  spec, lrs = catalogue.PMAP[name]
   rng = np.random.RandomState(1000 + sum(map(ord, name)))
   target = oracle_specs.make_target(rng, SHAPES)
   batches = {}
@@ -133,8 +93,8 @@ def replicas_differ(tree, path=''):
 
 def _create(optim, case, jax):
   spec = case['optimizer']
-  focus = {'focus': oracle_specs.build_traversal(spec['focus'])} if 'focus' in spec else {}
-  return oracle_specs.build_def(optim, spec).create(
+  focus = {'focus': catalogue.build_traversal(spec['focus'])} if 'focus' in spec else {}
+  return catalogue.build_def(optim, spec).create(
       jax.tree_util.tree_map(jax.numpy.asarray, case['target']), **focus)
 
 

@@ -1,6 +1,6 @@
 """Adafactor and WeightNorm: legacy unit-test goldens, state layouts, factoring rule, overrides.
 
-Expected values are the legacy flax.optim unit-test goldens (spec section 15), values printed by
+Expected values are the legacy flax.optim unit-test goldens (flax 0.5.3's tests/optim_test.py), values printed by
 the legacy oracle (flax 0.5.3; cited where used) or hand math in the test. Whole trajectories
 against the oracle are in tests/fixtures/trajectories/{Adafactor,Adafactor_threshold,WeightNorm}.
 """
@@ -52,7 +52,7 @@ def test_adafactor_signature_and_hyper_params_are_legacy():
 
 
 def test_adafactor_legacy_golden_factored():
-  # spec 15: Adafactor(0.1, decay_rate=0.8, min_dim_size_to_factor=0), ones(3, 2), step 1
+  # legacy unit test: Adafactor(0.1, decay_rate=0.8, min_dim_size_to_factor=0), ones(3, 2), step 1
   opt_def = optim.Adafactor(0.1, decay_rate=0.8, min_dim_size_to_factor=0)
   state = optim.OptimizerState(jnp.asarray(1, jnp.int32), _AdafactorParamState(
       jnp.array([0.9, 0.9]), jnp.array([0.1, 0.1, 0.1]), jnp.zeros((1,)), jnp.zeros((1,))))
@@ -70,7 +70,7 @@ def test_adafactor_legacy_golden_factored():
 
 
 def test_adafactor_legacy_golden_unfactored_with_momentum():
-  # spec 15: Adafactor(0.1, beta1=0.0, decay_rate=0.8, min_dim_size_to_factor=32)
+  # legacy unit test: Adafactor(0.1, beta1=0.0, decay_rate=0.8, min_dim_size_to_factor=32)
   opt_def = optim.Adafactor(0.1, beta1=0.0, decay_rate=0.8, min_dim_size_to_factor=32)
   state = optim.OptimizerState(jnp.asarray(1, jnp.int32), _AdafactorParamState(
       jnp.zeros((1,)), jnp.zeros((1,)), 0.5 * jnp.ones((3, 2)), jnp.zeros((3, 2))))
@@ -84,8 +84,8 @@ def test_adafactor_legacy_golden_unfactored_with_momentum():
   assert ps.v_row.shape == (1,) and ps.v_col.shape == (1,)
 
 
-# (shape, v_row shape, v_col shape, v shape) from the legacy oracle; spec 7.6 lists the first
-# four. Ties go to np.argsort's order: (128, 128) -> (d1, d0) = (0, 1).
+# (shape, v_row shape, v_col shape, v shape) from the legacy oracle (the first four are
+# also the legacy docstring's examples). Ties go to np.argsort's order: (128, 128) -> (d1, d0) = (0, 1).
 FACTORING = [
     ((200, 160), (160,), (200,), (1,)),
     ((4, 200, 160), (4, 160), (4, 200), (1,)),
@@ -120,7 +120,7 @@ def test_adafactor_factoring_flags_and_small_threshold():
 
 
 def test_adafactor_state_dict_layouts():
-  # spec 10.3
+  # the legacy msgpack keys: v_row/v_col/v/m per leaf, placeholders (1,) where unused
   params = {'a': {'kernel': jnp.ones((2, 3)), 'bias': jnp.ones(3)}}
   sd = serialization.to_state_dict(optim.Adafactor(0.1).create(params))
   assert _shapes(sd['state']['param_states']) == {'a': {
@@ -190,7 +190,7 @@ def test_adafactor_ignores_overrides_of_constructor_only_fields(jit):
 
 
 def test_adafactor_beta1_none_then_override():
-  # legacy oracle (spec 4): Adafactor(0.1) then beta1=0.9 for one step: the (1,) placeholder
+  # legacy oracle: Adafactor(0.1) then beta1=0.9 for one step: the (1,) placeholder
   # `m` broadcasts; a = [0.99, 0.99], m = [0.01, 0.01]; next plain step: a = 0.891, m = [0.].
   params = {'a': jnp.ones(2), 's': jnp.ones(())}
   grads = jax.tree_util.tree_map(jnp.ones_like, params)
@@ -217,7 +217,7 @@ def test_adafactor_missing_learning_rate():
 
 
 def test_adafactor_step_offset_beyond_step_is_nan_like_legacy():
-  # spec 13.7 (legacy verified): step_offset=1 at step 0 -> 0 ** -0.8 -> NaN parameters
+  # legacy (checked in the oracle): step_offset=1 at step 0 -> 0 ** -0.8 -> NaN parameters
   opt = optim.Adafactor(0.1, step_offset=1).create({'w': jnp.ones(2)})
   assert np.all(np.isnan(opt.apply_gradient({'w': jnp.ones(2)}).target['w']))
 
@@ -233,7 +233,7 @@ def test_adafactor_weight_decay_is_not_scaled_by_learning_rate():
 
 
 def test_weight_norm_legacy_golden_momentum():
-  # spec 15: WeightNorm(Momentum(0.1)), 2 * ones(2, 2), fresh state, grads ones
+  # legacy unit test: WeightNorm(Momentum(0.1)), 2 * ones(2, 2), fresh state, grads ones
   opt_def = optim.WeightNorm(optim.Momentum(0.1))
   params = 2 * jnp.ones((2, 2))
   state = opt_def.init_state(params)
@@ -250,7 +250,7 @@ def test_weight_norm_legacy_golden_momentum():
 
 
 def _weight_norm_grads_by_hand(v, s, g, eps):
-  """Spec 7.11: r = (sum v**2 + eps)**-1/2; ds = sum g v r; dv = g s r - v (sum g v) s r**3."""
+  """Legacy WeightNorm gradients: r = (sum v**2 + eps)**-1/2; ds = sum g v r; dv = g s r - v (sum g v) s r**3."""
   axes = tuple(range(v.ndim - 1))
   r = (np.sum(v * v, axes, keepdims=True) + eps) ** -0.5
   gv = np.sum(g * v, axes, keepdims=True)
@@ -291,7 +291,7 @@ def test_weight_norm_gradients_by_hand(jit):
 
 
 def test_weight_norm_state_dict_layouts():
-  # spec 10.3
+  # the legacy msgpack keys: direction_state/scale_state/direction/scale per leaf
   params = {'a': {'kernel': jnp.ones((2, 3)), 'bias': jnp.ones(3)}}
   sd = serialization.to_state_dict(optim.WeightNorm(optim.Momentum(0.1)).create(params))
   assert _shapes(sd['state']['param_states']) == {'a': {

@@ -11,7 +11,7 @@ Fixtures (tools/gen_checkpoints.py, run in the legacy oracle venv):
   trajectory continuing from there.
 
 Tolerance: float32 trajectories agree within rtol 1e-5 per leaf (relative to the leaf's max
-|value|): legacy itself differs by ~1e-6 between eager and jit (spec section 12.1) and optax
+|value|): legacy itself differs by ~1e-6 between eager and jit over 20 float32 steps, and optax
 associates some products differently. Restored values must be bit-identical to the file.
 """
 import os
@@ -137,7 +137,7 @@ def _split_steps(state_dict):
 def _assert_trajectory(actual, expected, stats=None):
   """Per step: values within rtol 1e-5 with the same dtypes, step counters equal.
 
-  Legacy quirk not reproduced (spec 13.9): after restoring, an eager legacy step computes
+  Legacy quirk not reproduced: after restoring, an eager legacy step computes
   ``step + 1`` in NumPy and stores an ``int64`` scalar; ours stays an ``int32`` array.
   """
   assert len(actual) == len(expected)
@@ -201,7 +201,7 @@ def test_continue_from_legacy_file_matches_legacy(name, mode):
 
 
 def test_restore_legacy_file_with_int64_step():
-  """A legacy file saved after eager steps stores ``step`` as a NumPy int64 (spec 13.9)."""
+  """A legacy file saved after eager steps stores ``step`` as a NumPy int64."""
   directory = _legacy_dir('Adam-after-eager-steps')
   raw = serialization.msgpack_restore(_read(directory, STEP + specs.STEPS_AFTER))
   assert np.asarray(raw['state']['step']).dtype == np.int64  # what legacy wrote
@@ -340,7 +340,7 @@ def test_state_dict_and_restore_state_api():
 
 
 def test_restored_leaves_are_writable_jax_arrays_and_train_eagerly():
-  """Decision (spec 13.9): restored leaves are jax arrays (not read-only NumPy), step int32."""
+  """Not legacy's NumPy: restored leaves are jax arrays (not read-only NumPy), step int32."""
   case = EXPECTED['Momentum']['case']
   restored = serialization.from_bytes(_create(case), _read(_legacy_dir('Momentum')))
   assert isinstance(restored.target['dense']['kernel'], jax.Array)

@@ -1,6 +1,6 @@
 """The core legacy API: OptimizerDef/Optimizer semantics, errors, overrides, dtypes.
 
-Expected values are hand math or the legacy unit-test goldens (spec section 15).
+Expected values are hand math or the legacy unit-test goldens (flax 0.5.3's tests/optim_test.py).
 """
 import jax
 import jax.numpy as jnp
@@ -69,7 +69,7 @@ def test_adam_golden():
 
 
 def test_state_dict_layout_matches_legacy_serialization_golden():
-  # spec 15: Momentum(1.).create({'params': {'kernel': ones(1,1), 'bias': zeros(1)}})
+  # legacy unit test: Momentum(1.).create({'params': {'kernel': ones(1,1), 'bias': zeros(1)}})
   target = {'params': {'kernel': jnp.ones((1, 1)), 'bias': jnp.zeros(1)}}
   state_dict = serialization.to_state_dict(optim.Momentum(1.0).create(target))
   expected = {
@@ -84,7 +84,7 @@ def test_state_dict_layout_matches_legacy_serialization_golden():
 
 
 def test_to_bytes_round_trip_and_legacy_worked_example():
-  # spec 10.2: Momentum(0.1).create({'w': [1., 2.]}) -> 114 bytes, this exact content
+  # legacy to_bytes: Momentum(0.1).create({'w': [1., 2.]}) -> 114 bytes, this exact content
   optimizer = optim.Momentum(0.1).create({'w': jnp.array([1.0, 2.0], jnp.float32)})
   data = serialization.to_bytes(optimizer)
   assert len(data) == 114
@@ -120,7 +120,7 @@ def test_jit_traces_once_per_def_object_like_legacy():
   a = step(step(a, grads), grads)
   assert counter.count == 1
   step(opt_b.create(params), grads)
-  assert counter.count == 2  # defs hash by identity (spec 13.8)
+  assert counter.count == 2  # defs hash by identity, as in legacy
 
 
 def test_overrides_are_per_call_and_hyper_params_replaces():
@@ -131,7 +131,7 @@ def test_overrides_are_per_call_and_hyper_params_replaces():
   assert opt_def.hyper_params.learning_rate == 0.1  # unchanged
   hp = opt_def.hyper_params.replace(learning_rate=0.2)
   np.testing.assert_allclose(optimizer.apply_gradient(grads, hyper_params=hp).target['w'], [0.8])
-  # keyword overrides win over hyper_params= (spec 4, verified)
+  # keyword overrides win over hyper_params= (as in legacy, checked in the oracle)
   out = optimizer.apply_gradient(grads, hyper_params=hp, learning_rate=0.3)
   np.testing.assert_allclose(out.target['w'], [0.7], rtol=1e-6)
 
@@ -296,7 +296,7 @@ def test_bfloat16_adam_moves_with_float32_arithmetic():
   """Hand-computed Adam in numpy float32, rounding to bfloat16 only where values are stored.
 
   Legacy computed the bias correction in bfloat16, where 0.999 == 1.0, so 1 - beta2**t == 0
-  and bfloat16 params never moved (spec 13.2). We compute in float32 and store in bfloat16.
+  and bfloat16 params never moved. We compute in float32 and store in bfloat16.
   """
   lr, b1, b2, eps = 0.1, 0.9, 0.999, 1e-8
   p = _bf16([1.0, -2.0, 0.3])

@@ -1,7 +1,7 @@
 """Deprecation warnings: where legacy flax.optim warned, with its texts, as one filterable class.
 
-Legacy texts and counts are from the spec (section 6, verified against flax 0.5.3); they are
-written out here, not imported from the package, so a changed constant fails the test.
+Legacy texts and counts are flax 0.5.3's (checked against the legacy library); they are written
+out here, not imported from the package, so a changed constant fails the test.
 """
 import inspect
 import json
@@ -19,6 +19,7 @@ from flax import struct
 from flax import traverse_util
 
 import flax_optim_compat as optim
+from tests import catalogue
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -76,23 +77,9 @@ def test_warning_class_is_a_documented_deprecation_warning():
 
 PARAMS = {'a': {'kernel': jnp.ones((2, 3)), 'bias': jnp.zeros(3)}}
 
-CONSTRUCTORS = {
-    'GradientDescent': lambda: optim.GradientDescent(0.1),
-    'Momentum': lambda: optim.Momentum(0.1),
-    'Adam': lambda: optim.Adam(0.1),
-    'AdaBelief': lambda: optim.AdaBelief(0.1),
-    'Adadelta': lambda: optim.Adadelta(0.1),
-    'Adafactor': lambda: optim.Adafactor(0.1),
-    'Adagrad': lambda: optim.Adagrad(0.1),
-    'LAMB': lambda: optim.LAMB(0.1),
-    'LARS': lambda: optim.LARS(0.1),
-    'RMSProp': lambda: optim.RMSProp(0.1),
-}
-
-
-@pytest.mark.parametrize('name', sorted(CONSTRUCTORS))
+@pytest.mark.parametrize('name', catalogue.BUILTINS)
 def test_every_optimizer_constructor_warns_once_at_the_callers_line(name):
-  make = CONSTRUCTORS[name]
+  make = lambda: getattr(optim, name)(0.1)
   # The lambda's line is the user's line here (first frame outside the package).
   line = make.__code__.co_firstlineno
   with _Recorded() as rec:

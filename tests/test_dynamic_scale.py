@@ -1,4 +1,4 @@
-"""DynamicScale at its legacy paths, with legacy fields, behaviour and checkpoint keys (spec 9)."""
+"""DynamicScale at its legacy paths, with legacy fields, behaviour and checkpoint keys."""
 import dataclasses
 import math
 import os
@@ -17,7 +17,7 @@ from tests import _utils
 
 INF, NAN = math.inf, math.nan
 
-# Spec section 15 (the legacy unit test, re-run against flax 0.5.3): DynamicScale(growth_interval=2),
+# The legacy unit test (re-run against flax 0.5.3): DynamicScale(growth_interval=2),
 # loss float16(p) ** 2 at p = 1. (finite, loss, scale after the step, grad) per step. The first
 # step overflows: 65536 * 1 is inf in float16 (and the loss inf / inf = nan).
 GOLDEN = [(False, NAN, 32768.0, INF), (False, 1.0, 16384.0, INF), (True, 1.0, 16384.0, 2.0),

@@ -1,11 +1,12 @@
-"""Generic properties of every optimizer in the registry x float32/bfloat16 x jit/eager."""
+"""Generic properties of every optimizer of the catalogue x float32/bfloat16 x jit/eager."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import flax_optim_compat as optim
 from tests import _utils
-from tests.registry import REGISTRY
+from tests.catalogue import GENERIC
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
@@ -36,10 +37,10 @@ def _step_fn(jit):
 
 @pytest.mark.parametrize('jit', [True, False], ids=['jit', 'eager'])
 @pytest.mark.parametrize('dtype', DTYPES, ids=['float32', 'bfloat16'])
-@pytest.mark.parametrize('entry', REGISTRY, ids=repr)
+@pytest.mark.parametrize('entry', GENERIC, ids=repr)
 def test_converges_on_quadratic_and_keeps_dtypes(entry, dtype, jit):
   params, loss = _quadratic_problem(dtype, entry.scalar_params, entry.start)
-  optimizer = entry.make().create(params)
+  optimizer = entry.make(optim).create(params)
   created = optimizer
   step = _step_fn(jit)
   for _ in range(entry.steps if jit else min(entry.steps, 40)):
@@ -54,10 +55,10 @@ def test_converges_on_quadratic_and_keeps_dtypes(entry, dtype, jit):
     assert float(loss(optimizer.target)) < 0.9 * float(loss(params))
 
 
-@pytest.mark.parametrize('entry', REGISTRY, ids=repr)
+@pytest.mark.parametrize('entry', GENERIC, ids=repr)
 def test_override_value_change_does_not_retrace(entry):
   params, loss = _quadratic_problem(jnp.float32, entry.scalar_params, entry.start)
-  optimizer = entry.make().create(params)
+  optimizer = entry.make(optim).create(params)
 
   def step(optimizer, value):
     return optimizer.apply_gradient(jax.grad(loss)(optimizer.target), **{entry.override: value})

@@ -11,7 +11,7 @@ Where the package is installed (CI: `pip install -e .`), the script runs as is a
 hook stands in for the `.pth` file (same module, same start-up moment).
 
 The reference trajectory is computed here with plain optax (`optax.sgd` with momentum is the
-exact legacy Momentum formula, spec 12.2), not with our package.
+exact legacy Momentum formula), not with our package.
 """
 import json
 import os
@@ -123,7 +123,7 @@ def test_msgpack_checkpoints_interrupt_and_resume(tmp_path, reference):
   assert 'starting at step 15 on 8 devices' in second.stdout
   assert sorted(os.listdir(workdir)) == ['checkpoint_15', 'checkpoint_30', 'metrics.json']
 
-  # A legacy msgpack file with the legacy Optimizer layout (spec 10.3).
+  # A legacy msgpack file with the legacy Optimizer layout ({'target', 'state': {'step', 'param_states'}}).
   state = serialization.msgpack_restore((workdir / 'checkpoint_30').read_bytes())
   assert sorted(state) == ['state', 'target']
   assert sorted(state['state']) == ['param_states', 'step']

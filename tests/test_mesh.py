@@ -29,7 +29,7 @@ from jax.sharding import PartitionSpec as P
 
 import flax_optim_compat as optim
 from tests import _utils
-from tests import oracle_specs
+from tests import catalogue
 from tests import pmap_specs
 
 pytestmark = [
@@ -99,8 +99,8 @@ def _train_step(opt, batch, overrides):
 def _setup(name):
   case = pmap_specs.make_case(name)
   spec = case['optimizer']
-  opt_def = oracle_specs.build_def(optim, spec)
-  focus = {'focus': oracle_specs.build_traversal(spec['focus'])} if 'focus' in spec else {}
+  opt_def = catalogue.build_def(optim, spec)
+  focus = {'focus': catalogue.build_traversal(spec['focus'])} if 'focus' in spec else {}
   create = lambda target: opt_def.create(target, **focus)
   target = jax.tree_util.tree_map(jnp.asarray, case['target'])
   shardings = optimizer_shardings(jax.eval_shape(create, target), PARAM_SPECS)
@@ -205,7 +205,7 @@ def test_explicit_mesh_axes_need_no_state_annotations(name):
                        axis_types=(jax.sharding.AxisType.Explicit,) * 2,
                        devices=jax.devices()[:8])
   case = pmap_specs.make_case(name)
-  opt_def = oracle_specs.build_def(optim, case['optimizer'])
+  opt_def = catalogue.build_def(optim, case['optimizer'])
   target = jax.device_put(case['target'], jax.tree_util.tree_map(
       lambda s: NamedSharding(mesh, s), PARAM_SPECS))
   with jax.set_mesh(mesh):

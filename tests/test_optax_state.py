@@ -12,35 +12,20 @@ import pytest
 
 import flax_optim_compat as optim
 from tests import _utils
-from tests import oracle_specs
+from tests import catalogue
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
-
-DEFS = {
-    'GradientDescent': lambda: optim.GradientDescent(0.1),
-    'Momentum': lambda: optim.Momentum(0.1, 0.8, weight_decay=0.01, nesterov=True),
-    'Adam': lambda: optim.Adam(0.05, weight_decay=0.01),
-    'AdaBelief': lambda: optim.AdaBelief(0.05),
-    'Adadelta': lambda: optim.Adadelta(0.5, weight_decay=0.01),
-    'Adafactor': lambda: optim.Adafactor(0.05, beta1=0.9, min_dim_size_to_factor=2),
-    'Adafactor-beta1-None': lambda: optim.Adafactor(0.05, min_dim_size_to_factor=2),
-    'Adagrad': lambda: optim.Adagrad(0.1),
-    'LAMB': lambda: optim.LAMB(0.05, weight_decay=0.01),
-    'LARS': lambda: optim.LARS(0.1, weight_decay=0.01),
-    'RMSProp-centered': lambda: optim.RMSProp(0.01, centered=True),
-}
-
 
 def _grads(i, params):
   return jax.tree_util.tree_map(
       lambda p: jnp.sin(jnp.arange(p.size, dtype=jnp.float32) + i).reshape(p.shape), params)
 
 
-@pytest.mark.parametrize('name', sorted(DEFS))
+@pytest.mark.parametrize('name', sorted(catalogue.OPTAX_STATE))
 def test_plain_optax_continues_exactly_like_the_legacy_api(name):
   params = {'dense': {'kernel': jnp.linspace(-1, 1, 12).reshape(4, 3), 'bias': jnp.ones(3)},
             'scale': jnp.asarray(0.5)}
-  optimizer = DEFS[name]().create(params)
+  optimizer = catalogue.build_def(optim, catalogue.OPTAX_STATE[name]).create(params)
   for i in range(3):
     optimizer = optimizer.apply_gradient(_grads(i, params))
   tx = optimizer.optimizer_def.optax_transform()
@@ -73,6 +58,6 @@ def test_optimizers_without_a_single_optax_state_say_so():
   focus = optim.ModelParamTraversal(lambda path, _: True)
   with pytest.raises(NotImplementedError, match='convert each group'):
     optim.Adam(0.1).create(params, focus=focus).optax_state()
-  custom = oracle_specs.CUSTOM_OPTIMIZERS['custom:SignMomentum'](optim)(0.1)
+  custom = catalogue.CUSTOM_OPTIMIZERS['custom:SignMomentum'](optim)(0.1)
   with pytest.raises(NotImplementedError, match='per-leaf protocol'):
     custom.create(params).optax_state()

@@ -1,8 +1,8 @@
-"""Single-step golden values of the legacy unit tests (spec section 15) and hand-math checks of
-where our optimizers deliberately differ from the natural optax chain (spec 12.2-12.3).
+"""Single-step golden values of the legacy unit tests (flax 0.5.3's tests/optim_test.py) and hand-math
+checks of where our optimizers deliberately differ from the natural optax chain.
 
 Every expected value is either the legacy test's number (re-run against flax 0.5.3) or computed
-here in float64 from the legacy formula (spec section 7).
+here in float64 from the legacy formula.
 """
 import jax
 import jax.numpy as jnp
@@ -30,7 +30,7 @@ def _apply(opt_def, params, step, param_state, grads, **overrides):
                                 grads)
 
 
-# ----------------------------------------------------------------------------- spec 15 goldens
+# ----------------------------------------------------------------------------- legacy unit-test goldens
 
 # (optimizer, state in, grad, expected param, expected state out) for params [1.] at step 1.
 GOLDENS = {
@@ -144,7 +144,7 @@ def test_lamb_traced_weight_decay_override_works_under_jit():
 # ----------------------------------------------------------------------------- LARS
 
 def _lars_step(p, g, m, lr, beta, wd, tc, eps, nesterov):
-  """Legacy LARS in float64 (spec 7.9)."""
+  """Legacy LARS in float64."""
   pn, gn = np.linalg.norm(p), np.linalg.norm(g)
   ratio = 1.0 if pn == 0 or gn == 0 else tc * pn / (gn + wd * pn + eps)
   s = (lr * ratio) * (g + wd * p)

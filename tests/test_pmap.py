@@ -203,7 +203,7 @@ def test_legacy_replicated_checkpoint_restores_into_ours_and_trains_on(name):
     _assert_close(ours[str(i)], legacy[str(i)], f'{name} step {i} after restore')
 
 
-# ----------------------------------------------------------------------------- API semantics (spec 5, 6)
+# ----------------------------------------------------------------------------- API semantics
 
 
 def _momentum():

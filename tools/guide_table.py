@@ -1,10 +1,10 @@
 """How far is each legacy optimizer from its closest plain optax expression? (migration_guide.md)
 
-For every row of ROWS it runs the legacy API (``flax_optim_compat``, i.e. flax 0.5.3's
-``flax.optim`` numerics) and the optax expression shown in the row side by side: the param tree
-of spec 12.1 (``a/kernel f32[5,3]``, ``a/bias f32[7]``, ``scalar f32[]``, ``t3 f32[4,3,2]``,
-``big f32[200,160]``, normal * 0.5), the same fresh N(0, 1) gradients each step, both jitted,
-optax applied with ``optax.apply_updates``. It prints the Markdown table that
+For every row of ROWS (the ``guide`` rows of tests/catalogue.py) it runs the legacy API
+(``flax_optim_compat``, i.e. flax 0.5.3's ``flax.optim`` numerics) and the optax expression shown
+in the row side by side: the param tree ``a/kernel f32[5,3]``, ``a/bias f32[7]``, ``scalar
+f32[]``, ``t3 f32[4,3,2]``, ``big f32[200,160]`` (normal * 0.5), the same fresh N(0, 1)
+gradients each step, both jitted, optax applied with ``optax.apply_updates``. It prints the Markdown table that
 migration_guide.md contains:
 
 * max abs: max over steps, leaves and elements of |legacy - optax|;
@@ -19,18 +19,17 @@ The expressions are evaluated from the very strings printed, so the table shows 
 
 Usage, from the repository root (about a minute on 2 CPU cores)::
 
-  python tools/guide_table.py                 # the table (stdout)
+  python tools/guide_table.py                 # the table (stdout); or python -m tools.guide_table
   python tools/guide_table.py --steps 5 --only Adagrad LAMB   # a quick look at some rows
 """
 import argparse
-import dataclasses
 import os
 import sys
 import time
 import warnings
-from typing import Optional
 
 os.environ.setdefault('JAX_PLATFORMS', 'cpu')
+# Run as a script (`python tools/guide_table.py`), the repository root is not on sys.path.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # pylint: disable=g-import-not-at-top
@@ -39,17 +38,9 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import optax  # pylint: disable=g-import-not-at-top
 
 import flax_optim_compat as optim  # pylint: disable=g-import-not-at-top
+from tests import catalogue  # pylint: disable=g-import-not-at-top
 
 ROUNDING_REL = 1e-5
-
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-  legacy: str                      # evaluated: the legacy OptimizerDef
-  optax: str                       # evaluated: the closest optax GradientTransformation
-  why: str = ''                    # what differs, when it does
-  tree: str = 'spec'               # 'spec', 'zero_leaf' (+ a zero-initialised f32[7]), 'no_scalar'
-  overrides: Optional[str] = None  # evaluated: step -> apply_gradient(**overrides)
 
 
 def label_by_path(params):
@@ -68,98 +59,11 @@ def mask_for(label):
 NAMESPACE = {'optim': optim, 'optax': optax, 'jnp': jnp, 'jax': jax,
              'label_by_path': label_by_path, 'mask_for': mask_for}
 
-ROWS = [
-    Row('optim.GradientDescent(0.05)', 'optax.sgd(0.05)'),
-    Row('optim.Momentum(0.05, beta=0.8)', 'optax.sgd(0.05, momentum=0.8)'),
-    Row('optim.Momentum(0.05, beta=0.8, weight_decay=0.01, nesterov=True)',
-        'optax.chain(optax.add_decayed_weights(0.01), optax.trace(0.8, nesterov=True), '
-        'optax.scale(-0.05))'),
-    Row('optim.Adam(0.01, beta1=0.85, beta2=0.99, eps=1e-6)',
-        'optax.adam(0.01, b1=0.85, b2=0.99, eps=1e-6)'),
-    Row('optim.Adam(0.01, beta1=0.85, beta2=0.99, eps=1e-6, weight_decay=0.01)',
-        'optax.adamw(0.01, b1=0.85, b2=0.99, eps=1e-6, weight_decay=0.01)'),
-    Row('optim.Adam(0.01)',  # the per-step override of a learning-rate schedule
-        'optax.adam(lambda count: 0.01 * 0.95 ** count)',
-        overrides="lambda step: {'learning_rate': 0.01 * 0.95 ** step}"),
-    Row('optim.AdaBelief(0.01, beta1=0.85, beta2=0.99, eps=1e-10, weight_decay=0.01)',
-        'optax.chain(optax.scale_by_belief(0.85, 0.99, eps=1e-10, eps_root=1e-10), '
-        'optax.add_decayed_weights(0.01), optax.scale(-0.01))'),
-    Row('optim.AdaBelief(0.01, beta1=0.85, beta2=0.99)',
-        'optax.adabelief(0.01, b1=0.85, b2=0.99)',
-        why='`optax.adabelief` defaults `eps=1e-16, eps_root=1e-16` where legacy adds its one '
-            '`eps` (1e-16) both inside the state and outside the sqrt: same here'),
-    Row('optim.Adadelta(0.5, rho=0.85, eps=1e-5, weight_decay=0.01)',
-        'optax.chain(optax.scale_by_adadelta(0.85, 1e-5), optax.add_decayed_weights(0.01), '
-        'optax.scale(-0.5))'),
-    Row('optim.Adadelta(0.5, rho=0.85, eps=1e-5, weight_decay=0.01)',
-        'optax.adadelta(0.5, rho=0.85, eps=1e-5, weight_decay=0.01)',
-        why='`optax.adadelta` adds the decay *before* the adaptive scaling (coupled); legacy '
-            'subtracts `lr * wd * p` after it'),
-    Row('optim.Adafactor(0.05)', 'optax.adafactor(0.05)'),
-    Row('optim.Adafactor(0.05, beta1=0.9, decay_rate=0.7, clipping_threshold=1.5, '
-        'weight_decay_rate=1e-3, epsilon2=2e-3)',
-        'optax.chain(optax.scale_by_factored_rms(decay_rate=0.7, step_offset=0, '
-        'min_dim_size_to_factor=128, epsilon=1e-30), optax.clip_by_block_rms(1.5), '
-        'optax.scale(0.05), optax.scale_by_param_block_rms(2e-3), '
-        'optax.ema(0.9, debias=False, accumulator_dtype=jnp.float32), '
-        'optax.add_decayed_weights(1e-3), optax.scale(-1))'),
-    Row('optim.Adafactor(0.05, factored=False, multiply_by_parameter_scale=False, '
-        'clipping_threshold=None)',
-        'optax.adafactor(0.05, factored=False, multiply_by_parameter_scale=False, '
-        'clipping_threshold=None)'),
-    Row('optim.Adagrad(0.1)', 'optax.adagrad(0.1, initial_accumulator_value=0.0, eps=1e-8)',
-        why='legacy `g / (sqrt(G) + eps)`, optax `g * rsqrt(G + eps)`: eps inside the sqrt; no '
-            'optax option reproduces it (differs wherever G is near eps)'),
-    Row('optim.Adagrad(0.1, eps=0.01)',
-        'optax.adagrad(0.1, initial_accumulator_value=0.0, eps=0.01)',
-        why='as above'),
-    Row('optim.LAMB(0.01, beta1=0.85, beta2=0.99, weight_decay=0.01, eps=1e-5)',
-        'optax.lamb(0.01, b1=0.85, b2=0.99, eps=1e-5, weight_decay=0.01)'),
-    Row('optim.LAMB(0.01, beta1=0.85, beta2=0.99, weight_decay=0.01, eps=1e-5)',
-        'optax.lamb(0.01, b1=0.85, b2=0.99, eps=1e-5, weight_decay=0.01)',
-        tree='zero_leaf',
-        why='trust ratio of a zero param: legacy 0 (a zero-initialised param never moves, so '
-            'max rel is infinite), optax 1'),
-    Row('optim.LARS(0.1, beta=0.8, trust_coefficient=0.01, eps=1e-6, nesterov=True)',
-        'optax.lars(0.1, weight_decay=0.0, trust_coefficient=0.01, eps=1e-6, momentum=0.8, '
-        'nesterov=True)'),
-    Row('optim.LARS(0.1, beta=0.8, weight_decay=0.01, trust_coefficient=0.01, eps=1e-6)',
-        'optax.lars(0.1, weight_decay=0.01, trust_coefficient=0.01, eps=1e-6, momentum=0.8)',
-        why='trust-ratio denominator: legacy `norm(g) + wd * norm(p) + eps`, optax '
-            '`norm(g + wd * p) + eps`'),
-    Row('optim.RMSProp(0.01, beta2=0.85)',
-        'optax.rmsprop(0.01, decay=0.85, eps=1e-8, eps_in_sqrt=False)'),
-    Row('optim.RMSProp(0.01, beta2=0.85, eps=1e-3)',
-        'optax.rmsprop(0.01, decay=0.85, eps=1e-3)',
-        why="optax's default `eps_in_sqrt=True` puts eps inside the sqrt; legacy outside"),
-    Row('optim.RMSProp(0.01, beta2=0.85, eps=1e-3, centered=True)',
-        'optax.rmsprop(0.01, decay=0.85, eps=1e-3, centered=True, eps_in_sqrt=False)'),
-    Row('optim.WeightNorm(optim.Momentum(0.05, beta=0.8))',
-        'optax.sgd(0.05, momentum=0.8)',
-        tree='no_scalar',
-        why='no optax counterpart: this is the plain inner optimizer, i.e. what dropping '
-            'WeightNorm changes (legacy WeightNorm rejects 0-d params, so no `scalar` leaf)'),
-    Row("optim.MultiOptimizer("
-        "(optim.ModelParamTraversal(lambda path, _: path.endswith('/kernel')), optim.Adam(0.01)), "
-        "(optim.ModelParamTraversal(lambda path, _: path.endswith('/bias')), "
-        "optim.Momentum(0.05, beta=0.8)))",
-        "optax.multi_transform({'kernel': optax.adam(0.01), "
-        "'bias': optax.sgd(0.05, momentum=0.8), 'none': optax.set_to_zero()}, label_by_path)"),
-    Row("optim.MultiOptimizer("
-        "(optim.ModelParamTraversal(lambda path, _: path.endswith('/kernel')), "
-        "optim.Momentum(0.05, beta=0.8)), "
-        "(optim.ModelParamTraversal(lambda path, _: path.endswith('/bias')), "
-        "optim.Momentum(0.005, beta=0.8)))",
-        "optax.chain(optax.trace(decay=0.8), optax.masked(optax.scale(-0.05), mask_for('kernel')), "
-        "optax.masked(optax.scale(-0.005), mask_for('bias')))",
-        why="the masked chain of flax's optax update guide: a param matched by no mask "
-            "(`scalar`, `t3`, `big`) still gets the shared `trace` as its update, i.e. moves "
-            "*up* the gradient; legacy leaves it untouched. Use `multi_transform` (row above)"),
-]
+ROWS = catalogue.GUIDE_ROWS
 
 
-def spec_params(tree: str):
-  """The spec 12.1 param tree (plus the row's variation)."""
+def guide_params(tree: str):
+  """The guide's param tree (see the module docstring), with the row's variation."""
   shapes = {'a': {'kernel': (5, 3), 'bias': (7,)}, 'scalar': (), 't3': (4, 3, 2),
             'big': (200, 160)}
   leaves, treedef = jax.tree_util.tree_flatten(shapes, is_leaf=lambda x: isinstance(x, tuple))
@@ -200,8 +104,8 @@ def _optax_runner(tx):
   return step
 
 
-def measure(row: Row, steps: int) -> dict:
-  params = spec_params(row.tree)
+def measure(row: catalogue.GuideRow, steps: int) -> dict:
+  params = guide_params(row.tree)
   grads = gradients(params, steps)
   opt_def = eval(row.legacy, dict(NAMESPACE))  # pylint: disable=eval-used
   tx = eval(row.optax, dict(NAMESPACE))  # pylint: disable=eval-used
@@ -255,7 +159,7 @@ def _num(x) -> str:
   return '0' if x == 0.0 else f'{x:.1e}'
 
 
-def _legacy_cell(row: Row) -> str:
+def _legacy_cell(row: catalogue.GuideRow) -> str:
   cell = f'`{row.legacy}`'
   if row.overrides:
     cell += f' with `apply_gradient(grads, **({row.overrides})(step))`'

@@ -1,45 +1,42 @@
-"""Golden checkpoints in both directions, between the REAL legacy flax.optim and flax_optim_compat.
+"""Golden checkpoints in both directions, between the legacy flax.optim and flax_optim_compat.
 
-Run in the legacy oracle venv (see ../shared/legacy-oracle/setup.sh), from the repo root:
+Run in the legacy oracle venv, from the repository root::
 
-    ~/.cache/legacy-flax-oracle/bin/python tools/gen_checkpoints.py [--modern-python PY] [CASE ...]
+    ~/.cache/legacy-flax-oracle/bin/python -m tools.oracle.gen_checkpoints \\
+        [--modern-python PY] [--out DIR] [CASE ...]
 
-For every case of tests/checkpoint_specs.py (all cases if none are named) it
+For every case of ``catalogue.CHECKPOINTS`` (all if none are named) it
 
 1. trains the legacy optimizer (or a train state holding one) for STEPS_BEFORE steps and writes
    it with legacy ``flax.training.checkpoints.save_checkpoint`` to
    tests/fixtures/checkpoints/legacy/<case>/checkpoint_3 (kept byte-for-byte as written);
 2. restores that file into a fresh legacy template and continues STEPS_AFTER steps (jit, and
-   eager for bare optimizers): the oracle's own trajectory the tests compare with;
-3. runs THIS script in the modern venv (``--write-ours``; PY is ``--modern-python`` or the
-   ``FLAX_OPTIM_COMPAT_DEV_PYTHON`` environment variable, e.g. ``.venv/bin/python``),
-   which trains flax_optim_compat on the same inputs and writes tests/fixtures/checkpoints/
-   ours/<case>/checkpoint_3 (modern ``save_checkpoint`` with the msgpack backend) and
-   checks that those bytes are exactly ``flax.serialization.to_bytes`` of the same object;
-4. restores our files in the legacy library (``restore_checkpoint`` and ``from_bytes``)
-   and continues STEPS_AFTER steps there, recording the result;
+   eager for the cases marked ``eager``): the oracle's own trajectory the tests compare with;
+3. runs this module in the modern venv (``--write-ours``; PY is ``--modern-python`` or the
+   ``FLAX_OPTIM_COMPAT_DEV_PYTHON`` environment variable, e.g. ``.venv/bin/python``), which
+   trains flax_optim_compat on the same inputs and writes tests/fixtures/checkpoints/ours/<case>/
+   checkpoint_3 (modern ``save_checkpoint`` with the msgpack backend) and checks that those
+   bytes are exactly ``flax.serialization.to_bytes`` of the same object;
+4. restores our files in the legacy library (``restore_checkpoint`` and ``from_bytes``) and
+   continues STEPS_AFTER steps there, recording the result;
 
-and stores inputs and results in tests/fixtures/checkpoints/expected.msgpack. The tests
-(tests/test_checkpoints.py) never need the oracle venv: they replay our side on the legacy files
-and check the recorded legacy restores and continuations of our files. Regenerate after changing
-a case, or when an optimizer's numerics or state layout change (the tests say so).
+and stores inputs and results in tests/fixtures/checkpoints/expected.msgpack (cases not named
+keep their entries). The tests (tests/test_checkpoints.py) never need the oracle venv: they
+replay our side on the legacy files and check the recorded legacy restores and continuations of
+our files. Regenerate after changing a case, or when an optimizer's numerics or state layout
+change (the tests say so).
 """
 import argparse
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import warnings
 
-os.environ['XLA_FLAGS'] = ' '.join(
-    [os.environ.get('XLA_FLAGS', ''), '--xla_force_host_platform_device_count=8']).strip()
-os.environ.setdefault('JAX_PLATFORMS', 'cpu')
+from tools import oracle
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
-sys.path.insert(0, ROOT)
-sys.path.insert(1, os.path.join(ROOT, 'tests'))
+oracle.use_eight_cpu_devices()
 warnings.simplefilter('ignore')
 
 import jax  # noqa: E402
@@ -49,10 +46,14 @@ from flax import struct  # noqa: E402
 from flax.core import freeze  # noqa: E402
 from flax.training import checkpoints  # noqa: E402
 
+from tests import catalogue  # noqa: E402
 from tests import checkpoint_specs as specs  # noqa: E402
 
-OUT = os.path.join(ROOT, 'tests', 'fixtures', 'checkpoints')
+OUT = os.path.join(oracle.FIXTURES, 'checkpoints')
 STEP = specs.STEPS_BEFORE
+
+# case -> extra legacy file saved after the eager continuation (legacy then stores an int64 step).
+EAGER_FILES = {'Adam': 'Adam-after-eager-steps'}
 
 
 def _side(optim, dynamic_scale_cls):
@@ -62,10 +63,6 @@ def _side(optim, dynamic_scale_cls):
   run = lambda obj, case, steps, jit=True: specs.run(
       obj, case, steps, to_state_dict=serialization.to_state_dict, jit=jit, **kw)
   return create, run
-
-
-# case -> extra legacy file saved after the eager continuation (int64 `step`).
-EAGER_FILES = {'Adam': 'Adam-after-eager-steps'}
 
 
 def _max_rel(actual, expected):
@@ -85,11 +82,11 @@ def _fresh_dir(path):
   return path
 
 
-def write_ours(cases_file):
+def write_ours(cases_file, out):
   """Modern venv: flax_optim_compat trains each case and writes its checkpoint files."""
-  import flax
-  import flax_optim_compat as optim
-  from flax_optim_compat import dynamic_scale
+  import flax  # pylint: disable=g-import-not-at-top
+  import flax_optim_compat as optim  # pylint: disable=g-import-not-at-top
+  from flax_optim_compat import dynamic_scale  # pylint: disable=g-import-not-at-top
 
   flax.config.update('flax_use_orbax_checkpointing', False)
   create, run = _side(optim, dynamic_scale.DynamicScale)
@@ -103,7 +100,7 @@ def write_ours(cases_file):
       report[name] = f'not implemented: {e}'
       continue
     obj, _ = run(obj, case, specs.BEFORE)
-    directory = _fresh_dir(os.path.join(OUT, 'ours', name))
+    directory = _fresh_dir(os.path.join(out, 'ours', name))
     path = checkpoints.save_checkpoint(directory, obj, STEP)
     with open(path, 'rb') as f:
       assert f.read() == serialization.to_bytes(obj), 'save_checkpoint != to_bytes'
@@ -111,9 +108,9 @@ def write_ours(cases_file):
   print(json.dumps(report))
 
 
-def generate(names, modern_python):
-  from flax import optim
-  from flax.optim import dynamic_scale
+def generate(names, modern_python, out):
+  from flax import optim  # pylint: disable=g-import-not-at-top
+  from flax.optim import dynamic_scale  # pylint: disable=g-import-not-at-top
   warnings.simplefilter('ignore')  # flax.optim re-enables its DeprecationWarnings on import
 
   create, run = _side(optim, dynamic_scale.DynamicScale)
@@ -121,7 +118,7 @@ def generate(names, modern_python):
   expected = {}
   for name, case in cases.items():
     obj, _ = run(create(case), case, specs.BEFORE)
-    directory = _fresh_dir(os.path.join(OUT, 'legacy', name))
+    directory = _fresh_dir(os.path.join(out, 'legacy', name))
     path = checkpoints.save_checkpoint(directory, obj, STEP)
     _, uninterrupted = run(obj, case, specs.AFTER)
     continued = {}
@@ -129,10 +126,9 @@ def generate(names, modern_python):
       restored = checkpoints.restore_checkpoint(directory, target=create(case))
       after, continued[mode] = run(restored, case, specs.AFTER, jit=mode == 'jit')
       if mode == 'eager' and name in EAGER_FILES:
-        # Legacy quirk (spec 13.9): after an eager step the file stores `step` as int64.
-        checkpoints.save_checkpoint(_fresh_dir(os.path.join(OUT, 'legacy', EAGER_FILES[name])),
+        checkpoints.save_checkpoint(_fresh_dir(os.path.join(out, 'legacy', EAGER_FILES[name])),
                                     after, STEP + specs.STEPS_AFTER)
-    expected[name] = {'case': case, 'file': os.path.relpath(path, OUT), 'continued': continued,
+    expected[name] = {'case': case, 'file': os.path.relpath(path, out), 'continued': continued,
                       # restore + continue vs never checkpointed, in the legacy library itself
                       'legacy_restart_max_rel': _max_rel(continued['jit'], uninterrupted)}
     if case['kind'] == 'plain':
@@ -143,16 +139,17 @@ def generate(names, modern_python):
     cases_file = os.path.join(tmp, 'cases.msgpack')
     with open(cases_file, 'wb') as f:
       f.write(serialization.msgpack_serialize(cases))
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    done = subprocess.run([modern_python, os.path.abspath(__file__), '--write-ours', cases_file],
-                          env=env, cwd=ROOT, check=True, capture_output=True, text=True)
+    done = subprocess.run(
+        [modern_python, '-m', 'tools.oracle.gen_checkpoints', '--out', out,
+         '--write-ours', cases_file],
+        cwd=oracle.ROOT, check=True, capture_output=True, text=True)
   report = json.loads(done.stdout.strip().splitlines()[-1])
 
   for name, case in cases.items():
     status = report.get(name, 'missing')
     result = {'status': status}
     if status == 'written':
-      directory = os.path.join(OUT, 'ours', name)
+      directory = os.path.join(out, 'ours', name)
       with open(os.path.join(directory, f'checkpoint_{STEP}'), 'rb') as f:
         written = f.read()
       via_checkpoint = checkpoints.restore_checkpoint(directory, target=create(case))
@@ -165,7 +162,7 @@ def generate(names, modern_python):
     expected[name]['from_ours'] = result
     print(f'{name}: ours {status}')
 
-  path = os.path.join(OUT, 'expected.msgpack')
+  path = os.path.join(out, 'expected.msgpack')
   previous = {}
   if os.path.exists(path):
     with open(path, 'rb') as f:
@@ -176,17 +173,25 @@ def generate(names, modern_python):
   print(f'{path}: {len(previous)} cases, {os.path.getsize(path)} bytes')
 
 
-if __name__ == '__main__':
-  parser = argparse.ArgumentParser()
-  parser.add_argument('--write-ours', metavar='CASES_FILE')
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--write-ours', metavar='CASES_FILE', help=argparse.SUPPRESS)
   parser.add_argument('--modern-python', default=os.environ.get('FLAX_OPTIM_COMPAT_DEV_PYTHON'),
                       help='python of a venv with flax_optim_compat installed (.ci/run makes .venv)')
-  parser.add_argument('cases', nargs='*')
-  args = parser.parse_args()
+  parser.add_argument('--out', default=OUT, help=f'output directory (default: {OUT})')
+  parser.add_argument('cases', nargs='*', help='case names (default: all)')
+  args = parser.parse_args(argv)
+  unknown = sorted(set(args.cases) - set(catalogue.CHECKPOINTS))
+  if unknown:
+    parser.error(f'unknown cases {unknown}; known: {sorted(catalogue.CHECKPOINTS)}')
   if args.write_ours:
-    write_ours(args.write_ours)
+    write_ours(args.write_ours, args.out)
   elif not args.modern_python:
     parser.error('pass --modern-python PY (or set FLAX_OPTIM_COMPAT_DEV_PYTHON): the python of a '
                  'venv where flax_optim_compat and modern flax are installed')
   else:
-    generate(args.cases or list(specs.CASES), args.modern_python)
+    generate(args.cases or list(catalogue.CHECKPOINTS), args.modern_python, args.out)
+
+
+if __name__ == '__main__':
+  main()

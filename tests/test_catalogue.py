@@ -1,0 +1,99 @@
+"""The catalogue of cases covers every optimizer, and the committed fixtures are its cases.
+
+A golden file made from other inputs than the catalogue's (a case edited without regenerating)
+fails here with the case's name, before any trajectory is compared.
+"""
+import inspect
+
+import numpy as np
+import pytest
+from flax import serialization
+
+import flax_optim_compat as optim
+from tests import _utils
+from tests import catalogue
+from tests import checkpoint_specs
+from tests import oracle_specs
+from tests import pmap_specs
+
+# ReplicatedOptimizer is what `Optimizer.replicate()` wraps a def in: the catalogue's
+# 'replicated' checkpoint cases and pmap routes cover it.
+PUBLIC_DEFS = sorted(name for name in optim.__all__
+                     if inspect.isclass(getattr(optim, name))
+                     and issubclass(getattr(optim, name), optim.OptimizerDef)
+                     and name not in ('OptimizerDef', 'ReplicatedOptimizer'))
+
+
+def _entry(name):
+  return next(entry for entry in catalogue.CATALOGUE if entry.name == name)
+
+
+def test_every_public_optimizer_has_an_entry():
+  assert len(PUBLIC_DEFS) == 12, PUBLIC_DEFS
+  assert sorted(e.name for e in catalogue.CATALOGUE if e.name in optim.__all__) == PUBLIC_DEFS
+
+
+@pytest.mark.parametrize('name', PUBLIC_DEFS)
+def test_every_optimizer_has_every_kind_of_case(name):
+  entry = _entry(name)
+  assert entry.generic and entry.trajectories and entry.checkpoints and entry.pmap and entry.guide
+  if entry.builtin:
+    assert entry.optax_state, f'{name}: no optax_state case'
+
+
+def _assert_same_inputs(actual, expected, path):
+  if isinstance(expected, dict):
+    assert isinstance(actual, dict) and sorted(actual) == sorted(expected), (
+        f'{path}: keys {sorted(actual) if isinstance(actual, dict) else actual} != '
+        f'{sorted(expected)}')
+    for key in expected:
+      _assert_same_inputs(actual[key], expected[key], f'{path}/{key}')
+  elif isinstance(expected, np.ndarray):
+    actual = np.asarray(actual)
+    assert (actual.dtype, actual.shape) == (expected.dtype, expected.shape), path
+    assert actual.tobytes() == expected.tobytes(), f'{path}: values differ'
+  else:
+    assert type(actual) is type(expected) and actual == expected, (
+        f'{path}: {actual!r} != {expected!r}')
+
+
+def _as_stored(tree):
+  """``tree`` as a fixture stores it (msgpack: tuples become lists, scalars numpy)."""
+  return serialization.msgpack_restore(serialization.msgpack_serialize(tree))
+
+
+def test_trajectory_fixtures_are_the_catalogues_families():
+  assert _utils.fixture_names('trajectories') == sorted(catalogue.TRAJECTORY_FAMILIES)
+
+
+@pytest.mark.parametrize('family', sorted(catalogue.TRAJECTORY_FAMILIES))
+def test_trajectory_fixture_inputs_are_the_catalogues(family):
+  stored = _utils.load_fixture('trajectories', f'{family}.msgpack')['cases']
+  made = _as_stored(oracle_specs.make_cases(family))
+  inputs = {name: {k: v for k, v in case.items() if k != 'expected'}
+            for name, case in stored.items()}
+  _assert_same_inputs(made, inputs, family)
+
+
+def test_checkpoint_fixture_inputs_are_the_catalogues():
+  stored = _utils.load_fixture('checkpoints', 'expected.msgpack')
+  assert sorted(stored) == sorted(catalogue.CHECKPOINTS)
+  for name in stored:
+    _assert_same_inputs(_as_stored(checkpoint_specs.make_case(name)), stored[name]['case'], name)
+
+
+def test_pmap_fixture_inputs_are_the_catalogues():
+  assert _utils.fixture_names('pmap') == sorted(catalogue.PMAP)
+  for name in catalogue.PMAP:
+    _assert_same_inputs(_as_stored(pmap_specs.make_case(name)),
+                        _utils.load_fixture('pmap', f'{name}.msgpack')['case'], name)
+
+
+def test_an_edited_case_is_caught():
+  stored = _utils.load_fixture('trajectories', 'Adagrad.msgpack')['cases']
+  made = _as_stored(oracle_specs.make_cases('Adagrad'))
+  name = next(iter(made))
+  made[name]['optimizer']['kwargs']['learning_rate'] = 0.2
+  inputs = {n: {k: v for k, v in c.items() if k != 'expected'} for n, c in stored.items()}
+  with pytest.raises(AssertionError, match='learning_rate'):
+    _assert_same_inputs(made, inputs, 'Adagrad')

@@ -1,0 +1,27 @@
+"""Golden fixtures from the REAL legacy flax.optim (flax 0.5.3), run in the legacy oracle venv.
+
+Build the venv once with ``tools/oracle/setup.sh`` (see tools/oracle/README.md), then, from the
+repository root::
+
+    ~/.cache/legacy-flax-oracle/bin/python -m tools.oracle            # every fixture
+    ~/.cache/legacy-flax-oracle/bin/python -m tools.oracle.gen_trajectories [FAMILY ...]
+    ~/.cache/legacy-flax-oracle/bin/python -m tools.oracle.gen_pmap [CASE ...]
+    ~/.cache/legacy-flax-oracle/bin/python -m tools.oracle.gen_checkpoints \\
+        --modern-python .venv/bin/python [CASE ...]
+
+The cases come from tests/catalogue.py and the drivers from tests/oracle_specs.py,
+tests/checkpoint_specs.py and tests/pmap_specs.py, the very code the suite runs against
+flax_optim_compat; this package imports none of flax_optim_compat except where a generator
+runs itself in the modern venv (``gen_checkpoints --write-ours``).
+"""
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURES = os.path.join(ROOT, 'tests', 'fixtures')
+
+
+def use_eight_cpu_devices():
+  """Eight simulated CPU devices for pmap; call before anything imports jax."""
+  os.environ['XLA_FLAGS'] = ' '.join(
+      [os.environ.get('XLA_FLAGS', ''), '--xla_force_host_platform_device_count=8']).strip()
+  os.environ.setdefault('JAX_PLATFORMS', 'cpu')

@@ -1,0 +1,29 @@
+"""Regenerates every golden fixture: ``python -m tools.oracle --modern-python PY``.
+
+Runs the three generators one after the other, each in its own process of this interpreter (the
+pmap and checkpoint generators simulate 8 CPU devices, the trajectories run on the default one).
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+from tools import oracle
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--modern-python', default=os.environ.get('FLAX_OPTIM_COMPAT_DEV_PYTHON'),
+                      help='python of a venv with flax_optim_compat installed (for checkpoints)')
+  args = parser.parse_args(argv)
+  if not args.modern_python:
+    parser.error('pass --modern-python PY (or set FLAX_OPTIM_COMPAT_DEV_PYTHON)')
+  for module, extra in (('gen_trajectories', []), ('gen_pmap', []),
+                        ('gen_checkpoints', ['--modern-python', args.modern_python])):
+    print(f'== tools.oracle.{module}', flush=True)
+    subprocess.run([sys.executable, '-m', f'tools.oracle.{module}'] + extra, cwd=oracle.ROOT,
+                   check=True)
+
+
+if __name__ == '__main__':
+  main()
