@@ -1,4 +1,4 @@
-"""Data-parallel cases and the driver shared by tools/gen_pmap.py (oracle) and tests/test_pmap.py.
+"""The data-parallel driver shared by the fixture generator (oracle) and tests/test_pmap.py.
 
 A small two-layer regression model is trained for a few steps on a batch of 16 examples in three
 ways, each of which legacy code used:

@@ -1,6 +1,6 @@
 """Legacy checkpoints in both directions (flax#1429, #1464, #1550, #3977).
 
-Fixtures (tools/gen_checkpoints.py, run in the legacy oracle venv):
+Fixtures (``python -m tools.oracle.gen_checkpoints``, run in the legacy oracle venv):
 
 * tests/fixtures/checkpoints/legacy/<case>/checkpoint_3: written by the REAL flax 0.5.3
   ``save_checkpoint`` after 3 legacy steps, kept byte-for-byte;

@@ -119,7 +119,7 @@ def test_checkpoint_fields_match_legacy():
 
 
 def test_restores_the_dynamic_scale_legacy_wrote():
-  """The train-state checkpoint written by legacy flax 0.5.3 (tools/gen_checkpoints.py)."""
+  """The train-state checkpoint written by legacy flax 0.5.3 (``tools.oracle.gen_checkpoints``)."""
   path = os.path.join('checkpoints', 'legacy', 'TrainState-Adam', 'checkpoint_3')
   legacy = _utils.load_fixture(path)['dynamic_scale']
   assert sorted(legacy) == ['fin_steps', 'scale']

@@ -1,7 +1,7 @@
 """Data-parallel training with ``jax.pmap``: the two legacy routes, against legacy and one device.
 
 Today's ``jax.pmap`` is built on ``jit`` + ``shard_map``, so none of this is assumed: every
-optimizer of ``tests/pmap_specs.py`` is trained
+pmap case of ``tests/catalogue.py`` is trained
 
 * on one device on the full batch (reference),
 * replicated with ``flax.jax_utils.replicate`` in a ``pmap`` step with ``lax.pmean`` grads,
@@ -9,7 +9,7 @@ optimizer of ``tests/pmap_specs.py`` is trained
 
 checkpointed and restored on both routes, and compared per step with the single-device run
 and with the legacy oracle's own 8-device pmap runs (tests/fixtures/pmap, made by
-tools/gen_pmap.py).
+``python -m tools.oracle.gen_pmap``).
 
 The suite runs on 8 simulated CPU devices (conftest.py). Standalone on an accelerator the
 file uses whatever devices there are (the batch of 16 is split over the largest device count
@@ -120,9 +120,9 @@ CASES = pmap_specs.case_names()
 
 def test_every_case_has_a_legacy_fixture_and_no_fixture_is_stale():
   missing = [n for n in CASES if n not in _utils.fixture_names('pmap')]
-  assert not missing, f'run tools/gen_pmap.py {" ".join(missing)} in the oracle venv'
+  assert not missing, f'run python -m tools.oracle.gen_pmap {" ".join(missing)} in the oracle venv'
   stale = [n for n in _utils.fixture_names('pmap') if n not in CASES]
-  assert not stale, f'fixtures without a case in tests/pmap_specs.py: {stale}'
+  assert not stale, f'fixtures without a case in tests/catalogue.py: {stale}'
 
 
 # ----------------------------------------------------------------------------- pmean route

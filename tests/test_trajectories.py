@@ -1,7 +1,8 @@
 """Differential tests: every golden trajectory of the legacy oracle, replayed on our library.
 
-Fixtures come from tools/gen_trajectories.py run in the legacy flax 0.5.3 venv; the driver that
-produced them (tests/oracle_specs.py) is the one replayed here.
+Fixtures come from ``python -m tools.oracle.gen_trajectories`` run in the legacy flax 0.5.3 venv
+(tools/oracle/README.md); the driver that produced them (tests/oracle_specs.py) is the one
+replayed here.
 """
 import jax
 import pytest

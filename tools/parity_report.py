@@ -1,7 +1,8 @@
 """Replays every golden trajectory (tests/fixtures/trajectories) on flax_optim_compat and prints
 the worst difference from the legacy oracle per family and mode.
 
-Run in the dev environment (not the oracle venv):  python tools/parity_report.py
+Run in the dev environment (not the oracle venv), from the repository root:
+``python tools/parity_report.py [FAMILY ...]`` or ``python -m tools.parity_report``.
 max abs = max |ours - legacy| over all steps, leaves and elements (params and state);
 max rel = max over steps and leaves of (max abs diff in the leaf / max |legacy| in the leaf).
 """
@@ -9,7 +10,8 @@ import os
 import sys
 import warnings
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+# Run as a script (`python tools/parity_report.py`), the repository root is not on sys.path.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
 from flax import serialization  # noqa: E402
