@@ -12,6 +12,7 @@ They touch no optimizer code. flax 0.5.3 predates jax 0.4.13 in two places the g
 Never used by the suite or by the package: only the oracle interpreter imports it.
 """
 import glob
+import importlib.util
 import os
 import shutil
 import sys
@@ -77,11 +78,8 @@ def _remove_tree(path):
 
 
 def _stub_gfile():
-  try:
-    import tensorflow  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  if importlib.util.find_spec('tensorflow') is not None:
     return  # a real TensorFlow is used as it is
-  except ImportError:
-    pass
   tf, tf_io, gfile = (_registered('tensorflow'), _registered('tensorflow.io'),
                       _registered('tensorflow.io.gfile'))
   tf.io, tf_io.gfile = tf_io, gfile
