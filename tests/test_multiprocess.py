@@ -49,8 +49,11 @@ STEP_KEYS = ['created'] + [str(i) for i in range(STEPS + STEPS_AFTER)]
 # Generous bounds for a loaded 2-core machine: a hang fails the test at these, never passes.
 TRAIN_TIMEOUT_S = 300
 FAILURE_TIMEOUT_S = 120
-# jax.distributed.initialize's join and heartbeat timeouts in the failure tests.
-SHORT_TIMEOUT_S = 4
+# jax.distributed timeouts of the failure runs: a join that must fail fast, a join all processes
+# of a loaded machine make, and the silence after which a process counts as dead.
+SHORT_JOIN_TIMEOUT_S = 4
+JOIN_TIMEOUT_S = 120
+HEARTBEAT_TIMEOUT_S = 4
 
 pytestmark = pytest.mark.skipif(sys.platform != 'linux',
                                 reason='CPU collectives across processes: gloo on Linux')
@@ -87,8 +90,7 @@ class Cluster:
   workers are told to wait for.
   """
 
-  def __init__(self, workdir, modes, *, devices_per_process, join_timeout_s=None,
-               num_processes=None):
+  def __init__(self, workdir, modes, *, devices_per_process, timeouts_s=(), num_processes=None):
     self.workdir = pathlib.Path(workdir)
     self.procs, self._logs = [], []
     port = _free_port()
@@ -98,8 +100,7 @@ class Cluster:
       for i, mode in enumerate(modes):
         args = [sys.executable, str(WORKER), str(self.workdir), str(i),
                 str(num_processes or len(modes)), str(port), mode]
-        if join_timeout_s is not None:
-          args.append(str(join_timeout_s))
+        args += [str(t) for t in timeouts_s]  # the worker's JOIN_ and HEARTBEAT_TIMEOUT_S
         self._logs.append(open(self.workdir / f'process_{i}.log', 'w'))  # no pipe to fill up
         self.procs.append(subprocess.Popen(args, cwd=self.workdir, env=env,
                                            stdout=self._logs[-1], stderr=subprocess.STDOUT))
@@ -359,18 +360,21 @@ def test_four_processes_pmean_route_and_checkpoint(tmp_path):
 # ----------------------------------------------------------------------------- failures
 
 
-# (modes, processes the workers wait for) of each failure run.
-FAILURES = {'never_connects': (['train'], 2), 'worker_dies': (['survive', 'die'], 2),
-            'coordinator_dies': (['die', 'survive'], 2)}
+# (modes, processes the workers wait for, join timeout) of each failure run.
+FAILURES = {'never_connects': (['train'], 2, SHORT_JOIN_TIMEOUT_S),
+            'worker_dies': (['survive', 'die'], 2, JOIN_TIMEOUT_S),
+            'coordinator_dies': (['die', 'survive'], 2, JOIN_TIMEOUT_S)}
 
 
 @pytest.fixture(scope='module')
 def failures(tmp_path_factory):
   """Exit codes and logs of the failure runs, started together (they mostly wait)."""
   with contextlib.ExitStack() as stack:
-    clusters = {name: stack.enter_context(Cluster(
-        tmp_path_factory.mktemp(name), modes, devices_per_process=4, num_processes=n,
-        join_timeout_s=SHORT_TIMEOUT_S)) for name, (modes, n) in FAILURES.items()}
+    clusters = {
+        name: stack.enter_context(Cluster(
+            tmp_path_factory.mktemp(name), modes, devices_per_process=4, num_processes=n,
+            timeouts_s=(join, HEARTBEAT_TIMEOUT_S)))
+        for name, (modes, n, join) in FAILURES.items()}
     return {name: cluster.wait(FAILURE_TIMEOUT_S) for name, cluster in clusters.items()}
 
 

@@ -8,7 +8,8 @@ together the way legacy pod/multi-host code did: ``from flax import optim``,
 followed by a restore on every process. It also trains with ``jax.jit`` on a ``Mesh`` spanning
 all processes (state sharded like the params) and checkpoints that with orbax.
 
-Usage: python multiprocess_worker.py OUTDIR PROCESS_ID NUM_PROCESSES PORT MODE [TIMEOUT_S]
+Usage: python multiprocess_worker.py OUTDIR PROCESS_ID NUM_PROCESSES PORT MODE
+         [JOIN_TIMEOUT_S [HEARTBEAT_TIMEOUT_S]]
 
 MODE:
   train      every scenario in turn; writes OUTDIR/process_<id>.msgpack (results as state dicts
@@ -17,7 +18,9 @@ MODE:
   train:A,B  only the scenarios named (keys as in the .done file, e.g. pmean/Momentum).
   die        joins, then this process exits at once with status 17 (a crashed host).
   survive    joins, then waits in a cross-process collective for a host that never arrives.
-TIMEOUT_S bounds ``jax.distributed.initialize`` and its heartbeat (default 20 s).
+JOIN_TIMEOUT_S bounds ``jax.distributed.initialize`` (default 120 s: the processes of a loaded
+machine start at different times); HEARTBEAT_TIMEOUT_S is how long a silent process is waited
+for before the others are stopped (default 30 s).
 
 The problem and the optimizer specs are those of tests/pmap_specs.py (whose legacy goldens the
 test compares with); the batch of 16 examples is split over the 8 global devices, and each
@@ -35,17 +38,19 @@ import jax  # after START: the import is part of the start-up time reported
 
 OUTDIR, PROCESS_ID, NUM_PROCESSES, PORT, MODE = sys.argv[1:6]
 PROCESS_ID, NUM_PROCESSES = int(PROCESS_ID), int(NUM_PROCESSES)
-TIMEOUT_S = int(sys.argv[6]) if len(sys.argv) > 6 else 20
+JOIN_TIMEOUT_S = int(sys.argv[6]) if len(sys.argv) > 6 else 120
+HEARTBEAT_TIMEOUT_S = int(sys.argv[7]) if len(sys.argv) > 7 else 30
 
 # Cross-process collectives on CPU: gloo (jax's default today, named so that a jax without it
 # fails on this line instead of later inside the first collective).
 jax.config.update('jax_cpu_collectives_implementation', 'gloo')
 print(f'process {PROCESS_ID} of {NUM_PROCESSES}: joining 127.0.0.1:{PORT} '
-      f'(timeout {TIMEOUT_S} s)', flush=True)
+      f'(join timeout {JOIN_TIMEOUT_S} s, heartbeat timeout {HEARTBEAT_TIMEOUT_S} s)',
+      flush=True)
 jax.distributed.initialize(coordinator_address=f'127.0.0.1:{PORT}', num_processes=NUM_PROCESSES,
-                           process_id=PROCESS_ID, initialization_timeout=TIMEOUT_S,
-                           heartbeat_timeout_seconds=TIMEOUT_S,
-                           shutdown_timeout_seconds=TIMEOUT_S)
+                           process_id=PROCESS_ID, initialization_timeout=JOIN_TIMEOUT_S,
+                           heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_S,
+                           shutdown_timeout_seconds=HEARTBEAT_TIMEOUT_S)
 
 import jax.numpy as jnp
 import numpy as np
