@@ -87,6 +87,9 @@ class FromOptax(OptimizerDef):
     {'learning_rate': 0.1, 'b1': 0.9, 'b2': 0.999, 'eps': 1e-08, 'eps_root': 0.0}
   """
 
+  # One optax state for the whole target, not one state per parameter.
+  param_states_mirror_target = False
+
   def __init__(self, tx, hyper_params: Mapping[str, Any] | None = None, factory=None,
                factory_kwargs: Mapping[str, Any] | None = None):
     if not (callable(getattr(tx, 'init', None)) and callable(getattr(tx, 'update', None))):

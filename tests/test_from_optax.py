@@ -306,8 +306,6 @@ def test_current_hyper_params_of_a_plain_transform_and_of_several_injections():
   assert float(current['b1']) == np.float32(0.9)
 
 
-@pytest.mark.xfail(not hasattr(optim.Optimizer, 'current_hyper_params'), strict=True,
-                   reason='wired by the core refactor')
 def test_optimizer_current_hyper_params():
   """``Optimizer.current_hyper_params()``: a from_optax def's record, a built-in's own values."""
   schedule = optax.linear_schedule(1.0, 0.0, transition_steps=4)
@@ -333,8 +331,6 @@ def test_a_builtin_transform_is_exact(make):
     assert_same(a.target, b.target, f'target after step {k}')
 
 
-@pytest.mark.xfail(not hasattr(optim.Optimizer, 'to_optax'), strict=True,
-                   reason='wired by the core refactor')
 def test_builtin_to_optax_continues_exactly():
   """A legacy optimizer switches to its optax form mid-run and continues with the same numbers."""
   step = jax.jit(lambda optimizer, grads: optimizer.apply_gradient(grads))
