@@ -252,7 +252,7 @@ class FromOptax(OptimizerDef):
       ...     {'w': jnp.zeros(1)})
       >>> for _ in range(2):
       ...   optimizer = optimizer.apply_gradient({'w': jnp.ones(1)})
-      >>> optimizer.optimizer_def.current_hyper_params(optimizer.target, optimizer.state)
+      >>> optimizer.current_hyper_params()
       {'learning_rate': Array(0.75, dtype=float32)}
     """
     del target

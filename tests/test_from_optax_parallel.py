@@ -238,3 +238,21 @@ def test_create_with_focus():
       {'kernels': tx, 'biases': optax.set_to_zero(), 'unmatched': optax.set_to_zero()}, _labels)
   optimizer = _run(from_optax(tx).create(_params(), focus=kernels), reference)
   assert_same(optimizer.target['dense']['bias'], _params()['dense']['bias'])
+
+
+def test_multi_optimizer_group_checkpoint_and_plain_override():
+  kernels, biases = _traversals()
+  opt_def = optim.MultiOptimizer((kernels, from_optax(optax.adam, learning_rate=1e-2)),
+                                 (biases, optim.Momentum(1e-2, beta=0.9)))
+  step = jax.jit(lambda opt, grads: opt.apply_gradient(grads))
+  grads_at = lambda k: jax.tree_util.tree_map(lambda g: g[0], _device_grads(k))
+  trained, fresh = opt_def.create(_params()), opt_def.create(_params())
+  for k in range(3):
+    trained = step(trained, grads_at(k))
+  restored = serialization.from_bytes(fresh, serialization.to_bytes(trained))
+  assert_same(restored.state, trained.state)
+  assert_same_types(restored.state, fresh.state)
+  assert_same(step(restored, grads_at(3)), step(trained, grads_at(3)))
+  # A plain keyword override reaches every group, the from_optax one included.
+  frozen = trained.apply_gradient(grads_at(3), learning_rate=0.0)
+  assert_same(frozen.target, trained.target)
