@@ -64,17 +64,19 @@ RESTORE_OPTIMIZERS = ('Adam', 'MultiOptimizer(Adam,Momentum)')
 MODES = {
     'quick': dict(
         plan={'tiny': _cases.OPTIMIZERS,
-              'many_small': _cases.OPTIMIZERS,
-              'resnet_like': ('Adam', 'Adafactor', 'MultiOptimizer(Adam,Momentum)')},
+              'many_small': ('Adam', 'Momentum', 'MultiOptimizer(Adam,Momentum)'),
+              'resnet_like': ('Adam', 'Adafactor')},
         step_rounds=3, step_reps=5, eager_rounds=2, eager_reps=2, compile_reps=1,
-        small_rounds=2, small_reps=3, legacy_row_timeout=25,
-        note='quick mode: cases tiny, many_small, resnet_like at 1/4 width (161 leaves, '
-             '~1.6M params; few_large skipped), resnet_like only Adam/Adafactor/MultiOptimizer; '
-             'one cold compile per row; legacy rows over 25 s are skipped'),
+        small_rounds=2, small_reps=3, legacy_row_timeout=40,
+        legacy_metrics={'many_small': ['eager']},
+        note='quick mode: tiny (every optimizer), many_small (Adam, Momentum, MultiOptimizer), '
+             'resnet_like at 1/4 width (161 leaves, 1.6M params; Adam, Adafactor); few_large '
+             'skipped; one cold compile per row; legacy many_small: eager only (jax 0.4.13 '
+             'compiles its 1000-leaf steps for minutes); legacy rows over 40 s are skipped'),
     'full': dict(
         plan={case: _cases.OPTIMIZERS for case in _cases.CASES},
         step_rounds=5, step_reps=10, eager_rounds=3, eager_reps=3, compile_reps=3,
-        small_rounds=3, small_reps=3, legacy_row_timeout=240,
+        small_rounds=3, small_reps=3, legacy_row_timeout=240, legacy_metrics={},
         note='full mode: every case and optimizer; legacy rows over 240 s are skipped'),
 }
 
@@ -87,7 +89,7 @@ def run_legacy(rows, mode, cfg, ckpt_dir, log):
     return {}, f'legacy columns skipped: no oracle interpreter at {LEGACY_PYTHON}'
   results, versions, pending = {}, None, list(rows)
   while pending:
-    job = dict(rows=pending, quick=mode == 'quick', metrics=['eager', 'compile', 'step'],
+    job = dict(rows=pending, quick=mode == 'quick',
                eager_rounds=cfg['eager_rounds'], eager_reps=cfg['eager_reps'],
                compile_reps=cfg['compile_reps'], step_rounds=cfg['step_rounds'],
                step_reps=cfg['step_reps'], ckpt_dir=ckpt_dir,
@@ -104,14 +106,14 @@ def run_legacy(rows, mode, cfg, ckpt_dir, log):
       try:
         line = lines.get(timeout=cfg['legacy_row_timeout'] + (60 if first else 0))
       except queue.Empty:
-        case, opt_name = pending.pop(0)
+        case, opt_name, _ = pending.pop(0)
         results[(case, opt_name)] = {'timeout_s': cfg['legacy_row_timeout']}
         log(f'  legacy {case} {opt_name}: over {cfg["legacy_row_timeout"]} s, skipped')
         proc.kill()
         proc.wait()
         break
       if line is None:  # crashed: record the row it was on and go on after it
-        case, opt_name = pending.pop(0)
+        case, opt_name, _ = pending.pop(0)
         results[(case, opt_name)] = {'error': 'legacy side exited'}
         break
       data = json.loads(line)
@@ -119,7 +121,7 @@ def run_legacy(rows, mode, cfg, ckpt_dir, log):
         versions, first = data['versions'], False
         continue
       key = (data.pop('case'), data.pop('optimizer'))
-      pending.remove(list(key))
+      pending.pop(0)
       results[key] = data
       log(f'  legacy {key[0]} {key[1]}: ' + ', '.join(
           f'{k}={v:.4g}' if isinstance(v, float) else f'{k}={v}' for k, v in data.items()))
@@ -327,6 +329,14 @@ def geomeans(results):
   return out
 
 
+def _git_describe():
+  try:
+    return subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=HERE, text=True,
+                          capture_output=True, check=True).stdout.strip()
+  except (OSError, subprocess.CalledProcessError):
+    return None
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--quick', action='store_true', help='subset, < 3 minutes on 2 cores')
@@ -355,7 +365,8 @@ def main():
   legacy, legacy_note = {}, 'legacy columns skipped (--no-legacy)'
   if not args.no_legacy:
     log(f'legacy side ({LEGACY_PYTHON})')
-    legacy_rows = [[c, o] for c, o in plan if o != 'from_optax(adamw)']
+    legacy_rows = [[c, o, cfg['legacy_metrics'].get(c, ['eager', 'compile', 'step'])]
+                   for c, o in plan if o != 'from_optax(adamw)']
     legacy, legacy_note = run_legacy(legacy_rows, mode, cfg, ckpt_dir, log)
   notes.append(legacy_note)
 
@@ -392,7 +403,8 @@ def main():
                'mode': mode, 'jax': jax.__version__, 'optax': optax.__version__,
                'flax_optim_compat': optim.__version__, 'python': platform.python_version(),
                'machine': platform.machine(), 'cpu_count': os.cpu_count(),
-               'backend': jax.default_backend(), 'seconds': round(time.time() - started, 1)},
+               'backend': jax.default_backend(), 'seconds': round(time.time() - started, 1),
+               'git': _git_describe()},
       'notes': notes, 'results': results, 'dispatch': dispatch, 'summary': summary}
   print()
   print(table(results))

@@ -1,7 +1,7 @@
 """The legacy columns of ``bench.py``: flax 0.5.3's own ``flax.optim`` on jax 0.4.13.
 
 Run by ``bench.py`` as a subprocess under the legacy oracle venv (see tools/ for its recipe);
-not meant to be run by hand. Reads a JSON job from argv, prints one JSON line per row as soon as
+not meant to be run by hand. Reads a JSON job from argv (rows of ``[case, optimizer, metrics]``), prints one JSON line per row as soon as
 it is measured (so the parent can give up on a row that takes too long and restart after it):
 
   {"case": ..., "optimizer": ..., "eager_s": ..., "step_s": ..., "lower_s": ..., "compile_s": ...}
@@ -26,7 +26,7 @@ from flax import serialization  # pylint: disable=g-import-not-at-top
 import _cases  # pylint: disable=g-import-not-at-top
 
 
-def row(case, opt_name, job):
+def row(case, opt_name, metrics, job):
   shapes = _cases.case_shapes(case, job['quick'])
   params = _cases.make_tree(shapes, 0)
   grads = _cases.make_tree(shapes, 1, scale=1e-2)
@@ -36,7 +36,6 @@ def row(case, opt_name, job):
     out['skipped'] = 'not in flax 0.5.3'
     return out
   optimizer = _cases.block(opt_def.create(params))
-  metrics = job['metrics']
   if 'eager' in metrics:
     eager = lambda: optimizer.apply_gradient(grads)
     _cases.timed(eager)
@@ -67,8 +66,8 @@ def main():
   job = json.loads(sys.argv[1])
   print(json.dumps({'versions': {'jax': jax.__version__, 'flax': __import__('flax').__version__}}),
         flush=True)
-  for case, opt_name in job['rows']:
-    print(json.dumps(row(case, opt_name, job)), flush=True)
+  for case, opt_name, metrics in job['rows']:
+    print(json.dumps(row(case, opt_name, metrics, job)), flush=True)
 
 
 if __name__ == '__main__':

@@ -1,0 +1,247 @@
+"""Eager ``apply_gradient`` of built-in optimizers through a cached compiled step.
+
+Un-jitted, a step of an optax-backed optimizer runs op by op: the legacy-state translation
+and every optax operation dispatch one small computation per leaf, so an eager step costs
+several times a legacy flax 0.5.3 step. Their math is pure jax, so an un-traced call can run
+the def's own step compiled instead: :func:`apply_gradient` keeps one ``jax.jit`` of it per
+
+* the step function (the def's bound ``apply_gradient``, so the def itself, by identity),
+* the tree structures of hyper-params, params, state and grads, and every leaf's shape and
+  dtype,
+* the static parts of the hyper-params: Python bools, ints, strings, callables (schedules),
+  dtypes, float zeros (``weight_decay=0.0`` removes a term from the transform) and floats
+  equal to the def's own value (its construction-time constants keep their Python-float
+  arithmetic, so an un-overridden step computes exactly what the un-cached step computes),
+
+and passes the other hyper-parameter values (overrides: floats, NumPy and jax arrays) as
+arguments, so a new learning rate every step does not recompile.
+
+Only un-traced inputs of built-in defs (and ``WeightNorm`` / ``MultiOptimizer`` made of them)
+take this path: a user's per-leaf ``OptimizerDef`` may branch in Python on values and keeps
+running eagerly, as does anything whose trace turns out to need concrete values. Errors (grads
+that do not match the target, a missing learning rate) come from the def's own checks, which
+run while the step is traced, before anything is computed.
+"""
+import collections
+import math
+import threading
+from typing import Any, Callable, Tuple
+
+import jax
+import numpy as np
+
+__all__ = ['apply_gradient', 'cache_info', 'cache_clear', 'MAX_ENTRIES']
+
+MAX_ENTRIES = 64  # compiled steps kept (least recently used dropped first)
+
+# The modules whose optimizer classes step with pure optax math. A subclass defined anywhere
+# else (a user's) is not trusted: it may override a method with value-dependent Python.
+_OPTAX_MODULES = frozenset(f'flax_optim_compat.{name}' for name in (
+    'adabelief', 'adadelta', 'adafactor', 'adagrad', 'adam', 'lamb', 'lars', 'momentum',
+    'rmsprop', 'sgd'))
+
+# Errors that mean "this step needs concrete values": run it un-compiled instead.
+_NEEDS_CONCRETE = (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
+                   jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
+
+_EAGER = object()  # cache value: this key runs un-compiled
+
+
+class _Dynamic:
+  """Key stand-in for a hyper-parameter passed as an argument (its kind, not its value)."""
+  __slots__ = ('kind',)
+
+  def __init__(self, kind):
+    self.kind = kind
+
+  def __eq__(self, other):
+    return isinstance(other, _Dynamic) and self.kind == other.kind
+
+  def __hash__(self):
+    return hash(('_Dynamic', self.kind))
+
+
+_lock = threading.Lock()
+_cache: 'collections.OrderedDict[Any, Any]' = collections.OrderedDict()
+_stats = {'hits': 0, 'misses': 0, 'traces': 0, 'eager': 0}
+
+
+def cache_info() -> dict:
+  """``{'entries', 'hits', 'misses', 'traces', 'eager'}`` of the compiled-step cache."""
+  with _lock:
+    return dict(_stats, entries=len(_cache))
+
+
+def cache_clear() -> None:
+  """Drops every cached compiled step and zeroes the counters."""
+  with _lock:
+    _cache.clear()
+    _stats.update(hits=0, misses=0, traces=0, eager=0)
+
+
+def _steps_with_optax(opt_def) -> bool:
+  """True for built-in optax-backed defs, and WeightNorm / MultiOptimizer made only of them."""
+  cls = type(opt_def)
+  if cls.__module__ in _OPTAX_MODULES:
+    return True
+  if cls.__module__ == 'flax_optim_compat.weight_norm' and cls.__name__ == 'WeightNorm':
+    return _steps_with_optax(opt_def.wrapped_optimizer)
+  if cls.__module__ == 'flax_optim_compat.base' and cls.__name__ == 'MultiOptimizer':
+    return all(_steps_with_optax(opt) for opt in opt_def.sub_optimizers)
+  return False
+
+
+def _is_float(x) -> bool:
+  if isinstance(x, bool):
+    return False
+  if isinstance(x, (float, np.floating)):
+    return True
+  return isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating)
+
+
+def _same_constant(x, default) -> bool:
+  """``x`` is the def's own host-side value (same type, same value, same sign of zero)."""
+  if x is default:
+    return True
+  if type(x) is not type(default) or isinstance(x, np.ndarray):
+    return False
+  return bool(x == default) and math.copysign(1.0, x) == math.copysign(1.0, default)
+
+
+def _split_hyper_params(hyper_params, defaults):
+  """``(treedef, leaves, key, dynamic positions, dynamic values)``; TypeError if unhashable."""
+  leaves, treedef = jax.tree_util.tree_flatten(hyper_params)
+  default_leaves, default_treedef = jax.tree_util.tree_flatten(defaults)
+  if default_treedef != treedef:
+    default_leaves = [None] * len(leaves)
+  key, positions, values = [], [], []
+  for i, (x, default) in enumerate(zip(leaves, default_leaves)):
+    if isinstance(x, jax.Array):
+      key.append(_Dynamic(('array', x.shape, x.dtype, x.weak_type)))
+    elif _is_float(x) and not (np.all(np.asarray(x) == 0) or _same_constant(x, default)):
+      key.append(_Dynamic(('host', type(x), np.shape(x), np.result_type(x))))
+    elif isinstance(x, np.ndarray):  # a zero array: static by shape, dtype and sign bits
+      key.append(('zeros', x.shape, x.dtype, np.signbit(x).tobytes()))
+      continue
+    else:  # the type too: 1 == 1.0 == True in Python, not in a trace; 0.0 vs -0.0 by sign
+      key.append((type(x), x, math.copysign(1.0, x) if _is_float(x) else None))
+      continue
+    positions.append(i)
+    values.append(x)
+  hash(tuple(key))
+  return treedef, leaves, tuple(key), tuple(positions), values
+
+
+def _leaf_key(x):
+  if isinstance(x, jax.Array):
+    return (x.shape, x.dtype, x.weak_type)
+  return (x.shape, x.dtype, 'numpy')
+
+
+def _compilable_leaves(leaves) -> bool:
+  """Concrete arrays only: jax arrays, or NumPy arrays jax keeps in their own dtype."""
+  for x in leaves:
+    if isinstance(x, jax.core.Tracer):
+      return False
+    if isinstance(x, jax.Array):
+      continue
+    if not (isinstance(x, np.ndarray) and jax.dtypes.canonicalize_dtype(x.dtype) == x.dtype):
+      return False
+  return True
+
+
+def _compile(step_fn, hp_treedef, hp_leaves, positions, in_treedef):
+  """A jitted ``(dynamic hyper-param values, input leaves) -> output leaves`` and its out tree."""
+  template = list(hp_leaves)
+  for i in positions:
+    template[i] = None  # only the dynamic values' slots: static leaves stay as given
+  out_tree = {}
+
+  def flat_step(dynamic_values, leaves):
+    hp_leaves = list(template)
+    for i, value in zip(positions, dynamic_values):
+      hp_leaves[i] = value
+    params, state, grads = in_treedef.unflatten(leaves)
+    out = step_fn(hp_treedef.unflatten(hp_leaves), params, state, grads)
+    out_leaves, out_tree['treedef'] = jax.tree_util.tree_flatten(out)
+    with _lock:
+      _stats['traces'] += 1
+    return out_leaves
+
+  return jax.jit(flat_step), out_tree
+
+
+def apply_gradient(opt_def, hyper_params, params, state, grads,
+                   step_fn: Callable[[Any, Any, Any, Any], Tuple[Any, Any]]):
+  """``step_fn(hyper_params, params, state, grads)``, compiled and cached when it is safe.
+
+  Args:
+    opt_def: the ``OptimizerDef`` whose step this is.
+    hyper_params: the hyper-params for this step (``opt_def.update_hyper_params(...)``).
+    params: the target.
+    state: the ``OptimizerState``.
+    grads: gradients with the structure and shapes of ``params``.
+    step_fn: the def's own step, ``(hyper_params, params, state, grads) -> (new_params,
+      new_state)`` (``opt_def.apply_gradient``); it is what runs, traced once per cache key.
+
+  Returns:
+    ``step_fn``'s result: ``(new_params, new_state)``.
+
+  Examples:
+    >>> import jax.numpy as jnp
+    >>> import flax_optim_compat as optim
+    >>> from flax_optim_compat import _eager
+    >>> opt_def = optim.Momentum(learning_rate=0.1, beta=0.9)
+    >>> params = {'w': jnp.array([1.0, 2.0])}
+    >>> state = opt_def.init_state(params)
+    >>> for lr in (0.1, 0.2):  # a new learning rate is an argument, not a recompile
+    ...   params, state = _eager.apply_gradient(
+    ...       opt_def, opt_def.update_hyper_params(learning_rate=lr), params, state,
+    ...       {'w': jnp.ones(2)}, opt_def.apply_gradient)
+    >>> params['w'].round(4), int(state.step)
+    (Array([0.61, 1.61], dtype=float32), 2)
+  """
+  run = lambda: step_fn(hyper_params, params, state, grads)
+  if not _steps_with_optax(opt_def):
+    return run()
+  leaves, in_treedef = jax.tree_util.tree_flatten((params, state, grads))
+  if not _compilable_leaves(leaves) or any(
+      isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(hyper_params)):
+    return run()
+  try:
+    hp_treedef, hp_leaves, hp_key, positions, values = _split_hyper_params(
+        hyper_params, opt_def.hyper_params)
+    if not _compilable_leaves(v for v in values if not isinstance(v, (float, np.floating))):
+      return run()
+    key = (step_fn, hp_treedef, hp_key, in_treedef, tuple(_leaf_key(x) for x in leaves))
+    hash(key)
+  except TypeError:  # an unhashable static part: nothing to key a cache on
+    return run()
+
+  with _lock:
+    entry = _cache.get(key)
+    if entry is not None:
+      _cache.move_to_end(key)
+      _stats['hits'] += 1
+    else:
+      _stats['misses'] += 1
+  if entry is _EAGER:
+    return run()
+  if entry is None:
+    entry = _compile(step_fn, hp_treedef, hp_leaves, positions, in_treedef)
+  compiled, out_tree = entry
+  try:
+    out_leaves = compiled(values, leaves)
+  except _NEEDS_CONCRETE:
+    entry = _EAGER
+    out = run()
+  else:
+    out = out_tree['treedef'].unflatten(out_leaves)
+  with _lock:
+    if key not in _cache:
+      _cache[key] = entry
+      while len(_cache) > MAX_ENTRIES:
+        _cache.popitem(last=False)
+    if entry is _EAGER:
+      _stats['eager'] += 1
+  return out

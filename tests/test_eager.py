@@ -1,0 +1,267 @@
+"""The eager fast path (``flax_optim_compat._eager``): same numbers, no recompile per value.
+
+Every expected value here is the def's own step: called op by op (the un-cached eager path), the
+fast path matches it to float rounding (see ``_assert_close``); jitted with the same
+hyper-params, bit for bit.
+"""
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import struct
+
+import flax_optim_compat as optim
+from flax_optim_compat import _eager
+from flax_optim_compat import _transforms
+
+pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
+
+
+def _by_ndim(matrices, vectors):
+  with warnings.catch_warnings():  # flax deprecates constructing its traversals
+    warnings.filterwarnings('ignore', message='`flax.traverse_util.Traversal` will be deprecated',
+                            category=DeprecationWarning)
+    big = optim.ModelParamTraversal(lambda path, value: value.ndim > 1)
+    small = optim.ModelParamTraversal(lambda path, value: value.ndim <= 1)
+  return optim.MultiOptimizer((big, matrices), (small, vectors))
+
+
+# (name, def factory, a float hyper-param to override, two values for it)
+DEFS = [
+    ('GradientDescent', lambda: optim.GradientDescent(learning_rate=0.1), 'learning_rate',
+     (0.05, 0.02)),
+    ('Momentum-nesterov-wd', lambda: optim.Momentum(0.05, beta=0.8, weight_decay=1e-4,
+                                                    nesterov=True), 'beta', (0.7, 0.6)),
+    ('Adam', lambda: optim.Adam(learning_rate=0.1), 'learning_rate', (0.05, 0.02)),
+    ('Adam-wd', lambda: optim.Adam(0.1, weight_decay=1e-4), 'eps', (1e-3, 1e-2)),
+    ('AdaBelief-wd', lambda: optim.AdaBelief(0.1, weight_decay=1e-4), 'beta2', (0.99, 0.9)),
+    ('Adadelta-wd', lambda: optim.Adadelta(1.0, eps=1e-2, weight_decay=1e-4), 'rho',
+     (0.9, 0.8)),
+    ('Adagrad', lambda: optim.Adagrad(learning_rate=0.5), 'eps', (1e-2, 1e-1)),
+    ('LAMB-wd', lambda: optim.LAMB(0.05, weight_decay=1e-4), 'learning_rate', (0.04, 0.03)),
+    ('LARS-nesterov', lambda: optim.LARS(0.1, trust_coefficient=0.5, nesterov=True), 'beta',
+     (0.8, 0.7)),
+    ('RMSProp-centered', lambda: optim.RMSProp(0.03, beta2=0.8, eps=1e-3, centered=True),
+     'eps', (1e-2, 1e-1)),
+    ('Adafactor', lambda: optim.Adafactor(learning_rate=0.5), 'learning_rate', (0.4, 0.3)),
+    ('Adafactor-momentum-factored-wd',
+     lambda: optim.Adafactor(0.1, beta1=0.9, min_dim_size_to_factor=2,
+                             multiply_by_parameter_scale=False, weight_decay_rate=1e-4),
+     'beta1', (0.8, 0.7)),
+    ('WeightNorm-Adam', lambda: optim.WeightNorm(optim.Adam(0.1), wn_decay=1e-4), 'eps',
+     (1e-3, 1e-2)),
+    ('MultiOptimizer-Adam-Momentum',
+     lambda: _by_ndim(optim.Adam(0.1), optim.Momentum(0.05, beta=0.8)), 'learning_rate',
+     (0.04, 0.03)),
+]
+
+
+def _tree(dtype=jnp.float32, seed=0):
+  rng = np.random.RandomState(seed)
+  return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), {
+      'dense': {'kernel': rng.standard_normal((4, 3)), 'bias': rng.standard_normal(3)},
+      'out': rng.standard_normal((3, 2))})
+
+
+def _assert_close(actual, expected, ulps=8):
+  """Same trees, types and dtypes; values within ``ulps`` float ulps of each leaf's largest value.
+
+  Compiled, XLA contracts ``p + lr * u``-style expressions into fused multiply-adds (one
+  rounding instead of two), so compiled and op-by-op steps differ by about one rounding of
+  the operands; where the result nearly cancels that is many ulps of the result itself, hence
+  the leaf's scale.
+  """
+  assert jax.tree_util.tree_structure(actual) == jax.tree_util.tree_structure(expected)
+  expected_leaves = jax.tree_util.tree_leaves(expected)
+  for (path, a), e in zip(jax.tree_util.tree_flatten_with_path(actual)[0], expected_leaves):
+    where = jax.tree_util.keystr(path)
+    assert isinstance(a, jax.Array), (where, type(a))
+    assert a.dtype == e.dtype and a.shape == e.shape, (where, a.dtype, e.dtype)
+    a64, e64 = np.asarray(a, np.float64), np.asarray(e, np.float64)
+    if not jnp.issubdtype(a.dtype, jnp.floating):
+      np.testing.assert_array_equal(a64, e64, err_msg=where)
+      continue
+    bound = ulps * float(jnp.finfo(a.dtype).eps) * np.abs(e64).max(initial=0.0)
+    assert np.abs(a64 - e64).max(initial=0.0) <= bound, (where, a, e)
+
+
+def _assert_identical(actual, expected):
+  assert jax.tree_util.tree_structure(actual) == jax.tree_util.tree_structure(expected)
+  for a, e in zip(jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)):
+    assert a.dtype == e.dtype
+    np.testing.assert_array_equal(np.asarray(a, np.float64), np.asarray(e, np.float64))
+
+
+def _fast(opt_def, hp, params, state, grads):
+  return _eager.apply_gradient(opt_def, hp, params, state, grads, opt_def.apply_gradient)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+  _eager.cache_clear()
+  yield
+  _eager.cache_clear()
+
+
+@pytest.mark.parametrize('dtype', [jnp.float32, jnp.bfloat16], ids=['float32', 'bfloat16'])
+@pytest.mark.parametrize('name,make,override,values', DEFS, ids=[d[0] for d in DEFS])
+def test_same_numbers_as_the_uncached_step(name, make, override, values, dtype):
+  del name
+  opt_def = make()
+  params = _tree(dtype)
+  state = opt_def.init_state(params)
+  fast_params, fast_state = params, state
+  for step, overrides in enumerate([{}, {override: values[0]}, {override: values[1]}, {}]):
+    grads = _tree(dtype, seed=step + 1)
+    hp = opt_def.update_hyper_params(**overrides)
+    params, state = opt_def.apply_gradient(hp, params, state, grads)
+    fast_params, fast_state = _fast(opt_def, hp, fast_params, fast_state, grads)
+    _assert_close((fast_params, fast_state), (params, state))
+  # one compiled step without overrides, one for the override's values
+  assert _eager.cache_info()['traces'] == 2
+
+
+@pytest.mark.parametrize('name,make,override,values', DEFS, ids=[d[0] for d in DEFS])
+def test_new_override_value_does_not_recompile(name, make, override, values):
+  del name
+  opt_def = make()
+  params = _tree()
+  state = opt_def.init_state(params)
+  for value in values + (jnp.asarray(values[0], jnp.float32), jnp.asarray(values[1], jnp.float32)):
+    params, state = _fast(opt_def, opt_def.update_hyper_params(**{override: value}), params,
+                          state, _tree(seed=1))
+  info = _eager.cache_info()
+  # a Python float override, then a jax array: one trace each, whatever the values
+  assert info['traces'] == 2, info
+  assert info['hits'] == 2, info
+
+
+@pytest.mark.parametrize('name,make,override,values', DEFS, ids=[d[0] for d in DEFS])
+def test_same_bits_as_the_jitted_step(name, make, override, values):
+  """The compiled step is today's ``jax.jit`` of the def's step: the very same bits."""
+  del name
+  opt_def = make()
+  params, grads = _tree(), _tree(seed=1)
+  state = opt_def.init_state(params)
+  hp = opt_def.hyper_params
+  expected = jax.jit(lambda p, s, g: opt_def.apply_gradient(hp, p, s, g))(params, state, grads)
+  _assert_identical(_fast(opt_def, hp, params, state, grads), expected)
+  # an override is an argument of the compiled step, as in a jitted training step
+  step = jax.jit(lambda v, p, s, g: opt_def.apply_gradient(
+      opt_def.update_hyper_params(**{override: v}), p, s, g))
+  expected = step(values[0], params, state, grads)
+  hp = opt_def.update_hyper_params(**{override: values[0]})
+  _assert_identical(_fast(opt_def, hp, params, state, grads), expected)
+
+
+def test_static_hyper_params_are_part_of_the_key():
+  opt_def = optim.Momentum(learning_rate=0.1, beta=0.9)
+  params, grads = _tree(), _tree(seed=1)
+  state = opt_def.init_state(params)
+  for overrides in ({}, {'nesterov': True}, {'nesterov': True}, {'weight_decay': 0},
+                    {'weight_decay': 1e-3}, {'weight_decay': 2e-3}, {'weight_decay': 0.0}):
+    hp = opt_def.update_hyper_params(**overrides)
+    expected = opt_def.apply_gradient(hp, params, state, grads)
+    _assert_close(_fast(opt_def, hp, params, state, grads), expected)
+  # {} (weight_decay=0 is the def's own value), nesterov=True, a float weight decay (2e-3
+  # reuses 1e-3's step), and the float zero, static: it removes the decay term
+  assert _eager.cache_info()['traces'] == 4, _eager.cache_info()
+
+
+def test_new_shapes_get_their_own_entry_and_the_cache_is_bounded(monkeypatch):
+  monkeypatch.setattr(_eager, 'MAX_ENTRIES', 3)
+  opt_def = optim.GradientDescent(learning_rate=0.1)
+  for n in range(1, 6):
+    params = {'w': jnp.ones(n)}
+    new_params, _ = _fast(opt_def, opt_def.hyper_params, params, opt_def.init_state(params),
+                          {'w': jnp.ones(n)})
+    np.testing.assert_allclose(new_params['w'], 0.9 * np.ones(n), rtol=1e-6)
+  info = _eager.cache_info()
+  assert info['traces'] == 5 and info['entries'] == 3, info
+
+
+class _SignSGD(optim.OptimizerDef):
+  """A legacy per-leaf def that branches in Python on a concrete value."""
+
+  def init_param_state(self, param):
+    return ()
+
+  def apply_param_gradient(self, step, hyper_params, param, state, grad):
+    if float(jnp.sum(grad)) > 0:  # fails under tracing: must keep running eagerly
+      return param - hyper_params.learning_rate, state
+    return param + hyper_params.learning_rate, state
+
+
+@struct.dataclass
+class _HP:
+  learning_rate: float
+
+
+def test_user_per_leaf_def_keeps_running_eagerly():
+  opt_def = _SignSGD(_HP(0.5))
+  params = {'a': jnp.array([1.0]), 'b': jnp.array([1.0])}
+  state = opt_def.init_state(params)
+  new_params, new_state = _fast(opt_def, opt_def.hyper_params, params, state,
+                                {'a': jnp.array([2.0]), 'b': jnp.array([-2.0])})
+  assert float(new_params['a'][0]) == 0.5 and float(new_params['b'][0]) == 1.5
+  assert int(new_state.step) == 1
+  assert _eager.cache_info()['traces'] == 0
+
+
+def test_subclass_of_a_builtin_is_not_compiled():
+  class MyAdam(optim.Adam):
+    pass
+
+  opt_def = MyAdam(learning_rate=0.1)
+  params = _tree()
+  _fast(opt_def, opt_def.hyper_params, params, opt_def.init_state(params), _tree(seed=1))
+  assert _eager.cache_info()['misses'] == 0
+
+
+def test_traced_inputs_run_the_step_directly():
+  opt_def = optim.Adam(learning_rate=0.1)
+  params, grads = _tree(), _tree(seed=1)
+  state = opt_def.init_state(params)
+
+  @jax.jit
+  def step(params, state, lr):
+    return _fast(opt_def, opt_def.update_hyper_params(learning_rate=lr), params, state, grads)
+
+  jitted = step(params, state, 0.1)
+  _assert_close(jitted, opt_def.apply_gradient(opt_def.hyper_params, params, state, grads))
+  assert _eager.cache_info()['misses'] == 0
+
+
+def test_bad_grads_raise_as_the_uncached_step_and_nothing_is_cached():
+  opt_def = optim.Adam(learning_rate=0.1)
+  params = _tree()
+  state = opt_def.init_state(params)
+  bad = {'dense': {'kernel': jnp.ones((4, 3)), 'bias': jnp.ones(4)}, 'out': jnp.ones((3, 2))}
+  with pytest.raises(ValueError) as direct:
+    opt_def.apply_gradient(opt_def.hyper_params, params, state, bad)
+  with pytest.raises(ValueError) as fast:
+    _fast(opt_def, opt_def.hyper_params, params, state, bad)
+  assert str(fast.value) == str(direct.value)
+  assert "'/dense/bias'" in str(fast.value)
+  missing = {'dense': {'kernel': jnp.ones((4, 3))}, 'out': jnp.ones((3, 2))}
+  with pytest.raises(ValueError, match='missing in the grads'):
+    _fast(opt_def, opt_def.hyper_params, params, state, missing)
+  assert _eager.cache_info()['entries'] == 0
+
+
+def test_missing_learning_rate_raises_as_the_uncached_step():
+  opt_def = optim.Momentum(beta=0.9)
+  params = _tree()
+  state = opt_def.init_state(params)
+  with pytest.raises(_transforms.MissingLearningRateError) as direct:
+    opt_def.apply_gradient(opt_def.hyper_params, params, state, _tree(seed=1))
+  with pytest.raises(_transforms.MissingLearningRateError) as fast:
+    _fast(opt_def, opt_def.hyper_params, params, state, _tree(seed=1))
+  assert str(fast.value) == str(direct.value)
+  assert _eager.cache_info()['entries'] == 0
+  # and a rate given per step works, without a recompile per value
+  for lr in (0.1, 0.2, 0.3):
+    _fast(opt_def, opt_def.update_hyper_params(learning_rate=lr), params, state, _tree(seed=1))
+  assert _eager.cache_info()['traces'] == 1
