@@ -13,7 +13,10 @@ Everything here runs at trace time under ``jax.jit``: the compiled step contains
 math (plus float32 up/down casts for 16-bit floats).
 """
 import dataclasses
+import functools
 import inspect
+import types
+import typing
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional
 
 import jax
@@ -36,14 +39,39 @@ _LOW_PRECISION = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 # ----------------------------------------------------------------------------- dtype policy
 
 def _upcast(tree):
-  """16-bit floats -> float32, so the optax math runs in float32 (see ``apply_gradient``)."""
-  return jax.tree_util.tree_map(
-      lambda x: x.astype(jnp.float32) if jnp.result_type(x) in _LOW_PRECISION else x, tree)
+  """16-bit floats and integers -> float32, so the optax math runs in float32.
+
+  16-bit floats are cast back afterwards (see :func:`_apply_gradient`); integer params and
+  states stay float32, as legacy's ``p - lr * g`` promoted them.
+  """
+  def up(x):
+    dtype = jnp.result_type(x)
+    if dtype in _LOW_PRECISION or jnp.issubdtype(dtype, jnp.integer):
+      return jnp.asarray(x).astype(jnp.float32)
+    return x
+  return jax.tree_util.tree_map(up, tree)
+
+
+def _is_float(x) -> bool:
+  return jnp.issubdtype(jnp.result_type(x), jnp.inexact)
 
 
 def _cast_like(new_tree, like_tree):
+  """New state values in the dtypes of the old ones; integer leaves promote, as legacy's did."""
   return jax.tree_util.tree_map(
-      lambda new, old: jnp.asarray(new).astype(jnp.result_type(old)), new_tree, like_tree)
+      lambda new, old: jnp.asarray(new).astype(jnp.result_type(old)) if _is_float(old) else new,
+      new_tree, like_tree)
+
+
+def _apply_updates(params, updates):
+  """``optax.apply_updates``, except that integer params promote to the update's dtype.
+
+  Legacy computed ``p - lr * g``, so an integer parameter came back as a float; optax casts
+  the sum back to the parameter's dtype, which would truncate it.
+  """
+  return jax.tree_util.tree_map(
+      lambda p, u: (jnp.asarray(p + u).astype(jnp.result_type(p)) if _is_float(p) else p + u),
+      params, updates)
 
 
 # ----------------------------------------------------------------------------- optax state walk
@@ -180,7 +208,57 @@ def _expand_placeholders(opt_def, field_trees: Dict[str, Any], template) -> Dict
 
 def _transform(opt_def, hyper_params) -> optax.GradientTransformation:
   """``opt_def``'s transform for ``hyper_params`` (schedules evaluated at the state's step)."""
+  _check_hyper_params(opt_def, hyper_params)
   return _transforms.with_hyper_param_schedules(opt_def.build_transform, hyper_params)
+
+
+@functools.lru_cache(maxsize=None)
+def _allowed_kinds(annotation) -> Optional[frozenset]:
+  """The types a hyper-param field's annotation admits, or None when it says nothing usable."""
+  if isinstance(annotation, type):
+    return frozenset({annotation})
+  if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+    return frozenset(a for a in typing.get_args(annotation) if isinstance(a, type))
+  return None
+
+
+def _check_hyper_params(opt_def, hyper_params) -> None:
+  """Raises a clear error naming the hyper-param that cannot work, before anything runs.
+
+  The rules come from the hyper-params dataclass's annotations: ``None`` only where the
+  annotation admits it; a field annotated ``bool`` or ``int`` alone sets the form of the
+  update or the state layout, so it cannot be traced; a numeric field takes a number, a
+  scalar array or a schedule (a callable).
+  """
+  expected = type(opt_def.hyper_params)
+  if type(hyper_params) is not expected:
+    raise TypeError(f'{type(opt_def).__name__}: hyper_params must be a {expected.__name__}, '
+                    f'got a {type(hyper_params).__name__}.')
+  for field in dataclasses.fields(hyper_params):
+    kinds = _allowed_kinds(field.type)
+    if kinds is None:
+      continue
+    value = getattr(hyper_params, field.name)
+    name = f'{type(opt_def).__name__} hyper-parameter {field.name!r}'
+    if value is None:
+      if type(None) not in kinds:
+        raise TypeError(f'{name} is None; it needs a number.')
+      continue
+    if not kinds & {jax.Array, float}:  # bool / int: static
+      if isinstance(value, jax.core.Tracer):
+        raise TypeError(f'{name} cannot be a traced value (it decides the form of the update '
+                        'or the state layout): give it a Python value, e.g. at construction.')
+      continue
+    if callable(value):
+      continue  # a schedule
+    dtype = getattr(value, 'dtype', None)
+    kind = np.dtype(dtype).kind if dtype is not None else (
+        'f' if isinstance(value, (int, float)) else None)
+    if kind is None or kind not in 'biuf':
+      raise TypeError(f'{name} must be a real number or a scalar array, got '
+                      f'{type(value).__name__} {value!r}.')
+    if np.ndim(value) != 0:
+      raise ValueError(f'{name} must be a scalar, got an array of shape {np.shape(value)}.')
 
 
 def _init_param_states(opt_def, params):
@@ -223,8 +301,8 @@ def _apply_gradient(opt_def, hyper_params, params, state, grads):
   new_fields = _read_optax_state(new_opt_state, wanted)
   new_fields = {name: _cast_like(tree, old_fields[name]) for name, tree in new_fields.items()}
   new_param_states = _to_param_states(opt_def, jax.tree_util.tree_structure(params), new_fields)
-  # `p + u` promotes a 16-bit p to the float32 update and apply_updates casts back to p's dtype.
-  return optax.apply_updates(params, updates), new_param_states
+  # `p + u` promotes a 16-bit p to the float32 update, which is cast back to p's dtype.
+  return _apply_updates(params, updates), new_param_states
 
 
 def _hyper_params_items(hyper_params):

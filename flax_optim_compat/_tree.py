@@ -75,10 +75,39 @@ def check_grads(params, grads) -> None:
   param_leaves = jax.tree_util.tree_flatten_with_path(params)[0]
   grad_leaves = jax.tree_util.tree_leaves(grads)
   for (path, p), g in zip(param_leaves, grad_leaves):
+    _check_grad_type(path, p, g)
     if np.shape(p) != np.shape(g):
       raise ValueError(
           f'The grads do not match the optimizer target at {format_path(path)!r}: the '
           f'parameter has shape {np.shape(p)} but its gradient has shape {np.shape(g)}.')
+
+
+def _kind(x) -> Optional[str]:
+  """numpy's dtype kind of a leaf ('f', 'i', 'b', 'c', ...), or None for a non-array."""
+  dtype = getattr(x, 'dtype', None)
+  if dtype is not None:
+    return np.dtype(dtype).kind
+  if isinstance(x, bool):
+    return 'b'
+  if isinstance(x, (int, float, complex)):
+    return np.dtype(type(x)).kind
+  return None
+
+
+def _check_grad_type(path, param, grad) -> None:
+  """Gradients are real numbers (complex ones only for complex params), as legacy's math needed."""
+  kind = _kind(grad)
+  where = f'The gradient at {format_path(path)!r}'
+  if kind is None:
+    raise TypeError(f'{where} is a {type(grad).__name__}, not an array.')
+  if kind == 'b':
+    raise TypeError(f'{where} has dtype bool; gradients must be numbers.')
+  if kind == 'c' and _kind(param) != 'c':
+    raise TypeError(f'{where} is complex but the parameter is real '
+                    f'({np.dtype(getattr(param, "dtype", type(param))).name}): take the real part '
+                    'first if that is what you mean.')
+  if kind not in 'iufc':
+    raise TypeError(f'{where} has dtype {np.dtype(grad.dtype).name}; gradients must be numbers.')
 
 
 def per_leaf_states(opt_def, treedef, param_states) -> list:
