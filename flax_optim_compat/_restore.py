@@ -66,6 +66,15 @@ def read_msgpack(data, source: Optional[str] = None) -> Any:
 
   Raises:
     ValueError: ``'<source> is not a valid legacy checkpoint (<msgpack's detail>)'``.
+
+  Examples:
+    >>> from flax import serialization
+    >>> from flax_optim_compat import _restore
+    >>> _restore.read_msgpack(serialization.msgpack_serialize({'step': 3}))
+    {'step': 3}
+    >>> _restore.read_msgpack(b'\\x82', source="'ckpt/checkpoint_1'")
+    Traceback (most recent call last):
+    ValueError: 'ckpt/checkpoint_1' is not a valid legacy checkpoint (truncated: ...).
   """
   where = source or 'the data'
   if not isinstance(data, (bytes, bytearray, memoryview)):
