@@ -63,14 +63,16 @@ def _cast_like(new_tree, like_tree):
       new_tree, like_tree)
 
 
-def _apply_updates(params, updates):
+def _apply_updates(params, updates, keep_param_dtype=False):
   """``optax.apply_updates``, except that integer params promote to the update's dtype.
 
   Legacy computed ``p - lr * g``, so an integer parameter came back as a float; optax casts
-  the sum back to the parameter's dtype, which would truncate it.
+  the sum back to the parameter's dtype, which would truncate it. With ``keep_param_dtype``
+  every new param is cast back (legacy Adafactor's ``new_param.astype(param.dtype)``).
   """
   return jax.tree_util.tree_map(
-      lambda p, u: (jnp.asarray(p + u).astype(jnp.result_type(p)) if _is_float(p) else p + u),
+      lambda p, u: (jnp.asarray(p + u).astype(jnp.result_type(p))
+                    if keep_param_dtype or _is_float(p) else p + u),
       params, updates)
 
 
@@ -208,6 +210,10 @@ def _expand_placeholders(opt_def, field_trees: Dict[str, Any], template) -> Dict
 
 def _transform(opt_def, hyper_params) -> optax.GradientTransformation:
   """``opt_def``'s transform for ``hyper_params`` (schedules evaluated at the state's step)."""
+  fixed = opt_def.constructor_only_hyper_params
+  if fixed and type(hyper_params) is type(opt_def.hyper_params):
+    hyper_params = hyper_params.replace(
+        **{name: getattr(opt_def.hyper_params, name) for name in fixed})
   _check_hyper_params(opt_def, hyper_params)
   return _transforms.with_hyper_param_schedules(opt_def.build_transform, hyper_params)
 
@@ -252,9 +258,9 @@ def _check_hyper_params(opt_def, hyper_params) -> None:
     if callable(value):
       continue  # a schedule
     dtype = getattr(value, 'dtype', None)
-    kind = np.dtype(dtype).kind if dtype is not None else (
-        'f' if isinstance(value, (int, float)) else None)
-    if kind is None or kind not in 'biuf':
+    real = (isinstance(value, (int, float)) if dtype is None else
+            any(jnp.issubdtype(dtype, t) for t in (jnp.bool_, jnp.integer, jnp.floating)))
+    if not real:
       raise TypeError(f'{name} must be a real number or a scalar array, got '
                       f'{type(value).__name__} {value!r}.')
     if np.ndim(value) != 0:
@@ -302,7 +308,7 @@ def _apply_gradient(opt_def, hyper_params, params, state, grads):
   new_fields = {name: _cast_like(tree, old_fields[name]) for name, tree in new_fields.items()}
   new_param_states = _to_param_states(opt_def, jax.tree_util.tree_structure(params), new_fields)
   # `p + u` promotes a 16-bit p to the float32 update, which is cast back to p's dtype.
-  return _apply_updates(params, updates), new_param_states
+  return _apply_updates(params, updates, opt_def.keep_param_dtype), new_param_states
 
 
 def _hyper_params_items(hyper_params):
@@ -330,6 +336,11 @@ class OptaxBackedDef(OptimizerDef):
     legacy_placeholders: ``{legacy field: zero-argument factory}`` for a slot that legacy
       filled with a dummy array when the transform keeps no such state (Adafactor's ``m``
       without momentum); other absent fields are ``None``.
+    constructor_only_hyper_params: hyper-param names always read from the constructor's
+      values: a per-call override of them is ignored, as legacy's per-leaf code read them
+      from ``self.hyper_params`` (Adafactor's state-layout flags).
+    keep_param_dtype: cast every new param back to its old dtype, integers included (legacy
+      Adafactor did; the others computed ``p - lr * g``, which promotes an integer param).
 
   A user subclass of a built-in that implements ``apply_param_gradient`` itself (the legacy
   per-leaf protocol) gets the legacy template's ``init_state``/``apply_gradient`` back and no
@@ -338,6 +349,8 @@ class OptaxBackedDef(OptimizerDef):
   param_state_cls: ClassVar[Optional[type]] = None
   optax_state_fields: ClassVar[Mapping[str, str]] = {}
   legacy_placeholders: ClassVar[Mapping[str, Callable[[], jax.Array]]] = {}
+  constructor_only_hyper_params: ClassVar[frozenset] = frozenset()
+  keep_param_dtype: ClassVar[bool] = False
 
   def __init_subclass__(cls, **kwargs):
     super().__init_subclass__(**kwargs)

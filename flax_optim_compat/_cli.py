@@ -12,6 +12,12 @@ import tempfile
 import warnings
 from typing import List, Optional
 
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+from flax import serialization
+
+import flax_optim_compat as optim
 from . import _deprecation
 from . import convert
 
@@ -53,8 +59,6 @@ def _literal(node, text):
 
 
 def _build(node, text):
-  import flax_optim_compat as optim
-
   if not isinstance(node, ast.Call):
     raise UsageError(f'--optimizer {text!r}: expected a call such as "Adam(learning_rate=1e-3)", '
                      f'got {ast.unparse(node)!r}.')
@@ -160,9 +164,6 @@ def _cmd_inspect(args, out) -> int:
 
 def _read_converted(path, opt_def):
   """``(params, opt_state, step)`` of a ``--to optax|train-state|orbax`` output."""
-  import jax
-  from flax import serialization
-
   tree, where = convert._read_any(path)  # pylint: disable=protected-access
   if convert._find_optimizers(tree):  # pylint: disable=protected-access
     raise UsageError(f'{where} is already a legacy checkpoint; --to legacy converts what '
@@ -181,13 +182,12 @@ def _read_converted(path, opt_def):
 
 
 def _cmd_convert(args, out) -> int:
-  from flax import serialization
-
   opt_def = parse_optimizer(args.optimizer)
   progress = _progress_for(args.path)
   if args.to == 'legacy':
     params, opt_state, step = _read_converted(args.path, opt_def)
-    convert.to_legacy(params, opt_state, opt_def, step=step, path=args.out)
+    convert.to_legacy(params, opt_state, opt_def, step=step if args.step is None else args.step,
+                      path=args.out)
   elif args.to == 'orbax':
     convert.to_orbax(args.path, opt_def, args.out, progress=progress)
   else:
@@ -226,13 +226,6 @@ def _cmd_diff(args, out) -> int:
 
 
 def _cmd_demo(args, out) -> int:
-  import jax
-  import jax.numpy as jnp
-  import flax.linen as nn
-  from flax import serialization
-
-  import flax_optim_compat as optim
-
   class MLP(nn.Module):
 
     @nn.compact
@@ -315,6 +308,9 @@ def _parser() -> argparse.ArgumentParser:
                       'TrainState {step, params, opt_state}; orbax: an orbax checkpoint '
                       'directory of that TrainState; legacy: back to a legacy msgpack file')
   p.add_argument('--out', required=True, help='the output path (must not exist)')
+  p.add_argument('--step', type=int, default=None,
+                 help='--to legacy: the legacy step, for an --to optax file whose optax state '
+                      'keeps no count (e.g. Momentum); default: the file\'s step or count')
   p.set_defaults(run=_cmd_convert)
 
   p = sub.add_parser('diff', help='per-leaf max abs / rel differences of two checkpoints')

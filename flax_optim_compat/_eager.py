@@ -16,9 +16,9 @@ the def's own step compiled instead: :func:`apply_gradient` keeps one ``jax.jit`
 and passes the other hyper-parameter values (overrides: floats, NumPy and jax arrays) as
 arguments, so a new learning rate every step does not recompile.
 
-Only un-traced inputs of built-in defs (and ``WeightNorm`` / ``MultiOptimizer`` made of them)
-take this path: a user's per-leaf ``OptimizerDef`` may branch in Python on values and keeps
-running eagerly, as does anything whose trace turns out to need concrete values. Errors (grads
+Only un-traced inputs of defs that declare ``pure_jax_step`` (the built-ins, and
+``WeightNorm`` / ``MultiOptimizer`` made of them) take this path: a user's per-leaf
+``OptimizerDef`` may branch in Python on values and keeps running eagerly, as does anything whose trace turns out to need concrete values. Errors (grads
 that do not match the target, a missing learning rate) come from the def's own checks, which
 run while the step is traced, before anything is computed.
 """
@@ -33,12 +33,6 @@ import numpy as np
 __all__ = ['apply_gradient', 'cache_info', 'cache_clear', 'MAX_ENTRIES']
 
 MAX_ENTRIES = 64  # compiled steps kept (least recently used dropped first)
-
-# The modules whose optimizer classes step with pure optax math. A subclass defined anywhere
-# else (a user's) is not trusted: it may override a method with value-dependent Python.
-_OPTAX_MODULES = frozenset(f'flax_optim_compat.{name}' for name in (
-    'adabelief', 'adadelta', 'adafactor', 'adagrad', 'adam', 'lamb', 'lars', 'momentum',
-    'rmsprop', 'sgd'))
 
 # Errors that mean "this step needs concrete values": run it un-compiled instead.
 _NEEDS_CONCRETE = (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
@@ -77,18 +71,6 @@ def cache_clear() -> None:
   with _lock:
     _cache.clear()
     _stats.update(hits=0, misses=0, traces=0, eager=0)
-
-
-def _steps_with_optax(opt_def) -> bool:
-  """True for built-in optax-backed defs, and WeightNorm / MultiOptimizer made only of them."""
-  cls = type(opt_def)
-  if cls.__module__ in _OPTAX_MODULES:
-    return True
-  if cls.__module__ == 'flax_optim_compat.weight_norm' and cls.__name__ == 'WeightNorm':
-    return _steps_with_optax(opt_def.wrapped_optimizer)
-  if cls.__module__ == 'flax_optim_compat.base' and cls.__name__ == 'MultiOptimizer':
-    return all(_steps_with_optax(opt) for opt in opt_def.sub_optimizers)
-  return False
 
 
 def _is_float(x) -> bool:
@@ -198,11 +180,11 @@ def apply_gradient(opt_def, hyper_params, params, state, grads,
     ...   params, state = _eager.apply_gradient(
     ...       opt_def, opt_def.update_hyper_params(learning_rate=lr), params, state,
     ...       {'w': jnp.ones(2)}, opt_def.apply_gradient)
-    >>> params['w'].round(4), int(state.step)
-    (Array([0.61, 1.61], dtype=float32), 2)
+    >>> params['w'].round(4), int(state.step)  # m = 1, 1.9: 1 - 0.1 * 1 - 0.2 * 1.9
+    (Array([0.52, 1.52], dtype=float32), 2)
   """
   run = lambda: step_fn(hyper_params, params, state, grads)
-  if not _steps_with_optax(opt_def):
+  if not opt_def.pure_jax_step:
     return run()
   leaves, in_treedef = jax.tree_util.tree_flatten((params, state, grads))
   if not _compilable_leaves(leaves) or any(

@@ -47,6 +47,7 @@ import numpy as np
 from flax import serialization
 
 from . import _layouts
+from . import _tree
 
 __all__ = ['restore_target_and_state', 'check_single_copy', 'read_msgpack']
 
@@ -248,9 +249,15 @@ def _cast(value, dtype):
   return np.asarray(value).astype(dtype)
 
 
-def _check(expected, actual, path=(), strip_axis=False):
-  """``actual`` checked against the template state dict ``expected``; returns the values to restore."""
+def _check(expected, actual, path=(), strip_axis=False, metadata=False):
+  """``actual`` checked against the template state dict ``expected``; returns the values to restore.
+
+  With ``metadata`` (orbax's record of what it wrote), ``None`` stands for an empty container
+  (e.g. optax's ``EmptyState``), which orbax's metadata shows as ``None``.
+  """
   if isinstance(expected, dict):
+    if metadata and not expected and actual is None:
+      return {}
     if not isinstance(actual, dict):
       raise _Mismatch(path, f'the target expects {_describe(expected)} but the checkpoint has '
                       f'{_describe(actual)}')
@@ -260,26 +267,12 @@ def _check(expected, actual, path=(), strip_axis=False):
       parts = [f'missing {missing}' if missing else '', f'unexpected {extra}' if extra else '']
       raise _Mismatch(path, f'the checkpoint has keys {sorted(actual, key=str)} but the target '
                       f'expects {sorted(expected)} ({", ".join(p for p in parts if p)})')
-    return {key: _check(expected[key], actual[key], path + (key,), strip_axis)
+    return {key: _check(expected[key], actual[key], path + (key,), strip_axis, metadata)
             for key in expected}
   return _check_leaf(expected, actual, path, strip_axis)
 
 
 # ----------------------------------------------------------------------------- "looks like"
-
-def describe_def(opt_def) -> str:
-  """A short legacy-vocabulary name: 'Adam', 'WeightNorm(Momentum)', 'MultiOptimizer(Adam, ...)'."""
-  inner = getattr(opt_def, 'optimizer_def', None)  # ReplicatedOptimizer
-  if inner is not None:
-    return describe_def(inner)
-  wrapped = getattr(opt_def, 'wrapped_optimizer', None)
-  if wrapped is not None:
-    return f'{type(opt_def).__name__}({describe_def(wrapped)})'
-  subs = getattr(opt_def, 'sub_optimizers', None)
-  if subs is not None:
-    return f'{type(opt_def).__name__}({", ".join(describe_def(s) for s in subs)})'
-  return type(opt_def).__name__
-
 
 def _hint(opt_def, template, state_dict) -> str:
   if not isinstance(state_dict, dict) or not isinstance(state_dict.get('state'), dict):
@@ -294,18 +287,18 @@ def _hint(opt_def, template, state_dict) -> str:
   if theirs is None or theirs == ours:
     return ''
   return (f' The checkpoint looks like it was written by {theirs}, but it is being restored '
-          f'into {describe_def(opt_def)}: restore it with the optimizer that wrote it.')
+          f'into {opt_def!r}: restore it with the optimizer that wrote it.')
 
 
 # ----------------------------------------------------------------------------- entry points
 
-def _checked(opt_def, template, state_dict, strip_axis):
+def _checked(opt_def, template, state_dict, strip_axis, metadata=False):
   try:
-    return _check(template, state_dict, strip_axis=strip_axis)
+    return _check(template, state_dict, strip_axis=strip_axis, metadata=metadata)
   except _Mismatch as e:
     where = _outer_path() + _join(e.path)
     raise ValueError(
-        f'Cannot restore the checkpoint into this {describe_def(opt_def)} optimizer: at '
+        f'Cannot restore the checkpoint into this {opt_def!r} optimizer: at '
         f'{where!r} {e.detail}.{_hint(opt_def, template, state_dict)} Nothing was restored.'
     ) from None
 
@@ -381,7 +374,7 @@ def _template(opt_target, opt_state):
 def _check_input(opt_def, state_dict):
   if isinstance(state_dict, (bytes, bytearray, memoryview)):
     raise TypeError(
-        f'restore_state of {describe_def(opt_def)} takes a state dict, not msgpack bytes: use '
+        f'restore_state of {opt_def!r} takes a state dict, not msgpack bytes: use '
         'flax.serialization.from_bytes(optimizer, data), or decode the bytes first.')
 
 
@@ -410,7 +403,7 @@ def restore_target_and_state(opt_def, opt_target, opt_state, state_dict):
   if orbax is not None:
     written = _orbax_written_tree(*orbax)
     if written is not None:
-      _checked(opt_def, template, written, strip_axis=False)
+      _checked(opt_def, template, written, strip_axis=False, metadata=True)
   values = _to_jax(_checked(opt_def, template, state_dict, strip_axis=False))
   return (serialization.from_state_dict(opt_target, values['target'], name='target'),
           serialization.from_state_dict(opt_state, values['state'], name='state'))
@@ -429,3 +422,29 @@ def check_single_copy(replicated_def, opt_target, opt_state, state_dict) -> None
   """
   _check_input(replicated_def, state_dict)
   _checked(replicated_def, _template(opt_target, opt_state), state_dict, strip_axis=True)
+
+
+def local_copies(opt_def, state_dict):
+  """``state_dict`` with each cross-process array replaced by this process's copy of it.
+
+  For ``ReplicatedOptimizer.restore_state``, which replicates the state dict onto this
+  process's devices: a fully replicated cross-process array (e.g. the state of a mesh-trained
+  optimizer, replicated on the mesh) holds the whole value on every process, so this process's
+  copy is the value; a sharded one has parts on other processes.
+
+  Raises:
+    ValueError: a leaf is sharded across processes; names the leaf.
+  """
+  def local(path, x):
+    if not isinstance(x, jax.Array) or x.is_fully_addressable:
+      return x
+    if x.is_fully_replicated:
+      return x.addressable_data(0)
+    where = _outer_path() + _tree.format_path(path)
+    raise ValueError(
+        f'Cannot restore the state dict into this {opt_def!r} optimizer: at {where!r} the '
+        f'array (shape {x.shape}) is sharded across processes ({x.sharding}), and one process '
+        'cannot replicate what it does not hold. Gather it first, e.g. with '
+        'jax.experimental.multihost_utils.process_allgather(tree, tiled=True). Nothing was '
+        'restored.')
+  return jax.tree_util.tree_map_with_path(local, state_dict)

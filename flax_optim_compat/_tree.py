@@ -2,6 +2,7 @@
 from typing import Any, List, Optional, Tuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 __all__ = ['format_path', 'tree_paths', 'check_grads', 'per_leaf_states']
@@ -83,15 +84,19 @@ def check_grads(params, grads) -> None:
 
 
 def _kind(x) -> Optional[str]:
-  """numpy's dtype kind of a leaf ('f', 'i', 'b', 'c', ...), or None for a non-array."""
-  dtype = getattr(x, 'dtype', None)
-  if dtype is not None:
-    return np.dtype(dtype).kind
+  """'f', 'c', 'i' (also unsigned), 'b' or 'o' (other) for a leaf; None for a non-array."""
   if isinstance(x, bool):
     return 'b'
   if isinstance(x, (int, float, complex)):
     return np.dtype(type(x)).kind
-  return None
+  dtype = getattr(x, 'dtype', None)
+  if dtype is None:
+    return None
+  for kind, family in (('b', jnp.bool_), ('f', jnp.floating), ('c', jnp.complexfloating),
+                       ('i', jnp.integer)):
+    if jnp.issubdtype(dtype, family):
+      return kind
+  return 'o'
 
 
 def _check_grad_type(path, param, grad) -> None:
@@ -106,8 +111,8 @@ def _check_grad_type(path, param, grad) -> None:
     raise TypeError(f'{where} is complex but the parameter is real '
                     f'({np.dtype(getattr(param, "dtype", type(param))).name}): take the real part '
                     'first if that is what you mean.')
-  if kind not in 'iufc':
-    raise TypeError(f'{where} has dtype {np.dtype(grad.dtype).name}; gradients must be numbers.')
+  if kind == 'o':
+    raise TypeError(f'{where} has dtype {grad.dtype}; gradients must be numbers.')
 
 
 def per_leaf_states(opt_def, treedef, param_states) -> list:

@@ -78,6 +78,7 @@ class AdaBelief(OptaxBackedDef):
   """
   build_transform = staticmethod(adabelief_transform)
   param_state_cls = _AdaBeliefParamState
+  pure_jax_step = True
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
 
   def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, eps=1e-16, weight_decay=0.0):

@@ -74,6 +74,7 @@ class Adadelta(OptaxBackedDef):
   """
   build_transform = staticmethod(adadelta_transform)
   param_state_cls = _AdadeltaParamState
+  pure_jax_step = True
   optax_state_fields = {'sq_avg': 'e_g', 'acc_delta': 'e_x'}
 
   def __init__(self, learning_rate=None, rho=0.9, eps=1e-6, weight_decay=0.0):

@@ -150,8 +150,12 @@ class Adafactor(OptaxBackedDef):
     <https://arxiv.org/abs/1804.04235>`_, 2018
   """
   param_state_cls = _AdafactorParamState
+  pure_jax_step = True
   optax_state_fields = {'v_row': 'v_row', 'v_col': 'v_col', 'v': 'v', 'm': 'ema'}
   legacy_placeholders = {'m': _placeholder}
+  constructor_only_hyper_params = frozenset(
+      {'factored', 'min_dim_size_to_factor', 'multiply_by_parameter_scale'})
+  keep_param_dtype = True  # legacy: `new_param.astype(param.dtype)`, integers truncated
 
   def __init__(self,
                learning_rate: Optional[float] = None,
@@ -173,13 +177,5 @@ class Adafactor(OptaxBackedDef):
     super().__init__(hyper_params)
 
   def build_transform(self, hyper_params) -> optax.GradientTransformation:
-    """The optax chain for ``hyper_params``.
-
-    The three state-layout fields (``factored``, ``min_dim_size_to_factor``,
-    ``multiply_by_parameter_scale``) always come from the constructor, as in legacy.
-    """
-    hp = hyper_params.replace(
-        factored=self.hyper_params.factored,
-        min_dim_size_to_factor=self.hyper_params.min_dim_size_to_factor,
-        multiply_by_parameter_scale=self.hyper_params.multiply_by_parameter_scale)
-    return adafactor_transform(hp, self.dtype_momentum)
+    """The optax chain for ``hyper_params`` (with this def's momentum dtype)."""
+    return adafactor_transform(hyper_params, self.dtype_momentum)

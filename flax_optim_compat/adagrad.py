@@ -103,6 +103,7 @@ class Adagrad(OptaxBackedDef):
   """
   build_transform = staticmethod(adagrad_transform)
   param_state_cls = _AdagradParamState
+  pure_jax_step = True
   optax_state_fields = {'G': 'sum_of_squares'}
 
   def __init__(self, learning_rate=None, eps=1e-8):

@@ -69,6 +69,7 @@ class Adam(OptaxBackedDef):
   """
   build_transform = staticmethod(adam_transform)
   param_state_cls = _AdamParamState
+  pure_jax_step = True
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
 
   def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):

@@ -21,6 +21,7 @@ from flax import traverse_util
 from . import _transforms
 from . import _tree
 from . import _deprecation
+from . import _eager
 from . import _multi
 from . import _restore
 
@@ -89,6 +90,17 @@ class OptimizerDef:
   # layout); a def keeping one state for its whole target (``from_optax``) sets False, and a
   # ``MultiOptimizer`` with such a group keeps one state per group instead of per leaf.
   param_states_mirror_target: bool = True
+
+  # Whether ``init_state``/``apply_gradient`` are pure jax functions of their inputs (no Python
+  # branching on values, no side effects), so that an un-traced ``Optimizer.apply_gradient``
+  # may run the step compiled and cached (``_eager``). Not inherited: a subclass may change a
+  # method in a way that is not pure, so each class that is declares it itself.
+  pure_jax_step: bool = False
+
+  def __init_subclass__(cls, **kwargs):
+    super().__init_subclass__(**kwargs)
+    if 'pure_jax_step' not in vars(cls):
+      cls.pure_jax_step = False
 
   def __init__(self, hyper_params):
     self.hyper_params = hyper_params
@@ -249,8 +261,10 @@ class Optimizer(struct.PyTreeNode):
   def apply_gradient(self, grads, **hyper_param_overrides) -> 'Optimizer':
     """A new optimizer with ``grads`` applied; overrides hold for this call only."""
     hyper_params = self.optimizer_def.update_hyper_params(**hyper_param_overrides)
-    new_target, new_state = self.optimizer_def.apply_gradient(
-        hyper_params, self.target, self.state, grads)
+    # Un-traced (eager) calls of a pure-jax step run it compiled, cached per structure.
+    new_target, new_state = _eager.apply_gradient(
+        self.optimizer_def, hyper_params, self.target, self.state, grads,
+        self.optimizer_def.apply_gradient)
     return self.replace(target=new_target, state=new_state)
 
   def compute_gradient(self, loss_fn):
@@ -411,6 +425,7 @@ class ReplicatedOptimizer(OptimizerDef):
 
   def restore_state(self, opt_target, opt_state, state_dict):
     _restore.check_single_copy(self, opt_target, opt_state, state_dict)  # before replicating
+    state_dict = _restore.local_copies(self, state_dict)  # cross-process arrays
     state_dict = _replicate(state_dict, self.devices, self.axis_name)
     return self.optimizer_def.restore_state(opt_target, opt_state, state_dict)
 
@@ -486,6 +501,7 @@ class MultiOptimizer(OptimizerDef):
     super().__init__([opt.hyper_params for opt in sub_optimizers])
     self.traversals = tuple(traversals)
     self.sub_optimizers = tuple(sub_optimizers)
+    self.pure_jax_step = all(opt.pure_jax_step for opt in self.sub_optimizers)
     self.param_states_mirror_target = all(opt.param_states_mirror_target
                                           for opt in sub_optimizers)
     self._labels_cache = {}

@@ -38,8 +38,6 @@ from flax import serialization
 from flax.training import train_state as flax_train_state
 
 from . import _layouts
-from . import adabelief, adadelta, adafactor, adagrad, adam, lamb, lars, momentum, rmsprop
-from . import sgd, weight_norm
 from .base import Optimizer
 from .base import OptimizerDef
 from .base import OptimizerState
@@ -62,22 +60,6 @@ class CheckpointError(ValueError):
 
 # ----------------------------------------------------------------------------- layout table
 
-
-def _register_builtins() -> None:
-  """Fills the layout table from the built-in optimizers' per-parameter state classes."""
-  for name, module in (('GradientDescent', sgd), ('Momentum', momentum), ('LARS', lars),
-                       ('Adam', adam), ('AdaBelief', adabelief), ('LAMB', lamb),
-                       ('Adadelta', adadelta), ('Adagrad', adagrad), ('RMSProp', rmsprop),
-                       ('Adafactor', adafactor)):
-    state_cls = getattr(module, f'_{name}ParamState', None)
-    fields = [f.name for f in dataclasses.fields(state_cls)] if state_cls else []
-    _layouts.register(name, fields)
-  _layouts.register('WeightNorm',
-                    [f.name for f in dataclasses.fields(weight_norm._WeightNormParamState)],
-                    wraps='direction_state')
-
-
-_register_builtins()
 
 
 # ----------------------------------------------------------------------------- reading

@@ -121,6 +121,7 @@ class LAMB(OptaxBackedDef):
   """
   build_transform = staticmethod(lamb_transform)
   param_state_cls = _LAMBParamState
+  pure_jax_step = True
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
 
   def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, weight_decay=0, eps=1e-6):

@@ -135,6 +135,7 @@ class LARS(OptaxBackedDef):
   """
   build_transform = staticmethod(lars_transform)
   param_state_cls = _LARSParamState
+  pure_jax_step = True
   optax_state_fields = {'momentum': 'trace'}
 
   def __init__(self, learning_rate=None, beta=0.9, weight_decay=0, trust_coefficient=0.001,

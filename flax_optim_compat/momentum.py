@@ -61,6 +61,7 @@ class Momentum(OptaxBackedDef):
   """
   build_transform = staticmethod(momentum_transform)
   param_state_cls = _MomentumParamState
+  pure_jax_step = True
   optax_state_fields = {'momentum': 'trace'}
 
   def __init__(self, learning_rate=None, beta=0.9, weight_decay=0, nesterov=False):

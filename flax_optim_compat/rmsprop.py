@@ -68,6 +68,7 @@ class RMSProp(OptaxBackedDef):
   """
   build_transform = staticmethod(rmsprop_transform)
   param_state_cls = _RMSPropParamState
+  pure_jax_step = True
   optax_state_fields = {'v': 'nu', 'mg': 'mu'}
 
   def __init__(self, learning_rate=None, beta2=0.9, eps=1e-8, centered=False):

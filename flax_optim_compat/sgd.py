@@ -41,6 +41,7 @@ class GradientDescent(OptaxBackedDef):
     none; ``optax.sgd(learning_rate)`` gives bit-identical updates.
   """
 
+  pure_jax_step = True
   build_transform = staticmethod(gradient_descent_transform)
 
   def __init__(self, learning_rate=None):

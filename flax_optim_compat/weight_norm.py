@@ -108,6 +108,7 @@ class WeightNorm(OptimizerDef):
   def __init__(self, wrapped_optimizer: OptimizerDef, wn_decay=0, wn_eps=1e-8):
     super().__init__(_WeightNormHyperParams(wrapped_optimizer.hyper_params, wn_decay, wn_eps))
     self.wrapped_optimizer = wrapped_optimizer
+    self.pure_jax_step = wrapped_optimizer.pure_jax_step  # its own step is pure jax
 
   def optax_transform(self, hyper_params=None) -> optax.GradientTransformation:
     """Not available: WeightNorm's state and target update are not an optax transform."""

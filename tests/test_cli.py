@@ -274,3 +274,19 @@ def test_console_script_entry_point():
   config.read(os.path.join(os.path.dirname(_utils.FIXTURES), '..', 'setup.cfg'))
   scripts = config['options.entry_points']['console_scripts']
   assert 'flax-optim-compat = flax_optim_compat._cli:main' in scripts
+
+
+def test_convert_back_needs_a_step_when_the_optax_state_has_none(capsys, tmp_path):
+  momentum_dir = os.path.join(LEGACY, 'Momentum')
+  spec = 'Momentum(learning_rate=0.05, beta=0.8, weight_decay=0.01, nesterov=True)'
+  out = tmp_path / 'optax.msgpack'
+  assert _run(capsys, 'convert', momentum_dir, '--optimizer', spec, '--to', 'optax',
+              '--out', str(out))[0] == 0
+  argv = ['convert', str(out), '--optimizer', spec, '--to', 'legacy',
+          '--out', str(tmp_path / 'back')]
+  _assert_bad_input(capsys, tmp_path, argv, 'has no `count`')
+  assert _run(capsys, *argv, '--step', '3')[0] == 0
+  with open(os.path.join(momentum_dir, 'checkpoint_3'), 'rb') as f:
+    original = serialization.msgpack_restore(f.read())
+  _utils.assert_trees_close(serialization.msgpack_restore((tmp_path / 'back').read_bytes()),
+                            original, rtol=0)

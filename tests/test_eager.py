@@ -38,7 +38,7 @@ DEFS = [
     ('Adam-wd', lambda: optim.Adam(0.1, weight_decay=1e-4), 'eps', (1e-3, 1e-2)),
     ('AdaBelief-wd', lambda: optim.AdaBelief(0.1, weight_decay=1e-4), 'beta2', (0.99, 0.9)),
     ('Adadelta-wd', lambda: optim.Adadelta(1.0, eps=1e-2, weight_decay=1e-4), 'rho',
-     (0.9, 0.8)),
+     (0.85, 0.8)),  # not 0.9: the default's own value stays a static constant
     ('Adagrad', lambda: optim.Adagrad(learning_rate=0.5), 'eps', (1e-2, 1e-1)),
     ('LAMB-wd', lambda: optim.LAMB(0.05, weight_decay=1e-4), 'learning_rate', (0.04, 0.03)),
     ('LARS-nesterov', lambda: optim.LARS(0.1, trust_coefficient=0.5, nesterov=True), 'beta',
@@ -65,7 +65,7 @@ def _tree(dtype=jnp.float32, seed=0):
       'out': rng.standard_normal((3, 2))})
 
 
-def _assert_close(actual, expected, ulps=8):
+def _assert_close(actual, expected, ulps=16):
   """Same trees, types and dtypes; values within ``ulps`` float ulps of each leaf's largest value.
 
   Compiled, XLA contracts ``p + lr * u``-style expressions into fused multiply-adds (one

@@ -482,11 +482,9 @@ def test_bytes_round_trip():
 @pytest.mark.filterwarnings('ignore:Flax Checkpointing will soon be deprecated:DeprecationWarning')
 @pytest.mark.parametrize('orbax', [
     pytest.param(False, id='msgpack_file'),
-    # Orbax's metadata shows an empty container (optax's EmptyState) as None, which the strict
-    # check of the tree orbax wrote (_restore) refuses; restoring without that check works.
-    pytest.param(True, id='orbax_dir', marks=pytest.mark.xfail(
-        strict=True, raises=ValueError,
-        reason='_restore: orbax metadata None for an empty state container')),
+    # Orbax's metadata shows an empty container (optax's EmptyState) as None: the strict check
+    # of the tree orbax wrote accepts that for an empty container of the target.
+    pytest.param(True, id='orbax_dir'),
 ])
 def test_checkpoint_round_trip(tmp_path, orbax):
   opt_def = _rich_def()

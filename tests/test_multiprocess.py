@@ -312,11 +312,8 @@ def test_dynamic_scale_under_pmap_across_processes(two_processes):
     np.testing.assert_array_equal(ds['bad_scale'], [1.0] * 4)
 
 
-# ReplicatedOptimizer.restore_state replicates the state dict with jax_utils.replicate, i.e.
-# jax.device_put onto this process's devices, which refuses any cross-process array:
-# "NotImplementedError: Cannot reshard an input that is not fully addressable", naming no leaf.
-@pytest.mark.xfail(strict=True, reason='ReplicatedOptimizer.restore_state cannot take a fully '
-                   'replicated cross-process array (every process holds the whole value)')
+# ReplicatedOptimizer.restore_state replicates the state dict onto this process's devices: a
+# cross-process array is first replaced by this process's copy (fully replicated) or refused.
 def test_replicated_restore_takes_fully_replicated_cross_process_arrays(two_processes):
   """E.g. the state dict of a mesh-trained optimizer whose state is replicated on the mesh."""
   _, results, _ = two_processes
@@ -328,8 +325,6 @@ def test_replicated_restore_takes_fully_replicated_cross_process_arrays(two_proc
     _assert_close(pmap_specs.first_replica(outcome['target']), target, f'process {p}', rtol=0)
 
 
-@pytest.mark.xfail(strict=True, reason='ReplicatedOptimizer.restore_state lets jax refuse a '
-                   'sharded cross-process array without naming the leaf')
 def test_replicated_restore_refuses_sharded_cross_process_arrays_naming_the_leaf(two_processes):
   _, results, _ = two_processes
   for p, result in enumerate(results):

@@ -22,9 +22,10 @@ JOIN_TIMEOUT_S bounds ``jax.distributed.initialize`` (default 120 s: the process
 machine start at different times); HEARTBEAT_TIMEOUT_S is how long a silent process is waited
 for before the others are stopped (default 30 s).
 
-The problem and the optimizer specs are those of tests/pmap_specs.py (whose legacy goldens the
-test compares with); the batch of 16 examples is split over the 8 global devices, and each
-process feeds the slices of its own devices, as a multi-host input pipeline does.
+The problem is that of tests/pmap_specs.py and the optimizers are its cases (catalogue.PMAP),
+whose legacy goldens the test compares with; the batch of 16 examples is split over the 8
+global devices, and each process feeds the slices of its own devices, as a multi-host input
+pipeline does.
 """
 import json
 import os
@@ -65,10 +66,10 @@ from jax.sharding import Mesh
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from tests import oracle_specs
+from tests import catalogue
 from tests import pmap_specs
 
-# The optimizers trained on each route (cases of tests/pmap_specs.py; each one costs compiles).
+# The optimizers trained on each route (cases of catalogue.PMAP; each one costs compiles).
 PMEAN_CASES = ['Momentum', 'MultiOptimizer']
 REPLICATED_CASES = ['Adam']
 MESH_CASES = ['Adam']
@@ -99,9 +100,9 @@ def overrides(case, i):
 
 def create(case, target=None):
   spec = case['optimizer']
-  focus = {'focus': oracle_specs.build_traversal(spec['focus'])} if 'focus' in spec else {}
+  focus = {'focus': catalogue.build_traversal(spec['focus'])} if 'focus' in spec else {}
   target = case['target'] if target is None else target
-  return oracle_specs.build_def(optim, spec).create(
+  return catalogue.build_def(optim, spec).create(
       jax.tree_util.tree_map(jnp.asarray, target), **focus)
 
 
@@ -243,7 +244,7 @@ def run_mesh(case, workdir):
   """``jax.jit`` on a mesh over all processes; orbax and process-0 msgpack checkpoints."""
   mesh = _mesh()
   batch_sharding = NamedSharding(mesh, P('data', None))
-  opt_def = oracle_specs.build_def(optim, case['optimizer'])
+  opt_def = catalogue.build_def(optim, case['optimizer'])
   make = lambda: opt_def.create(jax.tree_util.tree_map(jnp.asarray, case['target']))
   shardings = state_shardings(jax.eval_shape(make), mesh)
   optimizer = jax.jit(make, out_shardings=shardings)()
