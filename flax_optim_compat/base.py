@@ -440,9 +440,9 @@ class MultiOptimizer(OptimizerDef):
   the sub-optimizers' hyper-params: ``apply_gradient(grads, hyper_params=[...])`` sets them
   per group for one step, a plain override (``learning_rate=0.1``) applies to every group.
 
-  The update is one ``optax.multi_transform`` over labels derived from the traversals, with
-  ``optax.set_to_zero()`` for unmatched params; :meth:`optax_transform` returns it for use
-  with plain optax.
+  Each step calls every group's own ``apply_gradient`` on the target with the other groups'
+  leaves masked out (legacy's loop over the groups); :meth:`optax_transform` gives the same
+  update as one ``optax.multi_transform`` for use with plain optax.
 
   Args:
     *traversals_and_optimizers: ``(traversal, optimizer_def)`` pairs. A traversal is a
