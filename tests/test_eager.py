@@ -265,3 +265,23 @@ def test_missing_learning_rate_raises_as_the_uncached_step():
   for lr in (0.1, 0.2, 0.3):
     _fast(opt_def, opt_def.update_hyper_params(learning_rate=lr), params, state, _tree(seed=1))
   assert _eager.cache_info()['traces'] == 1
+
+
+@pytest.mark.parametrize('make,cached', [
+    (lambda: optim.Adam(learning_rate=0.1), True),
+    (lambda: optim.WeightNorm(optim.Momentum(learning_rate=0.1)), True),
+    (lambda: optim.WeightNorm(_SignSGD(_HP(0.5))), False),  # a part that is not declared pure
+], ids=['Adam', 'WeightNorm-Momentum', 'WeightNorm-per-leaf'])
+def test_optimizer_apply_gradient_takes_the_cache_only_for_pure_defs(make, cached):
+  opt_def = make()
+  assert opt_def.pure_jax_step == cached
+  optimizer = opt_def.create(_tree())
+  expected = optimizer
+  for seed in (1, 2):
+    # 0.3, 0.6: neither is the def's own 0.1, so both are arguments of one compiled step
+    optimizer = optimizer.apply_gradient(_tree(seed=seed), learning_rate=0.3 * seed)
+    expected = expected.replace(**dict(zip(('target', 'state'), opt_def.apply_gradient(
+        opt_def.update_hyper_params(learning_rate=0.3 * seed), expected.target,
+        expected.state, _tree(seed=seed)))))
+  _assert_close((optimizer.target, optimizer.state), (expected.target, expected.state))
+  assert _eager.cache_info()['traces'] == (1 if cached else 0)
