@@ -14,6 +14,7 @@ tests/checkpoint_specs.py and tests/pmap_specs.py, the very code the suite runs 
 flax_optim_compat; this package imports none of flax_optim_compat except where a generator
 runs itself in the modern venv (``gen_checkpoints --write-ours``).
 """
+import argparse
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -25,3 +26,26 @@ def use_eight_cpu_devices():
   os.environ['XLA_FLAGS'] = ' '.join(
       [os.environ.get('XLA_FLAGS', ''), '--xla_force_host_platform_device_count=8']).strip()
   os.environ.setdefault('JAX_PLATFORMS', 'cpu')
+
+
+def write_msgpack(path, tree, what=''):
+  """Writes ``tree`` to ``path`` with flax's msgpack serializer; prints the path and size."""
+  from flax import serialization  # pylint: disable=g-import-not-at-top
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'wb') as f:
+    f.write(serialization.msgpack_serialize(tree))
+  print(f'{path}: {what}{os.path.getsize(path)} bytes')
+
+
+def main_over(doc, known, generate, out_dir, what, argv=None):
+  """Command line of a generator: ``[--out DIR] [NAME ...]``, NAMEs from ``known`` (default
+  all); calls ``generate(name, out)`` for each."""
+  parser = argparse.ArgumentParser(description=doc.split('\n')[0])
+  parser.add_argument('--out', default=out_dir, help=f'output directory (default: {out_dir})')
+  parser.add_argument('names', nargs='*', help=f'{what} (default: all)')
+  args = parser.parse_args(argv)
+  unknown = sorted(set(args.names) - set(known))
+  if unknown:
+    parser.error(f'unknown {what} {unknown}; known: {sorted(known)}')
+  for name in args.names or list(known):
+    generate(name, args.out)

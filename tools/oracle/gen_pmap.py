@@ -13,7 +13,6 @@ route keeps legacy's device axis only in its last step's state dict (to keep the
 for the other steps it stores the first device's copy after checking that all eight copies are
 bitwise equal.
 """
-import argparse
 import os
 import warnings
 
@@ -66,23 +65,11 @@ def generate(name, out_dir=OUT_DIR):
   fixture = {'name': name, 'case': case, 'n_devices': N_DEVICES,
              'versions': {'flax': flax.__version__, 'jax': jax.__version__},
              'single': single, 'pmean': _compact_pmean(pmean), 'replicated': replicated}
-  os.makedirs(out_dir, exist_ok=True)
-  path = os.path.join(out_dir, f'{name}.msgpack')
-  with open(path, 'wb') as f:
-    f.write(serialization.msgpack_serialize(fixture))
-  print(f'{path}: {os.path.getsize(path)} bytes')
+  oracle.write_msgpack(os.path.join(out_dir, f'{name}.msgpack'), fixture)
 
 
 def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--out', default=OUT_DIR, help=f'output directory (default: {OUT_DIR})')
-  parser.add_argument('cases', nargs='*', help='cases of catalogue.PMAP (default: all)')
-  args = parser.parse_args(argv)
-  unknown = sorted(set(args.cases) - set(catalogue.PMAP))
-  if unknown:
-    parser.error(f'unknown cases {unknown}; known: {sorted(catalogue.PMAP)}')
-  for name in args.cases or list(catalogue.PMAP):
-    generate(name, args.out)
+  oracle.main_over(__doc__, catalogue.PMAP, generate, OUT_DIR, 'cases of catalogue.PMAP', argv)
 
 
 if __name__ == '__main__':

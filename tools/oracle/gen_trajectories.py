@@ -15,7 +15,6 @@ MultiOptimizer cannot take) get their expectation from legacy runs of each group
 sub-tree (tools/oracle/_composed.py); the composition is checked here against legacy
 MultiOptimizer itself on every path-traversal case legacy can run.
 """
-import argparse
 import os
 import warnings
 
@@ -60,23 +59,13 @@ def generate(family, out_dir=OUT_DIR):
       diff = _composed.max_abs_diff(_composed.run_composed(case, _run), case['expected'])
       print(f'  {name}: composition vs legacy MultiOptimizer max abs diff {diff:.3g}')
       assert diff <= COMPOSED_ATOL, diff
-  os.makedirs(out_dir, exist_ok=True)
-  path = os.path.join(out_dir, f'{family}.msgpack')
-  with open(path, 'wb') as f:
-    f.write(serialization.msgpack_serialize({'family': family, 'cases': cases}))
-  print(f'{path}: {len(cases)} cases, {os.path.getsize(path)} bytes')
+  oracle.write_msgpack(os.path.join(out_dir, f'{family}.msgpack'),
+                       {'family': family, 'cases': cases}, f'{len(cases)} cases, ')
 
 
 def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--out', default=OUT_DIR, help=f'output directory (default: {OUT_DIR})')
-  parser.add_argument('families', nargs='*', help='families of catalogue.TRAJECTORY_FAMILIES (default: all)')
-  args = parser.parse_args(argv)
-  unknown = sorted(set(args.families) - set(catalogue.TRAJECTORY_FAMILIES))
-  if unknown:
-    parser.error(f'unknown families {unknown}; known: {sorted(catalogue.TRAJECTORY_FAMILIES)}')
-  for family in args.families or list(catalogue.TRAJECTORY_FAMILIES):
-    generate(family, args.out)
+  oracle.main_over(__doc__, catalogue.TRAJECTORY_FAMILIES, generate, OUT_DIR,
+                   'families of catalogue.TRAJECTORY_FAMILIES', argv)
 
 
 if __name__ == '__main__':
