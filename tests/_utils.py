@@ -1,5 +1,7 @@
 """Tree assertions, fixture loading and trace counting: the one helper module of the suite."""
 import functools
+import importlib.metadata
+import importlib.util
 import os
 
 import jax
@@ -98,3 +100,15 @@ class TraceCounter:
   def __call__(self, *args, **kwargs):
     self.count += 1
     return self._fn(*args, **kwargs)
+
+
+def offline_build_possible() -> bool:
+  """setuptools with PEP 660 (>=64) and a bdist_wheel (wheel, or setuptools>=70.1) are here."""
+  try:
+    version = importlib.metadata.version('setuptools')
+  except importlib.metadata.PackageNotFoundError:
+    return False
+  major_minor = tuple(int(p) for p in version.split('.')[:2] if p.isdigit())
+  if major_minor < (64,):
+    return False
+  return major_minor >= (70, 1) or importlib.util.find_spec('wheel') is not None

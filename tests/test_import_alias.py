@@ -19,6 +19,8 @@ import sys
 
 import pytest
 
+from tests import _utils
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 ALIAS_MODULE = REPO / '_flax_optim_compat_alias.py'
 PTH_NAME = 'flax_optim_compat_alias.pth'
@@ -92,18 +94,6 @@ def _json_out(proc):
   return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _offline_build_possible():
-  """setuptools with PEP 660 (>=64) and a bdist_wheel (wheel, or setuptools>=70.1) are here."""
-  try:
-    version = importlib.metadata.version('setuptools')
-  except importlib.metadata.PackageNotFoundError:
-    return False
-  major_minor = tuple(int(p) for p in version.split('.')[:2] if p.isdigit())
-  if major_minor < (64,):
-    return False
-  return major_minor >= (70, 1) or importlib.util.find_spec('wheel') is not None
-
-
 def _copy_project(dest):
   """The files a build needs, away from the repo (no build/ or egg-info left behind there)."""
   dest.mkdir()
@@ -134,7 +124,7 @@ def _fresh_venv(root):
 def _pip_install(python, project, root, editable):
   args = [str(python), '-m', 'pip', 'install', '--no-deps', '--disable-pip-version-check', '-q',
           '--use-pep517']
-  if _offline_build_possible():
+  if _utils.offline_build_possible():
     args += ['--no-build-isolation', '--no-index']
   args += ['-e', str(project)] if editable else [str(project)]
   _run(args, cwd=root, timeout=300)

@@ -6,8 +6,6 @@ package index).
 """
 import configparser
 import email
-import importlib.metadata
-import importlib.util
 import pathlib
 import re
 import shutil
@@ -18,19 +16,11 @@ import zipfile
 
 import pytest
 
+from tests import _utils
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 BUILD_INPUTS = ('setup.py', 'setup.cfg', 'MANIFEST.in', 'README.md', 'LICENSE',
                 'migration_guide.md', '_flax_optim_compat_alias.py')
-
-
-def _offline_build_possible():
-  try:
-    version = importlib.metadata.version('setuptools')
-  except importlib.metadata.PackageNotFoundError:
-    return False
-  major_minor = tuple(int(p) for p in version.split('.')[:2] if p.isdigit())
-  return major_minor >= (64,) and (major_minor >= (70, 1)
-                                   or importlib.util.find_spec('wheel') is not None)
 
 
 def _run(args, cwd):
@@ -41,7 +31,7 @@ def _run(args, cwd):
 
 @pytest.fixture(scope='module')
 def dists(tmp_path_factory):
-  if not _offline_build_possible():
+  if not _utils.offline_build_possible():
     pytest.skip('needs setuptools>=64 and wheel (the `test` extra) to build offline')
   root = tmp_path_factory.mktemp('packaging')
   project = root / 'project'
