@@ -254,6 +254,9 @@ def _check_hyper_params(opt_def, hyper_params) -> None:
       if isinstance(value, jax.core.Tracer):
         raise TypeError(f'{name} cannot be a traced value (it decides the form of the update '
                         'or the state layout): give it a Python value, e.g. at construction.')
+      if callable(value):
+        raise TypeError(f'{name} cannot be a schedule (it decides the form of the update or '
+                        f'the state layout): give it a Python value, got {value!r}.')
       continue
     if callable(value):
       continue  # a schedule

@@ -13,6 +13,7 @@ import pytest
 from flax import traverse_util
 
 import flax_optim_compat as optim
+from tests import _utils
 
 
 def _traversal(key):
@@ -203,3 +204,36 @@ def test_a_callable_that_is_not_a_schedule_is_named():
   tx = opt_def.optax_transform(opt_def.hyper_params.replace(beta=lambda: 0.5))
   with pytest.raises(TypeError, match="'beta' is a callable but not a schedule"):
     tx.init({'w': jnp.zeros(1)})
+
+
+def test_a_flag_or_layout_hyper_parameter_cannot_be_a_schedule():
+  opt_def = optim.Momentum(0.1)
+  with pytest.raises(TypeError, match="Momentum hyper-parameter 'nesterov' cannot be a schedule"):
+    opt_def.optax_transform(opt_def.hyper_params.replace(nesterov=lambda count: True))
+  rmsprop = optim.RMSProp(0.1)
+  with pytest.raises(TypeError, match="RMSProp hyper-parameter 'centered' cannot be a schedule"):
+    rmsprop.optax_transform(rmsprop.hyper_params.replace(centered=lambda count: False))
+
+
+@pytest.mark.filterwarnings('ignore:`flax.traverse_util.Traversal` will be deprecated')
+def test_multi_optimizer_optax_transform_takes_a_schedule_per_group():
+  kernels = optim.ModelParamTraversal(lambda path, _: 'kernel' in path)
+  biases = optim.ModelParamTraversal(lambda path, _: 'bias' in path)
+  opt_def = optim.MultiOptimizer((kernels, optim.Adam(0.1)),
+                                 (biases, optim.Momentum(0.1, beta=0.9)))
+  hps = opt_def.hyper_params
+  tx = opt_def.optax_transform([hps[0].replace(learning_rate=_schedule()), hps[1]])
+  labels = {'kernel': 'adam', 'bias': 'momentum', 'other': 'frozen'}
+  ref = optax.multi_transform(
+      {'adam': optax.adam(_schedule(), b1=0.9, b2=0.999, eps=1e-8),
+       'momentum': optax.sgd(0.1, momentum=0.9), 'frozen': optax.set_to_zero()}, labels)
+  params = ref_params = {'kernel': jnp.array([1.0, -2.0]), 'bias': jnp.array([0.5]),
+                         'other': jnp.array([3.0])}
+  state, ref_state = tx.init(params), ref.init(params)
+  for k in range(10):
+    grads = jax.tree_util.tree_map(lambda p: p * 0 + 0.5 * (k + 1), params)
+    updates, state = tx.update(grads, state, params)
+    params = optax.apply_updates(params, updates)
+    ref_updates, ref_state = ref.update(grads, ref_state, ref_params)
+    ref_params = optax.apply_updates(ref_params, ref_updates)
+    _utils.assert_trees_close(params, ref_params, rtol=2e-7)
