@@ -208,8 +208,14 @@ def chained(step, *carry_and_rest, n_carry):
 
 
 def cold_compile(make_step, args, donate):
-  """``(trace+lower seconds, compile seconds, compiled)`` of a fresh jit of a fresh function."""
-  jitted = jax.jit(make_step(), donate_argnums=donate)
+  """``(trace+lower seconds, compile seconds, compiled)`` of a fresh jit of a fresh function.
+
+  The step is wrapped in a new function object on every call: jax caches traces and compiled
+  executables by function identity, so a second ``jit`` of the same module-level function would
+  time a cache hit, not a cold compile.
+  """
+  step = make_step()
+  jitted = jax.jit(lambda *a: step(*a), donate_argnums=donate)  # pylint: disable=unnecessary-lambda
   t0 = time.perf_counter()
   lowered = jitted.lower(*args)
   t1 = time.perf_counter()

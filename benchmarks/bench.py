@@ -3,6 +3,7 @@
 Run (from a clone, with the README's venv):
 
   .venv/bin/python benchmarks/bench.py --quick          # < 3 minutes on 2 CPU cores
+  .venv/bin/python benchmarks/bench.py --subset         # full-size trees; Adam beyond tiny
   .venv/bin/python benchmarks/bench.py                  # every case and optimizer
   .venv/bin/python benchmarks/bench.py --out results/x.json --cases tiny --optimizers Adam
 
@@ -11,9 +12,9 @@ For each case (tree) and optimizer it times, against the same update written wit
 
 * ``step``: one jitted, donated step (chained calls, dispatch included);
 * ``lower`` / ``compile``: trace+lower and XLA compile of a fresh function (cold);
-* ``eager``: an un-jitted step (ours: ``Optimizer.apply_gradient``); with ``_eager`` present
-  also ``eager_fast``: the same call through ``flax_optim_compat._eager`` (the cached compiled
-  step), monkeypatched in this process only;
+* ``eager``: an un-jitted step: ``Optimizer.apply_gradient`` called outside ``jit``, whatever the
+  package does there (today: its cached compiled step, ``flax_optim_compat._eager``), vs the
+  optax step called un-jitted;
 * ``create`` (vs ``tx.init``), ``to_bytes`` / ``from_bytes`` (vs the same calls on
   ``(params, opt_state)``), ``restore`` of a legacy checkpoint file with
   ``flax.training.checkpoints.restore_checkpoint`` vs ``serialization.msgpack_restore`` of the
@@ -50,11 +51,6 @@ from flax.training import checkpoints  # pylint: disable=g-import-not-at-top
 import flax_optim_compat as optim  # pylint: disable=g-import-not-at-top
 import _cases  # pylint: disable=g-import-not-at-top
 
-try:
-  from flax_optim_compat import _eager  # pylint: disable=g-import-not-at-top
-except ImportError:
-  _eager = None
-
 warnings.simplefilter('ignore', optim.FlaxOptimDeprecationWarning)
 
 LEGACY_PYTHON = os.environ.get('FLAX_OPTIM_COMPAT_ORACLE_PYTHON',
@@ -64,15 +60,25 @@ RESTORE_OPTIMIZERS = ('Adam', 'MultiOptimizer(Adam,Momentum)')
 MODES = {
     'quick': dict(
         plan={'tiny': _cases.OPTIMIZERS,
-              'many_small': ('Adam', 'Momentum', 'MultiOptimizer(Adam,Momentum)'),
-              'resnet_like': ('Adam', 'Adafactor')},
+              'many_small': ('Adam', 'Momentum'),
+              'resnet_like': ('Adam',)},
         step_rounds=3, step_reps=5, eager_rounds=2, eager_reps=2, compile_reps=1,
-        small_rounds=2, small_reps=3, legacy_row_timeout=40,
+        small_rounds=2, small_reps=3, legacy_row_timeout=40, dispatch=False,
         legacy_metrics={'many_small': ['eager']},
-        note='quick mode: tiny (every optimizer), many_small (Adam, Momentum, MultiOptimizer), '
-             'resnet_like at 1/4 width (161 leaves, 1.6M params; Adam, Adafactor); few_large '
+        note='quick mode: tiny (every optimizer), many_small (Adam, Momentum), '
+             'resnet_like at 1/4 width (161 leaves, 2.0M params; Adam); few_large '
              'skipped; one cold compile per row; legacy many_small: eager only (jax 0.4.13 '
-             'compiles its 1000-leaf steps for minutes); legacy rows over 40 s are skipped'),
+             'compiles its 1000-leaf steps for minutes); legacy rows over 40 s are skipped; '
+             'no dispatch breakdown'),
+    'subset': dict(
+        plan={'tiny': _cases.OPTIMIZERS, 'many_small': ('Adam',), 'resnet_like': ('Adam',),
+              'few_large': ('Adam',)},
+        step_rounds=3, step_reps=5, eager_rounds=2, eager_reps=3, compile_reps=2,
+        small_rounds=2, small_reps=3, legacy_row_timeout=240,
+        legacy_metrics={'many_small': ['eager']},
+        note='subset mode: full-size trees; tiny (every optimizer), many_small, resnet_like '
+             '(25.6M params) and few_large (4 x 4096x4096) with Adam only; fewer rounds than '
+             'full; legacy many_small: eager only; legacy rows over 240 s are skipped'),
     'full': dict(
         plan={case: _cases.OPTIMIZERS for case in _cases.CASES},
         step_rounds=5, step_reps=10, eager_rounds=3, eager_reps=3, compile_reps=3,
@@ -189,12 +195,6 @@ def measure_row(case, opt_name, params, grads, cfg, ckpt_file, log):
   # eager (un-jitted) step
   fns = {'ours': lambda: optimizer.apply_gradient(grads),
          'optax': lambda: optax_step(params, opt_state, grads)}
-  if _eager is not None:
-    def fast():
-      hp = opt_def.update_hyper_params()
-      return _eager.apply_gradient(opt_def, hp, optimizer.target, optimizer.state, grads,
-                                   opt_def.apply_gradient)
-    fns['ours_fast'] = fast
   for fn in fns.values():
     _cases.timed(fn)
   out['eager'] = _cases.interleaved(fns, cfg['eager_rounds'], cfg['eager_reps'])
@@ -273,10 +273,8 @@ def ratios(row, legacy):
   for metric in ('step', 'lower', 'compile', 'create', 'to_bytes', 'from_bytes'):
     r[f'{metric} ours/optax'] = _ratio(get(metric, 'ours'), get(metric, 'optax'))
   r['eager ours/optax'] = _ratio(get('eager', 'ours'), get('eager', 'optax'))
-  r['eager fast/optax'] = _ratio(get('eager', 'ours_fast'), get('eager', 'optax'))
   if legacy and 'eager_s' in legacy:
     r['eager ours/legacy'] = _ratio(get('eager', 'ours'), legacy['eager_s'])
-    r['eager fast/legacy'] = _ratio(get('eager', 'ours_fast'), legacy['eager_s'])
   if legacy and 'step_s' in legacy:
     r['step ours/legacy'] = _ratio(get('step', 'ours'), legacy['step_s'])
   if legacy and 'compile_s' in legacy:
@@ -294,12 +292,12 @@ def ratios(row, legacy):
 
 
 COLUMNS = ('step ours/optax', 'lower ours/optax', 'compile ours/optax', 'eager ours/optax',
-           'eager fast/optax', 'eager ours/legacy', 'eager fast/legacy', 'step ours/legacy',
+           'eager ours/legacy', 'step ours/legacy',
            'lower+compile ours/legacy', 'create ours/optax', 'to_bytes ours/optax',
            'from_bytes ours/optax', 'restore/msgpack', 'file from_bytes/msgpack',
            'temp/largest leaf')
-SHORT = ('step/optax', 'lower/optax', 'compile/optax', 'eager/optax', 'fast eager/optax',
-         'eager/legacy', 'fast eager/legacy', 'step/legacy', 'compile/legacy', 'create/init',
+SHORT = ('step/optax', 'lower/optax', 'compile/optax', 'eager/optax',
+         'eager/legacy', 'step/legacy', 'compile/legacy', 'create/init',
          'to_bytes', 'from_bytes', 'restore/raw', 'from_bytes/raw', 'temp/leaf')
 
 
@@ -329,9 +327,19 @@ def geomeans(results):
   return out
 
 
-def _git_describe():
+def _cpu_model():
   try:
-    return subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=HERE, text=True,
+    with open('/proc/cpuinfo') as f:
+      return next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), None)
+  except OSError:
+    return platform.processor() or None
+
+
+def _git_describe():
+  """``git describe`` of the measured package's checkout (a worktree under PYTHONPATH too)."""
+  try:
+    return subprocess.run(['git', 'describe', '--always', '--dirty'],
+                          cwd=os.path.dirname(os.path.abspath(optim.__file__)), text=True,
                           capture_output=True, check=True).stdout.strip()
   except (OSError, subprocess.CalledProcessError):
     return None
@@ -340,12 +348,14 @@ def _git_describe():
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--quick', action='store_true', help='subset, < 3 minutes on 2 cores')
+  parser.add_argument('--subset', action='store_true',
+                      help='full-size trees, every optimizer on tiny, Adam on every other case')
   parser.add_argument('--out', default=None, help='JSON path (default results/<mode>-latest.json)')
   parser.add_argument('--cases', nargs='*', help='only these cases')
   parser.add_argument('--optimizers', nargs='*', help='only these optimizers')
   parser.add_argument('--no-legacy', action='store_true', help='skip the oracle subprocess')
   args = parser.parse_args()
-  mode = 'quick' if args.quick else 'full'
+  mode = 'quick' if args.quick else 'subset' if args.subset else 'full'
   cfg = MODES[mode]
   started = time.time()
   log = lambda msg: print(f'[{time.time() - started:6.1f}s] {msg}', flush=True)
@@ -358,9 +368,9 @@ def main():
            f'device: {jax.default_backend()} ({jax.devices()[0].device_kind}), '
            f'{os.cpu_count()} cores; no GPU was available for this run'
            if jax.default_backend() == 'cpu' else f'device: {jax.devices()[0].device_kind}']
-  if _eager is None:
-    notes.append('flax_optim_compat._eager not found: no eager_fast column')
+  notes.append(f'flax_optim_compat {optim.__version__} from {os.path.dirname(optim.__file__)}')
 
+  log(f'flax_optim_compat {optim.__version__}: {optim.__file__}')
   ckpt_dir = tempfile.mkdtemp(prefix='bench-ckpt-')
   legacy, legacy_note = {}, 'legacy columns skipped (--no-legacy)'
   if not args.no_legacy:
@@ -395,14 +405,16 @@ def main():
       results.append(res)
     del params, grads
 
-  log('dispatch (many_small, Adam)')
-  dispatch = measure_dispatch(cfg)
+  dispatch = {}
+  if cfg.get('dispatch', True):
+    log('dispatch (many_small, Adam)')
+    dispatch = measure_dispatch(cfg)
   summary = geomeans(results)
   report = {
       'meta': {'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
                'mode': mode, 'jax': jax.__version__, 'optax': optax.__version__,
                'flax_optim_compat': optim.__version__, 'python': platform.python_version(),
-               'machine': platform.machine(), 'cpu_count': os.cpu_count(),
+               'machine': platform.machine(), 'cpu': _cpu_model(), 'cpu_count': os.cpu_count(),
                'backend': jax.default_backend(), 'seconds': round(time.time() - started, 1),
                'git': _git_describe()},
       'notes': notes, 'results': results, 'dispatch': dispatch, 'summary': summary}
@@ -411,8 +423,9 @@ def main():
   print()
   print('geomean (max) over rows: ' + ', '.join(
       f'{k} {v["geomean"]:.2f} ({v["max"]:.2f})' for k, v in summary.items()))
-  print('dispatch, many_small Adam (us): ' + ', '.join(
-      f'{k} {v * 1e6:.0f}' for k, v in dispatch.items() if isinstance(v, float)))
+  if dispatch:
+    print('dispatch, many_small Adam (us): ' + ', '.join(
+        f'{k} {v * 1e6:.0f}' for k, v in dispatch.items() if isinstance(v, float)))
   for note in notes:
     print(f'note: {note}')
   out = args.out or os.path.join(HERE, 'results', f'{mode}-latest.json')
