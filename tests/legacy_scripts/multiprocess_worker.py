@@ -27,6 +27,7 @@ whose legacy goldens the test compares with; the batch of 16 examples is split o
 global devices, and each process feeds the slices of its own devices, as a multi-host input
 pipeline does.
 """
+import inspect
 import json
 import os
 import sys
@@ -48,10 +49,13 @@ jax.config.update('jax_cpu_collectives_implementation', 'gloo')
 print(f'process {PROCESS_ID} of {NUM_PROCESSES}: joining 127.0.0.1:{PORT} '
       f'(join timeout {JOIN_TIMEOUT_S} s, heartbeat timeout {HEARTBEAT_TIMEOUT_S} s)',
       flush=True)
+# jax < 0.7 has no heartbeat / shutdown timeouts to set (its own defaults apply).
+TIMEOUTS = {name: HEARTBEAT_TIMEOUT_S for name in ('heartbeat_timeout_seconds',
+                                                   'shutdown_timeout_seconds')
+            if name in inspect.signature(jax.distributed.initialize).parameters}
 jax.distributed.initialize(coordinator_address=f'127.0.0.1:{PORT}', num_processes=NUM_PROCESSES,
                            process_id=PROCESS_ID, initialization_timeout=JOIN_TIMEOUT_S,
-                           heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_S,
-                           shutdown_timeout_seconds=HEARTBEAT_TIMEOUT_S)
+                           **TIMEOUTS)
 
 import jax.numpy as jnp
 import numpy as np
