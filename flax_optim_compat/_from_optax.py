@@ -89,6 +89,9 @@ class FromOptax(OptimizerDef):
 
   # One optax state for the whole target, not one state per parameter.
   param_states_mirror_target = False
+  # optax transformations are pure functions of their inputs (optax's contract: they run under
+  # jax.jit), so an un-traced apply_gradient runs this def's step compiled and cached.
+  pure_jax_step = True
 
   def __init__(self, tx, hyper_params: Mapping[str, Any] | None = None, factory=None,
                factory_kwargs: Mapping[str, Any] | None = None):

@@ -9,6 +9,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from flax import struct
 
@@ -271,7 +272,9 @@ def test_missing_learning_rate_raises_as_the_uncached_step():
     (lambda: optim.Adam(learning_rate=0.1), True),
     (lambda: optim.WeightNorm(optim.Momentum(learning_rate=0.1)), True),
     (lambda: optim.WeightNorm(_SignSGD(_HP(0.5))), False),  # a part that is not declared pure
-], ids=['Adam', 'WeightNorm-Momentum', 'WeightNorm-per-leaf'])
+    (lambda: optim.from_optax(optax.sgd, learning_rate=0.1, momentum=0.9), True),
+    (lambda: optim.from_optax(optax.MultiSteps(optax.sgd(0.1), 2)), True),  # takes no override
+], ids=['Adam', 'WeightNorm-Momentum', 'WeightNorm-per-leaf', 'from_optax', 'MultiSteps'])
 def test_optimizer_apply_gradient_takes_the_cache_only_for_pure_defs(make, cached):
   opt_def = make()
   assert opt_def.pure_jax_step == cached
@@ -279,9 +282,10 @@ def test_optimizer_apply_gradient_takes_the_cache_only_for_pure_defs(make, cache
   expected = optimizer
   for seed in (1, 2):
     # 0.3, 0.6: neither is the def's own 0.1, so both are arguments of one compiled step
-    optimizer = optimizer.apply_gradient(_tree(seed=seed), learning_rate=0.3 * seed)
+    overrides = {} if opt_def.hyper_params == {} else {'learning_rate': 0.3 * seed}
+    optimizer = optimizer.apply_gradient(_tree(seed=seed), **overrides)
     expected = expected.replace(**dict(zip(('target', 'state'), opt_def.apply_gradient(
-        opt_def.update_hyper_params(learning_rate=0.3 * seed), expected.target,
-        expected.state, _tree(seed=seed)))))
+        opt_def.update_hyper_params(**overrides), expected.target, expected.state,
+        _tree(seed=seed)))))
   _assert_close((optimizer.target, optimizer.state), (expected.target, expected.state))
   assert _eager.cache_info()['traces'] == (1 if cached else 0)
