@@ -345,6 +345,14 @@ def _git_describe():
     return None
 
 
+def _package_source():
+  """Where the measured package comes from, without this machine's absolute paths."""
+  package = os.path.dirname(os.path.abspath(optim.__file__))
+  if os.path.dirname(package) == os.path.dirname(HERE):
+    return 'this checkout'
+  return 'a checkout on PYTHONPATH outside this one (see "git")'
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--quick', action='store_true', help='subset, < 3 minutes on 2 cores')
@@ -368,7 +376,7 @@ def main():
            f'device: {jax.default_backend()} ({jax.devices()[0].device_kind}), '
            f'{os.cpu_count()} cores; no GPU was available for this run'
            if jax.default_backend() == 'cpu' else f'device: {jax.devices()[0].device_kind}']
-  notes.append(f'flax_optim_compat {optim.__version__} from {os.path.dirname(optim.__file__)}')
+  notes.append(f'flax_optim_compat {optim.__version__} from {_package_source()}')
 
   log(f'flax_optim_compat {optim.__version__}: {optim.__file__}')
   ckpt_dir = tempfile.mkdtemp(prefix='bench-ckpt-')
