@@ -260,10 +260,7 @@ def _check_hyper_params(opt_def, hyper_params) -> None:
       continue
     if callable(value):
       continue  # a schedule
-    dtype = getattr(value, 'dtype', None)
-    real = (isinstance(value, (int, float)) if dtype is None else
-            any(jnp.issubdtype(dtype, t) for t in (jnp.bool_, jnp.integer, jnp.floating)))
-    if not real:
+    if _tree.leaf_kind(value) not in ('b', 'i', 'u', 'f'):
       raise TypeError(f'{name} must be a real number or a scalar array, got '
                       f'{type(value).__name__} {value!r}.')
     if np.ndim(value) != 0:
@@ -312,10 +309,6 @@ def _apply_gradient(opt_def, hyper_params, params, state, grads):
   new_param_states = _to_param_states(opt_def, jax.tree_util.tree_structure(params), new_fields)
   # `p + u` promotes a 16-bit p to the float32 update, which is cast back to p's dtype.
   return _apply_updates(params, updates, opt_def.keep_param_dtype), new_param_states
-
-
-def _hyper_params_items(hyper_params):
-  return [(f.name, getattr(hyper_params, f.name)) for f in dataclasses.fields(hyper_params)]
 
 
 # ----------------------------------------------------------------------------- the base class
@@ -437,8 +430,9 @@ class OptaxBackedDef(OptimizerDef):
     hyper-params stay Python numbers in the transform, so the continuation is bit-exact
     (injected as float32 arrays, ``1 - beta1`` would round differently from legacy's).
     """
-    numeric = {name: value for name, value in _hyper_params_items(self.hyper_params)
-               if name == 'learning_rate' and isinstance(value, (float, np.floating))}
+    learning_rate = self.hyper_params.learning_rate
+    numeric = ({'learning_rate': learning_rate}
+               if isinstance(learning_rate, (float, np.floating)) else {})
 
     # optax.inject_hyperparams reads the factory's signature to know what to inject.
     signature = inspect.Signature([

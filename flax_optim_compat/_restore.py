@@ -41,7 +41,6 @@ import sys
 from typing import Any, Optional, Tuple
 
 import jax
-import jax.numpy as jnp
 import msgpack
 import numpy as np
 from flax import serialization
@@ -152,14 +151,9 @@ def _outer_path() -> str:
 
 # ----------------------------------------------------------------------------- the check
 
-def _kind(dtype: np.dtype) -> str:
-  """NumPy's kind letter, with bfloat16 & co. (kind 'V' in NumPy) as the floats they are."""
-  return 'f' if jnp.issubdtype(dtype, jnp.floating) else dtype.kind
-
-
 def _kind_ok(expected_dtype: np.dtype, actual) -> bool:
   """Whether a Python scalar may stand for a 0-d leaf of ``expected_dtype`` (weak typing)."""
-  kind = _kind(expected_dtype)
+  kind = _tree.dtype_kind(expected_dtype)
   if isinstance(actual, bool):
     return kind == 'b'
   if isinstance(actual, int):
@@ -218,7 +212,8 @@ def _check_leaf(expected, actual, path, strip_axis):
       return actual
     # A float per-parameter state leaf into another float dtype (a run that switched its
     # optimizer state to bfloat16): cast to the template's dtype. Params keep their dtype.
-    if path[:2] == ('state', 'param_states') and _kind(got_dtype) == _kind(dtype) == 'f':
+    if (path[:2] == ('state', 'param_states')
+        and _tree.dtype_kind(got_dtype) == _tree.dtype_kind(dtype) == 'f'):
       return _cast(actual, dtype)
     raise _Mismatch(path, f'dtype mismatch: the checkpoint has dtype {got_dtype.name} '
                     f'(shape {got_shape}) but the target expects dtype {dtype.name} '
@@ -228,7 +223,7 @@ def _check_leaf(expected, actual, path, strip_axis):
     if _is_py_scalar(actual):
       got_kind = np.result_type(type(actual)).kind
     elif _is_array(actual) and np.shape(actual) == ():
-      got_kind = _kind(np.dtype(actual.dtype))
+      got_kind = _tree.dtype_kind(np.dtype(actual.dtype))
     else:
       got_kind = None
     if got_kind is None or got_kind not in allowed:

@@ -83,35 +83,37 @@ def check_grads(params, grads) -> None:
           f'parameter has shape {np.shape(p)} but its gradient has shape {np.shape(g)}.')
 
 
-def _kind(x) -> Optional[str]:
-  """'f', 'c', 'i' (also unsigned), 'b' or 'o' (other) for a leaf; None for a non-array."""
-  if isinstance(x, bool):
-    return 'b'
-  if isinstance(x, (int, float, complex)):
-    return np.dtype(type(x)).kind
-  dtype = getattr(x, 'dtype', None)
-  if dtype is None:
-    return None
+def dtype_kind(dtype) -> str:
+  """NumPy's kind letter of ``dtype`` ('b', 'i', 'u', 'f', 'c', ...), with bfloat16 and the
+  other ml_dtypes numbers (NumPy kind 'V') under the letter of their family."""
   for kind, family in (('b', jnp.bool_), ('f', jnp.floating), ('c', jnp.complexfloating),
-                       ('i', jnp.integer)):
+                       ('u', jnp.unsignedinteger), ('i', jnp.integer)):
     if jnp.issubdtype(dtype, family):
       return kind
-  return 'o'
+  return np.dtype(dtype).kind
+
+
+def leaf_kind(x) -> Optional[str]:
+  """:func:`dtype_kind` of an array or Python number; None for anything else."""
+  if isinstance(x, (bool, int, float, complex)):
+    return np.dtype(type(x)).kind
+  dtype = getattr(x, 'dtype', None)
+  return None if dtype is None else dtype_kind(dtype)
 
 
 def _check_grad_type(path, param, grad) -> None:
   """Gradients are real numbers (complex ones only for complex params), as legacy's math needed."""
-  kind = _kind(grad)
+  kind = leaf_kind(grad)
   where = f'The gradient at {format_path(path)!r}'
   if kind is None:
     raise TypeError(f'{where} is a {type(grad).__name__}, not an array.')
   if kind == 'b':
     raise TypeError(f'{where} has dtype bool; gradients must be numbers.')
-  if kind == 'c' and _kind(param) != 'c':
+  if kind == 'c' and leaf_kind(param) != 'c':
     raise TypeError(f'{where} is complex but the parameter is real '
                     f'({np.dtype(getattr(param, "dtype", type(param))).name}): take the real part '
                     'first if that is what you mean.')
-  if kind == 'o':
+  if kind not in 'iufc':
     raise TypeError(f'{where} has dtype {grad.dtype}; gradients must be numbers.')
 
 
