@@ -25,7 +25,7 @@ run while the step is traced, before anything is computed.
 import collections
 import math
 import threading
-from typing import Any, Callable, Tuple
+from typing import Any
 
 import jax
 import numpy as np
@@ -153,9 +153,9 @@ def _compile(step_fn, hp_treedef, hp_leaves, positions, in_treedef):
   return jax.jit(flat_step), out_tree
 
 
-def apply_gradient(opt_def, hyper_params, params, state, grads,
-                   step_fn: Callable[[Any, Any, Any, Any], Tuple[Any, Any]]):
-  """``step_fn(hyper_params, params, state, grads)``, compiled and cached when it is safe.
+def apply_gradient(opt_def, hyper_params, params, state, grads):
+  """``opt_def.apply_gradient(hyper_params, params, state, grads)``, compiled and cached when
+  it is safe.
 
   Args:
     opt_def: the ``OptimizerDef`` whose step this is.
@@ -163,11 +163,10 @@ def apply_gradient(opt_def, hyper_params, params, state, grads,
     params: the target.
     state: the ``OptimizerState``.
     grads: gradients with the structure and shapes of ``params``.
-    step_fn: the def's own step, ``(hyper_params, params, state, grads) -> (new_params,
-      new_state)`` (``opt_def.apply_gradient``); it is what runs, traced once per cache key.
 
   Returns:
-    ``step_fn``'s result: ``(new_params, new_state)``.
+    ``(new_params, new_state)``: what the def's own ``apply_gradient`` returns (it is what
+    runs, traced once per cache key).
 
   Examples:
     >>> import jax.numpy as jnp
@@ -179,10 +178,11 @@ def apply_gradient(opt_def, hyper_params, params, state, grads,
     >>> for lr in (0.1, 0.2):  # a new learning rate is an argument, not a recompile
     ...   params, state = _eager.apply_gradient(
     ...       opt_def, opt_def.update_hyper_params(learning_rate=lr), params, state,
-    ...       {'w': jnp.ones(2)}, opt_def.apply_gradient)
+    ...       {'w': jnp.ones(2)})
     >>> params['w'].round(4), int(state.step)  # m = 1, 1.9: 1 - 0.1 * 1 - 0.2 * 1.9
     (Array([0.52, 1.52], dtype=float32), 2)
   """
+  step_fn = opt_def.apply_gradient  # a bound method: equal and hashed by the def, by identity
   run = lambda: step_fn(hyper_params, params, state, grads)
   if not opt_def.pure_jax_step:
     return run()

@@ -263,8 +263,7 @@ class Optimizer(struct.PyTreeNode):
     hyper_params = self.optimizer_def.update_hyper_params(**hyper_param_overrides)
     # Un-traced (eager) calls of a pure-jax step run it compiled, cached per structure.
     new_target, new_state = _eager.apply_gradient(
-        self.optimizer_def, hyper_params, self.target, self.state, grads,
-        self.optimizer_def.apply_gradient)
+        self.optimizer_def, hyper_params, self.target, self.state, grads)
     return self.replace(target=new_target, state=new_state)
 
   def compute_gradient(self, loss_fn):

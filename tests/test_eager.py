@@ -96,7 +96,7 @@ def _assert_identical(actual, expected):
 
 
 def _fast(opt_def, hp, params, state, grads):
-  return _eager.apply_gradient(opt_def, hp, params, state, grads, opt_def.apply_gradient)
+  return _eager.apply_gradient(opt_def, hp, params, state, grads)
 
 
 @pytest.fixture(autouse=True)
