@@ -52,14 +52,11 @@ def _upcast(tree):
   return jax.tree_util.tree_map(up, tree)
 
 
-def _is_float(x) -> bool:
-  return jnp.issubdtype(jnp.result_type(x), jnp.inexact)
-
-
 def _cast_like(new_tree, like_tree):
   """New state values in the dtypes of the old ones; integer leaves promote, as legacy's did."""
   return jax.tree_util.tree_map(
-      lambda new, old: jnp.asarray(new).astype(jnp.result_type(old)) if _is_float(old) else new,
+      lambda new, old: (jnp.asarray(new).astype(jnp.result_type(old)) if _tree.is_inexact(old)
+                        else new),
       new_tree, like_tree)
 
 
@@ -72,7 +69,7 @@ def _apply_updates(params, updates, keep_param_dtype=False):
   """
   return jax.tree_util.tree_map(
       lambda p, u: (jnp.asarray(p + u).astype(jnp.result_type(p))
-                    if keep_param_dtype or _is_float(p) else p + u),
+                    if keep_param_dtype or _tree.is_inexact(p) else p + u),
       params, updates)
 
 

@@ -134,10 +134,6 @@ def _describe(value) -> str:
   return f'a {type(value).__name__}'
 
 
-def _join(path: Tuple[str, ...]) -> str:
-  return '/' + '/'.join(path)
-
-
 def _outer_keys() -> Tuple[str, ...]:
   """Where the optimizer sits in the object ``from_state_dict`` is restoring (() at the top)."""
   path = serialization.current_path()  # e.g. '.', './optimizer', './opts/0'
@@ -146,7 +142,7 @@ def _outer_keys() -> Tuple[str, ...]:
 
 def _outer_path() -> str:
   keys = _outer_keys()
-  return _join(keys) if keys else ''
+  return _tree.join_keys(keys) if keys else ''
 
 
 # ----------------------------------------------------------------------------- the check
@@ -291,7 +287,7 @@ def _checked(opt_def, template, state_dict, strip_axis, metadata=False):
   try:
     return _check(template, state_dict, strip_axis=strip_axis, metadata=metadata)
   except _Mismatch as e:
-    where = _outer_path() + _join(e.path)
+    where = _outer_path() + _tree.join_keys(e.path)
     raise ValueError(
         f'Cannot restore the checkpoint into this {opt_def!r} optimizer: at '
         f'{where!r} {e.detail}.{_hint(opt_def, template, state_dict)} Nothing was restored.'

@@ -15,6 +15,16 @@ def format_path(key_path) -> str:
   return jax.tree_util.keystr(tuple(key_path), simple=True, separator='/').join(('/', ''))
 
 
+def join_keys(keys) -> str:
+  """``('a', 'kernel')`` -> ``'/a/kernel'``: a state-dict path, spelled as :func:`format_path`."""
+  return '/' + '/'.join(keys)
+
+
+def is_inexact(x) -> bool:
+  """Whether a leaf (array or Python number) is a float or complex number."""
+  return jnp.issubdtype(jnp.result_type(x), jnp.inexact)
+
+
 def tree_paths(tree) -> List[str]:
   return [format_path(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
 

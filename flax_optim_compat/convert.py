@@ -27,7 +27,7 @@ import re
 import shutil
 import struct
 import tempfile
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -38,6 +38,7 @@ from flax import serialization
 from flax.training import train_state as flax_train_state
 
 from . import _layouts
+from . import _tree
 from .base import Optimizer
 from .base import OptimizerDef
 from .base import OptimizerState
@@ -366,10 +367,6 @@ def _find_optimizers(tree, path=()) -> List[Tuple[str, ...]]:
   return []
 
 
-def _join(path: Sequence[str]) -> str:
-  return '/' + '/'.join(path)
-
-
 def _at(tree, path):
   for key in path:
     tree = tree[key]
@@ -384,8 +381,8 @@ def _locate(tree: dict, where: str) -> Tuple[str, ...]:
         f'"param_states"}}}} node (top-level keys: {sorted(tree, key=str)[:10]}).')
   if len(found) > 1:
     raise CheckpointError(f'{where} holds {len(found)} optimizers, at '
-                          f'{", ".join(_join(p) for p in found)}; convert them one at a time '
-                          'from their state dicts.')
+                          f'{", ".join(_tree.join_keys(p) for p in found)}; convert them one '
+                          'at a time from their state dicts.')
   return found[0]
 
 
@@ -514,8 +511,8 @@ def _unknown_fields_note(target, param_states) -> str:
     if _layouts.name_leaf_state(node) is None:
       what = (f'fields {sorted(node, key=str)}' if isinstance(node, dict)
               else 'no state' if node is None else f'a {type(node).__name__}')
-      return (f'the per-parameter state of {_join(path)} ({what}) matches no known optimizer '
-              '(a custom OptimizerDef?)')
+      return (f'the per-parameter state of {_tree.join_keys(path)} ({what}) matches no known '
+              'optimizer (a custom OptimizerDef?)')
   return 'the per-parameter states do not mirror the target'
 
 
@@ -548,19 +545,19 @@ def inspect(source: Source, *, progress=None) -> CheckpointInfo:
   leaves = []
   for path, leaf in _leaves(tree):
     shape, dtype, nbytes = _leaf_summary(leaf)
-    leaves.append((_join(path), shape, dtype, nbytes))
+    leaves.append((_tree.join_keys(path), shape, dtype, nbytes))
   found = _find_optimizers(tree)
   notes = []
   optimizer_path = container = step = name = None
   groups: List[Tuple[str, List[str]]] = []
   param_count = param_bytes = 0
   if len(found) > 1:
-    notes.append(f'{len(found)} optimizers, at {", ".join(_join(p) for p in found)}; '
+    notes.append(f'{len(found)} optimizers, at {", ".join(_tree.join_keys(p) for p in found)}; '
                  'described: the first')
   if found:
     path = found[0]
     node = _at(tree, path)
-    optimizer_path = _join(path)
+    optimizer_path = _tree.join_keys(path)
     container = 'bare optimizer' if not path else 'train state'
     target, state = node['target'], node['state']
     target_leaves = [leaf for _, leaf in _leaves(target)]
@@ -579,7 +576,7 @@ def inspect(source: Source, *, progress=None) -> CheckpointInfo:
       step = _scalar(state.get('step'))
       name = _layouts.name_param_states(target, state.get('param_states'))
       grouped = _layouts.group_param_states(target, state.get('param_states'))
-      groups = [(g, [_join(p) for p in paths]) for g, paths in (grouped or [])]
+      groups = [(g, [_tree.join_keys(p) for p in paths]) for g, paths in (grouped or [])]
       if grouped is None:
         notes.append(_unknown_fields_note(target, state.get('param_states')))
       for g, _ in groups:
@@ -612,17 +609,18 @@ def _restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, 
   path = _locate(tree, where)
   node = _at(tree, path)
   if _layouts.is_per_group_multi_state(node['state']):
-    raise CheckpointError(f'{where}: the optimizer at {_join(path)} has the MultiOptimizer '
-                          'layout of flax < 0.3.3, which later versions cannot restore.')
+    raise CheckpointError(f'{where}: the optimizer at {_tree.join_keys(path)} has the '
+                          'MultiOptimizer layout of flax < 0.3.3, which later versions cannot '
+                          'restore.')
   target = node['target']
   bad = [p for p, leaf in _leaves(target)
          if not isinstance(leaf, (np.ndarray, np.generic, jax.Array))]
   if bad:
-    raise CheckpointError(f'{where}: the target leaf at {_join(path + ("target",) + bad[0])} '
-                          'is not an array.')
+    leaf_path = _tree.join_keys(path + ('target',) + bad[0])
+    raise CheckpointError(f'{where}: the target leaf at {leaf_path} is not an array.')
   template = _zero_copy_template(opt_def, target)
   try:
-    restored = serialization.from_state_dict(template, node, name=_join(path).lstrip('/'))
+    restored = serialization.from_state_dict(template, node, name=_tree.join_keys(path).lstrip('/'))
   except ValueError as e:
     raise CheckpointError(f'{where}: {e}') from None
   return restored, path
@@ -793,10 +791,6 @@ def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, 
 # ----------------------------------------------------------------------------- back to legacy
 
 
-def _inexact(leaf) -> bool:
-  return jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)
-
-
 def _optax_count(opt_state) -> Optional[Any]:
   for key_path, leaf in jax.tree_util.tree_flatten_with_path(opt_state)[0]:
     last = key_path[-1] if key_path else None
@@ -819,9 +813,9 @@ def _legacy_param_states(opt_def: OptimizerDef, params, opt_state, step):
   def forward(float_leaves):
     full = treedef.unflatten(float_leaves)
     out = opt_def.optax_state(params, OptimizerState(state_step, full))
-    return [x for x in jax.tree_util.tree_leaves(out) if _inexact(x)]
+    return [x for x in jax.tree_util.tree_leaves(out) if _tree.is_inexact(x)]
 
-  given = [x for x in jax.tree_util.tree_leaves(opt_state) if _inexact(x)]
+  given = [x for x in jax.tree_util.tree_leaves(opt_state) if _tree.is_inexact(x)]
   expected = jax.eval_shape(forward, leaves)
   shapes = [(tuple(e.shape), np.dtype(e.dtype)) for e in expected]
   if [(tuple(np.shape(g)), np.dtype(jnp.result_type(g))) for g in given] != shapes:
@@ -1062,8 +1056,8 @@ def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> 
   if optimizer_def is not None:
     tree_a = _as_train_state_dict(tree_a, where_a, optimizer_def)
     tree_b = _as_train_state_dict(tree_b, where_b, optimizer_def)
-  leaves_a = {_join(p): v for p, v in _leaves(tree_a)}
-  leaves_b = {_join(p): v for p, v in _leaves(tree_b)}
+  leaves_a = {_tree.join_keys(p): v for p, v in _leaves(tree_a)}
+  leaves_b = {_tree.join_keys(p): v for p, v in _leaves(tree_b)}
   result = DiffResult([], [p for p in leaves_a if p not in leaves_b],
                       [p for p in leaves_b if p not in leaves_a], [])
   for path, va in leaves_a.items():
