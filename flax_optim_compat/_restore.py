@@ -140,7 +140,8 @@ def _outer_keys() -> Tuple[str, ...]:
   return tuple(key for key in path.split('/') if key not in ('', '.'))
 
 
-def _outer_path() -> str:
+def outer_path() -> str:
+  """The path being restored by ``from_state_dict``, e.g. ``'/optimizer'`` (``''`` at the top)."""
   keys = _outer_keys()
   return _tree.join_keys(keys) if keys else ''
 
@@ -287,7 +288,7 @@ def _checked(opt_def, template, state_dict, strip_axis, metadata=False):
   try:
     return _check(template, state_dict, strip_axis=strip_axis, metadata=metadata)
   except _Mismatch as e:
-    where = _outer_path() + _tree.join_keys(e.path)
+    where = outer_path() + _tree.join_keys(e.path)
     raise ValueError(
         f'Cannot restore the checkpoint into this {opt_def!r} optimizer: at '
         f'{where!r} {e.detail}.{_hint(opt_def, template, state_dict)} Nothing was restored.'
@@ -431,7 +432,7 @@ def local_copies(opt_def, state_dict):
       return x
     if x.is_fully_replicated:
       return x.addressable_data(0)
-    where = _outer_path() + _tree.format_path(path)
+    where = outer_path() + _tree.format_path(path)
     raise ValueError(
         f'Cannot restore the state dict into this {opt_def!r} optimizer: at {where!r} the '
         f'array (shape {x.shape}) is sharded across processes ({x.sharding}), and one process '

@@ -12,6 +12,8 @@ import numpy as np
 from flax import serialization
 from flax import struct
 
+from . import _restore
+
 __all__ = ['DynamicScale', 'DynamicScaleResult']
 
 
@@ -161,9 +163,8 @@ def _to_state_dict(dyn_scale: DynamicScale) -> dict:
 
 
 def _from_state_dict(dyn_scale: DynamicScale, state: dict) -> DynamicScale:
-  path = serialization.current_path()
-  where = '/' + '/'.join(k for k in path.split('/') if k not in ('', '.'))
-  where = '' if where == '/' else where
+  path = serialization.current_path()  # flax's spelling, for flax.struct's messages below
+  where = _restore.outer_path()
   # flax.struct's own messages for missing and unknown fields (old tests match on them).
   if not isinstance(state, dict):
     raise ValueError(f'Cannot restore DynamicScale: at {where or "/"!r} the checkpoint has '
