@@ -21,6 +21,20 @@ def load_fixture(*parts):
     return serialization.msgpack_restore(f.read())
 
 
+@functools.lru_cache(maxsize=None)
+def pmap_fixture(name):
+  """The legacy 8-device golden of pmap case ``name`` (read once per process; do not mutate)."""
+  return load_fixture('pmap', f'{name}.msgpack')
+
+
+def assert_trees_close_as(actual, expected, what, rtol=None):
+  """:func:`assert_trees_close`, its message prefixed with ``what``."""
+  try:
+    assert_trees_close(actual, expected, rtol=RTOL if rtol is None else rtol)
+  except AssertionError as e:
+    raise AssertionError(f'{what}: {e}') from None
+
+
 def fixture_names(subdir, ext='.msgpack'):
   return sorted(n[:-len(ext)] for n in os.listdir(os.path.join(FIXTURES, subdir)) if n.endswith(ext))
 

@@ -171,20 +171,8 @@ def two_processes(tmp_path_factory):
   return workdir, results, seconds
 
 
-_FIXTURES = {}
-
-
-def _legacy(name):
-  if name not in _FIXTURES:
-    _FIXTURES[name] = _utils.load_fixture('pmap', f'{name}.msgpack')
-  return _FIXTURES[name]
-
-
-def _assert_close(actual, expected, what, rtol=_utils.RTOL):
-  try:
-    _utils.assert_trees_close(actual, expected, rtol=rtol)
-  except AssertionError as e:
-    raise AssertionError(f'{what}: {e}') from None
+_assert_close = _utils.assert_trees_close_as
+_legacy = _utils.pmap_fixture
 
 
 def _assert_processes_agree(results, select, what):

@@ -60,13 +60,9 @@ def test_eight_cpu_devices():
 
 # ----------------------------------------------------------------------------- runs (cached)
 
-_FIXTURES, _RUNS = {}, {}
-
-
-def _fixture(name):
-  if name not in _FIXTURES:
-    _FIXTURES[name] = _utils.load_fixture('pmap', f'{name}.msgpack')
-  return _FIXTURES[name]
+_RUNS = {}
+_assert_close = _utils.assert_trees_close_as
+_fixture = _utils.pmap_fixture
 
 
 def _case(name):
@@ -93,13 +89,6 @@ def _run(name, route):
           optim, case, jax=jax, to_state_dict=sd, to_bytes=serialization.to_bytes,
           from_bytes=serialization.from_bytes, devices=DEVICES)
   return _RUNS[key]
-
-
-def _assert_close(actual, expected, what, rtol=_utils.RTOL):
-  try:
-    _utils.assert_trees_close(actual, expected, rtol=rtol)
-  except AssertionError as e:
-    raise AssertionError(f'{what}: {e}') from None
 
 
 def _key_order(tree):
