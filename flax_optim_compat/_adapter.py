@@ -271,13 +271,34 @@ def _init_param_states(opt_def, params):
   return _to_param_states(opt_def, jax.tree_util.tree_structure(params), field_trees)
 
 
+def _state_template(opt_def, tx, params):
+  """The structure of ``tx.init(params)`` (``jax.ShapeDtypeStruct`` leaves), traced cheaply.
+
+  Every per-parameter optax field is replaced as a whole by the legacy values
+  (:func:`_fill_optax_state`), so only the nesting of the state, its non-per-parameter leaves
+  (``count``) and the field names are used, and none of them depends on the number of
+  parameters: ``tx.init`` is traced on the first parameter alone. Tracing it on the whole
+  tree costs one ``zeros_like`` per leaf and state field (measured: 0.9 s of a 3.2 s trace
+  for 1000 Adam leaves). The whole tree is used where a per-parameter shape is read
+  (``legacy_placeholders``: Adafactor) or where the one-leaf trace fails.
+  """
+  leaves = jax.tree_util.tree_leaves(params)
+  if len(leaves) > 1 and not opt_def.legacy_placeholders:
+    one = jax.ShapeDtypeStruct(np.shape(leaves[0]), jnp.result_type(leaves[0]))
+    try:
+      return jax.eval_shape(tx.init, [one])
+    except Exception:  # pylint: disable=broad-except
+      pass  # a transform that needs the real tree: trace it on that
+  return jax.eval_shape(tx.init, params)
+
+
 def _legacy_to_optax(opt_def, tx, params, state, cast=lambda tree: tree):
   """``(opt_state, wanted optax fields, legacy field trees)`` for ``tx`` from a legacy state.
 
   ``cast`` is applied to the params before ``tx.init``'s shapes are taken and to the state
   values put into the optax state (the float32 policy of :func:`_apply_gradient`).
   """
-  template = jax.eval_shape(tx.init, cast(params))
+  template = _state_template(opt_def, tx, cast(params))
   wanted = set(_read_optax_state(template, set(_optax_fields(opt_def).values())))
   old_fields = _from_param_states(opt_def, params, state.param_states, wanted)
   old_fields = _expand_placeholders(opt_def, old_fields, template)

@@ -46,6 +46,21 @@ def test_plain_optax_continues_exactly_like_the_legacy_api(name):
     _utils.assert_trees_close(target, optimizer.target, rtol=0)
 
 
+@pytest.mark.parametrize('name', sorted(catalogue.OPTAX_STATE))
+def test_converted_state_has_the_structure_and_shapes_of_tx_init(name):
+  """The state is assembled from a one-leaf trace of ``tx.init``: it must be ``tx.init``'s own."""
+  params = {'dense': {'kernel': jnp.ones((4, 3)), 'bias': jnp.ones(3)},
+            'conv': jnp.ones((2, 2, 3, 5)), 'scale': jnp.asarray(0.5)}
+  optimizer = catalogue.build_def(optim, catalogue.OPTAX_STATE[name]).create(params)
+  optimizer = optimizer.apply_gradient(jax.tree_util.tree_map(jnp.ones_like, params))
+  want = jax.eval_shape(optimizer.optimizer_def.optax_transform().init, params)
+  got = optimizer.optax_state()
+  assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
+  for path, g, w in zip(*zip(*jax.tree_util.tree_flatten_with_path(got)[0]),
+                        jax.tree_util.tree_leaves(want)):
+    assert (g.shape, g.dtype) == (w.shape, w.dtype), jax.tree_util.keystr(path)
+
+
 def test_conversion_sets_counts_from_the_legacy_step():
   optimizer = optim.Adam(0.1).create({'w': jnp.ones(2)})
   for _ in range(4):
