@@ -100,7 +100,7 @@ def _split_hyper_params(hyper_params, defaults):
   for i, (x, default) in enumerate(zip(leaves, default_leaves)):
     if isinstance(x, jax.Array):
       key.append(_Dynamic(('array', x.shape, x.dtype, x.weak_type)))
-    elif _is_float(x) and not (np.all(np.asarray(x) == 0) or _same_constant(x, default)):
+    elif _is_float(x) and not (_same_constant(x, default) or np.all(np.asarray(x) == 0)):
       key.append(_Dynamic(('host', type(x), np.shape(x), np.result_type(x))))
     elif isinstance(x, np.ndarray):  # a zero array: static by shape, dtype and sign bits
       key.append(('zeros', x.shape, x.dtype, np.signbit(x).tobytes()))
