@@ -188,7 +188,6 @@ def _check_leaf(expected, actual, path, strip_axis):
   if _is_array(expected):
     shape = tuple(np.shape(expected))[1 if strip_axis else 0:]
     dtype = np.dtype(expected.dtype)
-    want = f'an array of shape {shape} and dtype {dtype.name}'
     if _is_py_scalar(actual) and shape == () and _kind_ok(dtype, actual):
       if is_step:
         _check_step(actual, path)
@@ -197,7 +196,8 @@ def _check_leaf(expected, actual, path, strip_axis):
       except (OverflowError, ValueError):
         raise _Mismatch(path, f'{actual!r} does not fit in {dtype.name}') from None
     if not _is_array(actual):
-      raise _Mismatch(path, f'the target expects {want} but the checkpoint has {_describe(actual)}')
+      raise _Mismatch(path, f'the target expects an array of shape {shape} and dtype '
+                      f'{dtype.name} but the checkpoint has {_describe(actual)}')
     got_shape, got_dtype = tuple(np.shape(actual)), np.dtype(actual.dtype)
     if got_shape != shape:
       raise _Mismatch(path, f'shape mismatch: the checkpoint has shape {got_shape} '
