@@ -18,9 +18,10 @@ arguments, so a new learning rate every step does not recompile.
 
 Only un-traced inputs of defs that declare ``pure_jax_step`` (the built-ins, and
 ``WeightNorm`` / ``MultiOptimizer`` made of them) take this path: a user's per-leaf
-``OptimizerDef`` may branch in Python on values and keeps running eagerly, as does anything whose trace turns out to need concrete values. Errors (grads
-that do not match the target, a missing learning rate) come from the def's own checks, which
-run while the step is traced, before anything is computed.
+``OptimizerDef`` may branch in Python on values and keeps running eagerly, as does anything
+whose trace turns out to need concrete values. Errors (grads that do not match the target, a
+missing learning rate) come from the def's own checks, which run while the step is traced,
+before anything is computed.
 """
 import collections
 import math

@@ -83,3 +83,23 @@ def test_optimizers_without_a_single_optax_state_say_so():
   custom = catalogue.CUSTOM_OPTIMIZERS['custom:SignMomentum'](optim)(0.1)
   with pytest.raises(NotImplementedError, match='per-leaf protocol'):
     custom.create(params).optax_state()
+
+
+def test_a_transform_that_needs_the_whole_tree_still_works():
+  """A subclass whose transform's ``init`` needs the real params tree (``optax.masked`` with a
+  mask tree) cannot be traced on one leaf: the whole tree is used instead."""
+
+  class MaskedMomentum(optim.Momentum):
+
+    def build_transform(self, hyper_params):
+      return optax.masked(super().build_transform(hyper_params), {'a': True, 'b': True})
+
+  params = {'a': jnp.ones((2, 3)), 'b': jnp.arange(3.0)}
+  grads = {'a': jnp.full((2, 3), 0.5), 'b': jnp.ones(3)}
+  ours = MaskedMomentum(learning_rate=0.1, beta=0.9).create(params)
+  plain = optim.Momentum(learning_rate=0.1, beta=0.9).create(params)
+  for _ in range(2):
+    ours, plain = ours.apply_gradient(grads), plain.apply_gradient(grads)
+  # The subclass steps op by op (it does not declare pure_jax_step), Momentum compiled.
+  _utils.assert_trees_close(ours.target, plain.target, rtol=1e-6)
+  assert isinstance(ours.optax_state(), optax.MaskedState)
