@@ -114,6 +114,8 @@ def leaf_kind(x) -> Optional[str]:
 def _check_grad_type(path, param, grad) -> None:
   """Gradients are real numbers (complex ones only for complex params), as legacy's math needed."""
   kind = leaf_kind(grad)
+  if kind in ('f', 'i', 'u') or (kind == 'c' and leaf_kind(param) == 'c'):
+    return  # the usual case: no message to build
   where = f'The gradient at {format_path(path)!r}'
   if kind is None:
     raise TypeError(f'{where} is a {type(grad).__name__}, not an array.')
