@@ -119,8 +119,12 @@ def make_def(optim, name):
 def make_optax(name):
   """The same update written with public optax (what a migrated user writes)."""
   import optax  # pylint: disable=g-import-not-at-top
-  if name in ('Adam', 'from_optax(adamw)'):
+  if name == 'Adam':
     return optax.adamw(LR, b1=0.9, b2=0.999, eps=1e-8, weight_decay=1e-4)
+  if name == 'from_optax(adamw)':
+    # from_optax injects the numeric hyper-params (per-step overrides, as legacy loops use):
+    # what a user writes in optax for the same is inject_hyperparams.
+    return optax.inject_hyperparams(optax.adamw)(learning_rate=LR, weight_decay=1e-4)
   if name == 'WeightNorm(Adam)':
     return weight_norm_transform(optax.adamw(LR, b1=0.9, b2=0.999, eps=1e-8, weight_decay=1e-4))
   if name == 'Momentum':
