@@ -121,12 +121,11 @@ def _check_grad_type(path, param, grad) -> None:
     raise TypeError(f'{where} is a {type(grad).__name__}, not an array.')
   if kind == 'b':
     raise TypeError(f'{where} has dtype bool; gradients must be numbers.')
-  if kind == 'c' and leaf_kind(param) != 'c':
+  if kind == 'c':  # a complex parameter returned above
     raise TypeError(f'{where} is complex but the parameter is real '
                     f'({np.dtype(getattr(param, "dtype", type(param))).name}): take the real part '
                     'first if that is what you mean.')
-  if kind not in 'iufc':
-    raise TypeError(f'{where} has dtype {grad.dtype}; gradients must be numbers.')
+  raise TypeError(f'{where} has dtype {grad.dtype}; gradients must be numbers.')
 
 
 def per_leaf_states(opt_def, treedef, param_states) -> list:
