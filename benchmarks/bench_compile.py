@@ -48,9 +48,8 @@ def _worker(rows, who):
       shapes = _cases.case_shapes(case)
       trees[case] = (_cases.make_tree(shapes, 0), _cases.make_tree(shapes, 1, scale=1e-2))
     params, grads = trees[case]
-    opt_def = _cases.make_def(optim, name) if hasattr(optim, 'from_optax') or 'optax' not in \
-        name else None
-    if opt_def is None:
+    opt_def = _cases.make_def(optim, name)
+    if opt_def is None:  # from_optax(adamw) in a checkout that predates from_optax
       continue
     tx = _cases.make_optax(name)
     # Warm-up on a 2-leaf tree of other shapes: nothing of it is reused by the timed compile
