@@ -6,8 +6,8 @@ several times a legacy flax 0.5.3 step. Their math is pure jax, so an un-traced 
 the def's own step compiled instead: :func:`apply_gradient` keeps one ``jax.jit`` of it per
 
 * the step function (the def's bound ``apply_gradient``, so the def itself, by identity),
-* the tree structures of hyper-params, params, state and grads, and every leaf's shape and
-  dtype,
+* the tree structures of hyper-params, params, state and grads (``jax.jit``'s own cache
+  adds every leaf's shape and dtype: a new shape retraces inside the same entry),
 * the static parts of the hyper-params: Python bools, ints, strings, callables (schedules),
   dtypes, float zeros (``weight_decay=0.0`` removes a term from the transform) and floats
   equal to the def's own value (its construction-time constants keep their Python-float
@@ -91,12 +91,15 @@ def _same_constant(x, default) -> bool:
   return bool(x == default) and math.copysign(1.0, x) == math.copysign(1.0, default)
 
 
-def _split_hyper_params(hyper_params, defaults):
-  """``(treedef, leaves, key, dynamic positions, dynamic values)``; TypeError if unhashable."""
-  leaves, treedef = jax.tree_util.tree_flatten(hyper_params)
-  default_leaves, default_treedef = jax.tree_util.tree_flatten(defaults)
-  if default_treedef != treedef:
-    default_leaves = [None] * len(leaves)
+def _split_hyper_params(leaves, treedef, hyper_params, defaults):
+  """``(key, dynamic positions, dynamic values)`` of the flattened hyper-params (``leaves``,
+  ``treedef``); TypeError if a static part is unhashable."""
+  if hyper_params is defaults:  # no override: ``update_hyper_params()`` hands back the same
+    default_leaves = leaves
+  else:
+    default_leaves, default_treedef = jax.tree_util.tree_flatten(defaults)
+    if default_treedef != treedef:
+      default_leaves = [None] * len(leaves)
   key, positions, values = [], [], []
   for i, (x, default) in enumerate(zip(leaves, default_leaves)):
     if isinstance(x, jax.Array):
@@ -111,14 +114,7 @@ def _split_hyper_params(hyper_params, defaults):
       continue
     positions.append(i)
     values.append(x)
-  hash(tuple(key))
-  return treedef, leaves, tuple(key), tuple(positions), values
-
-
-def _leaf_key(x):
-  if isinstance(x, jax.Array):
-    return (x.shape, x.dtype, x.weak_type)
-  return (x.shape, x.dtype, 'numpy')
+  return tuple(key), tuple(positions), values
 
 
 def _compilable_leaves(leaves) -> bool:
@@ -188,40 +184,42 @@ def apply_gradient(opt_def, hyper_params, params, state, grads):
   if not opt_def.pure_jax_step:
     return run()
   leaves, in_treedef = jax.tree_util.tree_flatten((params, state, grads))
-  if not _compilable_leaves(leaves) or any(
-      isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(hyper_params)):
+  hp_leaves, hp_treedef = jax.tree_util.tree_flatten(hyper_params)
+  if not _compilable_leaves(leaves) or any(isinstance(x, jax.core.Tracer) for x in hp_leaves):
     return run()
   try:
-    hp_treedef, hp_leaves, hp_key, positions, values = _split_hyper_params(
-        hyper_params, opt_def.hyper_params)
+    hp_key, positions, values = _split_hyper_params(
+        hp_leaves, hp_treedef, hyper_params, opt_def.hyper_params)
     if not _compilable_leaves(v for v in values if not isinstance(v, (float, np.floating))):
       return run()
-    key = (step_fn, hp_treedef, hp_key, in_treedef, tuple(_leaf_key(x) for x in leaves))
-    hash(key)
-  except TypeError:  # an unhashable static part: nothing to key a cache on
+    key = (step_fn, hp_treedef, hp_key, in_treedef)
+    with _lock:  # the one lookup hashes the key: a TypeError if a static part is unhashable
+      entry = _cache.get(key)
+      if entry is not None:
+        _cache.move_to_end(key)
+        _stats['hits'] += 1
+      else:
+        _stats['misses'] += 1
+  except TypeError:  # nothing to key a cache on
     return run()
 
-  with _lock:
-    entry = _cache.get(key)
-    if entry is not None:
-      _cache.move_to_end(key)
-      _stats['hits'] += 1
-    else:
-      _stats['misses'] += 1
   if entry is _EAGER:
     return run()
-  if entry is None:
+  hit = entry is not None
+  if not hit:
     entry = _compile(step_fn, hp_treedef, hp_leaves, positions, in_treedef)
   compiled, out_tree = entry
   try:
     out_leaves = compiled(values, leaves)
-  except _NEEDS_CONCRETE:
+  except _NEEDS_CONCRETE:  # a new shape's trace may need values too: that entry goes eager
     entry = _EAGER
     out = run()
   else:
     out = out_tree['treedef'].unflatten(out_leaves)
+    if hit:
+      return out
   with _lock:
-    if key not in _cache:
+    if entry is _EAGER or key not in _cache:
       _cache[key] = entry
       while len(_cache) > MAX_ENTRIES:
         _cache.popitem(last=False)

@@ -171,16 +171,23 @@ def test_static_hyper_params_are_part_of_the_key():
   assert _eager.cache_info()['traces'] == 4, _eager.cache_info()
 
 
-def test_new_shapes_get_their_own_entry_and_the_cache_is_bounded(monkeypatch):
+def test_new_shapes_retrace_and_the_cache_is_bounded(monkeypatch):
   monkeypatch.setattr(_eager, 'MAX_ENTRIES', 3)
   opt_def = optim.GradientDescent(learning_rate=0.1)
+  # same structure, five shapes: one entry, whose jax.jit traces once per shape
   for n in range(1, 6):
     params = {'w': jnp.ones(n)}
     new_params, _ = _fast(opt_def, opt_def.hyper_params, params, opt_def.init_state(params),
-                          {'w': jnp.ones(n)})
-    np.testing.assert_allclose(new_params['w'], 0.9 * np.ones(n), rtol=1e-6)
+                          {'w': jnp.full(n, float(n))})
+    np.testing.assert_allclose(new_params['w'], (1 - 0.1 * n) * np.ones(n), rtol=1e-6)
   info = _eager.cache_info()
-  assert info['traces'] == 5 and info['entries'] == 3, info
+  assert info['traces'] == 5 and info['entries'] == 1, info
+  # five structures: five entries, the oldest dropped past MAX_ENTRIES
+  for n in range(5):
+    params = {f'w{n}': jnp.ones(2)}
+    _fast(opt_def, opt_def.hyper_params, params, opt_def.init_state(params), params)
+  info = _eager.cache_info()
+  assert info['traces'] == 10 and info['entries'] == 3, info
 
 
 class _SignSGD(optim.OptimizerDef):
