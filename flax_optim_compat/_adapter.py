@@ -45,7 +45,7 @@ def _upcast(tree):
   states stay float32, as legacy's ``p - lr * g`` promoted them.
   """
   def up(x):
-    dtype = jnp.result_type(x)
+    dtype = _tree.dtype_of(x)
     if dtype in _LOW_PRECISION or jnp.issubdtype(dtype, jnp.integer):
       return jnp.asarray(x).astype(jnp.float32)
     return x
@@ -66,7 +66,7 @@ def _as_dtype(x, dtype):
 def _cast_like(new_tree, like_tree):
   """New state values in the dtypes of the old ones; integer leaves promote, as legacy's did."""
   return jax.tree_util.tree_map(
-      lambda new, old: _as_dtype(new, jnp.result_type(old)) if _tree.is_inexact(old) else new,
+      lambda new, old: _as_dtype(new, _tree.dtype_of(old)) if _tree.is_inexact(old) else new,
       new_tree, like_tree)
 
 
@@ -78,7 +78,7 @@ def _apply_updates(params, updates, keep_param_dtype=False):
   every new param is cast back (legacy Adafactor's ``new_param.astype(param.dtype)``).
   """
   return jax.tree_util.tree_map(
-      lambda p, u: (_as_dtype(p + u, jnp.result_type(p))
+      lambda p, u: (_as_dtype(p + u, _tree.dtype_of(p))
                     if keep_param_dtype or _tree.is_inexact(p) else p + u),
       params, updates)
 
