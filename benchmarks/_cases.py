@@ -225,6 +225,19 @@ def returned(fn):
   return elapsed, out
 
 
+def samples_for(case, rounds, reps):
+  """``(rounds, reps)`` for timing one step of ``case``: at least 7 x 100 samples on ``tiny``.
+
+  A tiny step takes 20-300 µs, so a mode's few samples (sized for the 0.1-2 s steps of the large
+  trees) are decided by one disturbance of this shared machine: between two runs the same
+  eager step measured 0.06 and 0.15 ms. Both sides (ours/optax here, legacy in the oracle)
+  take the same schedule.
+  """
+  if case == 'tiny':
+    return max(rounds, 7), max(reps, 100)
+  return rounds, reps
+
+
 def interleaved(fns, rounds, reps, clock=timed):
   """``{name: seconds}``: minimum over rounds of the median of ``reps`` calls, names interleaved.
 

@@ -191,7 +191,7 @@ def measure_row(case, opt_name, params, grads, cfg, ckpt_file, log):
   theirs = _cases.chained(optax_compiled, copy(params), copy(opt_state), grads, n_carry=2)
   ours(), theirs()
   out['step'] = _cases.interleaved({'ours': ours, 'optax': theirs},
-                                   cfg['step_rounds'], cfg['step_reps'])
+                                   *_cases.samples_for(case, cfg['step_rounds'], cfg['step_reps']))
   del ours, theirs
 
   # eager (un-jitted) step
@@ -199,7 +199,8 @@ def measure_row(case, opt_name, params, grads, cfg, ckpt_file, log):
          'optax': lambda: optax_step(params, opt_state, grads)}
   for fn in fns.values():
     _cases.timed(fn)
-  out['eager'] = _cases.interleaved(fns, cfg['eager_rounds'], cfg['eager_reps'])
+  out['eager'] = _cases.interleaved(
+      fns, *_cases.samples_for(case, cfg['eager_rounds'], cfg['eager_reps']))
 
   # serialization
   b_ours = serialization.to_bytes(optimizer)

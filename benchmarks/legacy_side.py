@@ -39,8 +39,9 @@ def row(case, opt_name, metrics, job):
   if 'eager' in metrics:
     eager = lambda: optimizer.apply_gradient(grads)
     _cases.timed(eager)
-    out['eager_s'] = _cases.interleaved({'legacy': eager}, job['eager_rounds'],
-                                        job['eager_reps'])['legacy']
+    out['eager_s'] = _cases.interleaved(
+        {'legacy': eager}, *_cases.samples_for(case, job['eager_rounds'], job['eager_reps'])
+    )['legacy']
   if job.get('ckpt_dir') and opt_name in job.get('ckpt_optimizers', ()):
     directory = os.path.join(job['ckpt_dir'], f'{case}--{opt_name}')
     os.makedirs(directory, exist_ok=True)
@@ -57,8 +58,9 @@ def row(case, opt_name, metrics, job):
     if 'step' in metrics:
       step = _cases.chained(compiled, _cases.block(opt_def.create(params)), grads, n_carry=1)
       _cases.timed(step)
-      out['step_s'] = _cases.interleaved({'legacy': step}, job['step_rounds'],
-                                         job['step_reps'])['legacy']
+      out['step_s'] = _cases.interleaved(
+          {'legacy': step}, *_cases.samples_for(case, job['step_rounds'], job['step_reps'])
+      )['legacy']
   return out
 
 
