@@ -259,6 +259,25 @@ def test_bad_grads_raise_as_the_uncached_step_and_nothing_is_cached():
   assert _eager.cache_info()['entries'] == 0
 
 
+def test_bad_shapes_after_a_cached_step_raise_as_the_uncached_step():
+  """Same structure, wrong shape: the cached entry's jax.jit retraces and the def's own check
+  raises; the entry stays usable."""
+  opt_def = optim.Adam(learning_rate=0.1)
+  params = _tree()
+  state = opt_def.init_state(params)
+  _fast(opt_def, opt_def.hyper_params, params, state, _tree(seed=1))
+  bad = jax.tree_util.tree_map(lambda x: jnp.ones(x.shape + (1,)), _tree(seed=1))
+  with pytest.raises(ValueError) as direct:
+    opt_def.apply_gradient(opt_def.hyper_params, params, state, bad)
+  with pytest.raises(ValueError) as fast:
+    _fast(opt_def, opt_def.hyper_params, params, state, bad)
+  assert str(fast.value) == str(direct.value)
+  _assert_close(_fast(opt_def, opt_def.hyper_params, params, state, _tree(seed=2)),
+                opt_def.apply_gradient(opt_def.hyper_params, params, state, _tree(seed=2)))
+  info = _eager.cache_info()
+  assert info['entries'] == 1 and info['hits'] == 2, info
+
+
 def test_missing_learning_rate_raises_as_the_uncached_step():
   opt_def = optim.Momentum(beta=0.9)
   params = _tree()
