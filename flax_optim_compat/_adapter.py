@@ -181,8 +181,9 @@ def _from_param_states(opt_def, params, param_states, wanted) -> Dict[str, Any]:
     if name not in wanted:
       continue
     column = [getattr(s, legacy, None) for s in per_leaf]
-    if any(value is None for value in column):
-      path = _tree.tree_paths(params)[column.index(None)]
+    missing = next((i for i, value in enumerate(column) if value is None), None)
+    if missing is not None:  # by identity: `list.index(None)` compares arrays with `==`
+      path = _tree.tree_paths(params)[missing]
       raise ValueError(
           f'{type(opt_def).__name__}: the state of {path!r} has no {legacy!r} but these '
           'hyper-params need it (an override may not change the state layout, e.g. '

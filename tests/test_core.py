@@ -223,6 +223,23 @@ def test_grads_with_broadcastable_shape_raise_naming_path_and_shapes(jit):
     step(optimizer, grads)
 
 
+@pytest.mark.parametrize('as_numpy', [False, True], ids=['jax', 'numpy'])
+def test_state_missing_a_field_on_a_later_leaf_names_that_leaf(as_numpy):
+  """Centered RMSProp needs every leaf's ``mg``: one missing after leaves that have it (jax or
+  NumPy arrays, e.g. a state built from a decoded checkpoint) is named by its path."""
+  opt_def = optim.RMSProp(0.1, centered=True)
+  state = opt_def.init_state(_params())
+  to_leaf = np.asarray if as_numpy else jnp.asarray
+  states = jax.tree_util.tree_map(to_leaf, state.param_states)
+  states['s'] = states['s'].replace(mg=None)  # '/a/bias', '/a/kernel' keep theirs
+  state = state.replace(param_states=states)
+  with pytest.raises(ValueError, match=r"the state of '/s' has no 'mg'"):
+    opt_def.optax_state(_params(), state)
+  optimizer = optim.Optimizer(opt_def, state, _params())
+  with pytest.raises(ValueError, match=r"the state of '/s' has no 'mg'"):
+    optimizer.apply_gradient(jax.tree_util.tree_map(jnp.ones_like, _params()))
+
+
 def test_unknown_override_is_a_type_error():
   optimizer = optim.Adam(0.1).create(_params())
   with pytest.raises(TypeError, match='unexpected keyword argument .foo.'):
