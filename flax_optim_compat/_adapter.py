@@ -295,7 +295,7 @@ def _state_template(opt_def, tx, params):
     # Inside a trace, `tx.init` binds a few ops on tracers, which the lowering drops as
     # unused: cheaper than `eval_shape`'s own trace (~1 ms each, one per MultiOptimizer group).
     init = lambda tree: jax.tree_util.tree_map(
-        lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)), tx.init(tree))
+        lambda x: jax.ShapeDtypeStruct(np.shape(x), _tree.dtype_of(x)), tx.init(tree))
   else:
     init = functools.partial(jax.eval_shape, tx.init)
   if len(leaves) > 1 and not opt_def.legacy_placeholders:
