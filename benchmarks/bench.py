@@ -169,9 +169,10 @@ def measure_row(case, opt_name, params, grads, cfg, ckpt_file, log):
 
   # cold trace+lower and compile, alternating
   lowers, compiles = {'ours': [], 'optax': []}, {'ours': [], 'optax': []}
-  # tiny steps compile in ~10-300 ms, where one disturbance decides a ratio: more cold
-  # compiles there, the minimum kept.
-  for _ in range(cfg['compile_reps'] if case != 'tiny' else max(cfg['compile_reps'], 7)):
+  # one cold compile per round, the minimum kept: tiny steps compile in ~10-300 ms, where one
+  # disturbance decides a ratio, so they take samples_for's tiny round count
+  n_compiles, _ = _cases.samples_for(case, cfg['compile_reps'], 1)
+  for _ in range(n_compiles):
     lo, co, ours_compiled = _cases.cold_compile(lambda: _cases.legacy_api_step,
                                                 (optimizer, grads), donate=(0,))
     lowers['ours'].append(lo)
