@@ -1,0 +1,53 @@
+"""Run Python code in a fresh interpreter where this package cannot be imported.
+
+A conversion or a migrated script that claims to need only plain optax/flax/orbax is proven in
+such a process: the blocker below sits first on ``sys.meta_path`` before the code runs, so
+``import flax_optim_compat``, ``from flax import optim`` and the alias module all raise
+``ModuleNotFoundError``; the alias start-up hook is also switched off through its environment
+variable. The child's stdout is returned, so the code can print JSON for the test to read.
+"""
+import os
+import subprocess
+import sys
+from typing import Optional, Sequence
+
+# Modules the child must not import (the package, its flax.optim alias, flax.optim itself).
+BLOCKED = ('flax_optim_compat', '_flax_optim_compat_alias', 'flax.optim')
+
+_PRELUDE = '''\
+import importlib.abc, sys
+_BLOCKED = {blocked!r}
+class _Blocker(importlib.abc.MetaPathFinder):
+  def find_spec(self, name, path=None, target=None):
+    if any(name == b or name.startswith(b + '.') for b in _BLOCKED):
+      raise ModuleNotFoundError(f'{{name}} is blocked in this isolated process', name=name)
+    return None
+sys.meta_path.insert(0, _Blocker())
+for _name in list(sys.modules):
+  if any(_name == b or _name.startswith(b + '.') for b in _BLOCKED):
+    del sys.modules[_name]
+'''
+
+
+def prelude() -> str:
+  """The source that makes the blocked modules unimportable (first lines of the child)."""
+  return _PRELUDE.format(blocked=BLOCKED)
+
+
+def run_isolated(code: str, *, args: Sequence[str] = (), cwd: Optional[str] = None,
+                 timeout: float = 300, env: Optional[dict] = None) -> subprocess.CompletedProcess:
+  """Runs ``code`` (a script's text) in a child interpreter without this package.
+
+  Raises ``AssertionError`` with the child's stderr when it exits non-zero, so a failing child
+  shows its own traceback in the test report.
+  """
+  child_env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'PYTHONSTARTUP')}
+  child_env['FLAX_OPTIM_COMPAT_ALIAS'] = '0'
+  child_env.setdefault('JAX_PLATFORMS', 'cpu')
+  if env:
+    child_env.update(env)
+  proc = subprocess.run([sys.executable, '-c', prelude() + code, *args], cwd=cwd, env=child_env,
+                        capture_output=True, text=True, timeout=timeout, check=False)
+  if proc.returncode:
+    raise AssertionError(f'isolated child exited {proc.returncode}:\n{proc.stderr[-4000:]}')
+  return proc
