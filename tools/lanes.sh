@@ -20,9 +20,10 @@
 # site-packages, and a regular install there would shadow the editable install it checks.
 # Exit status: pytest's (5, no test collected, counts as a failure like any other non-zero one).
 #
-# Python 3.10 gets at most jax 0.6.2 (jax >= 0.7 requires Python >= 3.11). The multi-process
-# tests' worker (tests/legacy_scripts/multiprocess_worker.py) passes heartbeat_timeout_seconds /
-# shutdown_timeout_seconds to jax.distributed.initialize, which only jax >= 0.7.0 accepts.
+# Python 3.10 gets at most jax 0.6.2 (jax >= 0.7 requires Python >= 3.11). On the floors
+# tests/test_multiprocess.py skips its two-process run (jaxlib < 0.6.2: gloo aborts at random)
+# and its failure runs wait out jax's default heartbeat timeout (about 100 s; jax >= 0.7 lets
+# the worker shorten it).
 set -euo pipefail
 
 # Releases the floors need that are not ours to declare: flax requires orbax-checkpoint without
