@@ -7,7 +7,9 @@ them, for ``inspect``) and :func:`encode` writes arrays in place, byte-identical
 """
 import dataclasses
 import io
+import math
 import struct
+import warnings
 from typing import Optional, Tuple
 
 import jax
@@ -15,6 +17,8 @@ import jax.numpy as jnp
 import msgpack
 import numpy as np
 from flax import serialization
+
+from . import _tree
 
 # flax's msgpack extension types (flax.serialization._MsgpackExtType) and chunked-array key.
 EXT_NDARRAY, EXT_COMPLEX, EXT_NPSCALAR = 1, 2, 3
@@ -38,29 +42,58 @@ class LeafMeta:
     return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
 
-def _dtype(name) -> np.dtype:
-  name = name.decode() if isinstance(name, bytes) else name
-  if name == 'bfloat16':
-    return np.dtype(jnp.bfloat16)
-  return np.dtype(name)
+class _Bad(Exception):
+  """A record that is not what flax writes: ``detail``, at byte ``offset``."""
+
+  def __init__(self, detail: str, offset: int):
+    super().__init__(detail)
+    self.detail, self.offset = detail, offset
 
 
 class _Truncated(Exception):
   pass
 
 
-class _NotMsgpack(Exception):
-  pass
-
-
 _MAX_DEPTH = 200
+_MAX_NDIM = 64  # NumPy's limit
 _FIXED = {0xcc: '>B', 0xcd: '>H', 0xce: '>I', 0xcf: '>Q', 0xd0: '>b', 0xd1: '>h', 0xd2: '>i',
           0xd3: '>q', 0xca: '>f', 0xcb: '>d'}
 _LENGTH = {1: '>B', 2: '>H', 4: '>I'}
+_CHUNKED_KEYS = {CHUNKED, 'shape', 'chunks'}
+
+
+def _dtype(name, offset: int) -> np.dtype:
+  """The numeric or bool NumPy dtype flax names ``name`` (bfloat16 and ml_dtypes included)."""
+  if isinstance(name, bytes):
+    try:
+      name = name.decode('ascii')
+    except UnicodeDecodeError:
+      name = None
+  if not isinstance(name, str):
+    raise _Bad(f'an array record whose dtype is not a name ({type(name).__name__})', offset)
+  try:
+    with warnings.catch_warnings():
+      warnings.simplefilter('ignore')
+      dtype = np.dtype(jnp.bfloat16) if name == 'bfloat16' else np.dtype(name)
+  except (TypeError, ValueError, SyntaxError):
+    raise _Bad(f'an array record of unknown dtype {name[:40]!r}', offset) from None
+  if (dtype.shape != () or dtype.names is not None or not (dtype.isnative or dtype.itemsize == 1)
+      or _tree.dtype_kind(dtype) not in 'biufc'):
+    raise _Bad(f'an array record of dtype {name[:40]!r}, not a numeric or bool dtype', offset)
+  return dtype
+
+
+def _join(path) -> str:
+  return _tree.join_keys(path) if path else '/'
 
 
 class _Reader:
   """A streaming reader of flax's msgpack encoding, one node at a time.
+
+  Every record is checked before anything is allocated for it: lengths against the bytes left,
+  array records (shape a list of non-negative ints, dtype numeric or bool, shape x dtype = the
+  bytes), extension codes (flax's three), chunked-array records (complete), map keys (strings
+  or ints, distinct as the path strings they become).
 
   ``mode='numpy'``: each array a NumPy view of its bytes; ``'jax'``: copied into a
   ``jax.Array`` at once, so the file's bytes never live twice; ``'meta'``: shape and dtype only
@@ -72,8 +105,14 @@ class _Reader:
     self._pos = 0
     self._seekable = f.seekable()
     self._scratch = None
+    self.path = []
+
+  def _need(self, n: int) -> None:
+    if n > self._total - self._pos:
+      raise _Truncated()
 
   def _take(self, n: int) -> bytes:
+    self._need(n)
     data = self._f.read(n)
     if len(data) < n:
       raise _Truncated()
@@ -82,8 +121,7 @@ class _Reader:
 
   def _skip(self, n: int) -> None:
     if self._seekable:
-      if self._pos + n > self._total:
-        raise _Truncated()
+      self._need(n)
       self._f.seek(n, io.SEEK_CUR)
       self._pos += n
     else:
@@ -99,23 +137,24 @@ class _Reader:
   def read_top(self):
     tree = self._value(0)
     if self._f.read(1):
-      raise _NotMsgpack('data continues after the first object')
+      raise _Bad('data continues after the first object', self._pos)
     self._pos = self._total
     self._report()
     return tree
 
   def _value(self, depth: int):
     if depth > _MAX_DEPTH:
-      raise _NotMsgpack(f'nested deeper than {_MAX_DEPTH} levels')
+      raise _Bad(f'nested deeper than {_MAX_DEPTH} levels', self._pos)
+    start = self._pos
     b = self._take(1)[0]
     if b <= 0x7f:
       return b
     if b >= 0xe0:
       return b - 0x100
     if 0x80 <= b <= 0x8f:
-      return self._map(b & 0x0f, depth)
+      return self._map(b & 0x0f, depth, start)
     if 0x90 <= b <= 0x9f:
-      return [self._value(depth + 1) for _ in range(b & 0x0f)]
+      return self._list(b & 0x0f, depth)
     if 0xa0 <= b <= 0xbf:
       return self._str(b & 0x1f)
     if b in _FIXED:
@@ -129,54 +168,82 @@ class _Reader:
     if b in (0xd9, 0xda, 0xdb):
       return self._str(self._number(_LENGTH[1 << (b - 0xd9)]))
     if b in (0xdc, 0xdd):
-      n = self._number('>H' if b == 0xdc else '>I')
-      return [self._value(depth + 1) for _ in range(n)]
+      return self._list(self._number('>H' if b == 0xdc else '>I'), depth)
     if b in (0xde, 0xdf):
-      return self._map(self._number('>H' if b == 0xde else '>I'), depth)
+      return self._map(self._number('>H' if b == 0xde else '>I'), depth, start)
     if b in (0xc7, 0xc8, 0xc9):
       n = self._number(_LENGTH[1 << (b - 0xc7)])
-      return self._ext(self._number('>b'), n)
+      return self._ext(self._number('>b'), n, start)
     if 0xd4 <= b <= 0xd8:
-      return self._ext(self._number('>b'), 1 << (b - 0xd4))
-    raise _NotMsgpack(f'byte 0x{b:02x} at offset {self._pos - 1} starts no msgpack object')
+      return self._ext(self._number('>b'), 1 << (b - 0xd4), start)
+    raise _Bad(f'byte 0x{b:02x} starts no msgpack object', start)
 
   def _str(self, n: int) -> str:
+    start = self._pos
     data = self._take(n)
     try:
       return data.decode('utf-8')
     except UnicodeDecodeError:
-      raise _NotMsgpack(f'invalid UTF-8 string at offset {self._pos - n}') from None
+      raise _Bad('an invalid UTF-8 string', start) from None
 
-  def _map(self, n: int, depth: int) -> dict:
-    out = {}
-    for _ in range(n):
-      key = self._value(depth + 1)
-      if isinstance(key, (list, dict)):
-        raise _NotMsgpack(f'a {type(key).__name__} as a map key at offset {self._pos}')
-      out[key] = self._value(depth + 1)
+  def _list(self, n: int, depth: int) -> list:
+    self._need(n)  # every element takes at least one byte
+    out = []
+    for i in range(n):
+      self.path.append(str(i))
+      out.append(self._value(depth + 1))
+      self.path.pop()
     return out
 
-  def _ext(self, code: int, n: int):
+  def _map(self, n: int, depth: int, start: int):
+    self._need(2 * n)  # every entry takes at least two bytes
+    out, names = {}, {}
+    for _ in range(n):
+      key_at = self._pos
+      key = self._value(depth + 1)
+      if not isinstance(key, (str, int)) or isinstance(key, bool):
+        raise _Bad(f'a map key that is a {type(key).__name__}, not a string', key_at)
+      if str(key) in names:
+        other = names[str(key)]
+        raise _Bad(f'the map keys {other!r} and {key!r} name the same path'
+                   if other != key or type(other) is not type(key) else
+                   f'the map key {key!r} appears twice', key_at)
+      names[str(key)] = key
+      self.path.append(str(key))
+      out[key] = self._value(depth + 1)
+      self.path.pop()
+    if CHUNKED in out:
+      return self._unchunk(out, start)
+    return out
+
+  def _ext(self, code: int, n: int, start: int):
+    self._need(n)
+    if code == EXT_COMPLEX:
+      return self._complex(self._take(n), start)
     if code not in (EXT_NDARRAY, EXT_NPSCALAR):
-      data = self._take(n)
-      if code == EXT_COMPLEX:
-        real, imag = msgpack.unpackb(data)
-        return complex(real, imag)
-      return msgpack.ExtType(code, data)
+      raise _Bad(f'a msgpack extension record of code {code}, not one flax writes (1: array, '
+                 '2: complex, 3: NumPy scalar)', start)
     end = self._pos + n
-    if self._take(1)[0] != 0x93:
-      raise _NotMsgpack(f'a malformed array at offset {self._pos - 1}')
-    shape = tuple(self._value(_MAX_DEPTH - 1))
-    try:
-      dtype = _dtype(self._value(_MAX_DEPTH - 1))
-    except TypeError as e:
-      raise _NotMsgpack(f'an array of unknown dtype ({e})') from None
+    if n < 1 or self._take(1)[0] != 0x93:
+      raise _Bad('an array record that is not [shape, dtype, bytes]', start)
+    shape_at = self._pos
+    shape = self._value(_MAX_DEPTH - 1)
+    if (not isinstance(shape, list) or len(shape) > _MAX_NDIM
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+      raise _Bad(f'an array record whose shape {_short(shape)} is not a list of at most '
+                 f'{_MAX_NDIM} non-negative ints', shape_at)
+    shape = tuple(shape)
+    if code == EXT_NPSCALAR and shape:
+      raise _Bad(f'a NumPy scalar record of shape {shape}', shape_at)
+    dtype = _dtype(self._value(_MAX_DEPTH - 1), shape_at)
     marker = self._take(1)[0]
     if marker not in (0xc4, 0xc5, 0xc6):
-      raise _NotMsgpack(f'a malformed array at offset {self._pos - 1}')
+      raise _Bad('an array record whose data is not a byte string', self._pos - 1)
     size = self._number(_LENGTH[1 << (marker - 0xc4)])
-    if self._pos + size != end or size != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
-      raise _NotMsgpack(f'an array whose size does not match its shape at offset {self._pos}')
+    expected = math.prod(shape) * dtype.itemsize
+    if self._pos + size != end or size != expected:
+      raise _Bad(f'an array record of shape {shape} and dtype {dtype.name} ({expected} bytes) '
+                 f'holding {size} bytes in a record of {n}', start)
     if self._mode == 'meta' and size > SMALL_LEAF_BYTES:
       self._skip(size)
       self._report()
@@ -195,8 +262,52 @@ class _Reader:
     self._report()
     return result
 
+  def _complex(self, data: bytes, start: int) -> complex:
+    """flax's complex record: ``packb((real, imag))``."""
+    try:
+      value = msgpack.unpackb(data)
+    except Exception:  # pylint: disable=broad-except  # any malformed payload
+      value = None
+    if (not isinstance(value, (list, tuple)) or len(value) != 2
+        or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)):
+      raise _Bad('a complex record that is not [real, imag]', start)
+    return complex(*value)
+
+  def _unchunk(self, record: dict, start: int):
+    """The array of flax's chunked-array record (arrays over ``MAX_CHUNK_SIZE`` bytes)."""
+    shape, chunks = record.get('shape'), record.get('chunks')
+    if set(record) != _CHUNKED_KEYS or not isinstance(shape, dict) or not isinstance(chunks,
+                                                                                     dict):
+      raise _Bad(f'a chunked-array record with keys {sorted(map(str, record))}, not '
+                 f'{sorted(_CHUNKED_KEYS)} holding two dicts', start)
+    shape = _sequence(shape, 'shape', start)
+    chunks = _sequence(chunks, 'chunks', start)
+    if (len(shape) > _MAX_NDIM or not all(isinstance(d, int) and not isinstance(d, bool)
+                                          and d >= 0 for d in shape)):
+      raise _Bad(f'a chunked-array record whose shape {_short(shape)} is not a list of '
+                 'non-negative ints', start)
+    arrays = [c for c in chunks if isinstance(c, (np.ndarray, jax.Array, LeafMeta))]
+    if len(arrays) != len(chunks) or any(len(c.shape) != 1 for c in arrays):
+      raise _Bad('a chunked-array record whose chunks are not all 1-d arrays', start)
+    dtypes = {np.dtype(c.dtype) for c in arrays}
+    if len(dtypes) > 1:
+      raise _Bad(f'a chunked-array record mixing dtypes {sorted(d.name for d in dtypes)}', start)
+    count = sum(c.shape[0] for c in arrays)
+    if count != math.prod(shape):
+      raise _Bad(f'a chunked-array record of shape {tuple(shape)} whose chunks hold {count} '
+                 'elements', start)
+    if not arrays:
+      raise _Bad('a chunked-array record without chunks', start)
+    dtype = dtypes.pop()
+    if any(isinstance(c, LeafMeta) for c in arrays):
+      return LeafMeta(tuple(shape), dtype)
+    if all(isinstance(c, jax.Array) for c in arrays):
+      return jnp.concatenate(arrays).reshape(shape)
+    return np.concatenate([np.asarray(c) for c in arrays]).reshape(shape)
+
   def _read_into_scratch(self, size: int) -> np.ndarray:
     """The next ``size`` bytes in one reused buffer (no per-leaf allocation to fragment)."""
+    self._need(size)
     if self._scratch is None or self._scratch.size < size:
       self._scratch = np.empty(size, np.uint8)
     view = self._scratch[:size]
@@ -206,17 +317,18 @@ class _Reader:
     return view
 
 
-def _unchunk(tree):
-  """Joins the arrays flax split into chunks (over ``MAX_CHUNK_SIZE`` bytes)."""
-  if isinstance(tree, dict):
-    if CHUNKED in tree:
-      shape = tuple(tree['shape'][k] for k in sorted(tree['shape'], key=int))
-      chunks = [tree['chunks'][k] for k in sorted(tree['chunks'], key=int)]
-      if any(isinstance(c, LeafMeta) for c in chunks):
-        return LeafMeta(shape, chunks[0].dtype)
-      return np.concatenate([np.asarray(c) for c in chunks]).reshape(shape)
-    return {k: _unchunk(v) for k, v in tree.items()}
-  return tree
+def _sequence(record: dict, name: str, start: int) -> list:
+  """The values of flax's ``{'0': a, '1': b, ...}`` encoding of a tuple, in order."""
+  keys = [str(i) for i in range(len(record))]
+  if sorted(map(str, record)) != sorted(keys) or any(not isinstance(k, str) for k in record):
+    raise _Bad(f'a chunked-array record whose {name} keys are not "0".."{len(record) - 1}"',
+               start)
+  return [record[k] for k in keys]
+
+
+def _short(value) -> str:
+  text = repr(value)
+  return text if len(text) <= 40 else text[:37] + '...'
 
 
 def decode(stream, where: str, *, mode: str = 'numpy', total: Optional[int] = None,
@@ -241,17 +353,20 @@ def decode(stream, where: str, *, mode: str = 'numpy', total: Optional[int] = No
     position = stream.tell()
     total = stream.seek(0, io.SEEK_END) - position
     stream.seek(position)
+  reader = _Reader(stream, mode, total, progress)
   try:
-    tree = _Reader(stream, mode, total, progress).read_top()
+    tree = reader.read_top()
   except _Truncated:
-    raise CheckpointError(f'{where} is truncated (the msgpack data ends early): not a '
-                          'complete checkpoint.') from None
-  except _NotMsgpack as e:
-    raise CheckpointError(f'{where} is not a msgpack checkpoint ({e}).') from None
+    raise CheckpointError(
+        f'{where} is truncated (the msgpack data ends early, inside {_join(reader.path)} at '
+        f'byte offset {total}): not a complete checkpoint.') from None
+  except _Bad as e:
+    raise CheckpointError(f'{where} is not a msgpack checkpoint: {e.detail}, at '
+                          f'{_join(reader.path)} (byte offset {e.offset}).') from None
   if not isinstance(tree, dict):
     raise CheckpointError(f'{where} is not a msgpack checkpoint (it decodes to a '
                           f'{type(tree).__name__}, not a dict).')
-  return _unchunk(tree)
+  return tree
 
 
 def decode_bytes(data, where: str = 'the bytes', *, mode: str = 'numpy') -> dict:
@@ -264,7 +379,7 @@ def decode_bytes(data, where: str = 'the bytes', *, mode: str = 'numpy') -> dict
     {'step': 3}
     >>> _codec.decode_bytes(b'\\x82', "'ckpt/checkpoint_1'")
     Traceback (most recent call last):
-    flax_optim_compat._codec.CheckpointError: 'ckpt/checkpoint_1' is truncated (the msgpack data ends early): not a complete checkpoint.
+    flax_optim_compat._codec.CheckpointError: 'ckpt/checkpoint_1' is truncated (the msgpack data ends early, inside / at byte offset 1): not a complete checkpoint.
   """
   if not isinstance(data, (bytes, bytearray, memoryview)):
     raise CheckpointError(f'{where} is not msgpack bytes (got a {type(data).__name__}).')

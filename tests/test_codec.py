@@ -19,7 +19,7 @@ def _adam_bytes():
 @pytest.mark.parametrize('data,detail', [
     (b'', 'is empty'),
     (b'\x82\xa1a', 'is truncated'),
-    (b'\xc1', 'byte 0xc1 at offset 0 starts no msgpack object'),
+    (b'\xc1', 'byte 0xc1 starts no msgpack object, at / (byte offset 0)'),
     (bytearray(b'\x81\xa1a\x01\x02'), 'data continues after the first object'),
 ])
 def test_decode_bytes_names_the_source(data, detail):
