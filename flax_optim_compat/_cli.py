@@ -1,12 +1,17 @@
 """``flax-optim-compat`` / ``python -m flax_optim_compat``: inspect, convert and diff legacy checkpoints.
 
-Exit status: 0 success (``diff``: the checkpoints agree within ``--rtol``), 1 ``diff`` found
-differences, 2 bad input (one line on stderr naming what is wrong; nothing is written).
+Exit status: 0 success (``diff``: the checkpoints agree within ``--rtol``/``--atol``), 1 ``diff``
+found differences, 2 bad input, an existing output or a full disk (one line on stderr naming
+what is wrong; nothing is written), 130 interrupted (Ctrl-C: one line, nothing is left
+behind), 141 the reader of stdout went away (e.g. ``| head``: no message).
 """
 import argparse
 import ast
+import contextlib
+import errno
 import json
 import os
+import signal
 import sys
 import tempfile
 import warnings
@@ -39,7 +44,9 @@ examples:
   %(prog)s convert orbax_ckpt --optimizer "Momentum(0.1, beta=0.9)" --to legacy --out legacy.msgpack
   %(prog)s diff run_a/checkpoint_1000 run_b/checkpoint_1000 --rtol 1e-5
 
-exit status: 0 ok (diff: same within --rtol), 1 diff found differences, 2 bad input.
+exit status: 0 ok (diff: same within --rtol/--atol), 1 diff found differences,
+  2 bad input, existing output or full disk (one line on stderr; nothing written),
+  130 interrupted (nothing left behind), 141 stdout closed early (e.g. | head).
 """
 
 
@@ -152,6 +159,8 @@ def _cmd_inspect(args, out) -> int:
     out.write('\n')
     return 0
   out.write(info.summary() + '\n')
+  if os.path.isdir(args.path):
+    out.write(f'  read: {info.source}\n')
   if len(info.groups) > 1:
     for name, params in info.groups:
       out.write(f'  group {name}: {", ".join(params)}\n')
@@ -185,20 +194,27 @@ def _cmd_convert(args, out) -> int:
 def _cmd_diff(args, out) -> int:
   opt_def = parse_optimizer(args.optimizer) if args.optimizer else None
   result = convert.diff(args.a, args.b, opt_def)
-  same = result.same(args.rtol)
+  same = result.same(args.rtol, args.atol)
+  tolerance = f'rtol {args.rtol:g}' + (f', atol {args.atol:g}' if args.atol else '')
   for path in result.only_a:
     out.write(f'only in A: {path}\n')
   for path in result.only_b:
     out.write(f'only in B: {path}\n')
   for path, what in result.mismatched:
     out.write(f'different kind: {path}: {what}\n')
+  for path, what in result.differing:
+    out.write(f'{path}  {what}\n')
   for path, max_abs, max_rel in result.leaves:
-    if max_rel > args.rtol or args.all:
+    if not result.leaf_same(max_abs, max_rel, args.rtol, args.atol) or args.all:
       out.write(f'{path}  max abs {max_abs:.3g}  max rel {max_rel:.3g}\n')
-  out.write(f'{"same" if same else "different"} (rtol {args.rtol:g}): {len(result.leaves)} '
-            f'leaves compared, max abs {result.max_abs:.3g}, max rel {result.max_rel:.3g}, '
-            f'{len(result.only_a) + len(result.only_b) + len(result.mismatched)} structural '
+  out.write(f'{"same" if same else "different"} ({tolerance}): {result.compared} leaves '
+            f'compared, max abs {result.max_abs:.3g}, max rel {result.max_rel:.3g}, '
+            f'{len(result.differing)} exact differences, {result.structural} structural '
             'differences\n')
+  for name, path in (('A', args.a), ('B', args.b)):
+    if os.path.isdir(path):
+      with contextlib.suppress(convert.CheckpointError):  # an orbax directory is read whole
+        out.write(f'  read {name}: {convert.checkpoint_file(path)}\n')
   return 0 if same else 1
 
 
@@ -265,8 +281,35 @@ def _cmd_demo(args, out) -> int:
 # ----------------------------------------------------------------------------- main
 
 
+class _Parser(argparse.ArgumentParser):
+  """An argument parser whose errors are one line on stderr (exit status 2), like the rest."""
+
+  def error(self, message):
+    self.exit(2, _one_line(f'{self.prog}: error: {message}'))
+
+
+def _non_negative_int(text: str) -> int:
+  try:
+    value = int(text)
+  except ValueError:
+    value = -1
+  if value < 0:
+    raise argparse.ArgumentTypeError(f'expected a non-negative integer, not {text!r}')
+  return value
+
+
+def _tolerance(text: str) -> float:
+  try:
+    value = float(text)
+  except ValueError:
+    value = float('nan')
+  if not 0 <= value < float('inf'):
+    raise argparse.ArgumentTypeError(f'expected a finite non-negative number, not {text!r}')
+  return value
+
+
 def _parser() -> argparse.ArgumentParser:
-  parser = argparse.ArgumentParser(
+  parser = _Parser(
       prog=_PROG, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG,
       description='Inspect, convert and diff legacy flax.optim (flax <= 0.5.3) msgpack '
                   'checkpoints: to optax state, a flax TrainState, orbax, and back.')
@@ -275,7 +318,8 @@ def _parser() -> argparse.ArgumentParser:
   p = sub.add_parser('inspect', help='what is in a checkpoint: optimizer, step, tree')
   p.add_argument('path', help='a msgpack checkpoint file, or a directory of checkpoint_<N> files')
   p.add_argument('--json', action='store_true', help='machine-readable output')
-  p.add_argument('--depth', type=int, default=None, help='collapse the tree below this depth')
+  p.add_argument('--depth', type=_non_negative_int, default=None,
+                 help='collapse the tree below this depth (0: one line for the whole tree)')
   p.set_defaults(run=_cmd_inspect)
 
   p = sub.add_parser('convert', help='legacy checkpoint -> optax / TrainState / orbax, and back')
@@ -296,9 +340,12 @@ def _parser() -> argparse.ArgumentParser:
   p = sub.add_parser('diff', help='per-leaf max abs / rel differences of two checkpoints')
   p.add_argument('a')
   p.add_argument('b')
-  p.add_argument('--rtol', type=float, default=0.0,
-                 help='leaves with max|a-b| / max(|a|,|b|) <= RTOL count as the same '
-                      '(default 0: equal values)')
+  p.add_argument('--rtol', type=_tolerance, default=0.0,
+                 help='float leaves with max|a-b| / max(|a|,|b|) <= RTOL count as the same '
+                      '(default 0: equal values; NaN equals NaN and inf equals inf at the '
+                      'same place; integer, bool and other leaves always compare exactly)')
+  p.add_argument('--atol', type=_tolerance, default=0.0,
+                 help='float leaves with max|a-b| <= ATOL count as the same (default 0)')
   p.add_argument('--optimizer', default=None,
                  help='convert legacy sides to the TrainState layout first (compare a legacy '
                       'file with a converted one)')
@@ -312,18 +359,41 @@ def _parser() -> argparse.ArgumentParser:
   return parser
 
 
+def _one_line(message: str) -> str:
+  """``message`` as one line of stderr text that any terminal encoding can print."""
+  line = ' '.join(str(message).split('\n'))
+  encoding = getattr(sys.stderr, 'encoding', None) or 'utf-8'
+  return line.encode(encoding, 'backslashreplace').decode(encoding) + '\n'
+
+
 def main(argv: Optional[List[str]] = None) -> int:
   """Runs the command line; returns the exit status (see the module docstring)."""
   args = _parser().parse_args(argv)
+  prefix = f'{_PROG} {args.command}'
   try:
     with warnings.catch_warnings():
       # Constructing a legacy optimizer def warns; this tool exists to leave them behind.
       warnings.simplefilter('ignore', _deprecation.FlaxOptimDeprecationWarning)
-      return args.run(args, sys.stdout)
+      code = args.run(args, sys.stdout)
+      sys.stdout.flush()
+      return code
   except (convert.CheckpointError, UsageError) as e:
-    sys.stderr.write(f'{_PROG} {args.command}: error: {e}\n')
+    sys.stderr.write(_one_line(f'{prefix}: error: {e}'))
     return 2
+  except KeyboardInterrupt:
+    sys.stderr.write(_one_line(f'{prefix}: interrupted'))
+    return 130
+  except BrokenPipeError:
+    # The reader (e.g. `| head`) has gone: stop quietly, as a program killed by SIGPIPE.
+    with contextlib.suppress(OSError):
+      devnull = os.open(os.devnull, os.O_WRONLY)
+      os.dup2(devnull, sys.stdout.fileno())
+    return 128 + signal.SIGPIPE
   except OSError as e:
-    sys.stderr.write(f'{_PROG} {args.command}: error: {e.strerror or e}: '
-                     f'{e.filename or ""}\n'.replace(': \n', '\n'))
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+      sys.stderr.write(_one_line(f'{prefix}: error: no space left on device: '
+                                 f'{e.filename or ""}'))
+      return 2
+    sys.stderr.write(_one_line(f'{prefix}: error: {e.strerror or e}: {e.filename or ""}'
+                               .rstrip(': ')))
     return 2

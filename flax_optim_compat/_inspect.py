@@ -20,7 +20,12 @@ def _leaf_summary(leaf) -> Tuple[Optional[Tuple[int, ...]], Optional[str], int]:
     return None, 'None', 0
   if isinstance(leaf, dict):
     return None, '{}', 0
-  return None, f'{type(leaf).__name__} {leaf!r}', 0
+  return None, f'{type(leaf).__name__} {_short(leaf)}', 0
+
+
+def _short(value) -> str:
+  text = repr(value)
+  return text if len(text) <= 60 else text[:57] + '...'
 
 
 def _count(leaf) -> int:
@@ -33,7 +38,8 @@ class CheckpointInfo:
   """What :func:`inspect` found in a checkpoint.
 
   Attributes:
-    source: the file (or 'the bytes' / 'the state dict').
+    source: the file read (for a directory: its latest ``checkpoint_<N>``), or 'the bytes' /
+      'the state dict'.
     optimizer_path: where the optimizer sits ('/' when the file is a bare optimizer).
     container: ``'bare optimizer'`` or ``'train state'``.
     step: the optimizer's step (None if the file has none).
@@ -77,7 +83,17 @@ class CheckpointInfo:
     return out
 
   def tree(self, depth: Optional[int] = None) -> str:
-    """The tree as indented text, subtrees below ``depth`` summed into one line."""
+    """The tree as indented text, subtrees below ``depth`` summed into one line.
+
+    ``depth=0`` gives one line for the whole tree; None the whole tree.
+
+    Raises:
+      ValueError: ``depth`` is negative.
+    """
+    if depth is not None and depth < 0:
+      raise ValueError(f'depth must be None or a non-negative int, not {depth!r}.')
+    if depth == 0:
+      return f'/ ... {len(self.leaves)} leaves, {_human(sum(x[3] for x in self.leaves))}'
     lines = []
     seen = set()
     for path, shape, dtype, nbytes in self.leaves:
@@ -112,11 +128,27 @@ def _human(nbytes: int) -> str:
 
 
 def _scalar(leaf) -> Optional[int]:
+  """The step a leaf holds: an integer (the first of an array), else None."""
   if isinstance(leaf, (np.ndarray, np.generic, jax.Array)) and np.size(leaf) >= 1:
-    return int(np.ravel(np.asarray(leaf))[0])
-  if isinstance(leaf, int):
+    if _tree.dtype_kind(leaf.dtype) in 'iu':
+      return int(np.ravel(np.asarray(leaf))[0])
+    return None
+  if isinstance(leaf, int) and not isinstance(leaf, bool):
     return leaf
   return None
+
+
+def _step_note(leaf) -> Optional[str]:
+  """What is wrong with a step leaf that :func:`_scalar` cannot read, or None."""
+  if leaf is None or _scalar(leaf) is not None:
+    return None
+  shape, what, _ = _leaf_summary(leaf)
+  if shape is not None:  # an array of another kind
+    what = f'{what}{list(shape)}'
+    if not isinstance(leaf, _codec.LeafMeta) and np.size(leaf):
+      what += f' holding {_short(np.ravel(np.asarray(leaf))[0].item())}'
+  return f'the step is {what}, not an integer'
+
 
 
 def _unknown_fields_note(target, param_states) -> str:
@@ -133,8 +165,8 @@ def _unknown_fields_note(target, param_states) -> str:
 
 
 
-def describe(tree: dict, where: str) -> 'CheckpointInfo':
-  """The :class:`CheckpointInfo` of a state dict read from ``where``."""
+def describe(tree: dict, source: str) -> 'CheckpointInfo':
+  """The :class:`CheckpointInfo` of a state dict read from ``source`` (a file name)."""
   leaves = []
   leaves = []
   for path, leaf in _state_dict.leaves(tree):
@@ -160,14 +192,18 @@ def describe(tree: dict, where: str) -> 'CheckpointInfo':
     if _layouts.is_per_group_multi_state(state):
       notes.append('MultiOptimizer layout of flax < 0.3.3 (one state per sub-optimizer, each '
                    'with its own step); flax >= 0.3.3 and this package cannot restore it')
-      for key in sorted(state, key=int):
+      for key in sorted(state, key=lambda k: (len(str(k)), str(k))):
         group = state[key]
         group_name = _layouts.name_param_states(target, group.get('param_states'))
         groups.append((f'group {key}: {group_name or "unknown"}', []))
         step = step if step is not None else _scalar(group.get('step'))
+        if _step_note(group.get('step')):
+          notes.append(f'group {key}: {_step_note(group.get("step"))}')
       name = 'MultiOptimizer from flax < 0.3.3'
     else:
       step = _scalar(state.get('step'))
+      if _step_note(state.get('step')):
+        notes.append(_step_note(state.get('step')))
       name = _layouts.name_param_states(target, state.get('param_states'))
       grouped = _layouts.group_param_states(target, state.get('param_states'))
       groups = [(g, [_tree.join_keys(p) for p in paths]) for g, paths in (grouped or [])]
@@ -177,6 +213,6 @@ def describe(tree: dict, where: str) -> 'CheckpointInfo':
         if 'flax <' in g:
           notes.append(f'{g}: an old layout this package reports but does not restore')
   return CheckpointInfo(
-      source=where, optimizer_path=optimizer_path, container=container, step=step,
+      source=source, optimizer_path=optimizer_path, container=container, step=step,
       optimizer=name, groups=groups, param_count=param_count, param_bytes=param_bytes,
       total_bytes=sum(x[3] for x in leaves), leaves=leaves, notes=notes)

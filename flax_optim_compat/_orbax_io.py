@@ -53,12 +53,37 @@ def metadata(checkpointer, directory) -> dict:
 
 
 def write(directory, state_dict: dict) -> None:
-  """Writes ``state_dict`` as a new orbax checkpoint ``directory`` (published when complete)."""
+  """Writes ``state_dict`` as a new orbax checkpoint ``directory`` (published when complete).
+
+  Raises:
+    CheckpointError: ``directory`` exists, the disk is full, or orbax fails (one line).
+  """
   import orbax.checkpoint as ocp  # optional dependency: only orbax outputs need it
+  checkpointers = []
 
   def save(tmp):
-    with ocp.StandardCheckpointer() as checkpointer:
-      checkpointer.save(tmp, state_dict)
-      checkpointer.wait_until_finished()
+    checkpointer = ocp.StandardCheckpointer()
+    checkpointers.append(checkpointer)
+    checkpointer.save(tmp, state_dict)
+    checkpointer.wait_until_finished()
+    checkpointer.close()
 
-  _outputs.write_directory(directory, save)
+  def stop():
+    # orbax writes from its own threads: they must be done before the directory is removed.
+    for checkpointer in checkpointers:
+      for step in (checkpointer.wait_until_finished, checkpointer.close):
+        try:
+          step()
+        except Exception:  # pylint: disable=broad-except  # the save's own error is raised
+          pass
+
+  try:
+    _outputs.write_directory(directory, save, stop)
+  except CheckpointError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except  # orbax and tensorstore raise many types
+    if _outputs.is_no_space(e):
+      raise _outputs.no_space(os.fspath(directory)) from None
+    detail = str(e).splitlines()[0] if str(e) else ''
+    raise CheckpointError(f'{os.fspath(directory)!r}: orbax could not write it '
+                          f'({type(e).__name__}: {detail}).') from None

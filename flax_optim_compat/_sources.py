@@ -45,18 +45,28 @@ def msgpack_file(path) -> str:
 
 
 def read(source, mode: str = 'numpy', progress=None) -> Tuple[dict, str]:
-  """``(state dict, description of the source)`` of a msgpack source; ``mode`` as
-  :func:`_codec.decode`."""
+  """``(state dict, description of the source for messages)`` of a msgpack source; ``mode``
+  as :func:`_codec.decode`."""
+  tree, where, _ = read_named(source, mode, progress)
+  return tree, where
+
+
+def read_named(source, mode: str = 'numpy', progress=None) -> Tuple[dict, str, str]:
+  """:func:`read`, and the name of what was read: the file (for a directory, its latest
+  checkpoint), ``'the bytes'`` or ``'the state dict'``."""
   if isinstance(source, Mapping):
-    return serialization.to_state_dict(dict(source)), 'the state dict'
+    return serialization.to_state_dict(dict(source)), 'the state dict', 'the state dict'
   if isinstance(source, (bytes, bytearray, memoryview)):
-    return _codec.decode_bytes(source, 'the bytes', mode=mode), 'the bytes'
+    if not len(source):
+      raise CheckpointError('the bytes are empty: not a checkpoint.')
+    return _codec.decode_bytes(source, 'the bytes', mode=mode), 'the bytes', 'the bytes'
   path = msgpack_file(source)
   size = os.path.getsize(path)
   if size == 0:
     raise CheckpointError(f'{path!r} is empty (0 bytes): not a checkpoint.')
   with open(path, 'rb') as f:
-    return _codec.decode(f, repr(path), mode=mode, total=size, progress=progress), repr(path)
+    tree = _codec.decode(f, repr(path), mode=mode, total=size, progress=progress)
+  return tree, repr(path), path
 
 
 def read_any(source) -> Tuple[dict, str]:

@@ -71,3 +71,31 @@ def template(opt_target, opt_state) -> dict:
   """The state dict ``{'target', 'state'}`` an optimizer of this target and state writes."""
   return {'target': serialization.to_state_dict(opt_target),
           'state': serialization.to_state_dict(opt_state)}
+
+
+def check_leaves(node, path: Tuple[str, ...], where: str) -> None:
+  """CheckpointError unless every leaf under ``node`` is a number, an array of numbers or bools,
+  None or an empty dict, and every key a string or int distinct from its siblings as a path.
+
+  Run on an optimizer before anything of it reaches jax.
+  """
+  if isinstance(node, dict):
+    names = {}
+    for key in node:
+      if not isinstance(key, (str, int)) or isinstance(key, bool):
+        raise CheckpointError(f'{where}: the key {key!r} at {_tree.join_keys(path) or "/"} is a '
+                              f'{type(key).__name__}, not a string.')
+      if str(key) in names:
+        raise CheckpointError(f'{where}: the keys {names[str(key)]!r} and {key!r} at '
+                              f'{_tree.join_keys(path) or "/"} name the same path.')
+      names[str(key)] = key
+    for key, value in node.items():
+      check_leaves(value, path + (str(key),), where)
+    return
+  if node is None or (isinstance(node, (bool, int, float, complex, np.ndarray, np.generic,
+                                        jax.Array)) and _tree.leaf_kind(node) in tuple('biufc')):
+    return
+  what = (f'an array of dtype {np.dtype(node.dtype).name}' if hasattr(node, 'dtype')
+          else f'a {type(node).__name__}')
+  raise CheckpointError(f'{where}: the leaf at {_tree.join_keys(path) or "/"} is {what}, not a '
+                        'number or an array of numbers.')

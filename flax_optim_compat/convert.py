@@ -126,8 +126,8 @@ def inspect(source: Source, *, progress=None) -> CheckpointInfo:
     >>> print(info.summary())
     Adam, AdaBelief or LAMB at step 0, a bare optimizer; 6 params (24 B), 4 leaves, 76 B of arrays
   """
-  tree, where = _sources.read(source, mode='meta', progress=progress)
-  return _inspect.describe(tree, where)
+  tree, _, name = _sources.read_named(source, mode='meta', progress=progress)
+  return _inspect.describe(tree, name)
 
 
 # ----------------------------------------------------------------------------- to optax
@@ -143,6 +143,7 @@ def _restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, 
     raise CheckpointError(f'{where}: the optimizer at {_tree.join_keys(path)} has the '
                           'MultiOptimizer layout of flax < 0.3.3, which later versions cannot '
                           'restore.')
+  _state_dict.check_leaves(node, path, where)
   target = node['target']
   bad = [p for p, leaf in _state_dict.leaves(target)
          if not isinstance(leaf, (np.ndarray, np.generic, jax.Array))]
@@ -347,7 +348,7 @@ def _legacy_param_states(opt_def: OptimizerDef, params, opt_state, step):
       [jnp.asarray(g) for g in given])
   again = forward(legacy_leaves)
   for a, g in zip(again, given):
-    if not np.array_equal(np.asarray(a), np.asarray(g)):
+    if not np.array_equal(np.asarray(a), np.asarray(g), equal_nan=True):
       raise CheckpointError(f'opt_state cannot be expressed as a {type(opt_def).__name__} '
                             'legacy state (mapping it back does not reproduce it).')
   return treedef.unflatten(legacy_leaves)
@@ -484,21 +485,23 @@ def write_msgpack(path: Union[str, os.PathLike], state_dict: dict) -> None:
 
 
 def _as_train_state_dict(tree: dict, where: str, optimizer_def: OptimizerDef) -> dict:
-  if _state_dict.find_optimizers(tree):
-    optimizer, _ = _restore(tree, where, optimizer_def)
-    tx, opt_state = _optax_parts(optimizer)
-    return serialization.to_state_dict({'step': optimizer.state.step,
-                                        'params': optimizer.target, 'opt_state': opt_state})
-  return tree
+  optimizer, _ = _restore(tree, where, optimizer_def)
+  _, opt_state = _optax_parts(optimizer)
+  return serialization.to_state_dict({'step': optimizer.state.step,
+                                      'params': optimizer.target, 'opt_state': opt_state})
 
 
 def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> DiffResult:
-  """Per-leaf max abs / rel differences of two checkpoints.
+  """Per-leaf differences of two checkpoints.
 
   Each side is a legacy or converted msgpack checkpoint (path or bytes), an orbax directory,
   or a state dict. With ``optimizer_def``, legacy sides are first converted to the
-  ``{'step', 'params', 'opt_state'}`` layout of :func:`to_train_state`, so a legacy file
-  compares with its converted continuation; without it, trees compare as stored.
+  ``{'step', 'params', 'opt_state'}`` layout of :func:`to_train_state` (without ``step`` when
+  the other side is a :func:`to_optax` output, which has none), so a legacy file compares with
+  its conversion; without it, trees compare as stored.
+
+  Float leaves compare within a tolerance (NaN equals NaN, inf equals inf at the same place);
+  integer and bool leaves exactly, whatever their width; other leaves by value.
 
   Args:
     a: the first checkpoint.
@@ -506,7 +509,11 @@ def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> 
     optimizer_def: the optimizer of the legacy side(s), to compare across layouts.
 
   Returns:
-    A :class:`DiffResult`; ``.same(rtol)`` says whether they agree within ``rtol``.
+    A :class:`DiffResult`; ``.same(rtol, atol)`` says whether they agree.
+
+  Raises:
+    CheckpointError: a side cannot be read, or (with ``optimizer_def``) a legacy side does not
+      fit ``optimizer_def``.
 
   Examples:
     >>> import numpy as np
@@ -514,10 +521,17 @@ def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> 
     >>> r = convert.diff({'w': np.array([1.0, 2.0])}, {'w': np.array([1.0, 2.5])})
     >>> r.leaves, r.same(rtol=0.1), r.same(rtol=0.2)
     ([('/w', 0.5, 0.2)], False, True)
+    >>> convert.diff({'step': np.int32(3)}, {'step': 3}).same()
+    True
   """
-  tree_a, where_a = _sources.read_any(a)
-  tree_b, where_b = _sources.read_any(b)
+  trees = [_sources.read_any(a), _sources.read_any(b)]
   if optimizer_def is not None:
-    tree_a = _as_train_state_dict(tree_a, where_a, optimizer_def)
-    tree_b = _as_train_state_dict(tree_b, where_b, optimizer_def)
-  return _diff.compare(tree_a, tree_b)
+    legacy = [bool(_state_dict.find_optimizers(tree)) for tree, _ in trees]
+    for i, (tree, where) in enumerate(trees):
+      if legacy[i]:
+        converted = _as_train_state_dict(tree, where, optimizer_def)
+        other = trees[1 - i][0]
+        if not legacy[1 - i] and isinstance(other, dict) and 'step' not in other:
+          del converted['step']  # a to_optax output: {params, opt_state}
+        trees[i] = converted, where
+  return _diff.compare(trees[0][0], trees[1][0])
