@@ -99,3 +99,71 @@ def check_leaves(node, path: Tuple[str, ...], where: str) -> None:
           else f'a {type(node).__name__}')
   raise CheckpointError(f'{where}: the leaf at {_tree.join_keys(path) or "/"} is {what}, not a '
                         'number or an array of numbers.')
+
+
+def _is_array(x) -> bool:
+  return isinstance(x, (np.ndarray, np.generic, jax.Array))
+
+
+def check_arrays(tree, path: Tuple[str, ...], where: str) -> None:
+  """CheckpointError unless every leaf under ``tree`` is an array of numbers or bools (a dict
+  of them: e.g. params)."""
+  check_leaves(tree, path, where)
+  for leaf_path, leaf in leaves(tree, path):
+    if not _is_array(leaf) and leaf != {}:
+      raise CheckpointError(f'{where}: the leaf at {_tree.join_keys(leaf_path)} is a '
+                            f'{type(leaf).__name__}, not an array.')
+
+
+def check_like(expected, actual, path: Tuple[str, ...], where: str):
+  """``actual`` (a state dict read from a file) checked against ``expected`` (the state dict of
+  an abstract template: ``jax.ShapeDtypeStruct`` leaves): same keys, shapes and dtype families.
+  Returns it with float leaves cast to the template's dtype; CheckpointError names the path."""
+  here = _tree.join_keys(path) or '/'
+  if isinstance(expected, dict):
+    if not isinstance(actual, dict):
+      raise CheckpointError(f'{where}: at {here} a dict with keys {sorted(expected)} is '
+                            f'expected, not a {type(actual).__name__}.')
+    if set(map(str, actual)) != set(expected):
+      raise CheckpointError(f'{where}: at {here} the keys are {sorted(map(str, actual))}, '
+                            f'not {sorted(expected)}.')
+    check_leaves(actual, path, where)
+    return {k: check_like(expected[k], actual[k], path + (k,), where) for k in expected}
+  if expected is None:
+    if actual is not None:
+      raise CheckpointError(f'{where}: at {here} None is expected, not {_what(actual)}.')
+    return None
+  shape = tuple(np.shape(expected))
+  dtype = np.dtype(expected.dtype)
+  if not _is_array(actual) and isinstance(actual, (bool, int, float, complex)) and not shape:
+    actual = np.asarray(actual)
+  if not _is_array(actual) or tuple(np.shape(actual)) != shape or (
+      _tree.dtype_kind(np.dtype(actual.dtype)) != _tree.dtype_kind(dtype)):
+    raise CheckpointError(f'{where}: at {here} an array of shape {shape} and dtype {dtype.name} '
+                          f'is expected, not {_what(actual)}.')
+  if np.dtype(actual.dtype) != dtype:
+    try:
+      with np.errstate(over='raise', invalid='raise'):
+        actual = np.asarray(actual).astype(dtype)
+    except (OverflowError, FloatingPointError):
+      raise CheckpointError(f'{where}: at {here} the values do not fit in {dtype.name}.') from None
+  return actual
+
+
+def _what(value) -> str:
+  if _is_array(value):
+    return f'an array of shape {tuple(np.shape(value))} and dtype {np.dtype(value.dtype).name}'
+  return f'a {type(value).__name__}'
+
+
+def check_step(step, where: str) -> np.ndarray:
+  """The legacy step as an int32 scalar; CheckpointError unless it is an integer in
+  [0, int32 max]."""
+  if isinstance(step, bool) or not (_is_array(step) or isinstance(step, int)):
+    raise CheckpointError(f'{where}: the step must be an integer, not {_what(step)}.')
+  value = np.asarray(step)
+  if value.ndim or _tree.dtype_kind(value.dtype) not in 'iu':
+    raise CheckpointError(f'{where}: the step must be an integer scalar, not {_what(step)}.')
+  if not 0 <= int(value) <= np.iinfo(np.int32).max:
+    raise CheckpointError(f'{where}: the step {int(value)} is not in [0, 2**31 - 1].')
+  return np.asarray(value, np.int32)

@@ -399,9 +399,7 @@ def to_legacy(params, opt_state, optimizer_def: OptimizerDef, *, step=None,
     if step is None:
       raise CheckpointError(f'opt_state of {type(optimizer_def).__name__} has no `count`; '
                             'pass step= (e.g. the TrainState step).')
-  step = np.asarray(step)
-  if step.ndim or step.dtype.kind not in 'iu':
-    raise CheckpointError(f'step must be an integer scalar, not {step.dtype}{list(step.shape)}.')
+  step = _state_dict.check_step(step, 'to_legacy')
   params = jax.tree_util.tree_map(jnp.asarray, params)
   try:
     param_states = _legacy_param_states(optimizer_def, params, opt_state, step)
@@ -456,14 +454,23 @@ def load_converted(source: Source, optimizer_def: OptimizerDef) -> ConvertedChec
   if not isinstance(tree, dict) or not {'params', 'opt_state'} <= set(tree):
     raise CheckpointError(f'{where} has no {{"params", "opt_state"}}: --to legacy converts '
                           'what `convert --to optax|train-state|orbax` wrote.')
+  if not isinstance(optimizer_def, OptimizerDef):
+    raise TypeError(f'optimizer_def must be an OptimizerDef, not {type(optimizer_def).__name__}.')
+  _state_dict.check_arrays(tree['params'], ('params',), where)
+  step = tree.get('step')
+  if step is not None:
+    step = _state_dict.check_step(step, where)
   params = jax.tree_util.tree_map(jnp.asarray, tree['params'])
-  template = optimizer_def.optax_transform().init(params)
   try:
-    opt_state = serialization.from_state_dict(template, tree['opt_state'], name='opt_state')
-  except (ValueError, KeyError, TypeError) as e:
-    raise CheckpointError(f'{where}: its opt_state does not fit {type(optimizer_def).__name__} '
-                          f'({type(e).__name__}: {e}).') from None
-  return ConvertedCheckpoint(params, opt_state, tree.get('step'))
+    tx = optimizer_def.optax_transform()
+  except NotImplementedError as e:
+    raise CheckpointError(f'{type(optimizer_def).__name__} has no optax state: {e}') from None
+  template = jax.eval_shape(tx.init, params)
+  values = _state_dict.check_like(serialization.to_state_dict(template), tree['opt_state'],
+                                  ('opt_state',), where)
+  opt_state = serialization.from_state_dict(template, values, name='opt_state')
+  opt_state = jax.tree_util.tree_map(jnp.asarray, opt_state)
+  return ConvertedCheckpoint(params, opt_state, step)
 
 
 # ----------------------------------------------------------------------------- writing
