@@ -2,6 +2,7 @@
 
 orbax is an optional dependency, imported by the functions that need it.
 """
+import logging
 import os
 
 import jax
@@ -77,6 +78,11 @@ def write(directory, state_dict: dict) -> None:
         except Exception:  # pylint: disable=broad-except  # the save's own error is raised
           pass
 
+  # orbax logs its writer threads' errors (a full disk: a traceback per thread) through absl's
+  # logger before raising them here; the error raised below says it in one line.
+  absl_logger = logging.getLogger('absl')
+  level = absl_logger.level
+  absl_logger.setLevel(logging.CRITICAL)
   try:
     _outputs.write_directory(directory, save, stop)
   except CheckpointError:
@@ -87,3 +93,5 @@ def write(directory, state_dict: dict) -> None:
     detail = str(e).splitlines()[0] if str(e) else ''
     raise CheckpointError(f'{os.fspath(directory)!r}: orbax could not write it '
                           f'({type(e).__name__}: {detail}).') from None
+  finally:
+    absl_logger.setLevel(level)
