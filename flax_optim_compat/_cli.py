@@ -366,8 +366,36 @@ def _one_line(message: str) -> str:
   return line.encode(encoding, 'backslashreplace').decode(encoding) + '\n'
 
 
+def _without_closed_loop_noise(previous):
+  """``sys.unraisablehook`` that drops orbax's shutdown noise and passes on the rest.
+
+  When orbax's save fails (a full disk), it closes its event loop while tensorstore's writes
+  still finish in their threads; each then reports ``RuntimeError('Event loop is closed')`` as
+  an unraisable exception, a traceback on stderr after the one-line error that said it all.
+  """
+  def hook(unraisable):
+    error = unraisable.exc_value
+    if not (isinstance(error, RuntimeError) and str(error) == 'Event loop is closed'):
+      previous(unraisable)
+  return hook
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-  """Runs the command line; returns the exit status (see the module docstring)."""
+  """Runs the command line; returns the exit status (see the module docstring).
+
+  As the program (``argv`` None) it keeps stderr to its one line for the rest of the process;
+  called with ``argv`` it leaves the interpreter's hooks as they were.
+  """
+  previous_hook = sys.unraisablehook
+  sys.unraisablehook = _without_closed_loop_noise(previous_hook)
+  try:
+    return _main(argv)
+  finally:
+    if argv is not None:
+      sys.unraisablehook = previous_hook
+
+
+def _main(argv: Optional[List[str]]) -> int:
   args = _parser().parse_args(argv)
   prefix = f'{_PROG} {args.command}'
   try:

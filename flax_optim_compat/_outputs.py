@@ -6,7 +6,8 @@ the temporary name removed. A directory is written inside a temporary directory 
 renamed with ``renameat2(RENAME_NOREPLACE)`` (or, where the kernel or file system lacks it,
 ``rename``, which cannot replace the non-empty directory another writer published). Whatever
 happens (an error, a full disk, Ctrl-C), the temporary file or directory is removed before the
-exception leaves; a Ctrl-C that arrives while it is being removed waits until it is.
+exception leaves; a Ctrl-C that arrives while it is being removed waits until it is, and one
+that arrives while the output is being published removes it again (all or nothing).
 """
 import contextlib
 import ctypes
@@ -58,14 +59,17 @@ def no_space(path: str) -> CheckpointError:
 
 @contextlib.contextmanager
 def deferred_interrupt():
-  """Runs the block with SIGINT held back (main thread only); a Ctrl-C is raised after it."""
-  if threading.current_thread() is not threading.main_thread():
-    yield
-    return
+  """Runs the block with SIGINT held back (main thread only); a Ctrl-C is raised after it.
+
+  Yields a list that is non-empty once a Ctrl-C is pending.
+  """
   pending = []
+  if threading.current_thread() is not threading.main_thread():
+    yield pending
+    return
   previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
   try:
-    yield
+    yield pending
   finally:
     signal.signal(signal.SIGINT, previous)
     if pending and callable(previous):
@@ -159,9 +163,11 @@ def write_file(path, write: Callable) -> None:
       f.flush()
       os.fsync(f.fileno())
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
-    with deferred_interrupt():
+    with deferred_interrupt() as interrupted:
       _link_no_replace(tmp, path)
       tmp = None
+      if interrupted:  # Ctrl-C while publishing: all or nothing, and it was ours
+        os.unlink(path)
     _fsync_directory(os.path.dirname(path))
   except OSError as e:
     if is_no_space(e):
@@ -198,8 +204,10 @@ def write_directory(directory, write: Callable, stop: Callable = lambda: None) -
       with deferred_interrupt():
         stop()
       raise
-    with deferred_interrupt():
+    with deferred_interrupt() as interrupted:
       _rename_no_replace(tmp, directory)
+      if interrupted:  # Ctrl-C while publishing: all or nothing, and it was ours
+        shutil.rmtree(directory, ignore_errors=True)
     _fsync_directory(os.path.dirname(directory))
   except OSError as e:
     if is_no_space(e):
