@@ -55,7 +55,12 @@ def read_named(source, mode: str = 'numpy', progress=None) -> Tuple[dict, str, s
   """:func:`read`, and the name of what was read: the file (for a directory, its latest
   checkpoint), ``'the bytes'`` or ``'the state dict'``."""
   if isinstance(source, Mapping):
-    return serialization.to_state_dict(dict(source)), 'the state dict', 'the state dict'
+    try:
+      tree = serialization.to_state_dict(dict(source))
+    except (ValueError, TypeError) as e:
+      detail = (str(e).splitlines() or [''])[0][:200]
+      raise CheckpointError(f'the state dict cannot be read ({detail}).') from None
+    return tree, 'the state dict', 'the state dict'
   if isinstance(source, (bytes, bytearray, memoryview)):
     if not len(source):
       raise CheckpointError('the bytes are empty: not a checkpoint.')
