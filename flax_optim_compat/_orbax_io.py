@@ -12,6 +12,7 @@ from flax import serialization
 from . import _outputs
 from ._codec import CheckpointError
 
+_WRITE_BYTES_AT_ONCE = 64 << 20
 _MARKERS = frozenset({'_METADATA', '_CHECKPOINT_METADATA', 'manifest.ocdbt', '_sharding',
                       'checkpoint', 'd'})
 
@@ -62,10 +63,17 @@ def write(directory, state_dict: dict) -> None:
   import orbax.checkpoint as ocp  # optional dependency: only orbax outputs need it
   checkpointers = []
 
+  # Arrays go to orbax's writers a bounded number of bytes at a time (the largest leaf, at
+  # least 64 MB): StandardCheckpointer copies them all to host memory first (1.7x the file).
+  largest = max((getattr(x, 'nbytes', 0) for x in jax.tree_util.tree_leaves(state_dict)),
+                default=0)
+  limit_gb = max(largest, _WRITE_BYTES_AT_ONCE) / 1e9
+
   def save(tmp):
-    checkpointer = ocp.StandardCheckpointer()
+    checkpointer = ocp.AsyncCheckpointer(ocp.PyTreeCheckpointHandler(
+        save_concurrent_gb=limit_gb, save_device_host_concurrent_gb=limit_gb))
     checkpointers.append(checkpointer)
-    checkpointer.save(tmp, state_dict)
+    checkpointer.save(tmp, args=ocp.args.PyTreeSave(state_dict))
     checkpointer.wait_until_finished()
     checkpointer.close()
 

@@ -74,9 +74,9 @@ def read_named(source, mode: str = 'numpy', progress=None) -> Tuple[dict, str, s
   return tree, repr(path), path
 
 
-def read_any(source) -> Tuple[dict, str]:
+def read_any(source, mode: str = 'numpy') -> Tuple[dict, str]:
   """A state dict from msgpack (file, dir, bytes), an orbax directory, or a dict."""
   if isinstance(source, (str, os.PathLike)) and os.path.isdir(source) and _orbax_io.is_orbax_dir(
       os.fspath(source)):
     return _orbax_io.read(os.fspath(source)), repr(os.fspath(source))
-  return read(source)
+  return read(source, mode)

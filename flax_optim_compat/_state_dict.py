@@ -1,5 +1,5 @@
 """Walking checkpoint state dicts (where the optimizer sits, leaf paths) and restore templates."""
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 import jax
 import numpy as np
@@ -167,3 +167,20 @@ def check_step(step, where: str) -> np.ndarray:
   if not 0 <= int(value) <= np.iinfo(np.int32).max:
     raise CheckpointError(f'{where}: the step {int(value)} is not in [0, 2**31 - 1].')
   return np.asarray(value, np.int32)
+
+
+def permutation(forward, leaves) -> Optional[List[int]]:
+  """For a ``forward(list of arrays) -> list of arrays`` that only reorders its inputs (its
+  jaxpr has no equation and returns each input once): ``order`` with input ``k`` being output
+  ``order[k]``; None for any other function."""
+  jaxpr = jax.make_jaxpr(forward)(leaves).jaxpr
+  outputs = list(jaxpr.outvars)
+  if jaxpr.eqns or len(outputs) != len(jaxpr.invars):
+    return None
+  order = []
+  for var in jaxpr.invars:
+    found = [i for i, out in enumerate(outputs) if out is var]
+    if len(found) != 1:
+      return None
+    order.append(found[0])
+  return order

@@ -343,9 +343,10 @@ def _legacy_param_states(opt_def: OptimizerDef, params, opt_state, step):
         f'are {[(tuple(np.shape(g)), jnp.result_type(g).name) for g in given]}, '
         f'{type(opt_def).__name__}.optax_transform().init(params) has '
         f'{[(s, d.name) for s, d in shapes]}.')
-  zeros = [jnp.zeros(x.shape, x.dtype) for x in leaves]
-  (legacy_leaves,) = jax.linear_transpose(forward, zeros)(
-      [jnp.asarray(g) for g in given])
+  order = _state_dict.permutation(forward, leaves)
+  if order is not None:  # the layouts only reorder leaves: hand the arrays over, no copy
+    return treedef.unflatten([jnp.asarray(given[i]) for i in order])
+  (legacy_leaves,) = jax.linear_transpose(forward, leaves)([jnp.asarray(g) for g in given])
   again = forward(legacy_leaves)
   for a, g in zip(again, given):
     if not np.array_equal(np.asarray(a), np.asarray(g), equal_nan=True):
@@ -447,7 +448,7 @@ def load_converted(source: Source, optimizer_def: OptimizerDef) -> ConvertedChec
     >>> sorted(convert.to_legacy(params, opt_state, optim.Adam(0.1), step=step)['state'])
     ['param_states', 'step']
   """
-  tree, where = _sources.read_any(source)
+  tree, where = _sources.read_any(source, mode='jax')
   if _state_dict.find_optimizers(tree):
     raise CheckpointError(f'{where} is already a legacy checkpoint; --to legacy converts what '
                           '`convert --to optax|train-state|orbax` wrote.')

@@ -231,7 +231,7 @@ def test_full_disk_simulated(monkeypatch, capsys, tmp_path, to):
 
     def save(self, *args, **kwargs):
       raise OSError(errno.ENOSPC, 'No space left on device')
-    monkeypatch.setattr(ocp.StandardCheckpointer, 'save', save)
+    monkeypatch.setattr(ocp.AsyncCheckpointer, 'save', save)
   out = tmp_path / 'out'
   code = _cli.main(['convert', ADAM_FILE, '--optimizer', ADAM, '--to', to, '--out', str(out)])
   _, err = capsys.readouterr()
@@ -272,8 +272,8 @@ points = [
     ('optax', _outputs, '_link_no_replace', 1, False),
     ('train-state', _codec, '_write_array', 1, True),
     ('orbax', _codec._Reader, '_read_into_scratch', 2, False),
-    ('orbax', ocp.StandardCheckpointer, 'save', 1, True),
-    ('orbax', ocp.StandardCheckpointer, 'wait_until_finished', 1, False),
+    ('orbax', ocp.AsyncCheckpointer, 'save', 1, True),
+    ('orbax', ocp.AsyncCheckpointer, 'wait_until_finished', 1, False),
     ('orbax', _outputs, '_rename_no_replace', 1, False),
 ]
 results = []
