@@ -29,6 +29,7 @@ SMALL_LEAF_BYTES = 1024
 
 class CheckpointError(ValueError):
   """A checkpoint that cannot be read or does not fit: the message names the file and the path."""
+  __module__ = 'flax_optim_compat.convert'  # where users import it from
 
 
 @dataclasses.dataclass(frozen=True)
@@ -379,7 +380,7 @@ def decode_bytes(data, where: str = 'the bytes', *, mode: str = 'numpy') -> dict
     {'step': 3}
     >>> _codec.decode_bytes(b'\\x82', "'ckpt/checkpoint_1'")
     Traceback (most recent call last):
-    flax_optim_compat._codec.CheckpointError: 'ckpt/checkpoint_1' is truncated (the msgpack data ends early, inside / at byte offset 1): not a complete checkpoint.
+    flax_optim_compat.convert.CheckpointError: 'ckpt/checkpoint_1' is truncated (the msgpack data ends early, inside / at byte offset 1): not a complete checkpoint.
   """
   if not isinstance(data, (bytes, bytearray, memoryview)):
     raise CheckpointError(f'{where} is not msgpack bytes (got a {type(data).__name__}).')

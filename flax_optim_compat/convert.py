@@ -18,6 +18,10 @@ axis), so they read like plain ones.
   file) that flax 0.5.3 itself restores.
 * :func:`diff` compares two checkpoints leaf by leaf.
 
+Files are not trusted (every record is checked before anything is allocated; failures are
+:class:`CheckpointError` naming the file, the path inside it and the byte offset) and outputs
+are all or nothing and never replace an existing path.
+
 The same is available from the command line: ``python -m flax_optim_compat --help``.
 """
 import os
@@ -478,13 +482,27 @@ def load_converted(source: Source, optimizer_def: OptimizerDef) -> ConvertedChec
 
 
 def write_msgpack(path: Union[str, os.PathLike], state_dict: dict) -> None:
-  """Writes ``state_dict`` as flax msgpack, leaf by leaf, to a temp file renamed when complete.
+  """Writes ``state_dict`` as flax msgpack to the new file ``path``, all or nothing.
 
-  The bytes are those of ``flax.serialization.msgpack_serialize(state_dict)``, without holding
-  the whole encoding in memory. ``path`` must not exist.
+  The bytes are those of ``flax.serialization.msgpack_serialize(state_dict)``, written leaf by
+  leaf (never the whole encoding in memory) to a temporary file next to ``path``, fsynced, and
+  linked to ``path`` only if nothing has taken that name meanwhile: of two writers racing to
+  one path exactly one succeeds. On any error or Ctrl-C the temporary file is removed.
 
   Raises:
-    CheckpointError: ``path`` exists or its directory does not.
+    CheckpointError: ``path`` exists (before or by the time the file is complete), its
+      directory does not, or the disk is full.
+
+  Examples:
+    >>> import os, tempfile, numpy as np
+    >>> from flax_optim_compat import convert
+    >>> path = os.path.join(tempfile.mkdtemp(), 'state.msgpack')
+    >>> convert.write_msgpack(path, {'w': np.ones(2, np.float32)})
+    >>> convert.load(path)
+    {'w': array([1., 1.], dtype=float32)}
+    >>> convert.write_msgpack(path, {'w': np.zeros(2, np.float32)})
+    Traceback (most recent call last):
+    flax_optim_compat.convert.CheckpointError: '...state.msgpack' already exists; choose a new output path (nothing was overwritten).
   """
   _outputs.write_file(path, lambda f: _codec.encode(f, state_dict))
 
