@@ -135,11 +135,10 @@ def _progress_callback(path, stream):
 
 
 def _progress_for(path):
-  if isinstance(path, str) and os.path.isdir(path):
-    try:
-      path = convert._msgpack_file_in(path)  # pylint: disable=protected-access
-    except convert.CheckpointError:
-      return None
+  try:
+    path = convert.checkpoint_file(path)
+  except convert.CheckpointError:
+    return None
   return _progress_callback(path, sys.stderr)
 
 
@@ -162,36 +161,17 @@ def _cmd_inspect(args, out) -> int:
   return 0
 
 
-def _read_converted(path, opt_def):
-  """``(params, opt_state, step)`` of a ``--to optax|train-state|orbax`` output."""
-  tree, where = convert._read_any(path)  # pylint: disable=protected-access
-  if convert._find_optimizers(tree):  # pylint: disable=protected-access
-    raise UsageError(f'{where} is already a legacy checkpoint; --to legacy converts what '
-                     '`convert --to optax|train-state|orbax` wrote.')
-  if not isinstance(tree, dict) or not {'params', 'opt_state'} <= set(tree):
-    raise UsageError(f'{where} has no {{"params", "opt_state"}}: --to legacy converts what '
-                     '`convert --to optax|train-state|orbax` wrote.')
-  params = jax.tree_util.tree_map(jax.numpy.asarray, tree['params'])
-  template = opt_def.optax_transform().init(params)
-  try:
-    opt_state = serialization.from_state_dict(template, tree['opt_state'], name='opt_state')
-  except (ValueError, KeyError, TypeError) as e:
-    raise UsageError(f'{where}: its opt_state does not fit {type(opt_def).__name__} '
-                     f'({type(e).__name__}: {e}).') from None
-  return params, opt_state, tree.get('step')
-
-
 def _cmd_convert(args, out) -> int:
   opt_def = parse_optimizer(args.optimizer)
   progress = _progress_for(args.path)
   if args.to == 'legacy':
-    params, opt_state, step = _read_converted(args.path, opt_def)
+    params, opt_state, step = convert.load_converted(args.path, opt_def)
     convert.to_legacy(params, opt_state, opt_def, step=step if args.step is None else args.step,
                       path=args.out)
   elif args.to == 'orbax':
     convert.to_orbax(args.path, opt_def, args.out, progress=progress)
   else:
-    convert._check_new_output(args.out)  # pylint: disable=protected-access
+    convert.check_new_output(args.out)
     state = convert.to_train_state(args.path, opt_def, progress=progress)
     if args.to == 'optax':
       tree = {'params': state.params, 'opt_state': state.opt_state}
