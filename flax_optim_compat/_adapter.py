@@ -554,8 +554,8 @@ def _from_any_optax_state(opt_def, tx, params, opt_state, step):
   if step is None:
     step = _first_count(opt_state)
     if step is None:
-      raise StateMappingError(f'the optax state of {type(opt_def).__name__} keeps no `count`; '
-                              'give the legacy step (e.g. the TrainState step).')
+      raise StateMappingError(f'the optax state of {type(opt_def).__name__} has no `count`; '
+                              'pass step= (the legacy step, e.g. the TrainState step).')
   param_states = _to_param_states(opt_def, jax.tree_util.tree_structure(params), found)
   return OptimizerState(jnp.asarray(step, jnp.int32), param_states)
 
@@ -687,6 +687,19 @@ class OptaxBackedDef(OptimizerDef):
     if not self.plain_optax_forms:
       raise NotImplementedError(f'{type(self).__name__} declares no plain optax expression.')
     return _plain.render(self, self.plain_optax_forms, arg_sources)
+
+  def plain_optax_transform(self) -> optax.GradientTransformation:
+    """The transformation :meth:`plain_optax` names, built from this def's values.
+
+    Examples:
+      >>> import flax_optim_compat as optim
+      >>> tx = optim.RMSProp(learning_rate=0.1).plain_optax_transform()
+      >>> type(tx).__name__
+      'GradientTransformationExtraArgs'
+    """
+    if not self.plain_optax_forms:
+      raise NotImplementedError(f'{type(self).__name__} declares no plain optax expression.')
+    return _plain.build(self, self.plain_optax_forms)
 
   def optax_state(self, params, state, hyper_params=None, tx=None) -> optax.OptState:
     """The state of :meth:`optax_transform` (or of ``tx``) holding the legacy ``state``.
