@@ -726,8 +726,8 @@ def legacy_from_converted(source: Source, optimizer_def: OptimizerDef, *, tx=Non
   if step is None and _multi_optax.first_count(opt_state) is None:
     step = node.get('step')
   if step is None and _multi_optax.first_count(opt_state) is None:
-    raise CheckpointError(f'{where}: the optax state keeps no `count` and there is no `step`; '
-                          'give the legacy step (--step).')
+    raise CheckpointError(f'{where}: the optax state has no `count` and the file no `step`; '
+                          'give the legacy step (--step, step=).')
   legacy = to_legacy(params, opt_state, optimizer_def,
                      step=None if step is None else np.asarray(step), tx=state_tx)
   siblings = {k: v for k, v in node.items() if k not in ('step', 'params', 'opt_state')}
