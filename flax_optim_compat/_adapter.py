@@ -110,6 +110,11 @@ def _map_state(node, on_field: Callable[[str, Any], Any], path=''):
   return node
 
 
+def _holds_namedtuple(node) -> bool:
+  """Whether a container holds optax states (NamedTuples), not per-parameter values."""
+  return any(_is_namedtuple(x) for x in jax.tree_util.tree_leaves(node, is_leaf=_is_namedtuple))
+
+
 def _optax_fields(opt_def) -> Dict[str, str]:
   return dict(opt_def.optax_state_fields)
 
@@ -141,7 +146,8 @@ def _fill_optax_state(template, step, field_trees: Dict[str, Any], opt_def,
       return {k: (jnp.asarray(hyperparams[k], dtype=_tree.dtype_of(v)) if k in hyperparams
                   else own.get(k, v)) for k, v in child.items()}
     if jax.tree_util.tree_leaves(child):
-      if _is_namedtuple(child) or isinstance(child, (tuple, list, dict)):
+      if _is_namedtuple(child) or (isinstance(child, (tuple, list, dict))
+                                   and _holds_namedtuple(child)):
         return _map_state(child, on_field, where + '/')
       fields = ', '.join(sorted(_optax_fields(opt_def))) or 'none'
       raise StateMappingError(
