@@ -350,6 +350,12 @@ def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
     if clash:
       raise CheckpointError(f'{where}: the optimizer sits beside a key {clash[0]!r}, which the '
                             'flat TrainState layout needs; use keep_layout (--keep-layout).')
+    if (outer_step is not None and _multi_optax.first_count(opt_state) is None
+        and int(np.asarray(outer_step)) != int(optimizer.state.step)):
+      notes.append(f'the optimizer\'s own step ({int(optimizer.state.step)}) differs from the '
+                   f'train state\'s ({int(np.asarray(outer_step))}) and this optax state keeps no '
+                   'count: converted back, the optimizer gets the train state\'s step '
+                   '(keep_layout / --keep-layout keeps both)')
     siblings = {k: v for k, v in parent.items() if k not in (path[-1], 'step')}
     if siblings:
       notes.append(f'carried beside the train state: {", ".join(sorted(map(str, siblings)))}')
