@@ -254,9 +254,11 @@ def test_demo(capsys):
   rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()
           and len(line.split()) == 3]
   assert [int(r[0]) for r in rows] == [4, 5, 6]
-  for _, legacy, optax_loss in rows:
+  for _, legacy, optax_loss in rows:  # legacy in one process, plain optax in another
     assert float(legacy) == pytest.approx(float(optax_loss), rel=1e-5)
-  assert 'Adam, AdaBelief or LAMB at step 3, a bare optimizer' in out
+  assert 'Adam, AdaBelief or LAMB at step 3, a train state (optimizer at /optimizer)' in out
+  assert 'load it with tx=optax.adamw(learning_rate=0.03, ' in out
+  assert 'note: carried beside the train state: model_state' in out
 
 
 def test_module_and_help():
