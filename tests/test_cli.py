@@ -251,8 +251,8 @@ def test_progress_line_only_on_a_terminal(monkeypatch, tmp_path):
 def test_demo(capsys):
   code, out, _ = _run(capsys, 'demo', '--steps', '3')
   assert code == 0
-  rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()
-          and len(line.split()) == 3]
+  rows = [line.split() for line in out.splitlines()
+          if len(line.split()) == 3 and line.split()[0].isdigit()]
   assert [int(r[0]) for r in rows] == [4, 5, 6]
   for _, legacy, optax_loss in rows:  # legacy in one process, plain optax in another
     assert float(legacy) == pytest.approx(float(optax_loss), rel=1e-5)
