@@ -7,6 +7,7 @@ import numpy as np
 
 from . import _codec
 from . import _layouts
+from . import _replicas
 from . import _state_dict
 from . import _tree
 
@@ -52,6 +53,9 @@ class CheckpointInfo:
     leaves: ``[(path, shape, dtype, nbytes), ...]`` of every leaf; for ``None``, empty dicts
       and Python scalars, shape is None and dtype says what it is ('None', '{}', 'int 3').
     notes: remarks on old layouts.
+    replicas: for a file saved with a leading device axis on every optimizer leaf
+      (``jax_utils.replicate(optimizer)`` written without unreplicating), the number of
+      replicas; ``param_count``/``param_bytes`` then count one replica. None otherwise.
   """
   source: str
   optimizer_path: Optional[str]
@@ -64,12 +68,15 @@ class CheckpointInfo:
   total_bytes: int
   leaves: List[Tuple[str, Optional[Tuple[int, ...]], Optional[str], int]]
   notes: List[str]
+  replicas: Optional[int] = None
 
   def summary(self) -> str:
     """One line: optimizer, step, where it sits, params and bytes."""
     where = ('a bare optimizer' if self.optimizer_path == '/' else
              f'a train state (optimizer at {self.optimizer_path})' if self.optimizer_path
              else 'no optimizer')
+    if self.replicas:
+      where += f' replicated {self.replicas}x (a leading device axis on every leaf)'
     return (f'{self.optimizer or "unknown optimizer"} at step {self.step}, {where}; '
             f'{self.param_count:,} params ({_human(self.param_bytes)}), '
             f'{len(self.leaves)} leaves, {_human(self.total_bytes)} of arrays')
@@ -174,7 +181,7 @@ def describe(tree: dict, source: str) -> 'CheckpointInfo':
     leaves.append((_tree.join_keys(path), shape, dtype, nbytes))
   found = _state_dict.find_optimizers(tree)
   notes = []
-  optimizer_path = container = step = name = None
+  optimizer_path = container = step = name = replicas = None
   groups: List[Tuple[str, List[str]]] = []
   param_count = param_bytes = 0
   if len(found) > 1:
@@ -189,6 +196,13 @@ def describe(tree: dict, source: str) -> 'CheckpointInfo':
     target_leaves = [leaf for _, leaf in _state_dict.leaves(target)]
     param_count = sum(_count(leaf) for leaf in target_leaves)
     param_bytes = sum(_leaf_summary(leaf)[2] for leaf in target_leaves)
+    replicas = _replicas.count(node)
+    if replicas:
+      param_count //= replicas
+      param_bytes //= replicas
+      notes.append(f'replicated: every leaf has a leading device axis of {replicas} (saved '
+                   'without unreplicating); convert takes replica 0 after checking that the '
+                   'replicas agree (--replica N to choose one)')
     if _layouts.is_per_group_multi_state(state):
       notes.append('MultiOptimizer layout of flax < 0.3.3 (one state per sub-optimizer, each '
                    'with its own step); flax >= 0.3.3 and this package cannot restore it')
@@ -215,4 +229,4 @@ def describe(tree: dict, source: str) -> 'CheckpointInfo':
   return CheckpointInfo(
       source=source, optimizer_path=optimizer_path, container=container, step=step,
       optimizer=name, groups=groups, param_count=param_count, param_bytes=param_bytes,
-      total_bytes=sum(x[3] for x in leaves), leaves=leaves, notes=notes)
+      total_bytes=sum(x[3] for x in leaves), leaves=leaves, notes=notes, replicas=replicas)

@@ -25,7 +25,8 @@ are all or nothing and never replace an existing path.
 The same is available from the command line: ``python -m flax_optim_compat --help``.
 """
 import os
-from typing import Any, Mapping, NamedTuple, Optional, Tuple, Union
+import warnings
+from typing import Any, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -38,20 +39,23 @@ from . import _codec
 from . import _diff
 from . import _inspect
 from . import _layouts
+from . import _multi_optax
 from . import _orbax_io
 from . import _outputs
+from . import _replicas
 from . import _sources
 from . import _state_dict
 from . import _tree
 from ._codec import CheckpointError
 from ._diff import DiffResult
 from ._inspect import CheckpointInfo
+from .base import MultiOptimizer
 from .base import Optimizer
 from .base import OptimizerDef
-from .base import OptimizerState
 
-__all__ = ['CheckpointError', 'CheckpointInfo', 'DiffResult', 'ConvertedCheckpoint', 'load',
-           'load_converted', 'inspect', 'to_optax', 'to_train_state', 'to_orbax', 'to_legacy',
+__all__ = ['CheckpointError', 'CheckpointInfo', 'DiffResult', 'Conversion', 'ConversionWarning',
+           'ConvertedCheckpoint', 'load', 'load_converted', 'inspect', 'convert_checkpoint',
+           'to_optax', 'to_train_state', 'to_orbax', 'to_legacy', 'legacy_from_converted',
            'diff', 'write_msgpack', 'check_new_output', 'checkpoint_file']
 
 Source = Union[str, os.PathLike, bytes, bytearray, memoryview, Mapping]
@@ -137,6 +141,10 @@ def inspect(source: Source, *, progress=None) -> CheckpointInfo:
 # ----------------------------------------------------------------------------- to optax
 
 
+class ConversionWarning(UserWarning):
+  """A conversion that works but does not continue the legacy numbers exactly (one line why)."""
+
+
 def _restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, Tuple[str, ...]]:
   if not isinstance(opt_def, OptimizerDef):
     raise TypeError(f'optimizer_def must be an OptimizerDef (e.g. optim.Adam(1e-3)), not '
@@ -162,14 +170,208 @@ def _restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, 
   return restored, path
 
 
-def _optax_parts(optimizer: Optimizer):
-  opt_def = optimizer.optimizer_def
+_ORDER = ('bit-exact', '1e-6', 'not exact')
+
+
+def _plain_of(opt_def) -> Optional[Any]:
   try:
-    tx = opt_def.optax_transform()
-    opt_state = opt_def.optax_state(optimizer.target, optimizer.state)
+    return opt_def.plain_optax()
+  except (NotImplementedError, ValueError):
+    return None
+
+
+def _default_target(opt_def):
+  """``(tx, expression, not-exact note)`` to convert ``opt_def`` into when no ``tx`` is given.
+
+  The plain optax expression of :meth:`plain_optax` where it continues the legacy numbers
+  (bit-exact or to 1e-6), else the def's own ``optax_transform()``.
+  """
+  plain = _plain_of(opt_def)
+  if plain is not None and plain.exact != 'not exact':
+    return opt_def.plain_optax_transform(), plain.expression, None
+  what = (f'no plain optax continues {opt_def!r} exactly ({plain.difference})'
+          if plain is not None else f'{opt_def!r} has no plain optax expression')
+  return (opt_def.optax_transform(), f'optim.{opt_def!r}.optax_transform()',
+          f'{what}: the state is that of optim.{opt_def!r}.optax_transform(), so loading it '
+          'needs flax_optim_compat')
+
+
+def _targets(opt_def, tx):
+  """``(tx of the TrainState, tx argument of optax_state, load-with text, notes)``."""
+  notes = []
+  multi = isinstance(opt_def, MultiOptimizer)
+  if multi:
+    defs = list(opt_def.sub_optimizers)
+    given = None if tx is None else tx
+    if given is not None and not isinstance(given, (list, tuple)):
+      raise TypeError(f'a MultiOptimizer converts with one optax transformation per group: '
+                      f'tx=[tx_0, ..., tx_{len(defs) - 1}], got {type(given).__name__}.')
+  else:
+    defs = [opt_def]
+    given = None if tx is None else [tx]
+  if given is not None and len(given) != len(defs):
+    raise ValueError(f'MultiOptimizer with {len(defs)} groups: tx needs {len(defs)} '
+                     f'transformations (one per group, in order), got {len(given)}.')
+  txs, texts = [], []
+  for i, sub in enumerate(defs):
+    where = f'group {i} ({sub!r}): ' if multi else ''
+    if given is None:
+      sub_tx, text, note = _default_target(sub)
+      if note:
+        notes.append(where + note)
+    else:
+      sub_tx, text = given[i], None
+      plain = _plain_of(sub)
+      if plain is not None and plain.exact == 'not exact':
+        warnings.warn(f'{where}{sub!r}: continuing in this transformation is not exact '
+                      f'({plain.difference}).', ConversionWarning, stacklevel=3)
+    txs.append(sub_tx)
+    texts.append(text)
+  if not multi:
+    return txs[0], txs[0], texts[0], notes
+  load_with = None
+  if all(t is not None for t in texts):
+    inner = ', '.join(f"'{i}': {t}" for i, t in enumerate(texts))
+    load_with = (f"optax.multi_transform({{{inner}, 'unmatched': optax.set_to_zero()}}, "
+                 'param_labels)')
+  return opt_def.optax_transform(group_txs=txs), txs, load_with, notes
+
+
+def _layout_notes(node, opt_def) -> List[str]:
+  """A note when the file's fields fit several optimizers (Adam, AdaBelief, LAMB; Momentum, LARS)."""
+  name = _layouts.name_param_states(node['target'], node['state'].get('param_states'))
+  if name and ' or ' in name:
+    return [f'the state fields fit {name} alike: converted as {opt_def!r}, as given (the file '
+            'cannot tell them apart; check it is the optimizer that wrote it)']
+  return []
+
+
+class Conversion(NamedTuple):
+  """What :func:`convert_checkpoint` produced.
+
+  Attributes:
+    train_state: the ``flax.training.train_state.TrainState`` continuing the legacy run (its
+      ``step`` is the train state's own ``step`` where the file has one beside the optimizer).
+    state_dict: the tree the writers store: ``{'step', 'params', 'opt_state', ...}`` with every
+      key that sat beside the optimizer (flat layout), or the file's own tree with the
+      optimizer node replaced by ``{'step', 'params', 'opt_state'}`` (``keep_layout``);
+      ``opt_state`` is the optax state itself (NamedTuples), as orbax and flax restore it.
+    load_with: the optax expression whose state ``opt_state`` is, as Python source (None for
+      a ``tx`` given as an object); a MultiOptimizer's reads
+      ``optax.multi_transform({'0': ..., 'unmatched': optax.set_to_zero()}, param_labels)``.
+    notes: one-line remarks: fields that fit several optimizers, no exact plain optax,
+      replicas reduced, keys carried beside the train state.
+  """
+  train_state: Any
+  state_dict: Any
+  load_with: Optional[str]
+  notes: Tuple[str, ...]
+
+
+def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
+                       keep_layout: bool = False, replica: Optional[int] = None, apply_fn=None,
+                       progress=None) -> Conversion:
+  """Converts a legacy checkpoint into the state of the optax transformation a user writes.
+
+  The legacy per-parameter state is mapped into ``tx.init(params)``'s structure by meaning
+  (``grad_ema`` -> ``mu``, ``momentum`` -> ``trace``, every ``count`` := the legacy step; an
+  ``optax.inject_hyperparams`` state gets the optimizer's hyper-params), by the optimizer's
+  own ``optax_state(params, state, tx=tx)``.
+
+  Args:
+    source: a path, msgpack bytes or a state dict holding one legacy optimizer, bare or in a
+      train state (``{'step', 'optimizer', 'model_state', ...}``).
+    optimizer_def: the optimizer that wrote the file, e.g. ``optim.Adam(1e-3)``.
+    tx: the optax transformation to convert into (for a MultiOptimizer: a list, one per group
+      in order). Default: the optimizer's ``plain_optax()`` expression where it continues the
+      legacy numbers (bit-exact or to 1e-6); otherwise (Adagrad; LARS with weight decay) its
+      ``optax_transform()``, whose state then needs this package to load. A ``tx`` given for
+      an optimizer that no plain optax continues exactly warns (:class:`ConversionWarning`).
+    keep_layout: keep the file's tree and replace only the optimizer node by ``{'step',
+      'params', 'opt_state'}`` (what a dataclass whose ``optimizer`` field became a flax
+      ``TrainState`` restores); default: the flat TrainState fields with every key that sat
+      beside the optimizer as a field beside them (what a ``TrainState`` subclass declaring
+      them restores, as flax's examples carry ``batch_stats``).
+    replica: for a file saved with a leading device axis on every leaf: the replica to take;
+      default: replica 0, after checking that all replicas agree.
+    apply_fn: stored in the TrainState (e.g. ``model.apply``).
+    progress: optional ``callback(bytes_read, total_bytes)`` while a file is read.
+
+  Returns:
+    A :class:`Conversion` ``(train_state, state_dict, load_with, notes)``.
+
+  Raises:
+    CheckpointError: unreadable source, no optimizer, a file that does not fit
+      ``optimizer_def``, a ``tx`` whose state has no place for a legacy field (or a field
+      with no legacy counterpart: another algorithm), replicas that differ.
+
+  Examples:
+    >>> import jax.numpy as jnp
+    >>> from flax import serialization
+    >>> import flax_optim_compat as optim
+    >>> from flax_optim_compat import convert
+    >>> legacy = optim.Momentum(0.1).create({'w': jnp.ones(2)}).apply_gradient({'w': jnp.ones(2)})
+    >>> data = serialization.to_bytes({'step': 1, 'optimizer': legacy, 'rng': jnp.arange(2)})
+    >>> result = convert.convert_checkpoint(data, optim.Momentum(0.1))
+    >>> result.load_with
+    'optax.sgd(learning_rate=0.1, momentum=0.9, nesterov=False)'
+    >>> sorted(result.state_dict), result.notes[0][:40]
+    (['opt_state', 'params', 'rng', 'step'], 'the state fields fit Momentum or LARS al')
+  """
+  tree, where = _sources.read(source, mode='jax', progress=progress)
+  path = _state_dict.locate(tree, where)
+  notes = []
+  replicas = _replicas.count(_state_dict.at(tree, path))
+  if replicas is not None:
+    tree = _replicas.take(tree, replicas, replica, where)
+    notes.append(f'the file holds {replicas} replicas (a leading device axis on every leaf): '
+                 f'converted replica {0 if replica is None else replica}'
+                 + (', all replicas being equal' if replica is None else ''))
+  elif replica is not None:
+    raise CheckpointError(f'{where} is not replicated (its step has no device axis); drop '
+                          '--replica.')
+  optimizer, path = _restore(tree, where, optimizer_def)
+  notes += _layout_notes(_state_dict.at(tree, path), optimizer_def)
+  try:
+    full_tx, state_tx, load_with, target_notes = _targets(optimizer_def, tx)
+    notes += target_notes
+    opt_state = optimizer_def.optax_state(optimizer.target, optimizer.state, tx=state_tx)
   except NotImplementedError as e:
-    raise CheckpointError(f'{type(opt_def).__name__} cannot be converted to optax: {e}') from None
-  return tx, opt_state
+    raise CheckpointError(f'{type(optimizer_def).__name__} cannot be converted to optax: {e}') from None
+  except ValueError as e:
+    raise CheckpointError(f'{where}: {e}') from None
+  parent = _state_dict.at(tree, path[:-1]) if path else None
+  outer_step = parent.get('step') if parent is not None and not keep_layout else None
+  step = jnp.asarray(optimizer.state.step if outer_step is None else outer_step)
+  train_state = flax_train_state.TrainState(step=step, apply_fn=apply_fn, params=optimizer.target,
+                                            tx=full_tx, opt_state=opt_state)
+  core = {'step': step, 'params': optimizer.target, 'opt_state': opt_state}
+  if not path:
+    state_dict = core
+  elif keep_layout:
+    state_dict = _replace_at(tree, path, dict(core, step=optimizer.state.step))
+  else:
+    clash = sorted({'params', 'opt_state'} & set(parent))
+    if clash:
+      raise CheckpointError(f'{where}: the optimizer sits beside a key {clash[0]!r}, which the '
+                            'flat TrainState layout needs; use keep_layout (--keep-layout).')
+    if (outer_step is not None and _multi_optax.first_count(opt_state) is None
+        and int(np.asarray(outer_step)) != int(optimizer.state.step)):
+      notes.append(f'the optimizer\'s own step ({int(optimizer.state.step)}) differs from the '
+                   f'train state\'s ({int(np.asarray(outer_step))}) and this optax state keeps no '
+                   'count: converted back, the optimizer gets the train state\'s step '
+                   '(keep_layout / --keep-layout keeps both)')
+    siblings = {k: v for k, v in parent.items() if k not in (path[-1], 'step')}
+    if siblings:
+      notes.append(f'carried beside the train state: {", ".join(sorted(map(str, siblings)))}')
+    state_dict = _replace_at(tree, path[:-1], dict(core, **siblings))
+  return Conversion(train_state, state_dict, load_with, tuple(notes))
+
+
+def _replace_at(tree, path, value):
+  if not path:
+    return value
+  return {k: (_replace_at(v, path[1:], value) if k == path[0] else v) for k, v in tree.items()}
 
 
 class OptaxCheckpoint(NamedTuple):
@@ -179,25 +381,27 @@ class OptaxCheckpoint(NamedTuple):
   opt_state: optax.OptState
 
 
-def to_optax(source: Source, optimizer_def: OptimizerDef, *, progress=None) -> OptaxCheckpoint:
+def to_optax(source: Source, optimizer_def: OptimizerDef, *, tx=None,
+             replica: Optional[int] = None, progress=None) -> OptaxCheckpoint:
   """``(params, tx, opt_state)`` continuing the legacy run in plain optax.
 
-  ``tx`` is ``optimizer_def.optax_transform()`` (the legacy numerics) and ``opt_state`` the
-  file's optimizer state as its state; ``optax.apply_updates(params, tx.update(grads,
-  opt_state, params)[0])`` is then the legacy ``apply_gradient``.
+  ``tx`` is the transformation converted into (default: the optimizer's ``plain_optax()``
+  expression, see :func:`convert_checkpoint`) and ``opt_state`` the file's optimizer state as
+  its state; ``optax.apply_updates(params, tx.update(grads, opt_state, params)[0])`` is then
+  the legacy ``apply_gradient``.
 
   Args:
     source: a path, msgpack bytes or a state dict holding one legacy optimizer.
     optimizer_def: the optimizer that wrote the file, e.g. ``optim.Adam(1e-3)``.
+    tx: the optax transformation to convert into (see :func:`convert_checkpoint`).
+    replica: the replica of a replicated file (see :func:`convert_checkpoint`).
     progress: optional ``callback(bytes_read, total_bytes)`` while a file is read.
 
   Returns:
     An :class:`OptaxCheckpoint` ``(params, tx, opt_state)`` of ``jax.Array`` leaves.
 
   Raises:
-    CheckpointError: unreadable source, no optimizer in it, or a file that does not fit
-      ``optimizer_def`` (the message names the path and, if it can tell, the optimizer the file
-      looks like); also for optimizers without an optax transform (WeightNorm, MultiOptimizer).
+    CheckpointError: as :func:`convert_checkpoint`.
 
   Examples:
     >>> import jax.numpy as jnp, optax
@@ -207,56 +411,57 @@ def to_optax(source: Source, optimizer_def: OptimizerDef, *, progress=None) -> O
     >>> legacy = optim.Momentum(0.1, beta=0.9).create({'w': jnp.ones(2)})
     >>> legacy = legacy.apply_gradient({'w': jnp.ones(2)})
     >>> params, tx, opt_state = convert.to_optax(serialization.to_bytes(legacy),
-    ...                                          optim.Momentum(0.1, beta=0.9))
+    ...                                          optim.Momentum(0.1, beta=0.9),
+    ...                                          tx=optax.sgd(0.1, momentum=0.9))
     >>> updates, opt_state = tx.update({'w': jnp.ones(2)}, opt_state, params)
     >>> optax.apply_updates(params, updates)['w']
     Array([0.71, 0.71], dtype=float32)
     >>> legacy.apply_gradient({'w': jnp.ones(2)}).target['w']
     Array([0.71, 0.71], dtype=float32)
   """
-  tree, where = _sources.read(source, mode='jax', progress=progress)
-  optimizer, _ = _restore(tree, where, optimizer_def)
-  del tree
-  tx, opt_state = _optax_parts(optimizer)
-  return OptaxCheckpoint(optimizer.target, tx, opt_state)
+  state = convert_checkpoint(source, optimizer_def, tx=tx, replica=replica,
+                             progress=progress).train_state
+  return OptaxCheckpoint(state.params, state.tx, state.opt_state)
 
 
-def to_train_state(source: Source, optimizer_def: OptimizerDef, apply_fn=None, *,
-                   progress=None) -> flax_train_state.TrainState:
+def to_train_state(source: Source, optimizer_def: OptimizerDef, apply_fn=None, *, tx=None,
+                   replica: Optional[int] = None, progress=None) -> flax_train_state.TrainState:
   """A ``flax.training.train_state.TrainState`` continuing the legacy run.
 
-  ``step`` is the legacy step, ``params`` the legacy target, ``tx`` the optimizer's
-  ``optax_transform()`` and ``opt_state`` the legacy state as its optax state:
-  ``state.apply_gradients(grads=grads)`` is then the legacy ``apply_gradient``.
+  ``step`` is the legacy step (the train state's own where the file has one beside the
+  optimizer), ``params`` the legacy target, ``tx`` the transformation converted into (default:
+  the optimizer's ``plain_optax()`` expression, see :func:`convert_checkpoint`) and
+  ``opt_state`` the legacy state as its state: ``state.apply_gradients(grads=grads)`` is then
+  the legacy ``apply_gradient``. Keys beside the optimizer (model state, ...) are in
+  :func:`convert_checkpoint`'s ``state_dict``.
 
   Args:
     source: a path, msgpack bytes or a state dict holding one legacy optimizer.
     optimizer_def: the optimizer that wrote the file.
     apply_fn: stored in the TrainState (e.g. ``model.apply``); optional.
+    tx: the optax transformation to convert into (see :func:`convert_checkpoint`).
+    replica: the replica of a replicated file (see :func:`convert_checkpoint`).
     progress: optional ``callback(bytes_read, total_bytes)`` while a file is read.
 
   Returns:
     The ``TrainState``.
 
   Raises:
-    CheckpointError: as :func:`to_optax`.
+    CheckpointError: as :func:`convert_checkpoint`.
 
   Examples:
-    >>> import jax.numpy as jnp
+    >>> import jax.numpy as jnp, optax
     >>> from flax import serialization
     >>> import flax_optim_compat as optim
     >>> from flax_optim_compat import convert
     >>> legacy = optim.Adam(0.1).create({'w': jnp.ones(2)}).apply_gradient({'w': jnp.ones(2)})
-    >>> state = convert.to_train_state(serialization.to_bytes(legacy), optim.Adam(0.1))
-    >>> int(state.step), state.params['w'].round(4)
-    (1, Array([0.9, 0.9], dtype=float32))
+    >>> tx = optax.inject_hyperparams(optax.adam)(learning_rate=0.1)
+    >>> state = convert.to_train_state(serialization.to_bytes(legacy), optim.Adam(0.1), tx=tx)
+    >>> int(state.step), int(state.opt_state.count), state.params['w'].round(4)
+    (1, 1, Array([0.9, 0.9], dtype=float32))
   """
-  tree, where = _sources.read(source, mode='jax', progress=progress)
-  optimizer, _ = _restore(tree, where, optimizer_def)
-  del tree
-  tx, opt_state = _optax_parts(optimizer)
-  return flax_train_state.TrainState(step=optimizer.state.step, apply_fn=apply_fn,
-                                     params=optimizer.target, tx=tx, opt_state=opt_state)
+  return convert_checkpoint(source, optimizer_def, tx=tx, replica=replica, apply_fn=apply_fn,
+                            progress=progress).train_state
 
 
 def check_new_output(path: Union[str, os.PathLike]) -> str:
@@ -269,111 +474,86 @@ def check_new_output(path: Union[str, os.PathLike]) -> str:
 
 
 def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, os.PathLike],
-             *, progress=None) -> flax_train_state.TrainState:
-  """Writes the :func:`to_train_state` of ``source`` as an orbax checkpoint in ``directory``.
+             *, tx=None, keep_layout: bool = False, replica: Optional[int] = None,
+             progress=None) -> Conversion:
+  """Writes the conversion of ``source`` as an orbax checkpoint in ``directory``.
 
-  The checkpoint holds ``{'step', 'params', 'opt_state'}`` (the TrainState's state dict); plain
-  orbax restores it, e.g. ``ocp.StandardCheckpointer().restore(directory, template)`` with
-  ``template`` a freshly created TrainState (see the example), or without a template as nested
-  dicts. It is written to a temporary directory next to ``directory`` and renamed when
-  complete; ``directory`` must not exist.
+  The checkpoint holds :func:`convert_checkpoint`'s ``state_dict``: ``{'step', 'params',
+  'opt_state'}`` and every key that sat beside the optimizer. Plain orbax and flax restore it
+  into a template made with the expression of ``load_with``::
+
+    template = TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(...))
+    state = ocp.StandardCheckpointer().restore(directory, template)
+    state = flax.training.checkpoints.restore_checkpoint(directory, target=template)
+
+  where ``TrainState`` is flax's, or a subclass declaring the keys carried beside it (e.g.
+  ``model_state``); ``restore_checkpoint`` also restores the train state alone into flax's own
+  ``TrainState``. It is written to a temporary directory next to ``directory`` and renamed
+  when complete; ``directory`` must not exist.
 
   Args:
     source: a path, msgpack bytes or a state dict holding one legacy optimizer.
     optimizer_def: the optimizer that wrote the file.
     directory: the orbax checkpoint directory to create.
+    tx: the optax transformation to convert into (see :func:`convert_checkpoint`).
+    keep_layout: keep the file's tree (see :func:`convert_checkpoint`).
+    replica: the replica of a replicated file (see :func:`convert_checkpoint`).
     progress: optional ``callback(bytes_read, total_bytes)`` while a file is read.
 
   Returns:
-    The ``TrainState`` that was written.
+    The :class:`Conversion` that was written.
 
   Raises:
-    CheckpointError: as :func:`to_optax`, or ``directory`` exists.
+    CheckpointError: as :func:`convert_checkpoint`, or ``directory`` exists.
 
   Examples:
-    >>> import os, tempfile, jax.numpy as jnp
+    >>> import os, tempfile, jax.numpy as jnp, optax
     >>> import orbax.checkpoint as ocp
     >>> from flax import serialization
+    >>> from flax.training import train_state
     >>> import flax_optim_compat as optim
     >>> from flax_optim_compat import convert
     >>> legacy = optim.Adam(0.1).create({'w': jnp.ones(2)}).apply_gradient({'w': jnp.ones(2)})
     >>> out = os.path.join(tempfile.mkdtemp(), 'orbax')
-    >>> _ = convert.to_orbax(serialization.to_bytes(legacy), optim.Adam(0.1), out)
-    >>> restored = ocp.StandardCheckpointer().restore(out)
-    >>> int(restored['step'])
-    1
-    >>> print(restored['params']['w'].round(4))
-    [0.9 0.9]
+    >>> convert.to_orbax(serialization.to_bytes(legacy), optim.Adam(0.1), out).load_with
+    'optax.adam(learning_rate=0.1, b1=0.9, b2=0.999, eps=1e-08)'
+    >>> template = train_state.TrainState.create(
+    ...     apply_fn=None, params={'w': jnp.zeros(2)},
+    ...     tx=optax.adam(learning_rate=0.1, b1=0.9, b2=0.999, eps=1e-08))
+    >>> restored = ocp.StandardCheckpointer().restore(out, template)
+    >>> int(restored.step), restored.params['w'].round(4)
+    (1, Array([0.9, 0.9], dtype=float32))
   """
   directory = check_new_output(directory)
-  state = to_train_state(source, optimizer_def, progress=progress)
-  _orbax_io.write(directory, serialization.to_state_dict(state))
-  return state
+  result = convert_checkpoint(source, optimizer_def, tx=tx, keep_layout=keep_layout,
+                              replica=replica, progress=progress)
+  _orbax_io.write(directory, result.state_dict)
+  return result
 
 
 # ----------------------------------------------------------------------------- back to legacy
 
 
-def _optax_count(opt_state) -> Optional[Any]:
-  for key_path, leaf in jax.tree_util.tree_flatten_with_path(opt_state)[0]:
-    last = key_path[-1] if key_path else None
-    if getattr(last, 'name', None) == 'count':
-      return leaf
-  return None
-
-
-def _legacy_param_states(opt_def: OptimizerDef, params, opt_state, step):
-  """The legacy ``param_states`` whose ``optax_state`` is ``opt_state``.
-
-  ``optax_state`` only moves arrays between the two layouts (one optax leaf per legacy leaf,
-  the optax counts from ``step``), so it is linear in the float leaves and its transpose is its
-  inverse; the result is checked by mapping it forward again.
-  """
-  template = jax.eval_shape(opt_def.init_state, params)
-  leaves, treedef = jax.tree_util.tree_flatten(template.param_states)
-  state_step = jnp.asarray(step, jnp.int32)
-
-  def forward(float_leaves):
-    full = treedef.unflatten(float_leaves)
-    out = opt_def.optax_state(params, OptimizerState(state_step, full))
-    return [x for x in jax.tree_util.tree_leaves(out) if _tree.is_inexact(x)]
-
-  given = [x for x in jax.tree_util.tree_leaves(opt_state) if _tree.is_inexact(x)]
-  expected = jax.eval_shape(forward, leaves)
-  shapes = [(tuple(e.shape), np.dtype(e.dtype)) for e in expected]
-  if [(tuple(np.shape(g)), np.dtype(jnp.result_type(g))) for g in given] != shapes:
-    raise CheckpointError(
-        f'opt_state does not fit {type(opt_def).__name__} over these params: its float leaves '
-        f'are {[(tuple(np.shape(g)), jnp.result_type(g).name) for g in given]}, '
-        f'{type(opt_def).__name__}.optax_transform().init(params) has '
-        f'{[(s, d.name) for s, d in shapes]}.')
-  order = _state_dict.permutation(forward, leaves)
-  if order is not None:  # the layouts only reorder leaves: hand the arrays over, no copy
-    return treedef.unflatten([jnp.asarray(given[i]) for i in order])
-  (legacy_leaves,) = jax.linear_transpose(forward, leaves)([jnp.asarray(g) for g in given])
-  again = forward(legacy_leaves)
-  for a, g in zip(again, given):
-    if not np.array_equal(np.asarray(a), np.asarray(g), equal_nan=True):
-      raise CheckpointError(f'opt_state cannot be expressed as a {type(opt_def).__name__} '
-                            'legacy state (mapping it back does not reproduce it).')
-  return treedef.unflatten(legacy_leaves)
-
-
-def to_legacy(params, opt_state, optimizer_def: OptimizerDef, *, step=None,
+def to_legacy(params, opt_state, optimizer_def: OptimizerDef, *, step=None, tx=None,
               path: Optional[Union[str, os.PathLike]] = None) -> dict:
   """A legacy ``{'target', 'state'}`` state dict (and msgpack file) from params and optax state.
 
-  The inverse of :func:`to_optax`: ``opt_state`` is a state of
-  ``optimizer_def.optax_transform()`` (e.g. a TrainState's ``opt_state``); the result is what
-  legacy ``Optimizer.state_dict()`` writes, so flax 0.5.3 (and this package) restore it with
-  ``flax.serialization.from_bytes(optimizer, data)`` for old evaluation tooling.
+  The inverse of :func:`to_optax`: ``opt_state`` is a state of ``tx`` (a TrainState's
+  ``opt_state``), read back field by field by ``optimizer_def.legacy_state``; the result is
+  what legacy ``Optimizer.state_dict()`` writes, so flax 0.5.3 (and this package) restore it
+  with ``flax.serialization.from_bytes(optimizer, data)`` for old evaluation tooling.
 
   Args:
     params: the params (the legacy ``target``).
-    opt_state: the optax state of ``optimizer_def.optax_transform()`` for ``params``.
+    opt_state: the optax state for ``params``.
     optimizer_def: the legacy optimizer def, e.g. ``optim.Adam(1e-3)``.
     step: the legacy step; default: the ``count`` in ``opt_state`` (needed when it has none,
       e.g. GradientDescent).
+    tx: the transformation ``opt_state`` belongs to (a list per group for a MultiOptimizer);
+      default: the one :func:`convert_checkpoint` converts into by default. Any state with
+      the legacy fields' counterparts reads back (``optax.adam``, its ``inject_hyperparams``
+      form, ``optimizer_def.optax_transform()``...); ``tx`` only matters where it keeps a field
+      negated (``optax.lars``).
     path: if given, the state dict is also written there as msgpack (to a temporary file
       renamed when complete; the path must not exist).
 
@@ -385,12 +565,11 @@ def to_legacy(params, opt_state, optimizer_def: OptimizerDef, *, step=None,
       exists.
 
   Examples:
-    >>> import jax.numpy as jnp
+    >>> import jax.numpy as jnp, optax
     >>> import flax_optim_compat as optim
     >>> from flax_optim_compat import convert
     >>> params = {'w': jnp.ones(2)}
-    >>> tx = optim.Adam(0.1).optax_transform()
-    >>> opt_state = tx.init(params)
+    >>> opt_state = optax.adam(0.1).init(params)
     >>> sd = convert.to_legacy(params, opt_state, optim.Adam(0.1))
     >>> sorted(sd['state']['param_states']['w']), int(sd['state']['step'])
     (['grad_ema', 'grad_sq_ema'], 0)
@@ -399,18 +578,19 @@ def to_legacy(params, opt_state, optimizer_def: OptimizerDef, *, step=None,
     raise TypeError(f'optimizer_def must be an OptimizerDef, not {type(optimizer_def).__name__}.')
   if path is not None:
     path = check_new_output(path)
-  if step is None:
-    step = _optax_count(opt_state)
-    if step is None:
-      raise CheckpointError(f'opt_state of {type(optimizer_def).__name__} has no `count`; '
-                            'pass step= (e.g. the TrainState step).')
-  step = _state_dict.check_step(step, 'to_legacy')
+  if step is not None:
+    step = _state_dict.check_step(step, 'to_legacy')
   params = jax.tree_util.tree_map(jnp.asarray, params)
+  if tx is None:
+    with warnings.catch_warnings():
+      warnings.simplefilter('ignore', ConversionWarning)
+      tx = _targets(optimizer_def, None)[1]
   try:
-    param_states = _legacy_param_states(optimizer_def, params, opt_state, step)
+    state = optimizer_def.legacy_state(params, opt_state, step=step, tx=tx)
   except NotImplementedError as e:
     raise CheckpointError(f'{type(optimizer_def).__name__} has no optax state: {e}') from None
-  state = OptimizerState(jnp.asarray(step, jnp.int32), param_states)
+  except ValueError as e:
+    raise CheckpointError(f'opt_state does not fit {optimizer_def!r}: {e}') from None
   state_dict = optimizer_def.state_dict(params, state)
   if path is not None:
     write_msgpack(path, state_dict)
@@ -424,14 +604,67 @@ class ConvertedCheckpoint(NamedTuple):
   step: Any
 
 
-def load_converted(source: Source, optimizer_def: OptimizerDef) -> ConvertedCheckpoint:
+def _find_train_states(tree, path=()) -> List[Tuple[str, ...]]:
+  if isinstance(tree, dict) and {'params', 'opt_state'} <= set(tree):
+    return [path]
+  if isinstance(tree, dict):
+    return [p for k, v in tree.items() for p in _find_train_states(v, path + (str(k),))]
+  return []
+
+
+def _empty_as_dict(raw, like):
+  """``raw`` with ``{}`` where ``like`` has ``{}`` and ``raw`` None (orbax reads an empty
+  NamedTuple such as ``optax.EmptyState()`` back as None, msgpack as ``{}``)."""
+  if raw is None and like == {}:
+    return {}
+  if isinstance(raw, dict) and isinstance(like, dict):
+    return {k: _empty_as_dict(v, like.get(k)) for k, v in raw.items()}
+  return raw
+
+
+def _read_converted(source, optimizer_def, tx):
+  """``(tree, where, path of the train state, params, opt_state, tx)`` of a converted file."""
+  tree, where = _sources.read_any(source, mode='jax')
+  if _state_dict.find_optimizers(tree):
+    raise CheckpointError(f'{where} is already a legacy checkpoint; --to legacy converts what '
+                          '`convert --to optax|train-state|orbax` wrote.')
+  found = _find_train_states(tree) if isinstance(tree, dict) else []
+  if len(found) != 1:
+    raise CheckpointError(
+        f'{where} has {"no" if not found else len(found)} {{"params", "opt_state"}} node'
+        f'{"s" if found else ""}: --to legacy converts what `convert --to '
+        'optax|train-state|orbax` wrote.')
+  node = _state_dict.at(tree, found[0])
+  _state_dict.check_arrays(node['params'], found[0] + ('params',), where)
+  params = jax.tree_util.tree_map(jnp.asarray, node['params'])
+  if tx is None:
+    with warnings.catch_warnings():
+      warnings.simplefilter('ignore', ConversionWarning)
+      full_tx, state_tx = _targets(optimizer_def, None)[:2]
+  else:
+    full_tx, state_tx = _targets(optimizer_def, tx)[:2]
+  try:
+    template = jax.eval_shape(full_tx.init, params)
+    raw = _empty_as_dict(node['opt_state'], serialization.to_state_dict(template))
+    raw = _state_dict.check_like(serialization.to_state_dict(template), raw,
+                                 found[0] + ('opt_state',), where)
+    opt_state = serialization.from_state_dict(template, raw, name='opt_state')
+  except (ValueError, KeyError, TypeError) as e:
+    raise CheckpointError(f'{where}: its opt_state does not fit {optimizer_def!r} converted '
+                          f'as by default or with this tx ({type(e).__name__}: {e}).') from None
+  opt_state = jax.tree_util.tree_map(jnp.asarray, opt_state)
+  return tree, where, found[0], params, opt_state, state_tx
+
+
+def load_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None) -> ConvertedCheckpoint:
   """The params, optax state and step of a converted checkpoint, for :func:`to_legacy`.
 
   Args:
-    source: what :func:`to_optax` / :func:`to_train_state` wrote with :func:`write_msgpack`
-      (``{'params', 'opt_state'[, 'step']}``), an orbax directory :func:`to_orbax` wrote, or
-      such a state dict.
-    optimizer_def: the legacy optimizer whose ``optax_transform()`` state it holds.
+    source: what :func:`convert_checkpoint` wrote (msgpack or orbax, either layout), or such
+      a state dict.
+    optimizer_def: the legacy optimizer.
+    tx: the transformation it was converted into (default: the default of
+      :func:`convert_checkpoint`).
 
   Returns:
     A :class:`ConvertedCheckpoint` ``(params, opt_state, step)``; ``step`` is None when the
@@ -439,43 +672,85 @@ def load_converted(source: Source, optimizer_def: OptimizerDef) -> ConvertedChec
 
   Raises:
     CheckpointError: the source is a legacy checkpoint, has no ``params``/``opt_state``, or
-      its ``opt_state`` does not fit ``optimizer_def``.
+      its ``opt_state`` does not fit.
 
   Examples:
-    >>> import jax.numpy as jnp
+    >>> import jax.numpy as jnp, optax
     >>> import flax_optim_compat as optim
     >>> from flax_optim_compat import convert
-    >>> tx = optim.Adam(0.1).optax_transform()
     >>> params = {'w': jnp.ones(2)}
-    >>> saved = {'params': params, 'opt_state': tx.init(params), 'step': 0}
+    >>> saved = {'params': params, 'opt_state': optax.adam(0.1).init(params), 'step': 0}
     >>> params, opt_state, step = convert.load_converted(saved, optim.Adam(0.1))
     >>> sorted(convert.to_legacy(params, opt_state, optim.Adam(0.1), step=step)['state'])
     ['param_states', 'step']
   """
-  tree, where = _sources.read_any(source, mode='jax')
-  if _state_dict.find_optimizers(tree):
-    raise CheckpointError(f'{where} is already a legacy checkpoint; --to legacy converts what '
-                          '`convert --to optax|train-state|orbax` wrote.')
-  if not isinstance(tree, dict) or not {'params', 'opt_state'} <= set(tree):
-    raise CheckpointError(f'{where} has no {{"params", "opt_state"}}: --to legacy converts '
-                          'what `convert --to optax|train-state|orbax` wrote.')
-  if not isinstance(optimizer_def, OptimizerDef):
-    raise TypeError(f'optimizer_def must be an OptimizerDef, not {type(optimizer_def).__name__}.')
-  _state_dict.check_arrays(tree['params'], ('params',), where)
-  step = tree.get('step')
-  if step is not None:
-    step = _state_dict.check_step(step, where)
-  params = jax.tree_util.tree_map(jnp.asarray, tree['params'])
-  try:
-    tx = optimizer_def.optax_transform()
-  except NotImplementedError as e:
-    raise CheckpointError(f'{type(optimizer_def).__name__} has no optax state: {e}') from None
-  template = jax.eval_shape(tx.init, params)
-  values = _state_dict.check_like(serialization.to_state_dict(template), tree['opt_state'],
-                                  ('opt_state',), where)
-  opt_state = serialization.from_state_dict(template, values, name='opt_state')
-  opt_state = jax.tree_util.tree_map(jnp.asarray, opt_state)
-  return ConvertedCheckpoint(params, opt_state, step)
+  _, _, path, params, opt_state, _ = _read_converted(source, optimizer_def, tx)
+  del path
+  tree, _ = _sources.read_any(source)
+  step = _state_dict.at(tree, _find_train_states(tree)[0]).get('step')
+  return ConvertedCheckpoint(params, opt_state,
+                             None if step is None else _state_dict.check_step(step, 'the file'))
+
+
+def legacy_from_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None, step=None,
+                          optimizer_key: str = 'optimizer',
+                          path: Optional[Union[str, os.PathLike]] = None) -> dict:
+  """The legacy checkpoint of a converted one, with everything that was carried beside it.
+
+  The inverse of :func:`convert_checkpoint`: a flat ``{'step', 'params', 'opt_state', ...}``
+  becomes ``{'step', optimizer_key: {'target', 'state'}, ...}`` (a bare ``{'target',
+  'state'}`` when nothing else is there); a ``keep_layout`` tree gets its ``{'step',
+  'params', 'opt_state'}`` node replaced by the legacy optimizer. flax 0.5.3 restores the
+  result into the original dataclass.
+
+  Args:
+    source: what :func:`convert_checkpoint` wrote (msgpack or orbax), or such a state dict.
+    optimizer_def: the legacy optimizer.
+    tx: the transformation it was converted into (default as :func:`convert_checkpoint`).
+    step: the legacy optimizer step; default the optax ``count``, else the train state's step.
+    optimizer_key: the key of the optimizer in a flat train state (legacy code: ``optimizer``).
+    path: if given, the result is also written there as msgpack (must not exist).
+
+  Returns:
+    The legacy state dict.
+
+  Raises:
+    CheckpointError: as :func:`load_converted` and :func:`to_legacy`.
+
+  Examples:
+    >>> import jax.numpy as jnp
+    >>> from flax import serialization
+    >>> import flax_optim_compat as optim
+    >>> from flax_optim_compat import convert
+    >>> legacy = optim.Adam(0.1).create({'w': jnp.ones(2)})
+    >>> data = serialization.to_bytes({'step': 0, 'optimizer': legacy, 'bn': jnp.ones(1)})
+    >>> back = convert.legacy_from_converted(
+    ...     convert.convert_checkpoint(data, optim.Adam(0.1)).state_dict, optim.Adam(0.1))
+    >>> sorted(back), sorted(back['optimizer'])
+    (['bn', 'optimizer', 'step'], ['state', 'target'])
+  """
+  if path is not None:
+    path = check_new_output(path)
+  if isinstance(source, Mapping):
+    source = serialization.to_state_dict(dict(source))
+  tree, where, node_path, params, opt_state, state_tx = _read_converted(
+      source, optimizer_def, tx)
+  node = _state_dict.at(tree, node_path)
+  if step is None and _multi_optax.first_count(opt_state) is None:
+    step = node.get('step')
+  if step is None and _multi_optax.first_count(opt_state) is None:
+    raise CheckpointError(f'{where}: the optax state has no `count` and the file no `step`; '
+                          'give the legacy step (--step, step=).')
+  legacy = to_legacy(params, opt_state, optimizer_def,
+                     step=None if step is None else np.asarray(step), tx=state_tx)
+  siblings = {k: v for k, v in node.items() if k not in ('step', 'params', 'opt_state')}
+  if siblings:
+    legacy = {'step': node.get('step', legacy['state']['step']), optimizer_key: legacy,
+              **siblings}
+  result = _replace_at(tree, node_path, legacy)
+  if path is not None:
+    write_msgpack(path, result)
+  return result
 
 
 # ----------------------------------------------------------------------------- writing
@@ -511,10 +786,17 @@ def write_msgpack(path: Union[str, os.PathLike], state_dict: dict) -> None:
 
 
 def _as_train_state_dict(tree: dict, where: str, optimizer_def: OptimizerDef) -> dict:
-  optimizer, _ = _restore(tree, where, optimizer_def)
-  _, opt_state = _optax_parts(optimizer)
-  return serialization.to_state_dict({'step': optimizer.state.step,
-                                      'params': optimizer.target, 'opt_state': opt_state})
+  if _state_dict.find_optimizers(tree):
+    return serialization.to_state_dict(
+        convert_checkpoint(tree, optimizer_def).state_dict)
+  return tree
+
+
+def _empty_as_none(tree):
+  """Empty dicts as None: an empty optax state reads back as ``{}`` from msgpack, None from orbax."""
+  if isinstance(tree, dict):
+    return {k: _empty_as_none(v) for k, v in tree.items()} if tree else None
+  return tree
 
 
 def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> DiffResult:
@@ -558,6 +840,7 @@ def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> 
         converted = _as_train_state_dict(tree, where, optimizer_def)
         other = trees[1 - i][0]
         if not legacy[1 - i] and isinstance(other, dict) and 'step' not in other:
-          del converted['step']  # a to_optax output: {params, opt_state}
+          converted.pop('step', None)  # a to_optax output: {params, opt_state}
         trees[i] = converted, where
+    trees = [(_empty_as_none(tree), where) for tree, where in trees]
   return _diff.compare(trees[0][0], trees[1][0])
