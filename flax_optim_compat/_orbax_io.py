@@ -63,11 +63,13 @@ def write(directory, state_dict: dict) -> None:
   import orbax.checkpoint as ocp  # optional dependency: only orbax outputs need it
   checkpointers = []
 
-  # Arrays go to orbax's writers a bounded number of bytes at a time (the largest leaf, at
-  # least 64 MB): StandardCheckpointer copies them all to host memory first (1.7x the file).
-  largest = max((getattr(x, 'nbytes', 0) for x in jax.tree_util.tree_leaves(state_dict)),
-                default=0)
-  limit_gb = max(largest, _WRITE_BYTES_AT_ONCE) / 1e9
+  # Arrays go to orbax's writers a bounded number of bytes at a time (an eighth of the
+  # checkpoint, between 16 and 64 MB, at least the largest leaf): StandardCheckpointer copies
+  # them all to host memory first (1.7x the file). (A limit of a few KB leaves orbax's waiting
+  # writes to be collected after its event loop closed: 'Event loop is closed' on stderr.)
+  sizes = [getattr(x, 'nbytes', 0) for x in jax.tree_util.tree_leaves(state_dict)]
+  limit = min(_WRITE_BYTES_AT_ONCE, max(_WRITE_BYTES_AT_ONCE // 4, sum(sizes) // 8))
+  limit_gb = max(max(sizes, default=0), limit) / 1e9
 
   def save(tmp):
     checkpointer = ocp.AsyncCheckpointer(ocp.PyTreeCheckpointHandler(
