@@ -11,10 +11,13 @@ each measurement in a fresh interpreter (so peak RSS is its own):
   reference; its time is also reported without the read);
 * ``inspect``: ``convert.inspect(path)``;
 * ``to_optax``: ``convert.to_optax(path, Adam(...))`` (jax arrays in memory);
-* ``convert``: the CLI's ``convert PATH --to train-state --out OUT`` (read, restore, write).
+* ``--to optax`` / ``--to train-state`` / ``--to orbax``: the CLI's ``convert PATH --to ...
+  --out OUT`` (read, restore, write);
+* ``--to legacy``: the CLI's ``convert`` of the ``--to train-state`` output back to a legacy
+  file (its input is that file, about the size of the legacy one).
 
 Peak memory is the peak RSS (``VmHWM``, reset after imports) minus the RSS after imports, as a
-multiple of the file size.
+multiple of the input file's size; time as a multiple of ``msgpack_restore``'s (read + parse).
 Not a test: numbers depend on the machine (note its load).
 """
 import argparse
@@ -86,8 +89,8 @@ def measure(what: str, path: str, out: str) -> dict:
     params, tx, opt_state = convert.to_optax(path, optim.Adam(1e-3))
     import jax
     jax.block_until_ready((params, opt_state))
-  elif what == 'convert':
-    code = _cli.main(['convert', path, '--optimizer', 'Adam(1e-3)', '--to', 'train-state',
+  elif what.startswith('--to '):
+    code = _cli.main(['convert', path, '--optimizer', 'Adam(1e-3)', '--to', what[5:],
                       '--out', out])
     assert code == 0
   result['seconds'] = time.perf_counter() - start
@@ -99,6 +102,7 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--size-mb', type=float, default=1000.0)
   parser.add_argument('--repeat', type=int, default=1, help='runs per measurement (min taken)')
+  parser.add_argument('--json', help='also write the rows to this JSON file')
   parser.add_argument('--measure', nargs=3, metavar=('WHAT', 'PATH', 'OUT'), help=argparse.SUPPRESS)
   args = parser.parse_args()
   if args.measure:
@@ -108,28 +112,38 @@ def main():
   with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, 'checkpoint_1000')
     size = write_checkpoint(path, args.size_mb)
-    print(f'legacy Adam checkpoint: {size / 1e6:,.0f} MB ({path})')
+    converted = os.path.join(tmp, 'converted.msgpack')
+    subprocess.run([sys.executable, '-m', 'flax_optim_compat', 'convert', path, '--optimizer',
+                    'Adam(1e-3)', '--to', 'train-state', '--out', converted], check=True,
+                   capture_output=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    print(f'legacy Adam checkpoint: {size / 1e6:,.0f} MB ({path}); its --to train-state: '
+          f'{os.path.getsize(converted) / 1e6:,.0f} MB')
     rows = {}
-    for what in ('msgpack_restore', 'inspect', 'to_optax', 'convert'):
+    for what in ('msgpack_restore', 'inspect', 'to_optax', '--to optax', '--to train-state',
+                 '--to orbax', '--to legacy'):
+      source = converted if what == '--to legacy' else path
       best = None
       for _ in range(args.repeat):
-        out = os.path.join(tmp, 'out.msgpack')
-        if os.path.exists(out):
-          os.remove(out)
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), '--measure', what, path,
-                               out], capture_output=True, text=True, check=True,
+        out = os.path.join(tmp, 'out')
+        subprocess.run(['rm', '-rf', out], check=True)
+        done = subprocess.run([sys.executable, os.path.abspath(__file__), '--measure', what,
+                               source, out], capture_output=True, text=True, check=True,
                               env=dict(os.environ, PYTHONPATH=ROOT))
         result = json.loads(done.stdout.strip().splitlines()[-1])
+        result['input_bytes'] = os.path.getsize(source)
         if best is None or result['seconds'] < best['seconds']:
           best = result
       rows[what] = best
     ref = rows['msgpack_restore']['seconds']
-    print(f'{"":18s} {"seconds":>8s} {"x restore":>10s} {"peak extra":>12s} {"x file":>7s}')
+    print(f'{"":18s} {"seconds":>8s} {"x restore":>10s} {"peak extra":>12s} {"x input":>8s}')
     for what, r in rows.items():
       print(f'{what:18s} {r["seconds"]:8.2f} {r["seconds"] / ref:10.2f} '
-            f'{r["peak_extra_bytes"] / 1e6:10,.0f} MB {r["peak_extra_bytes"] / size:7.2f}')
+            f'{r["peak_extra_bytes"] / 1e6:10,.0f} MB {r["peak_extra_bytes"] / r["input_bytes"]:8.2f}')
     print(f'(msgpack_restore alone, file already in memory: '
           f'{rows["msgpack_restore"]["restore_only_s"]:.2f} s)')
+    if args.json:
+      with open(args.json, 'w') as f:
+        json.dump({'file_bytes': size, 'rows': rows}, f, indent=1)
 
 
 if __name__ == '__main__':

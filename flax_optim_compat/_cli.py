@@ -1,12 +1,17 @@
 """``flax-optim-compat`` / ``python -m flax_optim_compat``: inspect, convert and diff legacy checkpoints.
 
-Exit status: 0 success (``diff``: the checkpoints agree within ``--rtol``), 1 ``diff`` found
-differences, 2 bad input (one line on stderr naming what is wrong; nothing is written).
+Exit status: 0 success (``diff``: the checkpoints agree within ``--rtol``/``--atol``), 1 ``diff``
+found differences, 2 bad input, an existing output or a full disk (one line on stderr naming
+what is wrong; nothing is written), 130 interrupted (Ctrl-C: one line, nothing is left
+behind), 141 the reader of stdout went away (e.g. ``| head``: no message).
 """
 import argparse
 import ast
+import contextlib
+import errno
 import json
 import os
+import signal
 import sys
 import tempfile
 import warnings
@@ -20,13 +25,13 @@ from flax import serialization
 import flax_optim_compat as optim
 from . import _deprecation
 from . import convert
+from ._expr import UsageError
+from ._expr import canonical_tx
+from ._expr import parse_optimizer
+from ._expr import parse_tx
 
 _PROG = 'flax-optim-compat'
 _PROGRESS_MIN_BYTES = 100 << 20
-
-# The optimizer names --optimizer accepts (the legacy classes; WeightNorm wraps another).
-_OPTIMIZERS = ('GradientDescent', 'Momentum', 'Adam', 'AdaBelief', 'Adadelta', 'Adafactor',
-               'Adagrad', 'LAMB', 'LARS', 'RMSProp', 'WeightNorm')
 
 _EPILOG = """\
 examples:
@@ -39,73 +44,10 @@ examples:
   %(prog)s convert orbax_ckpt --optimizer "Momentum(0.1, beta=0.9)" --to legacy --out legacy.msgpack
   %(prog)s diff run_a/checkpoint_1000 run_b/checkpoint_1000 --rtol 1e-5
 
-exit status: 0 ok (diff: same within --rtol), 1 diff found differences, 2 bad input.
+exit status: 0 ok (diff: same within --rtol/--atol), 1 diff found differences,
+  2 bad input, existing output or full disk (one line on stderr; nothing written),
+  130 interrupted (nothing left behind), 141 stdout closed early (e.g. | head).
 """
-
-
-class UsageError(ValueError):
-  """Bad command-line input (reported as one line, exit status 2)."""
-
-
-# ----------------------------------------------------------------------------- --optimizer
-
-
-def _literal(node, text):
-  try:
-    return ast.literal_eval(node)
-  except ValueError:
-    raise UsageError(f'--optimizer {text!r}: only literal arguments are allowed (numbers, '
-                     f'strings, True/False/None), not {ast.unparse(node)!r}.') from None
-
-
-def _build(node, text):
-  if not isinstance(node, ast.Call):
-    raise UsageError(f'--optimizer {text!r}: expected a call such as "Adam(learning_rate=1e-3)", '
-                     f'got {ast.unparse(node)!r}.')
-  func = node.func
-  name = func.attr if isinstance(func, ast.Attribute) else getattr(func, 'id', None)
-  if isinstance(func, ast.Attribute) and ast.unparse(func.value) not in (
-      'optim', 'flax_optim_compat', 'flax.optim'):
-    name = None
-  if name not in _OPTIMIZERS:
-    raise UsageError(f'--optimizer {text!r}: unknown optimizer {ast.unparse(func)!r}; one of '
-                     f'{", ".join(_OPTIMIZERS)}.')
-
-  def value(arg):
-    if isinstance(arg, ast.Call):
-      if name != 'WeightNorm':
-        raise UsageError(f'--optimizer {text!r}: only WeightNorm takes an optimizer argument.')
-      return _build(arg, text)
-    return _literal(arg, text)
-
-  if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None
-                                                               for k in node.keywords):
-    raise UsageError(f'--optimizer {text!r}: no *args / **kwargs.')
-  args = [value(a) for a in node.args]
-  kwargs = {k.arg: value(k.value) for k in node.keywords}
-  try:
-    with warnings.catch_warnings():
-      warnings.simplefilter('ignore', _deprecation.FlaxOptimDeprecationWarning)
-      return getattr(optim, name)(*args, **kwargs)
-  except TypeError as e:
-    raise UsageError(f'--optimizer {text!r}: {e}.') from None
-
-
-def parse_optimizer(text: str):
-  """The :class:`OptimizerDef` of ``"Adam(learning_rate=1e-3, weight_decay=1e-4)"``, never eval'd.
-
-  The string is parsed with ``ast``: one call of a built-in optimizer class (WeightNorm may
-  wrap another call), with literal arguments only.
-
-  Raises:
-    UsageError: anything else, naming what is wrong.
-  """
-  try:
-    tree = ast.parse(text.strip(), mode='eval')
-  except SyntaxError as e:
-    raise UsageError(f'--optimizer {text!r} does not parse ({e.msg}); expected e.g. '
-                     '"Adam(learning_rate=1e-3)".') from None
-  return _build(tree.body, text)
 
 
 # ----------------------------------------------------------------------------- output helpers
@@ -135,11 +77,10 @@ def _progress_callback(path, stream):
 
 
 def _progress_for(path):
-  if isinstance(path, str) and os.path.isdir(path):
-    try:
-      path = convert._msgpack_file_in(path)  # pylint: disable=protected-access
-    except convert.CheckpointError:
-      return None
+  try:
+    path = convert.checkpoint_file(path)
+  except convert.CheckpointError:
+    return None
   return _progress_callback(path, sys.stderr)
 
 
@@ -153,6 +94,8 @@ def _cmd_inspect(args, out) -> int:
     out.write('\n')
     return 0
   out.write(info.summary() + '\n')
+  if os.path.isdir(args.path):
+    out.write(f'  read: {info.source}\n')
   if len(info.groups) > 1:
     for name, params in info.groups:
       out.write(f'  group {name}: {", ".join(params)}\n')
@@ -162,63 +105,125 @@ def _cmd_inspect(args, out) -> int:
   return 0
 
 
-def _read_converted(path, opt_def):
-  """``(params, opt_state, step)`` of a ``--to optax|train-state|orbax`` output."""
-  tree, where = convert._read_any(path)  # pylint: disable=protected-access
-  if convert._find_optimizers(tree):  # pylint: disable=protected-access
-    raise UsageError(f'{where} is already a legacy checkpoint; --to legacy converts what '
-                     '`convert --to optax|train-state|orbax` wrote.')
-  if not isinstance(tree, dict) or not {'params', 'opt_state'} <= set(tree):
-    raise UsageError(f'{where} has no {{"params", "opt_state"}}: --to legacy converts what '
-                     '`convert --to optax|train-state|orbax` wrote.')
-  params = jax.tree_util.tree_map(jax.numpy.asarray, tree['params'])
-  template = opt_def.optax_transform().init(params)
+def _target_txs(args, opt_def):
+  """``(tx argument, its source text)`` of the ``--tx`` options (``(None, None)``: none given).
+
+  A MultiOptimizer takes ``--tx`` once per group, in order; anything else takes it once.
+  """
+  if not args.tx:
+    return None, None
+  txs = [parse_tx(text) for text in args.tx]
+  texts = [canonical_tx(text) for text in args.tx]
+  if isinstance(opt_def, optim.MultiOptimizer):
+    groups = len(opt_def.sub_optimizers)
+    if len(txs) != groups:
+      raise UsageError(f'--tx: the MultiOptimizer has {groups} groups; give --tx once per '
+                       f'group, in order (got {len(txs)}).')
+    inner = ', '.join(f"'{i}': {t}" for i, t in enumerate(texts))
+    return txs, (f"optax.multi_transform({{{inner}, 'unmatched': optax.set_to_zero()}}, "
+                 'param_labels)')
+  if len(txs) != 1:
+    raise UsageError(f'--tx given {len(txs)} times; {type(opt_def).__name__} takes one (only '
+                     'a MultiOptimizer takes one per group).')
+  return txs[0], texts[0]
+
+
+def _labels_text(optimizer_text: str) -> Optional[str]:
+  """``param_labels`` for the ``ModelParamTraversal('REGEX')`` groups of ``--optimizer``."""
   try:
-    opt_state = serialization.from_state_dict(template, tree['opt_state'], name='opt_state')
-  except (ValueError, KeyError, TypeError) as e:
-    raise UsageError(f'{where}: its opt_state does not fit {type(opt_def).__name__} '
-                     f'({type(e).__name__}: {e}).') from None
-  return params, opt_state, tree.get('step')
+    tree = ast.parse(optimizer_text.strip(), mode='eval')
+  except SyntaxError:
+    return None
+  patterns = [node.args[0].value for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and node.args
+              and getattr(node.func, 'attr', getattr(node.func, 'id', None)) == 'ModelParamTraversal'
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)]
+  if not patterns:
+    return None
+  pairs = ', '.join(f'({str(i)!r}, {p!r})' for i, p in enumerate(patterns))
+  return ('param_labels = lambda params: flax.traverse_util.path_aware_map(lambda path, _: '
+          f"next((label for label, regex in ({pairs},) if re.search(regex, '/' + "
+          "'/'.join(path))), 'unmatched'), params)")
 
 
 def _cmd_convert(args, out) -> int:
   opt_def = parse_optimizer(args.optimizer)
+  tx, tx_text = _target_txs(args, opt_def)
   progress = _progress_for(args.path)
-  if args.to == 'legacy':
-    params, opt_state, step = _read_converted(args.path, opt_def)
-    convert.to_legacy(params, opt_state, opt_def, step=step if args.step is None else args.step,
-                      path=args.out)
-  elif args.to == 'orbax':
-    convert.to_orbax(args.path, opt_def, args.out, progress=progress)
-  else:
-    convert._check_new_output(args.out)  # pylint: disable=protected-access
-    state = convert.to_train_state(args.path, opt_def, progress=progress)
-    if args.to == 'optax':
-      tree = {'params': state.params, 'opt_state': state.opt_state}
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always', convert.ConversionWarning)
+    if args.to == 'legacy':
+      if args.keep_layout or args.replica is not None:
+        raise UsageError('--keep-layout and --replica apply to a legacy input; --to legacy '
+                         'restores the layout the converted file has.')
+      back = convert.legacy_from_converted(args.path, opt_def, tx=tx, step=args.step,
+                                           path=args.out)
+      found = convert.inspect(back)
+      result = None
+    elif args.to == 'orbax':
+      result = convert.to_orbax(args.path, opt_def, args.out, tx=tx,
+                                keep_layout=args.keep_layout, replica=args.replica,
+                                progress=progress)
     else:
-      tree = state
-    convert.write_msgpack(args.out, serialization.to_state_dict(tree))
-  out.write(f'wrote {args.out} ({args.to})\n')
+      convert.check_new_output(args.out)
+      result = convert.convert_checkpoint(args.path, opt_def, tx=tx,
+                                          keep_layout=args.keep_layout, replica=args.replica,
+                                          progress=progress)
+      tree = result.state_dict
+      if args.to == 'optax':
+        tree = _without_step(tree)
+      convert.write_msgpack(args.out, serialization.to_state_dict(tree))
+  for warning in caught:
+    if issubclass(warning.category, convert.ConversionWarning):
+      sys.stderr.write(f'{_PROG} convert: warning: {warning.message}\n')
+  if result is None:
+    out.write(f'wrote {args.out} (legacy): {found.summary()}\n')
+    return 0
+  load_with = tx_text or result.load_with
+  out.write(f'wrote {args.out} ({args.to}, step {int(result.train_state.step)}): load it with '
+            f'tx={load_with}\n')
+  if isinstance(opt_def, optim.MultiOptimizer):
+    labels = _labels_text(args.optimizer)
+    out.write('  labels: one per group in order (\'0\', \'1\', ...), \'unmatched\' for the '
+              'params no group selects' + (f'; {labels}' if labels else '') + '\n')
+  for note in result.notes:
+    out.write(f'  note: {note}\n')
   return 0
+
+
+def _without_step(tree):
+  """The converted tree without the train state's ``step`` (the ``--to optax`` layout)."""
+  if isinstance(tree, dict) and {'params', 'opt_state'} <= set(tree):
+    return {k: v for k, v in tree.items() if k != 'step'}
+  if isinstance(tree, dict):
+    return {k: _without_step(v) for k, v in tree.items()}
+  return tree
 
 
 def _cmd_diff(args, out) -> int:
   opt_def = parse_optimizer(args.optimizer) if args.optimizer else None
   result = convert.diff(args.a, args.b, opt_def)
-  same = result.same(args.rtol)
+  same = result.same(args.rtol, args.atol)
+  tolerance = f'rtol {args.rtol:g}' + (f', atol {args.atol:g}' if args.atol else '')
   for path in result.only_a:
     out.write(f'only in A: {path}\n')
   for path in result.only_b:
     out.write(f'only in B: {path}\n')
   for path, what in result.mismatched:
     out.write(f'different kind: {path}: {what}\n')
+  for path, what in result.differing:
+    out.write(f'{path}  {what}\n')
   for path, max_abs, max_rel in result.leaves:
-    if max_rel > args.rtol or args.all:
+    if not result.leaf_same(max_abs, max_rel, args.rtol, args.atol) or args.all:
       out.write(f'{path}  max abs {max_abs:.3g}  max rel {max_rel:.3g}\n')
-  out.write(f'{"same" if same else "different"} (rtol {args.rtol:g}): {len(result.leaves)} '
-            f'leaves compared, max abs {result.max_abs:.3g}, max rel {result.max_rel:.3g}, '
-            f'{len(result.only_a) + len(result.only_b) + len(result.mismatched)} structural '
+  out.write(f'{"same" if same else "different"} ({tolerance}): {result.compared} leaves '
+            f'compared, max abs {result.max_abs:.3g}, max rel {result.max_rel:.3g}, '
+            f'{len(result.differing)} exact differences, {result.structural} structural '
             'differences\n')
+  for name, path in (('A', args.a), ('B', args.b)):
+    if os.path.isdir(path):
+      with contextlib.suppress(convert.CheckpointError):  # an orbax directory is read whole
+        out.write(f'  read {name}: {convert.checkpoint_file(path)}\n')
   return 0 if same else 1
 
 
@@ -226,67 +231,43 @@ def _cmd_diff(args, out) -> int:
 
 
 def _cmd_demo(args, out) -> int:
-  class MLP(nn.Module):
-
-    @nn.compact
-    def __call__(self, x):
-      return nn.Dense(1)(nn.tanh(nn.Dense(8)(x)))
-
-  model = MLP()
-  kx, kinit = jax.random.split(jax.random.PRNGKey(0))
-  x = jax.random.uniform(kx, (64, 2), minval=-1.0, maxval=1.0)
-  y = jnp.sin(3.0 * x[:, :1]) + x[:, 1:]
-
-  def loss_fn(params):
-    return jnp.mean((model.apply({'params': params}, x) - y) ** 2)
-
-  grad_fn = jax.jit(jax.value_and_grad(loss_fn))
-  spec = 'Adam(learning_rate=0.03, weight_decay=1e-4)'
-  opt_def = parse_optimizer(spec)
-
-  out.write(f'1. Train a tiny MLP with the legacy API: optim.{spec}.create(params)\n')
-  optimizer = opt_def.create(model.init(kinit, x)['params'])
-  for _ in range(args.steps):
-    loss, grads = grad_fn(optimizer.target)
-    optimizer = optimizer.apply_gradient(grads)
-    out.write(f'   step {int(optimizer.state.step):3d}  loss {float(loss):.6f}\n')
-
-  with tempfile.TemporaryDirectory() as tmp:
-    path = os.path.join(tmp, f'checkpoint_{args.steps}')
-    with open(path, 'wb') as f:
-      f.write(serialization.to_bytes(optimizer))
-    out.write(f'\n2. Save a legacy msgpack checkpoint (flax.serialization.to_bytes(optimizer)):'
-              f'\n   {path}\n')
-    out.write(f'\n3. {_PROG} inspect {path} --depth 3\n')
-    info = convert.inspect(path)
-    out.write('   ' + info.summary() + '\n')
-    out.write('\n'.join('   ' + line for line in info.tree(3).splitlines()) + '\n')
-    out.write(f'\n4. Convert it to an optax TrainState:\n   convert.to_train_state(path, '
-              f'optim.{spec}, apply_fn=model.apply)\n')
-    state = convert.to_train_state(path, opt_def, apply_fn=model.apply)
-  out.write(f'   TrainState(step={int(state.step)}, tx={spec}.optax_transform())\n')
-
-  out.write(f'\n5. Continue {args.steps} steps both ways:\n')
-  out.write('   step   legacy Optimizer   optax TrainState\n')
-  worst = 0.0
-  for _ in range(args.steps):
-    legacy_loss, grads = grad_fn(optimizer.target)
-    optimizer = optimizer.apply_gradient(grads)
-    loss, grads = grad_fn(state.params)
-    state = state.apply_gradients(grads=grads)
-    worst = max(worst, abs(float(loss) - float(legacy_loss)))
-    out.write(f'   {int(state.step):4d}   {float(legacy_loss):16.6f}   {float(loss):16.6f}\n')
-  param_diff = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(
-      jax.tree_util.tree_leaves(optimizer.target), jax.tree_util.tree_leaves(state.params)))
-  out.write(f'   max |loss difference| {worst:.2g}, max |param difference| {param_diff:.2g}\n')
+  from . import demo  # pylint: disable=g-import-not-at-top  (the story runs this CLI)
+  demo.story(args.steps, out)
   return 0
 
 
 # ----------------------------------------------------------------------------- main
 
 
+class _Parser(argparse.ArgumentParser):
+  """An argument parser whose errors are one line on stderr (exit status 2), like the rest."""
+
+  def error(self, message):
+    self.exit(2, _one_line(f'{self.prog}: error: {message}'))
+
+
+def _non_negative_int(text: str) -> int:
+  try:
+    value = int(text)
+  except ValueError:
+    value = -1
+  if value < 0:
+    raise argparse.ArgumentTypeError(f'expected a non-negative integer, not {text!r}')
+  return value
+
+
+def _tolerance(text: str) -> float:
+  try:
+    value = float(text)
+  except ValueError:
+    value = float('nan')
+  if not 0 <= value < float('inf'):
+    raise argparse.ArgumentTypeError(f'expected a finite non-negative number, not {text!r}')
+  return value
+
+
 def _parser() -> argparse.ArgumentParser:
-  parser = argparse.ArgumentParser(
+  parser = _Parser(
       prog=_PROG, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG,
       description='Inspect, convert and diff legacy flax.optim (flax <= 0.5.3) msgpack '
                   'checkpoints: to optax state, a flax TrainState, orbax, and back.')
@@ -295,7 +276,8 @@ def _parser() -> argparse.ArgumentParser:
   p = sub.add_parser('inspect', help='what is in a checkpoint: optimizer, step, tree')
   p.add_argument('path', help='a msgpack checkpoint file, or a directory of checkpoint_<N> files')
   p.add_argument('--json', action='store_true', help='machine-readable output')
-  p.add_argument('--depth', type=int, default=None, help='collapse the tree below this depth')
+  p.add_argument('--depth', type=_non_negative_int, default=None,
+                 help='collapse the tree below this depth (0: one line for the whole tree)')
   p.set_defaults(run=_cmd_inspect)
 
   p = sub.add_parser('convert', help='legacy checkpoint -> optax / TrainState / orbax, and back')
@@ -308,42 +290,111 @@ def _parser() -> argparse.ArgumentParser:
                       'TrainState {step, params, opt_state}; orbax: an orbax checkpoint '
                       'directory of that TrainState; legacy: back to a legacy msgpack file')
   p.add_argument('--out', required=True, help='the output path (must not exist)')
+  p.add_argument('--tx', action='append', default=None, metavar='EXPR',
+                 help='the optax transformation to convert into, as optax Python (parsed, never '
+                      'evaluated), e.g. "optax.adamw(learning_rate=1e-3, weight_decay=1e-4)" or '
+                      '"optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)"; for a '
+                      'MultiOptimizer once per group, in order. Default: the plain optax '
+                      'expression that continues the legacy numbers (the output says which)')
+  p.add_argument('--keep-layout', action='store_true',
+                 help='keep the file\'s tree and replace only the optimizer node by the '
+                      'TrainState fields {step, params, opt_state} (for a dataclass whose '
+                      'optimizer field became a TrainState); default: the flat TrainState '
+                      'fields with every key beside the optimizer as a field beside them')
+  p.add_argument('--replica', type=int, default=None, metavar='N',
+                 help='a file saved with a leading device axis on every leaf: convert replica '
+                      'N (default: replica 0, after checking that all replicas agree)')
   p.add_argument('--step', type=int, default=None,
-                 help='--to legacy: the legacy step, for an --to optax file whose optax state '
-                      'keeps no count (e.g. Momentum); default: the file\'s step or count')
+                 help='--to legacy: the legacy step, for a converted file whose optax state '
+                      'keeps no count (e.g. Momentum); default: the count, else the file\'s step')
   p.set_defaults(run=_cmd_convert)
 
   p = sub.add_parser('diff', help='per-leaf max abs / rel differences of two checkpoints')
   p.add_argument('a')
   p.add_argument('b')
-  p.add_argument('--rtol', type=float, default=0.0,
-                 help='leaves with max|a-b| / max(|a|,|b|) <= RTOL count as the same '
-                      '(default 0: equal values)')
+  p.add_argument('--rtol', type=_tolerance, default=0.0,
+                 help='float leaves with max|a-b| / max(|a|,|b|) <= RTOL count as the same '
+                      '(default 0: equal values; NaN equals NaN and inf equals inf at the '
+                      'same place; integer, bool and other leaves always compare exactly)')
+  p.add_argument('--atol', type=_tolerance, default=0.0,
+                 help='float leaves with max|a-b| <= ATOL count as the same (default 0)')
   p.add_argument('--optimizer', default=None,
                  help='convert legacy sides to the TrainState layout first (compare a legacy '
                       'file with a converted one)')
   p.add_argument('--all', action='store_true', help='list every leaf, not only differing ones')
   p.set_defaults(run=_cmd_diff)
 
-  p = sub.add_parser('demo', help='the whole story on a tiny model: legacy training, checkpoint, '
-                                  'inspect, convert to an optax TrainState, continue both ways')
+  p = sub.add_parser('demo', help='the whole story on a tiny model: old code unchanged trains and '
+                                  'checkpoints, inspect, convert, plain optax loads it and '
+                                  'continues to the same numbers')
   p.add_argument('--steps', type=int, default=5, help='steps before and after the checkpoint')
   p.set_defaults(run=_cmd_demo)
   return parser
 
 
+def _one_line(message: str) -> str:
+  """``message`` as one line of stderr text that any terminal encoding can print."""
+  line = ' '.join(str(message).split('\n'))
+  encoding = getattr(sys.stderr, 'encoding', None) or 'utf-8'
+  return line.encode(encoding, 'backslashreplace').decode(encoding) + '\n'
+
+
+def _without_closed_loop_noise(previous):
+  """``sys.unraisablehook`` that drops orbax's shutdown noise and passes on the rest.
+
+  When orbax's save fails (a full disk), it closes its event loop while tensorstore's writes
+  still finish in their threads; each then reports ``RuntimeError('Event loop is closed')`` as
+  an unraisable exception, a traceback on stderr after the one-line error that said it all.
+  """
+  def hook(unraisable):
+    error = unraisable.exc_value
+    if not (isinstance(error, RuntimeError) and str(error) == 'Event loop is closed'):
+      previous(unraisable)
+  return hook
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-  """Runs the command line; returns the exit status (see the module docstring)."""
+  """Runs the command line; returns the exit status (see the module docstring).
+
+  As the program (``argv`` None) it keeps stderr to its one line for the rest of the process;
+  called with ``argv`` it leaves the interpreter's hooks as they were.
+  """
+  previous_hook = sys.unraisablehook
+  sys.unraisablehook = _without_closed_loop_noise(previous_hook)
+  try:
+    return _main(argv)
+  finally:
+    if argv is not None:
+      sys.unraisablehook = previous_hook
+
+
+def _main(argv: Optional[List[str]]) -> int:
   args = _parser().parse_args(argv)
+  prefix = f'{_PROG} {args.command}'
   try:
     with warnings.catch_warnings():
       # Constructing a legacy optimizer def warns; this tool exists to leave them behind.
       warnings.simplefilter('ignore', _deprecation.FlaxOptimDeprecationWarning)
-      return args.run(args, sys.stdout)
+      code = args.run(args, sys.stdout)
+      sys.stdout.flush()
+      return code
   except (convert.CheckpointError, UsageError) as e:
-    sys.stderr.write(f'{_PROG} {args.command}: error: {e}\n')
+    sys.stderr.write(_one_line(f'{prefix}: error: {e}'))
     return 2
+  except KeyboardInterrupt:
+    sys.stderr.write(_one_line(f'{prefix}: interrupted'))
+    return 130
+  except BrokenPipeError:
+    # The reader (e.g. `| head`) has gone: stop quietly, as a program killed by SIGPIPE.
+    with contextlib.suppress(OSError):
+      devnull = os.open(os.devnull, os.O_WRONLY)
+      os.dup2(devnull, sys.stdout.fileno())
+    return 128 + signal.SIGPIPE
   except OSError as e:
-    sys.stderr.write(f'{_PROG} {args.command}: error: {e.strerror or e}: '
-                     f'{e.filename or ""}\n'.replace(': \n', '\n'))
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+      sys.stderr.write(_one_line(f'{prefix}: error: no space left on device: '
+                                 f'{e.filename or ""}'))
+      return 2
+    sys.stderr.write(_one_line(f'{prefix}: error: {e.strerror or e}: {e.filename or ""}'
+                               .rstrip(': ')))
     return 2

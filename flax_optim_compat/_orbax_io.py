@@ -1,0 +1,107 @@
+"""Orbax checkpoint directories: recognised, read (values or metadata) and written.
+
+orbax is an optional dependency, imported by the functions that need it.
+"""
+import logging
+import os
+
+import jax
+import numpy as np
+from flax import serialization
+
+from . import _outputs
+from ._codec import CheckpointError
+
+_WRITE_BYTES_AT_ONCE = 64 << 20
+_MARKERS = frozenset({'_METADATA', '_CHECKPOINT_METADATA', 'manifest.ocdbt', '_sharding',
+                      'checkpoint', 'd'})
+
+
+def is_orbax_dir(path: str) -> bool:
+  """Whether the directory ``path`` holds files orbax writes."""
+  names = set(os.listdir(path))
+  return bool(names & _MARKERS) or any(n.startswith('ocdbt') for n in names)
+
+
+def read(directory: str) -> dict:
+  """The state dict in an orbax checkpoint directory (NumPy/jax leaves)."""
+  import orbax.checkpoint as ocp  # optional dependency: only orbax inputs need it
+  try:
+    with ocp.StandardCheckpointer() as checkpointer:
+      restored = checkpointer.restore(os.path.abspath(directory))
+  except Exception as e:  # pylint: disable=broad-except
+    raise CheckpointError(f'{directory!r}: orbax cannot restore it ({type(e).__name__}: '
+                          f'{str(e).splitlines()[0] if str(e) else ""}).') from None
+  return serialization.to_state_dict(restored)
+
+
+def _plain(node):
+  """Orbax's metadata tree as a state dict of ``jax.ShapeDtypeStruct`` leaves."""
+  if isinstance(node, dict):
+    return {str(k): _plain(v) for k, v in node.items()}
+  if isinstance(node, (list, tuple)):
+    return {str(i): _plain(v) for i, v in enumerate(node)}
+  shape, dtype = getattr(node, 'shape', None), getattr(node, 'dtype', None)
+  if shape is not None and dtype is not None:
+    return jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype))
+  return node
+
+
+def metadata(checkpointer, directory) -> dict:
+  """What ``checkpointer`` wrote in ``directory``: keys, shapes and dtypes, no array data."""
+  tree = checkpointer.metadata(directory)
+  tree = getattr(tree, 'item_metadata', tree)  # orbax >= 0.9 wraps the tree
+  return _plain(getattr(tree, 'tree', tree))
+
+
+def write(directory, state_dict: dict) -> None:
+  """Writes ``state_dict`` as a new orbax checkpoint ``directory`` (published when complete).
+
+  Raises:
+    CheckpointError: ``directory`` exists, the disk is full, or orbax fails (one line).
+  """
+  import orbax.checkpoint as ocp  # optional dependency: only orbax outputs need it
+  checkpointers = []
+
+  # Arrays go to orbax's writers a bounded number of bytes at a time (an eighth of the
+  # checkpoint, between 16 and 64 MB, at least the largest leaf): StandardCheckpointer copies
+  # them all to host memory first (1.7x the file). (A limit of a few KB leaves orbax's waiting
+  # writes to be collected after its event loop closed: 'Event loop is closed' on stderr.)
+  sizes = [getattr(x, 'nbytes', 0) for x in jax.tree_util.tree_leaves(state_dict)]
+  limit = min(_WRITE_BYTES_AT_ONCE, max(_WRITE_BYTES_AT_ONCE // 4, sum(sizes) // 8))
+  limit_gb = max(max(sizes, default=0), limit) / 1e9
+
+  def save(tmp):
+    checkpointer = ocp.AsyncCheckpointer(ocp.PyTreeCheckpointHandler(
+        save_concurrent_gb=limit_gb, save_device_host_concurrent_gb=limit_gb))
+    checkpointers.append(checkpointer)
+    checkpointer.save(tmp, args=ocp.args.PyTreeSave(state_dict))
+    checkpointer.wait_until_finished()
+    checkpointer.close()
+
+  def stop():
+    # orbax writes from its own threads: they must be done before the directory is removed.
+    for checkpointer in checkpointers:
+      for step in (checkpointer.wait_until_finished, checkpointer.close):
+        try:
+          step()
+        except Exception:  # pylint: disable=broad-except  # the save's own error is raised
+          pass
+
+  # orbax logs its writer threads' errors (a full disk: a traceback per thread) through absl's
+  # logger before raising them here; the error raised below says it in one line.
+  absl_logger = logging.getLogger('absl')
+  level = absl_logger.level
+  absl_logger.setLevel(logging.CRITICAL)
+  try:
+    _outputs.write_directory(directory, save, stop)
+  except CheckpointError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except  # orbax and tensorstore raise many types
+    if _outputs.is_no_space(e):
+      raise _outputs.no_space(os.fspath(directory)) from None
+    detail = str(e).splitlines()[0] if str(e) else ''
+    raise CheckpointError(f'{os.fspath(directory)!r}: orbax could not write it '
+                          f'({type(e).__name__}: {detail}).') from None
+  finally:
+    absl_logger.setLevel(level)
