@@ -8,18 +8,15 @@ import ast
 import json
 import os
 import sys
-import tempfile
 import warnings
 from typing import List, Optional
 
-import flax.linen as nn
-import jax
-import jax.numpy as jnp
 from flax import serialization
 
 import flax_optim_compat as optim
 from . import _deprecation
 from . import convert
+from . import demo
 from ._expr import UsageError
 from ._expr import canonical_tx
 from ._expr import parse_optimizer
@@ -215,8 +212,7 @@ def _cmd_diff(args, out) -> int:
 
 
 def _cmd_demo(args, out) -> int:
-  from . import demo  # pylint: disable=g-import-not-at-top  (the story runs this CLI)
-  demo.story(args.steps, out)
+  demo.story(main, args.steps, out)
   return 0
 
 
