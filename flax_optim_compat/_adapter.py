@@ -707,6 +707,29 @@ class OptaxBackedDef(OptimizerDef):
       raise NotImplementedError(f'{type(self).__name__} declares no plain optax expression.')
     return _plain.build(self, self.plain_optax_forms)
 
+  def plain_optax_notes(self, params) -> List[str]:
+    """Lines naming the params whose continuation in :meth:`plain_optax` differs from legacy.
+
+    Only for an optimizer whose plain form treats an all-zero parameter differently (LAMB's
+    trust ratio): one line naming those params, or none.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import flax_optim_compat as optim
+      >>> optim.LAMB(0.1).plain_optax_notes({'w': jnp.ones(2), 'b': jnp.zeros(2)})
+      ['/b is all zeros: optax.lamb moves an all-zero param (trust ratio 1), legacy kept it at zero (ratio 0)']
+    """
+    if not self.plain_optax_forms:
+      return []
+    note = _plain.zero_params_note(self, self.plain_optax_forms)
+    if note is None:
+      return []
+    zero = [path for path, leaf in zip(_tree.tree_paths(params), jax.tree_util.tree_leaves(params))
+            if np.size(leaf) and not np.any(np.asarray(leaf))]
+    if not zero:
+      return []
+    return [f'{", ".join(zero)} {"is" if len(zero) == 1 else "are"} all zeros: {note}']
+
   def optax_state(self, params, state, hyper_params=None, tx=None) -> optax.OptState:
     """The state of :meth:`optax_transform` (or of ``tx``) holding the legacy ``state``.
 

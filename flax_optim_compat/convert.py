@@ -330,6 +330,8 @@ def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
   try:
     full_tx, state_tx, load_with, target_notes = _targets(optimizer_def, tx)
     notes += target_notes
+    if tx is None and not isinstance(optimizer_def, MultiOptimizer):
+      notes += optimizer_def.plain_optax_notes(optimizer.target)
     opt_state = optimizer_def.optax_state(optimizer.target, optimizer.state, tx=state_tx)
   except NotImplementedError as e:
     raise CheckpointError(f'{type(optimizer_def).__name__} cannot be converted to optax: {e}') from None
