@@ -748,17 +748,30 @@ def _accepts_cached(annotation) -> _Accepts:
   return _Accepts()   # another class (a protocol of functions, ...): not expressible
 
 
+def _signature(fn) -> inspect.Signature:
+  """``fn``'s signature, annotations resolved where a module writes them as strings."""
+  try:
+    # Evaluates the annotation strings of optax's own source, never the user's text.
+    return inspect.signature(fn, eval_str=True)
+  except Exception:  # pylint: disable=broad-except
+    return inspect.signature(fn)
+
+
 @functools.lru_cache(maxsize=None)
 def _optax_callables() -> Tuple[Dict[str, Callable], Dict[str, Callable]]:
   """``(transformations, schedules)``: optax's public callables by declared return type."""
   transforms, schedules = {}, {}
   for name in dir(optax):
-    obj = getattr(optax, name, None)
-    if name.startswith('_') or isinstance(obj, type) or not callable(obj):
+    if name.startswith('_'):
       continue
     try:
-      returns = inspect.signature(obj).return_annotation
-    except (TypeError, ValueError):
+      with warnings.catch_warnings():
+        warnings.simplefilter('ignore')   # reading a deprecated alias may warn
+        obj = getattr(optax, name)
+      if isinstance(obj, type) or not callable(obj):
+        continue
+      returns = _signature(obj).return_annotation
+    except Exception:  # pylint: disable=broad-except
       continue
     if isinstance(returns, type) and issubclass(returns, optax.GradientTransformation):
       transforms[name] = obj
@@ -815,7 +828,7 @@ def _tx_call(node: ast.Call, ctx: _Context):
                    'schedule; expected e.g. optax.adamw(1e-3), optax.chain(...), '
                    'optax.inject_hyperparams(optax.adam)(learning_rate=1e-3).')
   label = f'optax.{name}'
-  bound = _bind(inspect.signature(fn), label, node, ctx)
+  bound = _bind(_signature(fn), label, node, ctx)
 
   def build_one(param, value_node):
     accepts = _accepts(param.annotation)
@@ -861,7 +874,7 @@ def _inject_call(node: ast.Call, ctx: _Context):
                    f'{_src(inner.func)}.')
   transforms, _ = _optax_callables()
   label = 'optax.inject_hyperparams'
-  bound = _bind(inspect.signature(optax.inject_hyperparams), label, inner, ctx)
+  bound = _bind(_signature(optax.inject_hyperparams), label, inner, ctx)
   factory_name = None
 
   def build_one(param, value_node):
@@ -877,7 +890,7 @@ def _inject_call(node: ast.Call, ctx: _Context):
   args, kwargs = _build_each(bound, build_one)
   factory = _call(optax.inject_hyperparams, args, kwargs, label, ctx)
   inner_label = f'optax.inject_hyperparams(optax.{factory_name})'
-  bound = _bind(inspect.signature(transforms[factory_name]), inner_label, node, ctx)
+  bound = _bind(_signature(transforms[factory_name]), inner_label, node, ctx)
 
   def build_hyper(param, value_node):
     accepts = _accepts(param.annotation)
