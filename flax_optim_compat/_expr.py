@@ -44,9 +44,9 @@ from . import _adapter
 from . import _deprecation
 from . import base
 
-__all__ = ['UsageError', 'ExpressionError', 'PathRegex', 'MAX_CHARS', 'MAX_TOKENS',
-           'MAX_NESTING', 'optimizer_classes', 'parse_optimizer', 'optax_names', 'parse_tx',
-           'canonical_tx']
+__all__ = ['UsageError', 'ExpressionError', 'PathRegex', 'RegexTraversal', 'MAX_CHARS',
+           'MAX_TOKENS', 'MAX_NESTING', 'optimizer_classes', 'parse_optimizer', 'path_regexes',
+           'optax_names', 'parse_tx', 'canonical_tx']
 
 # Size limits, checked on the tokens before `ast.parse`: CPython's parser gives up (MemoryError,
 # RecursionError) near 3000 nested nodes. Real expressions are far below: a MultiOptimizer of
@@ -354,6 +354,58 @@ class PathRegex:
     return PathRegex, (self.pattern,)
 
 
+class RegexTraversal(traverse_util.ModelParamTraversal):
+  """``ModelParamTraversal(PathRegex(pattern))`` that keeps its :class:`PathRegex` readable.
+
+  A real ``ModelParamTraversal`` (legacy ``MultiOptimizer`` and flax see no difference);
+  :attr:`path_regex` lets a converter write the same selection for optax (a label function
+  from :attr:`PathRegex.pattern`) without reading flax's private attributes.
+
+  Examples:
+    >>> import warnings
+    >>> from flax_optim_compat._expr import PathRegex, RegexTraversal
+    >>> with warnings.catch_warnings():  # flax deprecates its traversals
+    ...   warnings.simplefilter('ignore', DeprecationWarning)
+    ...   kernels = RegexTraversal(PathRegex('kernel$'))
+    >>> list(kernels.iterate({'dense': {'kernel': 1, 'bias': 2}})), kernels
+    ([1], ModelParamTraversal('kernel$'))
+  """
+
+  def __init__(self, path_regex: PathRegex):
+    if not isinstance(path_regex, PathRegex):
+      raise TypeError(f'RegexTraversal takes a PathRegex, got {type(path_regex).__name__}.')
+    super().__init__(path_regex)
+    self.path_regex = path_regex
+
+  def __repr__(self):
+    return f'ModelParamTraversal({self.path_regex.pattern!r})'
+
+
+def path_regexes(opt_def) -> Optional[Tuple[PathRegex, ...]]:
+  """The :class:`PathRegex` of every group of a MultiOptimizer whose traversals are regexes.
+
+  Args:
+    opt_def: any optimizer def, e.g. from :func:`parse_optimizer`.
+
+  Returns:
+    One :class:`PathRegex` per ``(traversal, optimizer)`` pair, in order, when ``opt_def`` is
+    a ``MultiOptimizer`` and every traversal is a :class:`RegexTraversal`; else None.
+
+  Examples:
+    >>> from flax_optim_compat import _expr
+    >>> _expr.path_regexes(_expr.parse_optimizer(
+    ...     "MultiOptimizer((ModelParamTraversal('kernel$'), Adam(1e-3)))"))
+    (PathRegex('kernel$'),)
+    >>> _expr.path_regexes(_expr.parse_optimizer('Adam(1e-3)')) is None
+    True
+  """
+  traversals = getattr(opt_def, 'traversals', None) if isinstance(
+      opt_def, base.MultiOptimizer) else None
+  if traversals is None or not all(isinstance(t, RegexTraversal) for t in traversals):
+    return None
+  return tuple(t.path_regex for t in traversals)
+
+
 @functools.lru_cache(maxsize=None)
 def _optimizer_classes() -> Tuple[Tuple[str, type], ...]:
   # OptimizerDef takes a raw hyper-params object; ReplicatedOptimizer is a runtime wrapper
@@ -557,7 +609,7 @@ def _build_traversal(node, ctx: _Context, index: int):
   with warnings.catch_warnings():
     # flax deprecates its traversals; the CLI only uses this one to select groups.
     warnings.simplefilter('ignore', DeprecationWarning)
-    return traverse_util.ModelParamTraversal(filter_fn)
+    return RegexTraversal(filter_fn)
 
 
 def _build_multi(node, ctx: _Context):
@@ -608,8 +660,10 @@ def parse_optimizer(text: str, *, source: str = '--optimizer'):
     >>> multi = _expr.parse_optimizer(
     ...     "MultiOptimizer((ModelParamTraversal('kernel$'), Adam(1e-3)),"
     ...     " (ModelParamTraversal('bias$'), GradientDescent(0.1)))")
-    >>> [t._filter_fn for t in multi.traversals]
-    [PathRegex('kernel$'), PathRegex('bias$')]
+    >>> multi.traversals
+    (ModelParamTraversal('kernel$'), ModelParamTraversal('bias$'))
+    >>> _expr.path_regexes(multi)
+    (PathRegex('kernel$'), PathRegex('bias$'))
     >>> _expr.parse_optimizer("Adam(learning_rate='fast')")
     Traceback (most recent call last):
     ...
@@ -948,7 +1002,8 @@ def _tx_value(node, accepts: _Accepts, where: str, ctx: _Context):
         raise ctx.fail(f'{where}: a key must be {keys.words()}, got {_value_words(key)}.')
       result[key] = _tx_value(value_node, accepts.values or _ANYTHING, where, ctx)
     return result
-  if accepts.dtype or accepts.anything:
+  # A dtype name: jnp.float32 wherever a value may be one, 'float32' where a dtype is declared.
+  if accepts.dtype or (accepts.anything and isinstance(node, ast.Attribute)):
     dtype = _dtype(node, ctx)
     if dtype is not None:
       return dtype

@@ -104,8 +104,9 @@ def test_multi_optimizer_selects_by_regular_expression():
   text = ("MultiOptimizer((ModelParamTraversal('kernel$'), Adam(1e-2, beta1=0.8)),"
           " (optim.ModelParamTraversal('^/dense/b'), GradientDescent(0.1)))")
   opt_def = _expr.parse_optimizer(text)
-  assert [t._filter_fn for t in opt_def.traversals] == [_expr.PathRegex('kernel$'),
-                                                       _expr.PathRegex('^/dense/b')]
+  assert _expr.path_regexes(opt_def) == (_expr.PathRegex('kernel$'),
+                                         _expr.PathRegex('^/dense/b'))
+  assert all(isinstance(t, optim.ModelParamTraversal) for t in opt_def.traversals)
   expected = optim.MultiOptimizer((_traversal('kernel$'), optim.Adam(1e-2, beta1=0.8)),
                                   (_traversal('^/dense/b'), optim.GradientDescent(0.1)))
   optimizer = _step_both(opt_def, expected)
@@ -525,6 +526,14 @@ def test_path_is_the_traversal_path():
   selected = list(opt_def.traversals[0].iterate(
       {'dense': {'kernel': 1, 'bias': 2, 'kernel_2': 3}, 'dense2': {'kernel': 4}}))
   assert sorted(selected) == [1, 2]
+
+
+def test_path_regexes_only_for_regex_traversals():
+  hand_written = optim.MultiOptimizer((_traversal('kernel'), optim.Adam(1e-3)))
+  assert _expr.path_regexes(hand_written) is None
+  assert _expr.path_regexes(optim.Adam(1e-3)) is None
+  with pytest.raises(TypeError, match='RegexTraversal takes a PathRegex'):
+    _expr.RegexTraversal('kernel')
 
 
 # ----------------------------------------------------------------------------- the CLI
