@@ -532,7 +532,8 @@ def test_path_regexes_only_for_regex_traversals():
   hand_written = optim.MultiOptimizer((_traversal('kernel'), optim.Adam(1e-3)))
   assert _expr.path_regexes(hand_written) is None
   assert _expr.path_regexes(optim.Adam(1e-3)) is None
-  with pytest.raises(TypeError, match='RegexTraversal takes a PathRegex'):
+  with pytest.raises(TypeError, match='RegexTraversal takes a PathRegex'), warnings.catch_warnings():
+    warnings.simplefilter('ignore', DeprecationWarning)
     _expr.RegexTraversal('kernel')
 
 
