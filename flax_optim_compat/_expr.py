@@ -539,7 +539,8 @@ def _construct(cls, args, kwargs, name: str, ctx: _Context):
     with warnings.catch_warnings():
       warnings.simplefilter('ignore', _deprecation.FlaxOptimDeprecationWarning)
       return cls(*args, **kwargs)
-  except (TypeError, ValueError) as e:
+  except Exception as e:  # pylint: disable=broad-except
+    # A constructor's own checks (TypeError, ValueError, ...), in one line.
     raise ctx.fail(f'{name}: {e}') from None
 
 
