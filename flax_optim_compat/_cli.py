@@ -4,7 +4,6 @@ Exit status: 0 success (``diff``: the checkpoints agree within ``--rtol``), 1 ``
 differences, 2 bad input (one line on stderr naming what is wrong; nothing is written).
 """
 import argparse
-import ast
 import json
 import os
 import sys
@@ -21,6 +20,7 @@ from ._expr import UsageError
 from ._expr import canonical_tx
 from ._expr import parse_optimizer
 from ._expr import parse_tx
+from ._expr import path_regexes
 
 _PROG = 'flax-optim-compat'
 _PROGRESS_MIN_BYTES = 100 << 20
@@ -116,19 +116,12 @@ def _target_txs(args, opt_def):
   return txs[0], texts[0]
 
 
-def _labels_text(optimizer_text: str) -> Optional[str]:
-  """``param_labels`` for the ``ModelParamTraversal('REGEX')`` groups of ``--optimizer``."""
-  try:
-    tree = ast.parse(optimizer_text.strip(), mode='eval')
-  except SyntaxError:
+def _labels_text(opt_def) -> Optional[str]:
+  """``param_labels`` for a MultiOptimizer of ``ModelParamTraversal('REGEX')`` groups."""
+  regexes = path_regexes(opt_def)
+  if not regexes:
     return None
-  patterns = [node.args[0].value for node in ast.walk(tree)
-              if isinstance(node, ast.Call) and node.args
-              and getattr(node.func, 'attr', getattr(node.func, 'id', None)) == 'ModelParamTraversal'
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)]
-  if not patterns:
-    return None
-  pairs = ', '.join(f'({str(i)!r}, {p!r})' for i, p in enumerate(patterns))
+  pairs = ', '.join(f'({str(i)!r}, {r.pattern!r})' for i, r in enumerate(regexes))
   return ('param_labels = lambda params: flax.traverse_util.path_aware_map(lambda path, _: '
           f"next((label for label, regex in ({pairs},) if re.search(regex, '/' + "
           "'/'.join(path))), 'unmatched'), params)")
@@ -171,7 +164,7 @@ def _cmd_convert(args, out) -> int:
   out.write(f'wrote {args.out} ({args.to}, step {int(result.train_state.step)}): load it with '
             f'tx={load_with}\n')
   if isinstance(opt_def, optim.MultiOptimizer):
-    labels = _labels_text(args.optimizer)
+    labels = _labels_text(opt_def)
     out.write('  labels: one per group in order (\'0\', \'1\', ...), \'unmatched\' for the '
               'params no group selects' + (f'; {labels}' if labels else '') + '\n')
   for note in result.notes:
