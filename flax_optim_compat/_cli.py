@@ -34,6 +34,10 @@ examples:
       --to train-state --out state.msgpack
   %(prog)s convert ckpts/ --optimizer "Momentum(0.1, beta=0.9)" --to orbax --out orbax_ckpt
   %(prog)s convert orbax_ckpt --optimizer "Momentum(0.1, beta=0.9)" --to legacy --out legacy.msgpack
+  %(prog)s convert ckpts/ --optimizer "Adam(1e-3)" --tx "optax.inject_hyperparams(optax.adam)(1e-3)" \\
+      --to train-state --out state.msgpack
+  %(prog)s convert ckpts/ --optimizer "MultiOptimizer((ModelParamTraversal('kernel$'), Adam(1e-3)), \\
+      (ModelParamTraversal('bias$'), Momentum(0.1)))" --to orbax --out orbax_ckpt
   %(prog)s diff run_a/checkpoint_1000 run_b/checkpoint_1000 --rtol 1e-5
 
 exit status: 0 ok (diff: same within --rtol), 1 diff found differences, 2 bad input.
@@ -233,7 +237,8 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--to', required=True, choices=('optax', 'train-state', 'orbax', 'legacy'),
                  help='optax: msgpack {params, opt_state}; train-state: msgpack of a flax '
                       'TrainState {step, params, opt_state}; orbax: an orbax checkpoint '
-                      'directory of that TrainState; legacy: back to a legacy msgpack file')
+                      'directory of that TrainState (each with every key that sat beside the '
+                      'optimizer); legacy: back to a legacy msgpack file, those keys included')
   p.add_argument('--out', required=True, help='the output path (must not exist)')
   p.add_argument('--tx', action='append', default=None, metavar='EXPR',
                  help='the optax transformation to convert into, as optax Python (parsed, never '
