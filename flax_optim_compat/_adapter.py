@@ -26,6 +26,7 @@ import optax
 
 from . import _from_optax
 from . import _layouts
+from . import _multi_optax
 from . import _plain
 from . import _transforms
 from . import _tree
@@ -424,20 +425,6 @@ def _injected_values(tx, params, template) -> List[dict]:
   return jax.jit(lambda p: _collect_hyperparams(tx.init(p)))(params)
 
 
-def _first_count(opt_state) -> Optional[Any]:
-  found = []
-
-  def on_field(name, child, where):
-    if name == 'count' and not found:
-      found.append(child)
-    elif _is_namedtuple(child) or isinstance(child, (tuple, list, dict)):
-      _map_state(child, on_field, where + '/')
-    return child
-
-  _map_state(opt_state, on_field)
-  return found[0] if found else None
-
-
 def _step_signs(opt_def, tx, params) -> Dict[str, float]:
   """``{optax field: -1.0}`` for each ``step_scaled_fields`` entry ``tx`` keeps negated.
 
@@ -451,7 +438,8 @@ def _step_signs(opt_def, tx, params) -> Dict[str, float]:
   if not fields:
     return {}
   hyper_params = opt_def.hyper_params
-  if getattr(hyper_params, 'learning_rate', 0.0) is None:
+  if ('learning_rate' in {f.name for f in dataclasses.fields(hyper_params)}
+      and hyper_params.learning_rate is None):  # given per step: any rate shows the sign
     hyper_params = hyper_params.replace(learning_rate=1.0)
   attempts = [(_PROBE_PARAMS, _PROBE_GRADS)]
   if params is not None:
@@ -558,7 +546,7 @@ def _from_any_optax_state(opt_def, tx, params, opt_state, step):
   if tx is not None:
     found = _negate(found, _step_signs(opt_def, tx, params))
   if step is None:
-    step = _first_count(opt_state)
+    step = _multi_optax.first_count(opt_state)
     if step is None:
       raise StateMappingError(f'the optax state of {type(opt_def).__name__} has no `count`; '
                               'pass step= (the legacy step, e.g. the TrainState step).')

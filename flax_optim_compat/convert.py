@@ -680,11 +680,8 @@ def load_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None) -> C
     >>> sorted(convert.to_legacy(params, opt_state, optim.Adam(0.1), step=step)['state'])
     ['param_states', 'step']
   """
-  _, _, path, params, opt_state, _ = _read_converted(source, optimizer_def, tx)
-  del path
-  tree, _ = _sources.read_any(source)
-  return ConvertedCheckpoint(params, opt_state, _state_dict.at(tree, _find_train_states(tree)[0])
-                             .get('step'))
+  tree, _, path, params, opt_state, _ = _read_converted(source, optimizer_def, tx)
+  return ConvertedCheckpoint(params, opt_state, _state_dict.at(tree, path).get('step'))
 
 
 def legacy_from_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None, step=None,
