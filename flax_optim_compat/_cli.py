@@ -6,29 +6,26 @@ what is wrong; nothing is written), 130 interrupted (Ctrl-C: one line, nothing i
 behind), 141 the reader of stdout went away (e.g. ``| head``: no message).
 """
 import argparse
-import ast
 import contextlib
 import errno
 import json
 import os
 import signal
 import sys
-import tempfile
 import warnings
 from typing import List, Optional
 
-import flax.linen as nn
-import jax
-import jax.numpy as jnp
 from flax import serialization
 
 import flax_optim_compat as optim
 from . import _deprecation
 from . import convert
+from . import demo
 from ._expr import UsageError
 from ._expr import canonical_tx
 from ._expr import parse_optimizer
 from ._expr import parse_tx
+from ._expr import path_regexes
 
 _PROG = 'flax-optim-compat'
 _PROGRESS_MIN_BYTES = 100 << 20
@@ -42,6 +39,10 @@ examples:
       --to train-state --out state.msgpack
   %(prog)s convert ckpts/ --optimizer "Momentum(0.1, beta=0.9)" --to orbax --out orbax_ckpt
   %(prog)s convert orbax_ckpt --optimizer "Momentum(0.1, beta=0.9)" --to legacy --out legacy.msgpack
+  %(prog)s convert ckpts/ --optimizer "Adam(1e-3)" --tx "optax.inject_hyperparams(optax.adam)(1e-3)" \\
+      --to train-state --out state.msgpack
+  %(prog)s convert ckpts/ --optimizer "MultiOptimizer((ModelParamTraversal('kernel$'), Adam(1e-3)), \\
+      (ModelParamTraversal('bias$'), Momentum(0.1)))" --to orbax --out orbax_ckpt
   %(prog)s diff run_a/checkpoint_1000 run_b/checkpoint_1000 --rtol 1e-5
 
 exit status: 0 ok (diff: same within --rtol/--atol), 1 diff found differences,
@@ -128,19 +129,12 @@ def _target_txs(args, opt_def):
   return txs[0], texts[0]
 
 
-def _labels_text(optimizer_text: str) -> Optional[str]:
-  """``param_labels`` for the ``ModelParamTraversal('REGEX')`` groups of ``--optimizer``."""
-  try:
-    tree = ast.parse(optimizer_text.strip(), mode='eval')
-  except SyntaxError:
+def _labels_text(opt_def) -> Optional[str]:
+  """``param_labels`` for a MultiOptimizer of ``ModelParamTraversal('REGEX')`` groups."""
+  regexes = path_regexes(opt_def)
+  if not regexes:
     return None
-  patterns = [node.args[0].value for node in ast.walk(tree)
-              if isinstance(node, ast.Call) and node.args
-              and getattr(node.func, 'attr', getattr(node.func, 'id', None)) == 'ModelParamTraversal'
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)]
-  if not patterns:
-    return None
-  pairs = ', '.join(f'({str(i)!r}, {p!r})' for i, p in enumerate(patterns))
+  pairs = ', '.join(f'({str(i)!r}, {r.pattern!r})' for i, r in enumerate(regexes))
   return ('param_labels = lambda params: flax.traverse_util.path_aware_map(lambda path, _: '
           f"next((label for label, regex in ({pairs},) if re.search(regex, '/' + "
           "'/'.join(path))), 'unmatched'), params)")
@@ -183,7 +177,7 @@ def _cmd_convert(args, out) -> int:
   out.write(f'wrote {args.out} ({args.to}, step {int(result.train_state.step)}): load it with '
             f'tx={load_with}\n')
   if isinstance(opt_def, optim.MultiOptimizer):
-    labels = _labels_text(args.optimizer)
+    labels = _labels_text(opt_def)
     out.write('  labels: one per group in order (\'0\', \'1\', ...), \'unmatched\' for the '
               'params no group selects' + (f'; {labels}' if labels else '') + '\n')
   for note in result.notes:
@@ -231,8 +225,7 @@ def _cmd_diff(args, out) -> int:
 
 
 def _cmd_demo(args, out) -> int:
-  from . import demo  # pylint: disable=g-import-not-at-top  (the story runs this CLI)
-  demo.story(args.steps, out)
+  demo.story(main, args.steps, out)
   return 0
 
 
@@ -288,7 +281,8 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--to', required=True, choices=('optax', 'train-state', 'orbax', 'legacy'),
                  help='optax: msgpack {params, opt_state}; train-state: msgpack of a flax '
                       'TrainState {step, params, opt_state}; orbax: an orbax checkpoint '
-                      'directory of that TrainState; legacy: back to a legacy msgpack file')
+                      'directory of that TrainState (each with every key that sat beside the '
+                      'optimizer); legacy: back to a legacy msgpack file, those keys included')
   p.add_argument('--out', required=True, help='the output path (must not exist)')
   p.add_argument('--tx', action='append', default=None, metavar='EXPR',
                  help='the optax transformation to convert into, as optax Python (parsed, never '

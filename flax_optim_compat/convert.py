@@ -335,6 +335,8 @@ def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
   try:
     full_tx, state_tx, load_with, target_notes = _targets(optimizer_def, tx)
     notes += target_notes
+    if tx is None and not isinstance(optimizer_def, MultiOptimizer):
+      notes += optimizer_def.plain_optax_notes(optimizer.target)
     opt_state = optimizer_def.optax_state(optimizer.target, optimizer.state, tx=state_tx)
   except NotImplementedError as e:
     raise CheckpointError(f'{type(optimizer_def).__name__} cannot be converted to optax: {e}') from None
@@ -684,10 +686,8 @@ def load_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None) -> C
     >>> sorted(convert.to_legacy(params, opt_state, optim.Adam(0.1), step=step)['state'])
     ['param_states', 'step']
   """
-  _, _, path, params, opt_state, _ = _read_converted(source, optimizer_def, tx)
-  del path
-  tree, _ = _sources.read_any(source)
-  step = _state_dict.at(tree, _find_train_states(tree)[0]).get('step')
+  tree, _, path, params, opt_state, _ = _read_converted(source, optimizer_def, tx)
+  step = _state_dict.at(tree, path).get('step')
   return ConvertedCheckpoint(params, opt_state,
                              None if step is None else _state_dict.check_step(step, 'the file'))
 

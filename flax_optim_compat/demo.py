@@ -1,4 +1,4 @@
-"""The whole story on a tiny model: ``flax-optim-compat demo`` (or ``python -m flax_optim_compat.demo``).
+"""The whole story on a tiny model: ``flax-optim-compat demo`` (``python -m flax_optim_compat demo``).
 
 1. Old flax 0.5.3 code, unchanged (``from flax import optim``), trains a tiny MLP inside its own
    train-state dataclass (with a model state beside the optimizer), saves a legacy msgpack
@@ -8,7 +8,8 @@
 4. A plain flax/optax script, in a process where this package cannot be imported, loads the
    converted file with ``serialization.from_bytes`` and keeps training: the same numbers.
 
-:func:`train` is the small legacy-API example the README used before (the loss going down).
+:func:`train` is a small legacy-API example (``python -m flax_optim_compat.demo`` runs it and
+prints the loss going down).
 """
 import contextlib
 import io
@@ -16,7 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import List, Optional, TextIO
+from typing import Callable, List, Optional, TextIO
 
 import jax
 import jax.numpy as jnp
@@ -24,7 +25,8 @@ import flax.linen as nn
 
 import flax_optim_compat as optim
 
-# The optimizer of the story and the steps before and after the checkpoint (defaults).
+_PROG = 'flax-optim-compat'
+# The optimizer of the story.
 OPTIMIZER = 'Adam(learning_rate=0.03, weight_decay=1e-4)'
 
 # What old code looked like (flax <= 0.5.3); run unchanged on this package.
@@ -157,13 +159,19 @@ def _indent(text: str) -> str:
   return ''.join(f'   {line}\n' for line in text.rstrip('\n').splitlines())
 
 
-def story(steps: int = 5, out: Optional[TextIO] = None, workdir: Optional[str] = None) -> float:
+def story(cli_main: Callable[[List[str]], int], steps: int = 5, out: Optional[TextIO] = None,
+          workdir: Optional[str] = None) -> float:
   """Runs the story (see the module docstring), writing it to ``out``.
+
+  Args:
+    cli_main: the command line's ``main(argv) -> exit status``, which runs steps 2 and 3.
+    steps: training steps before and after the checkpoint.
+    out: where the story is written (default stdout).
+    workdir: where the files go (default a temporary directory, removed afterwards).
 
   Returns:
     The largest |loss difference| between the legacy continuation and the plain optax one.
   """
-  from . import _cli  # the commands of the story, run in this process
   out = sys.stdout if out is None else out
   with contextlib.ExitStack() as stack:
     if workdir is None:
@@ -179,13 +187,13 @@ def story(steps: int = 5, out: Optional[TextIO] = None, workdir: Optional[str] =
     out.write(_indent('\n'.join(legacy[:steps + 1])))
 
     def command(*argv):
-      out.write(f'\n   $ {_cli._PROG} {" ".join(_quote(a) for a in argv)}\n')  # pylint: disable=protected-access
+      out.write(f'\n   $ {_PROG} {" ".join(_quote(a) for a in argv)}\n')
       buffer = io.StringIO()
       with contextlib.redirect_stdout(buffer):
-        code = _cli.main(list(argv))
+        code = cli_main(list(argv))
       out.write(_indent(buffer.getvalue()))
       if code:
-        raise RuntimeError(f'{_cli._PROG} {argv[0]} failed with exit status {code}')  # pylint: disable=protected-access
+        raise RuntimeError(f'{_PROG} {argv[0]} failed with exit status {code}')
       return buffer.getvalue()
 
     out.write('\n2. Inspect it:')
@@ -261,4 +269,6 @@ def train(steps: int = 200, learning_rate: float = 0.05, seed: int = 0, log_ever
 
 
 if __name__ == '__main__':
-  story()
+  import warnings
+  warnings.simplefilter('ignore', optim.FlaxOptimDeprecationWarning)
+  train()

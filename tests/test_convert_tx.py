@@ -323,3 +323,14 @@ def test_to_legacy_reads_states_of_every_form_back():
       _, _, opt_state = convert.to_optax(_file('LARS'), opt_def, tx=tx)
     back = convert.to_legacy(params, opt_state, opt_def, tx=tx, step=3)
     _utils.assert_trees_close(back, legacy, rtol=0)
+
+
+def test_lamb_names_all_zero_params_where_optax_lamb_differs():
+  raw = _raw('LAMB')
+  assert not convert.convert_checkpoint(raw, _opt_def('LAMB')).notes[1:]
+  raw['target']['dense']['bias'] = np.zeros_like(raw['target']['dense']['bias'])
+  notes = convert.convert_checkpoint(raw, _opt_def('LAMB')).notes
+  assert notes[1] == ('/dense/bias is all zeros: optax.lamb moves an all-zero param (trust '
+                      'ratio 1), legacy kept it at zero (ratio 0)')
+  # A tx chosen by the caller gets no such note (its form is not known).
+  assert not convert.convert_checkpoint(raw, _opt_def('LAMB'), tx=optax.lamb(0.01)).notes[1:]
