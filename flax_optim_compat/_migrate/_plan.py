@@ -206,7 +206,8 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
       plan.edits[id(site.node)] = Edit(code, {})
       if site.kind == 'annotation':
         plan.needs.add('train_state')
-      records.append(Record.of(site, 'rewritten', code=code, message=site.unit.code(site.node)))
+      shown = site.node.annotation if site.kind == 'annotation' else site.node
+      records.append(Record.of(site, 'rewritten', code=code, message=site.unit.code(shown)))
 
 
 def _members(project, root):
