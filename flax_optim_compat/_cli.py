@@ -4,7 +4,6 @@ Exit status: 0 success (``diff``: the checkpoints agree within ``--rtol``), 1 ``
 differences, 2 bad input (one line on stderr naming what is wrong; nothing is written).
 """
 import argparse
-import ast
 import json
 import os
 import sys
@@ -20,13 +19,11 @@ from flax import serialization
 import flax_optim_compat as optim
 from . import _deprecation
 from . import convert
+from ._expr import UsageError
+from ._expr import parse_optimizer
 
 _PROG = 'flax-optim-compat'
 _PROGRESS_MIN_BYTES = 100 << 20
-
-# The optimizer names --optimizer accepts (the legacy classes; WeightNorm wraps another).
-_OPTIMIZERS = ('GradientDescent', 'Momentum', 'Adam', 'AdaBelief', 'Adadelta', 'Adafactor',
-               'Adagrad', 'LAMB', 'LARS', 'RMSProp', 'WeightNorm')
 
 _EPILOG = """\
 examples:
@@ -44,71 +41,6 @@ examples:
 exit status: 0 ok (diff: same within --rtol), 1 diff found differences, 2 bad input.
 migrate: 0 nothing to change, 1 changes proposed or written, 2 anything refused or failed.
 """
-
-
-class UsageError(ValueError):
-  """Bad command-line input (reported as one line, exit status 2)."""
-
-
-# ----------------------------------------------------------------------------- --optimizer
-
-
-def _literal(node, text):
-  try:
-    return ast.literal_eval(node)
-  except ValueError:
-    raise UsageError(f'--optimizer {text!r}: only literal arguments are allowed (numbers, '
-                     f'strings, True/False/None), not {ast.unparse(node)!r}.') from None
-
-
-def _build(node, text):
-  if not isinstance(node, ast.Call):
-    raise UsageError(f'--optimizer {text!r}: expected a call such as "Adam(learning_rate=1e-3)", '
-                     f'got {ast.unparse(node)!r}.')
-  func = node.func
-  name = func.attr if isinstance(func, ast.Attribute) else getattr(func, 'id', None)
-  if isinstance(func, ast.Attribute) and ast.unparse(func.value) not in (
-      'optim', 'flax_optim_compat', 'flax.optim'):
-    name = None
-  if name not in _OPTIMIZERS:
-    raise UsageError(f'--optimizer {text!r}: unknown optimizer {ast.unparse(func)!r}; one of '
-                     f'{", ".join(_OPTIMIZERS)}.')
-
-  def value(arg):
-    if isinstance(arg, ast.Call):
-      if name != 'WeightNorm':
-        raise UsageError(f'--optimizer {text!r}: only WeightNorm takes an optimizer argument.')
-      return _build(arg, text)
-    return _literal(arg, text)
-
-  if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None
-                                                               for k in node.keywords):
-    raise UsageError(f'--optimizer {text!r}: no *args / **kwargs.')
-  args = [value(a) for a in node.args]
-  kwargs = {k.arg: value(k.value) for k in node.keywords}
-  try:
-    with warnings.catch_warnings():
-      warnings.simplefilter('ignore', _deprecation.FlaxOptimDeprecationWarning)
-      return getattr(optim, name)(*args, **kwargs)
-  except TypeError as e:
-    raise UsageError(f'--optimizer {text!r}: {e}.') from None
-
-
-def parse_optimizer(text: str):
-  """The :class:`OptimizerDef` of ``"Adam(learning_rate=1e-3, weight_decay=1e-4)"``, never eval'd.
-
-  The string is parsed with ``ast``: one call of a built-in optimizer class (WeightNorm may
-  wrap another call), with literal arguments only.
-
-  Raises:
-    UsageError: anything else, naming what is wrong.
-  """
-  try:
-    tree = ast.parse(text.strip(), mode='eval')
-  except SyntaxError as e:
-    raise UsageError(f'--optimizer {text!r} does not parse ({e.msg}); expected e.g. '
-                     '"Adam(learning_rate=1e-3)".') from None
-  return _build(tree.body, text)
 
 
 # ----------------------------------------------------------------------------- output helpers
