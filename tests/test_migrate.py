@@ -401,3 +401,20 @@ def test_without_libcst_the_package_imports_and_migrate_says_how_to_install(tmp_
   assert result.returncode == 2, result.stderr
   assert result.stderr.strip().splitlines() == [
       "flax-optim-compat migrate: needs LibCST: pip install 'flax_optim_compat[migrate]'"]
+
+
+def test_the_packages_own_legacy_script_migrates_whole():
+  path = os.path.join(os.path.dirname(__file__), 'legacy_scripts', 'train_mlp_legacy.py')
+  with open(path, encoding='utf-8') as f:
+    source = f.read()
+  new, report = migrate_source(source, path)
+  assert report.exit_status() == 1, report.summary(False)
+  assert 'optim' not in new.replace('optimizer', '')
+  # The learning-rate override of the optimizer's own step became the schedule itself.
+  assert 'tx=optimizer_def' in new
+  assert 'optax.sgd(learning_rate=learning_rate_fn, momentum=beta, nesterov=False)' in new
+  # Only the ReplicatedOptimizer's step averages the grads it did not average itself.
+  assert new.count('apply_gradients(grads=jax.lax.pmean(grad, axis_name=\'batch\'))') == 1
+  assert 'optimizer = jax_utils.replicate(optimizer)' in new
+  assert emitted_names_exist(new) > 0
+  assert migrate_source(new, path)[0] == new

@@ -20,6 +20,7 @@ from ._project import annotation_head
 class Context:
   """Names the rewritten file uses for what the rules emit."""
   train_state: str = 'train_state'   # the flax.training.train_state module
+  jax_utils: str = 'jax_utils'       # the flax.jax_utils module
 
 
 class Example(NamedTuple):
@@ -67,7 +68,10 @@ def _apply(original, updated, data, ctx):
   grads = next((a.value for a in updated.args if a.keyword is None), None)
   if grads is None:
     grads = next(a.value for a in updated.args if a.keyword.value == 'grads')
-  call = f'apply_gradients(grads={_code(grads)})'
+  grads = _code(grads)
+  if data.get('pmean'):
+    grads = f'jax.lax.pmean({grads}, axis_name={data["pmean"]!r})'
+  call = f'apply_gradients(grads={grads})'
   if data['mode'] == 'inject':
     lr = next((a.value for a in updated.args if a.keyword and a.keyword.value == 'learning_rate'),
               None)
@@ -76,6 +80,16 @@ def _apply(original, updated, data, ctx):
         f'{receiver}.replace(opt_state={receiver}.opt_state._replace(hyperparams=dict('
         f'{receiver}.opt_state.hyperparams, learning_rate={lr_text}))).{call}')
   return cst.parse_expression(f'{receiver}.{call}')
+
+
+def _replicate(original, updated, data, ctx):
+  receiver = _code(updated.func.value)
+  rest = ''
+  devices = next((a.value for a in updated.args if (a.keyword and a.keyword.value == 'devices')
+                  or (a.keyword is None and a is updated.args[0])), None)
+  if data['kind'] == 'replicate' and devices is not None:
+    rest = f', devices={_code(devices)}'
+  return cst.parse_expression(f'{ctx.jax_utils}.{data["kind"]}({receiver}{rest})')
 
 
 def _replace(original, updated, data, ctx):
@@ -606,5 +620,91 @@ ANNOTATION = Rule('FOM006', 'optim.Optimizer annotations and dataclass fields ->
                   'train_state.TrainState', _annotation,
                   (_DATACLASS_FIELD,))
 
-all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION)
+_REPLICATE_PMAP = Example(
+    'replicate_pmap',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params, x):
+  return jnp.sum((params['w'] * x - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def train_step(optimizer, x):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.target, x)
+  optimizer = optimizer.apply_gradient(grads)
+  return optimizer, jax.lax.pmean(loss, axis_name='batch')
+
+
+p_train_step = jax.pmap(train_step, axis_name='batch')
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  devices = jax.local_device_count()
+  x = 1.0 + 0.25 * jnp.arange(devices * 3, dtype=jnp.float32).reshape(devices, 3)
+  optimizer = optim.Adam(learning_rate=0.05).create(params)
+  optimizer = optimizer.replicate()
+  losses = []
+  for _ in range(20):
+    optimizer, loss = p_train_step(optimizer, x)
+    losses.append(float(loss[0]))
+  optimizer = optimizer.unreplicate()
+  print(json.dumps(losses + [float(v) for v in optimizer.target['w']]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import jax_utils
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params, x):
+  return jnp.sum((params['w'] * x - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def train_step(optimizer, x):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.params, x)
+  optimizer = optimizer.apply_gradients(grads=jax.lax.pmean(grads, axis_name='batch'))
+  return optimizer, jax.lax.pmean(loss, axis_name='batch')
+
+
+p_train_step = jax.pmap(train_step, axis_name='batch')
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  devices = jax.local_device_count()
+  x = 1.0 + 0.25 * jnp.arange(devices * 3, dtype=jnp.float32).reshape(devices, 3)
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(learning_rate=0.05, b1=0.9, b2=0.999, eps=1e-08))
+  optimizer = jax_utils.replicate(optimizer)
+  losses = []
+  for _ in range(20):
+    optimizer, loss = p_train_step(optimizer, x)
+    losses.append(float(loss[0]))
+  optimizer = jax_utils.unreplicate(optimizer)
+  print(json.dumps(losses + [float(v) for v in optimizer.params['w']]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='bit-exact')
+
+REPLICATE = Rule('FOM007', 'optimizer.replicate() / .unreplicate() -> jax_utils.replicate / '
+                 'unreplicate, the gradient average moved to the apply site under pmap',
+                 _replicate, (_REPLICATE_PMAP,))
+
+all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION, REPLICATE)
 by_code = {rule.code: rule for rule in all_rules}
