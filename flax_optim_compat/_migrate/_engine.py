@@ -66,6 +66,8 @@ def _rewrite(plan: _plan.FilePlan) -> str:
         ctx, 'flax.training', 'train_state', None if alias == 'train_state' else alias)
   if 'jax_utils' in plan.needs:
     visitors.AddImportsVisitor.add_needed_import(ctx, 'flax', 'jax_utils')
+  if 'traverse_util' in plan.needs:
+    visitors.AddImportsVisitor.add_needed_import(ctx, 'flax', 'traverse_util')
   if 'jax' in plan.needs:
     visitors.AddImportsVisitor.add_needed_import(ctx, 'jax')
   if 'jnp' in plan.needs:
