@@ -68,6 +68,9 @@ def _rewrite(plan: _plan.FilePlan) -> str:
     visitors.AddImportsVisitor.add_needed_import(ctx, 'flax', 'jax_utils')
   if 'traverse_util' in plan.needs:
     visitors.AddImportsVisitor.add_needed_import(ctx, 'flax', 'traverse_util')
+  if 'dynamic_scale' in plan.needs:
+    visitors.AddImportsVisitor.add_needed_import(ctx, 'flax.training', 'dynamic_scale',
+                                                 'dynamic_scale_lib')
   if 'jax' in plan.needs:
     visitors.AddImportsVisitor.add_needed_import(ctx, 'jax')
   if 'jnp' in plan.needs:

@@ -78,6 +78,15 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
     records.append(Record.of(site, 'refused', message=site.message))
   for group in groups.values():
     _plan_group(project, group, files, records, conversions, plain_optax)
+  refused_nodes = set()
+  for group in groups.values():
+    for site in group.sites:
+      if group.refused:
+        refused_nodes.update({id(site.node), id(_statement_of(site.unit, site.node))})
+  for site in loose:
+    refused_nodes.update({id(site.node), id(_statement_of(site.unit, site.node))})
+  for unit in project.units:
+    _leftovers(unit, files[unit.path], refused_nodes, records)
   for unit in project.units:
     for node in _project._walk(unit.module):  # pylint: disable=protected-access
       if isinstance(node, (cst.Import, cst.ImportFrom)):
@@ -87,6 +96,36 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
             files[unit.path].legacy_imports = True
   records.sort(key=lambda r: (r.path, r.line))
   return Plan(files, records, conversions)
+
+
+def _leftovers(unit, plan, handled, records):
+  """Refuses (FOM112) every legacy name that no rule rewrites and no refusal covers.
+
+  E.g. a def passed to a function (``make(optim.Adam(0.1))``): the analysis does not follow
+  defs through calls, and a silent leftover would pass ``--check``.
+  """
+  stack = [unit.module]
+  while stack:
+    node = stack.pop()
+    if id(node) in handled or id(node) in plan.edits or isinstance(
+        node, (cst.Import, cst.ImportFrom)):
+      continue
+    if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node) == 'DynamicScale':
+      plan.edits[id(node)] = Edit('FOM010', {})
+      plan.needs.add('dynamic_scale')
+      records.append(Record(unit.path, unit.line(node), 'FOM010', 'rewritten', 'bit-exact',
+                            f'{unit.code(node)} -> dynamic_scale_lib.DynamicScale'))
+      continue
+    if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node):
+      name = unit.code(node)
+      plan.mark(node, _refusals.marker_text(_refusals.UNFOLLOWED))
+      records.append(Record(unit.path, unit.line(node), _refusals.UNFOLLOWED.code, 'refused', '',
+                            f'{name}: {_refusals.UNFOLLOWED.reason}'))
+      continue
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
+        node.func.attr.value == 'optax_transform'):
+      continue   # the package's exact transform, kept on purpose (flagged FOM009)
+    stack.extend(reversed(node.children))
 
 
 def _def_site_check(project, group, files) -> dict:

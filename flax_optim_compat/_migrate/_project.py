@@ -38,7 +38,11 @@ _PASS_THROUGH = {
     'jax.block_until_ready': (0, 'x'),
     'flax.serialization.from_bytes': (0, 'target'),
     'flax.serialization.from_state_dict': (0, 'target'),
+    'jax.tree_util.tree_map': (1, 'tree'),
+    'jax.tree.map': (1, 'tree'),
 }
+# Of these, every positional argument after the function is a tree of the same structure.
+_TREE_MAPS = frozenset({'jax.tree_util.tree_map', 'jax.tree.map'})
 # Calls that read an optimizer as a plain pytree (any pytree works, a TrainState too).
 _SINKS = {
     'flax.serialization.to_bytes': (0, 'target'),
@@ -429,6 +433,11 @@ class Project:
           slot = slot_of(v)
           if slot:
             changed |= self._mark(('return', unit.path, fdef.name.value, id(fdef), i), slot)
+    elif isinstance(node, cst.Call) and unit.names(node.func) & _TREE_MAPS:
+      slots = [slot_of(a.value) for a in node.args[1:] if a.keyword is None and not a.star]
+      slots = [s for s in slots if s]
+      for other in slots[1:]:
+        changed |= self._mark(slots[0], other)
     elif isinstance(node, cst.Call):
       callee = self.resolve_callable(unit, node.func)
       if callee is not None:
@@ -567,6 +576,8 @@ class Project:
         return False
       names = unit.names(call.func)
       if _pass_through_arg(unit, call) is node or _sink_arg(unit, call) is node:
+        return True
+      if names & _TREE_MAPS and parent.keyword is None and call.args[0] is not parent:
         return True
       if names & {'print', 'builtins.print'}:
         return True

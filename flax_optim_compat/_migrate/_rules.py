@@ -67,6 +67,10 @@ def _multi(original, updated, data, ctx):
       f'tx={data["tx"]})')
 
 
+def _dynamic_scale(original, updated, data, ctx):
+  return cst.parse_expression('dynamic_scale_lib.DynamicScale')
+
+
 def _target(original, updated, data, ctx):
   return updated.with_changes(attr=cst.Name('params'))
 
@@ -872,5 +876,86 @@ MULTI = Rule('FOM008', 'optim.MultiOptimizer((traversal, def), ...) / create(foc
              '-> optax.multi_transform with labels from the traversals, unselected params '
              'optax.set_to_zero()', _multi, (_MULTI_OPTIMIZER, _FOCUS))
 
-all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION, REPLICATE, MULTI)
+_DYNAMIC_SCALE = Example(
+    'dynamic_scale',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+@jax.jit
+def train_step(optimizer, dynamic_scale):
+  grad_fn = dynamic_scale.value_and_grad(loss_fn)
+  dynamic_scale, is_finite, loss, grads = grad_fn(optimizer.target)
+  new_optimizer = optimizer.apply_gradient(grads)
+  optimizer = jax.tree_util.tree_map(
+      lambda new, old: jnp.where(is_finite, new, old), new_optimizer, optimizer)
+  return optimizer, dynamic_scale, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = optim.Momentum(learning_rate=0.05, beta=0.9).create(params)
+  dynamic_scale = optim.DynamicScale(growth_interval=5)
+  losses = []
+  for _ in range(20):
+    optimizer, dynamic_scale, loss = train_step(optimizer, dynamic_scale)
+    losses.append(float(loss))
+  print(json.dumps(losses + [float(dynamic_scale.scale)]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import dynamic_scale as dynamic_scale_lib, train_state
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+@jax.jit
+def train_step(optimizer, dynamic_scale):
+  grad_fn = dynamic_scale.value_and_grad(loss_fn)
+  dynamic_scale, is_finite, loss, grads = grad_fn(optimizer.params)
+  new_optimizer = optimizer.apply_gradients(grads=grads)
+  optimizer = jax.tree_util.tree_map(
+      lambda new, old: jnp.where(is_finite, new, old), new_optimizer, optimizer)
+  return optimizer, dynamic_scale, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.sgd(learning_rate=0.05, momentum=0.9, nesterov=False))
+  dynamic_scale = dynamic_scale_lib.DynamicScale(growth_interval=5)
+  losses = []
+  for _ in range(20):
+    optimizer, dynamic_scale, loss = train_step(optimizer, dynamic_scale)
+    losses.append(float(loss))
+  print(json.dumps(losses + [float(dynamic_scale.scale)]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='bit-exact')
+
+DYNAMIC_SCALE = Rule('FOM010', 'optim.DynamicScale -> flax.training.dynamic_scale.DynamicScale '
+                     '(imported as dynamic_scale_lib, as flax\'s examples do)', _dynamic_scale,
+                     (_DYNAMIC_SCALE,))
+
+all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION, REPLICATE, MULTI, DYNAMIC_SCALE)
 by_code = {rule.code: rule for rule in all_rules}
