@@ -426,3 +426,40 @@ def test_the_packages_own_legacy_script_migrates_whole():
   assert 'optimizer = jax_utils.replicate(optimizer)' in new
   assert emitted_names_exist(new) > 0
   assert migrate_source(new, path)[0] == new
+
+
+_LR_PRELUDE = ('import jax.numpy as jnp\nfrom flax import optim\n\n\n'
+               'def lr_fn(step):\n  return 0.1 / (1.0 + step)\n\n\n')
+
+
+def test_a_learning_rate_of_another_counter_is_injected_never_a_schedule():
+  # The outer train state's step is not the optimizer's step.
+  source = _LR_PRELUDE + (
+      'def step(state, g):\n  opt = state.optimizer\n'
+      '  return state.replace(optimizer=opt.apply_gradient(g, learning_rate=lr_fn(state.step)))\n'
+      '\n\ndef make(p):\n  return optim.Adam(0.1).create(p)\n\n\n'
+      'class TrainState:\n  def __init__(self, step, optimizer):\n    pass\n\n\n'
+      'def run(p, g):\n  return step(TrainState(step=0, optimizer=make(p)), g)\n')
+  new, _ = migrate_source(source)
+  assert 'optax.inject_hyperparams(optax.adam, hyperparam_dtype=jnp.float32)(learning_rate=0.1' in new
+  assert 'learning_rate=lr_fn(state.step)' in new and 'learning_rate=lr_fn,' not in new
+
+
+def test_the_optimizers_own_step_through_a_local_becomes_a_schedule():
+  source = _LR_PRELUDE + (
+      'def step(opt, g):\n  s = opt.state.step\n  lr = lr_fn(s + 2)\n'
+      '  return opt.apply_gradient(g, learning_rate=lr)\n\n\n'
+      'def run(p, g):\n  return step(optim.Momentum(0.1).create(p), g)\n')
+  new, _ = migrate_source(source)
+  assert 'optax.sgd(learning_rate=lambda count: lr_fn(count + 2), momentum=0.9' in new
+  assert 'opt.apply_gradients(grads=g)' in new
+
+
+def test_a_schedule_defined_after_a_module_level_create_is_injected():
+  source = ('import jax.numpy as jnp\nfrom flax import optim\n\n'
+            'opt = optim.Adam(0.1).create({"w": jnp.ones(2)})\n\n\n'
+            'def lr_fn(step):\n  return 0.1 / (1.0 + step)\n\n\n'
+            'def step(g):\n  return opt.apply_gradient(g, learning_rate=lr_fn(opt.state.step))\n')
+  new, _ = migrate_source(source)
+  assert 'optax.inject_hyperparams(optax.adam' in new
+  assert 'learning_rate=lr_fn(opt.step)' in new

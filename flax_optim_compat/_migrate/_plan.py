@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst import metadata as meta
 
+from .. import _expr
 from . import _optax
 from . import _project
 from . import _refusals
@@ -287,6 +288,12 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
     elif site.kind == 'create':
       _plan_create(project, site, plan, calls[id(site)], mode, schedule, plain_optax,
                    records, conversions, keep_layout)
+    elif site.kind == 'compute_gradient':
+      assign = site.unit.parent(site.node)
+      plan.edits[id(assign)] = Edit('FOM011', {})
+      plan.needs.add('jax')
+      records.append(Record.of(site, 'rewritten', code='FOM011',
+                               message='compute_gradient -> jax.value_and_grad'))
     elif site.kind in ('replicate', 'unreplicate'):
       plan.edits[id(site.node)] = Edit('FOM007', {'kind': site.kind})
       plan.needs.add('jax_utils')
@@ -449,6 +456,11 @@ def _plan_create(project, site, plan, call, mode, schedule, plain_optax, records
   keep = ' --keep-layout' if keep_layout else ''
   command = (f'flax-optim-compat convert <IN> --optimizer "{_optax.command_optimizer(call)}" '
              f'--tx "{cmd_tx}" --to train-state --out <OUT>{keep}')
+  try:
+    _expr.parse_tx(cmd_tx)
+  except _expr.ExpressionError as e:
+    command = ''
+    notes.append(f'no convert command: its --tx cannot be written on the command line ({e})')
   conversions.append(Conversion(unit.path, site.line, expression, exact, command, notes))
 
 

@@ -537,6 +537,13 @@ class Project:
           return Site(unit, grand, 'escape', group, _refusals.ESCAPE,
                       f'the result of {attr}() is used where the analysis cannot follow it')
         return Site(unit, grand, kind, group)
+      if attr == 'compute_gradient' and isinstance(grand, cst.Call) and grand.func is parent:
+        assign = unit.parent(grand)
+        if (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
+            and len(assign.targets[0].target.elements) in (2, 3) and len(grand.args) == 1
+            and grand.args[0].keyword is None):
+          return Site(unit, grand, 'compute_gradient', group)
       if attr in ('optimizer_def', 'hyper_params', 'state_dict', 'restore_state'):
         return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
       return Site(unit, parent, 'escape', group, _refusals.ESCAPE,

@@ -67,6 +67,20 @@ def _multi(original, updated, data, ctx):
       f'tx={data["tx"]})')
 
 
+def _compute_gradient(original, updated, data, ctx):
+  """``loss, grad = opt.compute_gradient(f)`` / ``loss, aux, grad = ...`` (an Assign)."""
+  call = updated.value
+  receiver = _code(call.func.value)
+  fn = _code(call.args[0].value)
+  names = [_code(e.value) for e in updated.targets[0].target.elements]
+  if len(names) == 2:
+    return cst.parse_statement(
+        f'{names[0]}, {names[1]} = jax.value_and_grad({fn})({receiver}.params)\n').body[0]
+  return cst.parse_statement(
+      f'({names[0]}, {names[1]}), {names[2]} = jax.value_and_grad({fn}, has_aux=True)'
+      f'({receiver}.params)\n').body[0]
+
+
 def _dynamic_scale(original, updated, data, ctx):
   return cst.parse_expression('dynamic_scale_lib.DynamicScale')
 
@@ -957,5 +971,82 @@ DYNAMIC_SCALE = Rule('FOM010', 'optim.DynamicScale -> flax.training.dynamic_scal
                      '(imported as dynamic_scale_lib, as flax\'s examples do)', _dynamic_scale,
                      (_DYNAMIC_SCALE,))
 
-all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION, REPLICATE, MULTI, DYNAMIC_SCALE)
+_COMPUTE_GRADIENT = Example(
+    'compute_gradient',
+    before='''\
+import json
+
+import jax.numpy as jnp
+from flax import optim
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = optim.Adam(learning_rate=0.05).create(params)
+
+  def loss_fn(params):
+    return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+  def loss_and_aux(params):
+    loss = loss_fn(params)
+    return loss, {'half': 0.5 * loss}
+
+  losses = []
+  for step in range(20):
+    if step % 2:
+      loss, grads = optimizer.compute_gradient(loss_fn)
+    else:
+      loss, aux, grads = optimizer.compute_gradient(loss_and_aux)
+      loss = loss + 0.0 * aux['half']
+    optimizer = optimizer.apply_gradient(grads)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax.numpy as jnp
+import jax
+import optax
+from flax.training import train_state
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(learning_rate=0.05, b1=0.9, b2=0.999, eps=1e-08))
+
+  def loss_fn(params):
+    return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+  def loss_and_aux(params):
+    loss = loss_fn(params)
+    return loss, {'half': 0.5 * loss}
+
+  losses = []
+  for step in range(20):
+    if step % 2:
+      loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+    else:
+      (loss, aux), grads = jax.value_and_grad(loss_and_aux, has_aux=True)(optimizer.params)
+      loss = loss + 0.0 * aux['half']
+    optimizer = optimizer.apply_gradients(grads=grads)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='1e-6')
+
+COMPUTE_GRADIENT = Rule('FOM011', 'loss, grad = optimizer.compute_gradient(loss_fn) -> '
+                        'jax.value_and_grad(loss_fn)(state.params) (has_aux=True for three '
+                        'targets)', _compute_gradient, (_COMPUTE_GRADIENT,))
+
+all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION, REPLICATE, MULTI, DYNAMIC_SCALE,
+             COMPUTE_GRADIENT)
 by_code = {rule.code: rule for rule in all_rules}
