@@ -56,11 +56,27 @@ _SINKS = {
 }
 
 
+# The names of flax.optim (flax 0.5.3), at the package or in its modules.
+LEGACY_NAMES = frozenset(BUILTIN_DEFS + (
+    'Optimizer', 'OptimizerDef', 'OptimizerState', 'MultiOptimizer', 'ModelParamTraversal',
+    'WeightNorm', 'DynamicScale', 'ReplicatedOptimizer'))
+
+
 def legacy_name(names: Iterable[str]) -> Optional[str]:
-  """``'Adam'`` for ``flax.optim.Adam`` / ``flax.optim.adam.Adam`` / ``flax_optim_compat.Adam``."""
+  """``'Adam'`` for ``flax.optim.Adam`` / ``flax.optim.adam.Adam`` / ``flax_optim_compat.Adam``.
+
+  Only flax.optim's own names: the package's private modules (``flax_optim_compat._restore``)
+  and its additions (``from_optax``) are not legacy uses.
+  """
   for name in names:
     if name.startswith(LEGACY_PREFIXES):
-      return name.rsplit('.', 1)[1]
+      parts = name.split('.')
+      prefix = 2 if parts[0] == 'flax' else 1
+      last = parts[-1]
+      modules = parts[prefix:-1]
+      if last in LEGACY_NAMES and len(modules) <= 1 and not any(
+          m.startswith('_') for m in modules):
+        return last
   return None
 
 
