@@ -27,8 +27,7 @@ class FilePlan:
   unit: _project.Unit
   edits: Dict[int, Edit] = dataclasses.field(default_factory=dict)
   markers: Dict[int, List[str]] = dataclasses.field(default_factory=dict)
-  needs: Set[str] = dataclasses.field(default_factory=set)   # 'optax', 'train_state', 'jnp'
-  legacy_imports: bool = False
+  needs: Set[str] = dataclasses.field(default_factory=set)   # imports: 'optax', 'jnp', ...
 
   def mark(self, node: cst.CSTNode, text: str):
     stmt = _statement_of(self.unit, node)
@@ -88,13 +87,6 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
     refused_nodes.update({id(site.node), id(_statement_of(site.unit, site.node))})
   for unit in project.units:
     _leftovers(unit, files[unit.path], refused_nodes, records)
-  for unit in project.units:
-    for node in unit.nodes:
-      if isinstance(node, (cst.Import, cst.ImportFrom)):
-        for alias in node.names if not isinstance(node.names, cst.ImportStar) else ():
-          if unit.legacy(alias.name) or any(
-              n.startswith(('flax.optim', 'flax_optim_compat')) for n in unit.names(alias.name)):
-            files[unit.path].legacy_imports = True
   records.sort(key=lambda r: (r.path, r.line))
   return Plan(files, records, conversions)
 
