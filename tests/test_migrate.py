@@ -18,6 +18,7 @@ import pytest
 libcst = pytest.importorskip('libcst')
 
 import flax.training.train_state
+import jax.numpy as jnp
 import optax
 
 from flax_optim_compat import _cli
@@ -154,7 +155,7 @@ def test_report_commands_parse(code, example):
     optimizer_text = command.split('--optimizer "')[1].split('"')[0]
     tx_text = command.split('--tx "')[1].split('" --to')[0]
     _cli.parse_optimizer(optimizer_text)
-    tx = eval(tx_text, {'optax': optax, 'jnp': __import__('jax.numpy').numpy})  # pylint: disable=eval-used
+    tx = eval(tx_text, {'optax': optax, 'jnp': jnp})  # pylint: disable=eval-used
     assert isinstance(tx, optax.GradientTransformation)
     try:
       from flax_optim_compat import _expr  # pylint: disable=g-import-not-at-top
@@ -232,7 +233,8 @@ def test_a_file_that_never_imports_flax_optim_is_followed(tmp_path):
       'from make import create\n\n\ndef step(opt, g):\n  return opt.apply_gradient(g)\n\n\n'
       'def run(params, g):\n  opt = create(params)\n  opt = step(opt, g)\n  return opt.target\n')
   paths = [str(tmp_path / 'make.py'), str(tmp_path / 'train.py')]
-  changed, report = migrate_sources({p: (tmp_path / os.path.basename(p)).read_text() for p in paths})
+  changed, report = migrate_sources(
+      {p: (tmp_path / os.path.basename(p)).read_text() for p in paths})
   assert 'opt.apply_gradients(grads=g)' in changed[paths[1]]
   assert 'return opt.params' in changed[paths[1]]
   assert 'import' not in changed[paths[1]].split('from make import create')[1]
@@ -441,7 +443,8 @@ def test_a_learning_rate_of_another_counter_is_injected_never_a_schedule():
       'class TrainState:\n  def __init__(self, step, optimizer):\n    pass\n\n\n'
       'def run(p, g):\n  return step(TrainState(step=0, optimizer=make(p)), g)\n')
   new, _ = migrate_source(source)
-  assert 'optax.inject_hyperparams(optax.adam, hyperparam_dtype=jnp.float32)(learning_rate=0.1' in new
+  assert ('optax.inject_hyperparams(optax.adam, hyperparam_dtype=jnp.float32)'
+          '(learning_rate=0.1') in new
   assert 'learning_rate=lr_fn(state.step)' in new and 'learning_rate=lr_fn,' not in new
 
 

@@ -263,10 +263,12 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
           site.refusal = _refusals.LR_NONE
           site.message = 'applied without learning_rate= while other sites set it'
       if not _pure(site.node.func.value):
-        site.refusal, site.message = _refusals.ESCAPE, 'the learning rate is set on a computed value'
+        site.refusal = _refusals.ESCAPE
+        site.message = 'the learning rate is set on a computed value'
   elif mode == 'none':
     for c in creates:
-      if id(c) in calls and id(c) not in multis and calls[id(c)].sources.get('learning_rate', 'None') == 'None':
+      if id(c) in calls and id(c) not in multis and calls[id(c)].sources.get(
+          'learning_rate', 'None') == 'None':
         c.refusal, c.message = _refusals.LR_NONE, 'learning_rate=None and no override'
   if group.refused:
     for site in group.refused:
@@ -366,7 +368,8 @@ def _replication(project, group, applies):
                                            ()) for site in applies):
     for site in replicates:
       site.refusal = _refusals.REPLICATE
-      site.message = f'{site.unit.code(site.node)}: no apply_gradient under pmap(axis_name={axis!r})'
+      site.message = (f'{site.unit.code(site.node)}: no apply_gradient under '
+                      f'pmap(axis_name={axis!r})')
   return pmeans
 
 
@@ -561,7 +564,8 @@ def _schedule(project, unit, lr, receiver, creates) -> Optional[str]:
     if not _all_defined_before(unit, globals_used, c.node):
       return None
   code = cst.Module([]).code_for_node(body)
-  if (isinstance(body, cst.Call) and len(body.args) == 1 and isinstance(body.args[0].value, cst.Name)
+  if (isinstance(body, cst.Call) and len(body.args) == 1
+      and isinstance(body.args[0].value, cst.Name)
       and body.args[0].value.value == _COUNT and body.args[0].keyword is None
       and not _mentions_count(body.func)):
     return cst.Module([]).code_for_node(body.func)

@@ -483,7 +483,8 @@ class Project:
                   cst.ClassDef):
       params = params[1:]   # self
     params = params[shift:]
-    by_name = {p.name.value: p for p in list(cnode.params.params) + list(cnode.params.kwonly_params)}
+    by_name = {p.name.value: p
+               for p in list(cnode.params.params) + list(cnode.params.kwonly_params)}
     for i, arg in enumerate(call.args):
       if arg.star:
         continue
@@ -544,7 +545,8 @@ class Project:
       if attr == 'target':
         return Site(unit, parent, 'target', group)
       if attr == 'state':
-        if isinstance(grand, cst.Attribute) and grand.value is parent and grand.attr.value == 'step':
+        if (isinstance(grand, cst.Attribute) and grand.value is parent
+            and grand.attr.value == 'step'):
           return Site(unit, grand, 'step', group)
         return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
       if attr in ('apply_gradient', 'replace', 'replicate', 'unreplicate') and isinstance(

@@ -56,7 +56,7 @@ def _create(original, updated, data, ctx):
 
 
 def _multi(original, updated, data, ctx):
-  if 'filter' in data:   # the traversal variable's value: ``kernels = optim.ModelParamTraversal(f)``
+  if 'filter' in data:   # a traversal variable's value: ``t = optim.ModelParamTraversal(f)``
     return cst.parse_expression(data['filter'])
   if 'def_tx' in data:   # ``opt_def = optim.MultiOptimizer(...)``
     return cst.parse_expression(data['def_tx'])
