@@ -41,6 +41,11 @@ def write_atomically(path: str, text: str) -> None:
       os.unlink(tmp)
 
 
+def _label(side: str, path: str) -> str:
+  """``a/pkg/x.py`` for a path under the current folder (as git and ruff print), else the path."""
+  return path if os.path.isabs(path) else f'{side}/{path}'
+
+
 def run(args, out: TextIO, err: Optional[TextIO] = None) -> int:
   """Runs ``migrate`` for parsed ``args``; returns the exit status."""
   err = err or sys.stderr
@@ -54,7 +59,7 @@ def run(args, out: TextIO, err: Optional[TextIO] = None) -> int:
     elif not args.check:
       out.writelines(difflib.unified_diff(
           sources[path].splitlines(True), changed[path].splitlines(True),
-          fromfile=f'a/{shown(path)}', tofile=f'b/{shown(path)}'))
+          fromfile=_label('a', shown(path)), tofile=_label('b', shown(path))))
   for record in report.records + report.failed:
     record.path = shown(record.path)
   for conversion in report.conversions:
