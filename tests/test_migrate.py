@@ -356,7 +356,7 @@ def test_cli_diff_by_default_writes_nothing(tmp_path, capsys):
   before = path.read_bytes()
   status, out, err = _run([str(tmp_path)], capsys)
   assert status == 1
-  assert out.startswith('--- a/') and '+import optax' in out
+  assert out.startswith(f'--- {path}\n+++ {path}\n') and '+import optax' in out
   assert 'would rewrite 1 file(s)' in err
   assert path.read_bytes() == before
 
