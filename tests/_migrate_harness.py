@@ -1,0 +1,249 @@
+"""Run a legacy script both ways: as it is on this package, and migrated on plain optax.
+
+The *before* side runs the script unchanged in a child interpreter where `from flax import optim`
+resolves to this checkout's package (the import alias, installed here by a `sitecustomize.py`
+as the `.pth` file does in an installed environment). The *after* side is the script rewritten
+by `python -m flax_optim_compat migrate --write`, run by `tests._isolated.run_isolated`, where
+neither this package nor `flax.optim` can be imported: a migrated script that still needs us
+fails there. Both print their trajectory (a JSON list of floats) as the last stdout line.
+
+One child per script and side (never one per step), and one `migrate` call for a whole folder.
+"""
+import dataclasses
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from tests import _isolated
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+CORPUS = REPO / 'tests' / 'legacy_scripts' / 'migrate'
+
+# The corpus: legacy-style training scripts, each run for 20-25 steps. Arguments: '{workdir}'
+# stands for a fresh folder. train_state_checkpoint.py also runs as the checkpoint path:
+# trained to CHECKPOINT_STEP (saved there), then resumed to RESUME_STEP.
+CORPUS_ARGS = {
+    'pmap_replicate.py': (),
+    'schedule_per_step.py': (),
+    'schedule_loop_counter.py': (),
+    'adam_weight_decay.py': (),
+    'momentum_weight_decay.py': (),
+    'train_state_checkpoint.py': ('{workdir}', 25),
+    'multi_optimizer.py': (),
+    'learning_rate_none.py': (),
+}
+CHECKPOINT_SCRIPT = 'train_state_checkpoint.py'
+CHECKPOINT_STEP, RESUME_STEP = 15, 20
+
+
+def corpus_args(name: str, workdir: pathlib.Path) -> List[str]:
+  return [str(workdir) if a == '{workdir}' else str(a) for a in CORPUS_ARGS[name]]
+
+
+# The report's exactness classes, strongest first.
+EXACTNESS = ('bit-exact', '1e-6', 'not exact')
+
+# '1e-6': the same formula in float32, evaluated in a different order (e.g. a schedule
+# evaluated inside optax's update instead of in the caller, fused differently by XLA). Each such
+# reordering costs about one ulp (float32: 6e-8 relative), and a trajectory of 20-30 steps
+# compounds a few of them: 1e-6 relative is ~16 ulp. Values that pass near zero (a loss close
+# to its minimum, a parameter crossing 0) have no meaningful relative error, so an absolute
+# floor of 1e-7 (one ulp at magnitude 1) is added.
+RTOL_1E6 = 1e-6
+ATOL_1E6 = 1e-7
+
+
+def legacy_env(tmp_path: pathlib.Path, **extra: str) -> Dict[str, str]:
+  """Environment of a *before* child: `from flax import optim` is this checkout's package."""
+  hook_dir = tmp_path / '_alias_hook'
+  hook_dir.mkdir(parents=True, exist_ok=True)
+  (hook_dir / 'sitecustomize.py').write_text('import _flax_optim_compat_alias\n')
+  env = {k: v for k, v in os.environ.items()
+         if k not in ('PYTHONPATH', 'PYTHONHOME', 'PYTHONSTARTUP', 'FLAX_OPTIM_COMPAT_ALIAS')}
+  env['PYTHONPATH'] = os.pathsep.join([str(hook_dir), str(REPO)])
+  env['JAX_PLATFORMS'] = 'cpu'
+  # Old scripts wrote msgpack checkpoints; flax's default today is orbax.
+  env['FLAX_USE_ORBAX_CHECKPOINTING'] = 'false'
+  env.update(extra)
+  return env
+
+
+def isolated_env(**extra: str) -> Dict[str, str]:
+  """Extra environment of an *after* child (run_isolated drops PYTHONPATH itself)."""
+  env = {'JAX_PLATFORMS': 'cpu', 'FLAX_USE_ORBAX_CHECKPOINTING': 'false'}
+  env.update(extra)
+  return env
+
+
+def trajectory(stdout: str) -> np.ndarray:
+  """The last stdout line, a JSON list of floats, as a float64 array."""
+  lines = stdout.strip().splitlines()
+  assert lines, 'the script printed nothing'
+  values = json.loads(lines[-1])
+  assert isinstance(values, list) and values, f'last line is not a JSON list: {lines[-1][:200]}'
+  return np.asarray(values, np.float64)
+
+
+def run_before(script: pathlib.Path, args: Sequence[str] = (), *, cwd: pathlib.Path,
+               env: Dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+  """Runs a legacy script as a user does (`python script.py ARGS`) on this package."""
+  proc = subprocess.run([sys.executable, str(script), *map(str, args)], cwd=cwd, env=env,
+                        capture_output=True, text=True, timeout=timeout, check=False)
+  assert proc.returncode == 0, (
+      f'legacy {script.name} exited {proc.returncode}:\nSTDOUT:\n{proc.stdout[-2000:]}\n'
+      f'STDERR:\n{proc.stderr[-4000:]}')
+  return proc
+
+
+def run_after(script: pathlib.Path, args: Sequence[str] = (), *, cwd: pathlib.Path,
+              env: Optional[Dict[str, str]] = None,
+              timeout: float = 300) -> subprocess.CompletedProcess:
+  """Runs a migrated script where this package and `flax.optim` cannot be imported."""
+  return _isolated.run_isolated(script.read_text(), args=[str(a) for a in args], cwd=str(cwd),
+                                env=isolated_env(**(env or {})), timeout=timeout)
+
+
+@dataclasses.dataclass
+class Migration:
+  """One `migrate --write --report` run over a folder."""
+  returncode: int
+  stdout: str
+  stderr: str
+  report: dict
+
+  def records(self, path: pathlib.Path) -> List[dict]:
+    """The report's records for one file."""
+    name = pathlib.Path(path).name
+    return [r for r in _report_records(self.report) if pathlib.Path(r['path']).name == name]
+
+  def exactness(self, path: pathlib.Path) -> str:
+    """The weakest exactness the report claims for a file's rewritten sites."""
+    classes = [r['exactness'] for r in self.records(path)
+               if r.get('status') == 'rewritten' and r.get('exactness') in EXACTNESS]
+    assert classes, f'no rewritten site with an exactness in the report for {path}'
+    return max(classes, key=EXACTNESS.index)
+
+  def refused(self, path: pathlib.Path) -> List[dict]:
+    return [r for r in self.records(path) if r.get('status') in ('refused', 'failed')]
+
+
+def _report_records(report) -> List[dict]:
+  if isinstance(report, list):
+    return report
+  for key in ('records', 'sites'):
+    if key in report:
+      return report[key]
+  raise AssertionError(f'report has no records: keys {sorted(report)}')
+
+
+def migrate_copy(sources: Sequence[pathlib.Path], dest: pathlib.Path,
+                 extra_args: Sequence[str] = ()) -> Migration:
+  """Copies `sources` into `dest` (a new folder) and migrates the copies in place."""
+  dest.mkdir(parents=True)
+  for source in sources:
+    shutil.copy(source, dest / source.name)
+  report = dest.parent / f'{dest.name}_report.json'
+  env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'FLAX_OPTIM_COMPAT_ALIAS')}
+  env['PYTHONPATH'] = str(REPO)
+  proc = subprocess.run(
+      [sys.executable, '-m', 'flax_optim_compat', 'migrate', str(dest), '--write', '--report',
+       str(report), *extra_args],
+      cwd=dest.parent, env=env, capture_output=True, text=True, timeout=300, check=False)
+  assert proc.returncode in (0, 1, 2), (
+      f'migrate crashed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}')
+  assert report.exists(), f'migrate wrote no report:\n{proc.stderr[-4000:]}'
+  return Migration(proc.returncode, proc.stdout, proc.stderr, json.loads(report.read_text()))
+
+
+def assert_equivalent(before: np.ndarray, after: np.ndarray, exactness: str,
+                      label: str = '') -> float:
+  """Asserts two trajectories agree within an exactness class; returns the max abs difference.
+
+  'not exact' makes no numeric claim: only the shape is checked.
+  """
+  assert exactness in EXACTNESS, exactness
+  assert before.shape == after.shape, f'{label}: trajectory lengths {before.shape} vs {after.shape}'
+  assert np.all(np.isfinite(before)) and np.all(np.isfinite(after)), f'{label}: non-finite values'
+  max_abs = float(np.max(np.abs(before - after)))
+  if exactness == 'bit-exact':
+    np.testing.assert_array_equal(after, before, err_msg=f'{label}: bit-exact claimed')
+  elif exactness == '1e-6':
+    np.testing.assert_allclose(after, before, rtol=RTOL_1E6, atol=ATOL_1E6,
+                               err_msg=f'{label}: within 1e-6 claimed')
+  return max_abs
+
+
+# --- many complete programs in one child ----------------------------------------------------
+
+@dataclasses.dataclass
+class Program:
+  """A complete program to run as `python PATH ARGS...` would (as `__main__`, with sys.argv)."""
+  name: str
+  path: pathlib.Path
+  args: Sequence[str] = ()
+
+
+# Runs each program in turn in its own globals, stdout captured, an exception caught per program;
+# prints {name: {'ok', 'last_line' | 'error', 'stdout'}} as its last line.
+_BATCH_RUNNER = '''
+import contextlib, io, json, sys, traceback
+programs = json.load(open(sys.argv[1]))
+results = {}
+for program in programs:
+  out = io.StringIO()
+  sys.argv = [program['path'], *program['args']]
+  try:
+    with open(program['path']) as f:
+      code = compile(f.read(), program['path'], 'exec')
+    with contextlib.redirect_stdout(out):
+      exec(code, {'__name__': '__main__', '__file__': program['path']})
+    lines = out.getvalue().strip().splitlines()
+    results[program['name']] = {'ok': True, 'last_line': lines[-1] if lines else '',
+                                'stdout': out.getvalue()[-2000:]}
+  except BaseException:
+    results[program['name']] = {'ok': False, 'error': traceback.format_exc()[-4000:],
+                                'stdout': out.getvalue()[-2000:]}
+print(json.dumps(results))
+'''
+
+
+def run_programs(programs: Sequence[Program], tmp_path: pathlib.Path, *, isolated: bool,
+                 env: Optional[Dict[str, str]] = None, timeout: float = 600) -> Dict[str, dict]:
+  """Runs complete programs one after another in ONE child interpreter (one start-up of jax).
+
+  `isolated` chooses the after side's child (no flax_optim_compat, no flax.optim), otherwise
+  the before side's (`from flax import optim` is this package). Each program runs as
+  `__main__` with its own globals and `sys.argv`; returns, per name, {'ok': True, 'last_line'}
+  or {'ok': False, 'error'} (the traceback). Programs must not depend on running first: jax is
+  imported once, so a program's XLA_FLAGS must also be in `env`.
+  """
+  tmp_path.mkdir(parents=True, exist_ok=True)
+  listing = tmp_path / ('after_programs.json' if isolated else 'before_programs.json')
+  listing.write_text(json.dumps([{'name': p.name, 'path': str(p.path), 'args': [str(a) for a in p.args]}
+                                 for p in programs]))
+  if isolated:
+    proc = _isolated.run_isolated(_BATCH_RUNNER, args=[str(listing)], cwd=str(tmp_path),
+                                  env=isolated_env(**(env or {})), timeout=timeout)
+  else:
+    proc = subprocess.run([sys.executable, '-c', _BATCH_RUNNER, str(listing)], cwd=tmp_path,
+                          env=legacy_env(tmp_path, **(env or {})), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def result_trajectory(results: Dict[str, dict], name: str) -> np.ndarray:
+  """The trajectory of one program of `run_programs`, or its traceback as the failure."""
+  result = results[name]
+  assert result['ok'], f'{name} failed:\n{result["error"]}\nstdout:\n{result["stdout"]}'
+  return trajectory(result['last_line'])
+
+
+# For a child that runs a pmap script among others (jax reads XLA_FLAGS once, at import).
+EIGHT_DEVICES = {'XLA_FLAGS': '--xla_force_host_platform_device_count=8'}
