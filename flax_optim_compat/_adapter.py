@@ -17,7 +17,7 @@ import functools
 import inspect
 import types
 import typing
-from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -26,12 +26,15 @@ import optax
 
 from . import _from_optax
 from . import _layouts
+from . import _plain
 from . import _transforms
 from . import _tree
 from .base import OptimizerDef
 from .base import OptimizerState
 
-__all__ = ['OptaxBackedDef']
+__all__ = ['OptaxBackedDef', 'PlainOptax']
+
+PlainOptax = _plain.PlainOptax
 
 _LOW_PRECISION = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 
@@ -369,6 +372,9 @@ class OptaxBackedDef(OptimizerDef):
       from ``self.hyper_params`` (Adafactor's state-layout flags).
     keep_param_dtype: cast every new param back to its old dtype, integers included (legacy
       Adafactor did; the others computed ``p - lr * g``, which promotes an integer param).
+    plain_optax_forms: the plain optax expressions of this optimizer, most specific first
+      (``_plain.PlainForm``: calls whose keywords name legacy hyper-params, the values they
+      need, how exact they are); :meth:`plain_optax` renders the first that applies.
 
   A user subclass of a built-in that implements ``apply_param_gradient`` itself (the legacy
   per-leaf protocol) gets the legacy template's ``init_state``/``apply_gradient`` back and no
@@ -379,6 +385,7 @@ class OptaxBackedDef(OptimizerDef):
   legacy_placeholders: ClassVar[Mapping[str, Callable[[], jax.Array]]] = {}
   constructor_only_hyper_params: ClassVar[frozenset] = frozenset()
   keep_param_dtype: ClassVar[bool] = False
+  plain_optax_forms: ClassVar[Tuple[_plain.PlainForm, ...]] = ()
 
   def __init_subclass__(cls, **kwargs):
     super().__init_subclass__(**kwargs)
@@ -429,6 +436,39 @@ class OptaxBackedDef(OptimizerDef):
       [-0.75]
     """
     return _transform(self, self.hyper_params if hyper_params is None else hyper_params)
+
+  def plain_optax(self, arg_sources: Optional[Mapping[str, str]] = None) -> PlainOptax:
+    """The plain optax expression (Python source) that continues this optimizer's numbers.
+
+    Keywords only, every name prefixed ``optax.``, every legacy default written out (e.g.
+    ``optax.lamb``'s ``weight_decay``); an ``optax.chain(...)`` where the exact plain form is a
+    chain. Where no plain optax is exact (Adagrad; LARS with weight decay) it is the closest
+    one, with ``exact='not exact'`` and the differing term in ``difference``.
+
+    Args:
+      arg_sources: ``{legacy hyper-param name: Python source text}`` used verbatim in the
+        expression (e.g. ``{'learning_rate': 'config.lr'}``); names not given are rendered
+        from this def's values. A choice that depends on a value given only as source text
+        (not a literal) takes the form that is right for every value, or reports the
+        conservative ``exact`` class.
+
+    Returns:
+      A :class:`PlainOptax` ``(expression, exact, difference)``.
+
+    Raises:
+      ValueError: ``arg_sources`` names no hyper-param of this def, or a value (a schedule)
+        has no literal source text and is not in ``arg_sources``.
+
+    Examples:
+      >>> import flax_optim_compat as optim
+      >>> optim.Momentum(learning_rate=0.1, beta=0.9).plain_optax()
+      PlainOptax(expression='optax.sgd(learning_rate=0.1, momentum=0.9, nesterov=False)', exact='bit-exact', difference=None)
+      >>> optim.Adam().plain_optax({'learning_rate': 'config.lr'}).expression
+      'optax.adam(learning_rate=config.lr, b1=0.9, b2=0.999, eps=1e-08)'
+    """
+    if not self.plain_optax_forms:
+      raise NotImplementedError(f'{type(self).__name__} declares no plain optax expression.')
+    return _plain.render(self, self.plain_optax_forms, arg_sources)
 
   def optax_state(self, params, state, hyper_params=None) -> optax.OptState:
     """The state of :meth:`optax_transform` equivalent to the legacy ``state`` for ``params``.

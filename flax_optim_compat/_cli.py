@@ -39,7 +39,10 @@ examples:
   %(prog)s convert orbax_ckpt --optimizer "Momentum(0.1, beta=0.9)" --to legacy --out legacy.msgpack
   %(prog)s diff run_a/checkpoint_1000 run_b/checkpoint_1000 --rtol 1e-5
 
+  %(prog)s migrate src/ --report migrate.json
+
 exit status: 0 ok (diff: same within --rtol), 1 diff found differences, 2 bad input.
+migrate: 0 nothing to change, 1 changes proposed or written, 2 anything refused or failed.
 """
 
 
@@ -282,6 +285,22 @@ def _cmd_demo(args, out) -> int:
   return 0
 
 
+# ----------------------------------------------------------------------------- migrate
+
+
+def _cmd_migrate(args, out) -> int:
+  try:
+    # LibCST is an optional extra: imported here, on the migrate path only, so the package and
+    # the other commands work without it.
+    from flax_optim_compat._migrate import _command  # pylint: disable=g-import-not-at-top
+  except ImportError as e:
+    if not (e.name or '').startswith('libcst'):
+      raise
+    sys.stderr.write(f"{_PROG} migrate: needs LibCST: pip install 'flax_optim_compat[migrate]'\n")
+    return 2
+  return _command.run(args, out)
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -329,6 +348,22 @@ def _parser() -> argparse.ArgumentParser:
                                   'inspect, convert to an optax TrainState, continue both ways')
   p.add_argument('--steps', type=int, default=5, help='steps before and after the checkpoint')
   p.set_defaults(run=_cmd_demo)
+
+  p = sub.add_parser('migrate', help='rewrite legacy flax.optim code to optax + TrainState '
+                                     '(diff by default; needs flax_optim_compat[migrate])')
+  p.add_argument('paths', nargs='+', metavar='PATH',
+                 help='files or directories, analysed together as one project')
+  mode = p.add_mutually_exclusive_group()
+  mode.add_argument('--write', action='store_true', help='rewrite the files in place')
+  mode.add_argument('--check', action='store_true',
+                    help='write nothing; exit non-zero while legacy uses remain')
+  p.add_argument('--report', metavar='FILE.json', default=None,
+                 help='one record per site; per rewritten optimizer its optax expression and '
+                      'the convert command for its checkpoints')
+  p.add_argument('--plain-optax', action='store_true',
+                 help='where plain optax is not exact, emit it with a marker naming the '
+                      'difference instead of the package\'s exact transform')
+  p.set_defaults(run=_cmd_migrate)
   return parser
 
 

@@ -5,6 +5,7 @@ from flax import struct
 
 from . import _transforms
 from ._adapter import OptaxBackedDef
+from ._plain import Hyper, PlainCall, PlainForm
 
 __all__ = ['AdaBelief']
 
@@ -40,6 +41,11 @@ def adabelief_transform(hyper_params: _AdaBeliefHyperParams) -> optax.GradientTr
     parts.append(optax.add_decayed_weights(hp.weight_decay))
   parts.append(_transforms.scale_by_required_learning_rate(hp.learning_rate))
   return optax.chain(*parts)
+
+
+# Legacy adds its one `eps` inside the stored second moment and outside the square root.
+_BELIEF_KEYWORDS = (('b1', Hyper('beta1')), ('b2', Hyper('beta2')), ('eps', Hyper('eps')),
+                    ('eps_root', Hyper('eps')))
 
 
 class AdaBelief(OptaxBackedDef):
@@ -80,6 +86,14 @@ class AdaBelief(OptaxBackedDef):
   param_state_cls = _AdaBeliefParamState
   pure_jax_step = True
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
+  plain_optax_forms = (
+      PlainForm((PlainCall('adabelief', (('learning_rate', Hyper('learning_rate')),)
+                           + _BELIEF_KEYWORDS),), when=(('weight_decay', 0),)),
+      PlainForm((PlainCall('scale_by_belief', _BELIEF_KEYWORDS),
+                 PlainCall('add_decayed_weights', (('weight_decay', Hyper('weight_decay')),)),
+                 PlainCall('scale_by_learning_rate',
+                           (('learning_rate', Hyper('learning_rate')),)))),
+  )
 
   def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, eps=1e-16, weight_decay=0.0):
     super().__init__(_AdaBeliefHyperParams(learning_rate, beta1, beta2, eps, weight_decay))

@@ -5,6 +5,7 @@ from flax import struct
 
 from . import _transforms
 from ._adapter import OptaxBackedDef
+from ._plain import Hyper, PlainCall, PlainForm
 
 __all__ = ['Adadelta']
 
@@ -76,6 +77,17 @@ class Adadelta(OptaxBackedDef):
   param_state_cls = _AdadeltaParamState
   pure_jax_step = True
   optax_state_fields = {'sq_avg': 'e_g', 'acc_delta': 'e_x'}
+  plain_optax_forms = (
+      PlainForm((PlainCall('adadelta', (('learning_rate', Hyper('learning_rate')),
+                                        ('rho', Hyper('rho')), ('eps', Hyper('eps')),
+                                        ('weight_decay', 0.0))),),
+                when=(('weight_decay', 0),)),
+      # Decoupled decay: after the adaptive scaling (`optax.adadelta` adds it before).
+      PlainForm((PlainCall('scale_by_adadelta', (('rho', Hyper('rho')), ('eps', Hyper('eps')))),
+                 PlainCall('add_decayed_weights', (('weight_decay', Hyper('weight_decay')),)),
+                 PlainCall('scale_by_learning_rate',
+                           (('learning_rate', Hyper('learning_rate')),)))),
+  )
 
   def __init__(self, learning_rate=None, rho=0.9, eps=1e-6, weight_decay=0.0):
     super().__init__(_AdadeltaHyperParams(learning_rate, rho, eps, weight_decay))

@@ -8,6 +8,7 @@ from flax import struct
 
 from . import _transforms
 from ._adapter import OptaxBackedDef
+from ._plain import Attr, Hyper, PlainCall, PlainForm
 
 __all__ = ['Adafactor']
 
@@ -156,6 +157,37 @@ class Adafactor(OptaxBackedDef):
   constructor_only_hyper_params = frozenset(
       {'factored', 'min_dim_size_to_factor', 'multiply_by_parameter_scale'})
   keep_param_dtype = True  # legacy: `new_param.astype(param.dtype)`, integers truncated
+  plain_optax_forms = (
+      # optax.adafactor fixes the parameter-scale floor (legacy epsilon2) at 1e-3.
+      PlainForm((PlainCall('adafactor', (
+          ('learning_rate', Hyper('learning_rate')),
+          ('min_dim_size_to_factor', Hyper('min_dim_size_to_factor')),
+          ('decay_rate', Hyper('decay_rate')), ('decay_offset', Hyper('step_offset')),
+          ('multiply_by_parameter_scale', Hyper('multiply_by_parameter_scale')),
+          ('clipping_threshold', Hyper('clipping_threshold')), ('momentum', Hyper('beta1')),
+          ('dtype_momentum', Attr('dtype_momentum', 'float32')),
+          ('weight_decay_rate', Hyper('weight_decay_rate')), ('eps', Hyper('epsilon1')),
+          ('factored', Hyper('factored')))),),
+                when=(('epsilon2', 1e-3),)),
+      PlainForm((
+          PlainCall('scale_by_factored_rms', (
+              ('factored', Hyper('factored')), ('decay_rate', Hyper('decay_rate')),
+              ('step_offset', Hyper('step_offset')),
+              ('min_dim_size_to_factor', Hyper('min_dim_size_to_factor')),
+              ('epsilon', Hyper('epsilon1')))),
+          PlainCall('clip_by_block_rms', (('threshold', Hyper('clipping_threshold')),),
+                    unless=(('clipping_threshold', None),)),
+          PlainCall('scale_by_learning_rate', (('learning_rate', Hyper('learning_rate')),
+                                               ('flip_sign', False))),
+          PlainCall('scale_by_param_block_rms', (('min_scale', Hyper('epsilon2')),),
+                    unless=(('multiply_by_parameter_scale', False),)),
+          PlainCall('ema', (('decay', Hyper('beta1')), ('debias', False),
+                            ('accumulator_dtype', Attr('dtype_momentum', ''))),
+                    unless=(('beta1', None),)),
+          PlainCall('add_decayed_weights', (('weight_decay', Hyper('weight_decay_rate')),),
+                    unless=(('weight_decay_rate', None),)),
+          PlainCall('scale', (('step_size', -1.0),)))),
+  )
 
   def __init__(self,
                learning_rate: Optional[float] = None,

@@ -8,6 +8,7 @@ from flax import struct
 
 from . import _transforms
 from ._adapter import OptaxBackedDef
+from ._plain import Hyper, PlainCall, PlainForm
 
 __all__ = ['Adagrad']
 
@@ -105,6 +106,14 @@ class Adagrad(OptaxBackedDef):
   param_state_cls = _AdagradParamState
   pure_jax_step = True
   optax_state_fields = {'G': 'sum_of_squares'}
+  plain_optax_forms = (
+      PlainForm((PlainCall('adagrad', (('learning_rate', Hyper('learning_rate')),
+                                       ('initial_accumulator_value', 0.0),
+                                       ('eps', Hyper('eps')))),),
+                exact='not exact',
+                difference='optax.adagrad scales by rsqrt(G + eps), legacy divides by '
+                           'sqrt(G) + eps'),
+  )
 
   def __init__(self, learning_rate=None, eps=1e-8):
     super().__init__(_AdagradHyperParams(learning_rate, eps))

@@ -5,6 +5,7 @@ from flax import struct
 
 from . import _transforms
 from ._adapter import OptaxBackedDef
+from ._plain import Hyper, PlainCall, PlainForm
 
 __all__ = ['Adam']
 
@@ -39,6 +40,10 @@ def adam_transform(hyper_params: _AdamHyperParams) -> optax.GradientTransformati
   return optax.chain(*parts)
 
 
+_ADAM_KEYWORDS = (('learning_rate', Hyper('learning_rate')), ('b1', Hyper('beta1')),
+                  ('b2', Hyper('beta2')), ('eps', Hyper('eps')))
+
+
 class Adam(OptaxBackedDef):
   """Adam (Kingma & Ba, 2014) with decoupled weight decay scaled by the learning rate.
 
@@ -71,6 +76,11 @@ class Adam(OptaxBackedDef):
   param_state_cls = _AdamParamState
   pure_jax_step = True
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
+  plain_optax_forms = (
+      PlainForm((PlainCall('adam', _ADAM_KEYWORDS),), when=(('weight_decay', 0),)),
+      PlainForm((PlainCall('adamw', _ADAM_KEYWORDS + (
+          ('weight_decay', Hyper('weight_decay')),)),)),
+  )
 
   def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
     super().__init__(_AdamHyperParams(learning_rate, beta1, beta2, eps, weight_decay))

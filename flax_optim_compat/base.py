@@ -190,6 +190,13 @@ class OptimizerDef:
         f'{self!r} has no optax form to convert to (only optimizers with an optax transform '
         'do: the built-ins).')
 
+  def plain_optax(self, arg_sources=None):
+    """The plain optax expression of this optimizer (the built-ins; see ``Adam.plain_optax``)."""
+    del arg_sources
+    raise NotImplementedError(
+        f'{type(self).__name__} has no plain optax expression (only the built-in optimizers '
+        'have one).')
+
   def optax_state(self, params, state, hyper_params=None) -> optax.OptState:
     """The state of :meth:`optax_transform` holding the legacy ``state`` for ``params``."""
     del params, state, hyper_params

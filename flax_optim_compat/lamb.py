@@ -6,6 +6,7 @@ from flax import struct
 
 from . import _transforms
 from ._adapter import OptaxBackedDef
+from ._plain import Hyper, PlainCall, PlainForm
 
 __all__ = ['LAMB']
 
@@ -123,6 +124,12 @@ class LAMB(OptaxBackedDef):
   param_state_cls = _LAMBParamState
   pure_jax_step = True
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
+  plain_optax_forms = (
+      PlainForm((PlainCall('lamb', (('learning_rate', Hyper('learning_rate')),
+                                    ('b1', Hyper('beta1')), ('b2', Hyper('beta2')),
+                                    ('eps', Hyper('eps')),
+                                    ('weight_decay', Hyper('weight_decay')))),)),
+  )
 
   def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, weight_decay=0, eps=1e-6):
     super().__init__(_LAMBHyperParams(learning_rate, beta1, beta2, weight_decay, eps))

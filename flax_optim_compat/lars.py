@@ -6,6 +6,7 @@ from flax import struct
 
 from . import _transforms
 from ._adapter import OptaxBackedDef
+from ._plain import Hyper, PlainCall, PlainForm
 
 __all__ = ['LARS']
 
@@ -99,6 +100,12 @@ def lars_transform(hyper_params: _LARSHyperParams) -> optax.GradientTransformati
       optax.scale(-1.0))
 
 
+_LARS = PlainCall('lars', (('learning_rate', Hyper('learning_rate')),
+                           ('weight_decay', Hyper('weight_decay')),
+                           ('trust_coefficient', Hyper('trust_coefficient')), ('eps', Hyper('eps')),
+                           ('momentum', Hyper('beta')), ('nesterov', Hyper('nesterov'))))
+
+
 class LARS(OptaxBackedDef):
   """LARS (You et al., 2017): momentum SGD with a per-leaf trust ratio on the learning rate.
 
@@ -137,6 +144,12 @@ class LARS(OptaxBackedDef):
   param_state_cls = _LARSParamState
   pure_jax_step = True
   optax_state_fields = {'momentum': 'trace'}
+  plain_optax_forms = (
+      PlainForm((_LARS,), exact='1e-6', when=(('weight_decay', 0),)),
+      PlainForm((_LARS,), exact='not exact',
+                difference='optax.lars divides by norm(g + wd * p) + eps, legacy by '
+                           'norm(g) + wd * norm(p) + eps'),
+  )
 
   def __init__(self, learning_rate=None, beta=0.9, weight_decay=0, trust_coefficient=0.001,
                eps=0, nesterov=False):

@@ -5,6 +5,7 @@ from flax import struct
 
 from . import _transforms
 from ._adapter import OptaxBackedDef
+from ._plain import Hyper, PlainCall, PlainForm
 
 __all__ = ['Momentum']
 
@@ -38,6 +39,10 @@ def momentum_transform(hyper_params: _MomentumHyperParams) -> optax.GradientTran
   return optax.chain(*parts)
 
 
+_SGD = PlainCall('sgd', (('learning_rate', Hyper('learning_rate')), ('momentum', Hyper('beta')),
+                         ('nesterov', Hyper('nesterov'))))
+
+
 class Momentum(OptaxBackedDef):
   """Momentum SGD: ``m' = beta * m + g``; ``p' = p - lr * m'`` (or the Nesterov step).
 
@@ -63,6 +68,12 @@ class Momentum(OptaxBackedDef):
   param_state_cls = _MomentumParamState
   pure_jax_step = True
   optax_state_fields = {'momentum': 'trace'}
+  plain_optax_forms = (
+      PlainForm((_SGD,), when=(('weight_decay', 0),)),
+      # Coupled decay: `g + wd * p` enters the momentum, so the decay goes first.
+      PlainForm((PlainCall('add_decayed_weights', (('weight_decay', Hyper('weight_decay')),)),
+                 _SGD)),
+  )
 
   def __init__(self, learning_rate=None, beta=0.9, weight_decay=0, nesterov=False):
     super().__init__(_MomentumHyperParams(learning_rate, beta, weight_decay, nesterov))

@@ -5,6 +5,7 @@ from flax import struct
 
 from . import _transforms
 from ._adapter import OptaxBackedDef
+from ._plain import Hyper, PlainCall, PlainForm
 
 __all__ = ['RMSProp']
 
@@ -70,6 +71,12 @@ class RMSProp(OptaxBackedDef):
   param_state_cls = _RMSPropParamState
   pure_jax_step = True
   optax_state_fields = {'v': 'nu', 'mg': 'mu'}
+  plain_optax_forms = (
+      PlainForm((PlainCall('rmsprop', (('learning_rate', Hyper('learning_rate')),
+                                       ('decay', Hyper('beta2')), ('eps', Hyper('eps')),
+                                       ('centered', Hyper('centered')),
+                                       ('eps_in_sqrt', False))),)),
+  )
 
   def __init__(self, learning_rate=None, beta2=0.9, eps=1e-8, centered=False):
     super().__init__(_RMSPropHyperParams(learning_rate, beta2, eps, centered))

@@ -5,6 +5,7 @@ from flax import struct
 
 from . import _transforms
 from ._adapter import OptaxBackedDef
+from ._plain import Hyper, PlainCall, PlainForm
 
 __all__ = ['GradientDescent']
 
@@ -43,6 +44,8 @@ class GradientDescent(OptaxBackedDef):
 
   pure_jax_step = True
   build_transform = staticmethod(gradient_descent_transform)
+  plain_optax_forms = (
+      PlainForm((PlainCall('sgd', (('learning_rate', Hyper('learning_rate')),)),)),)
 
   def __init__(self, learning_rate=None):
     super().__init__(_GradientDescentHyperParams(learning_rate))

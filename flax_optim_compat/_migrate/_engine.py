@@ -1,0 +1,114 @@
+"""Project in, rewritten sources and a report out: analysis, plan, rules, imports, checks.
+
+One pass per file applies every rule: the plan is keyed by the nodes of the analysed tree,
+and a transformer sees those original nodes only in one walk (a second transformer would see
+new nodes). Imports are then added and removed with LibCST's own ``AddImportsVisitor`` /
+``RemoveImportsVisitor``. A file whose result does not compile is left as it was.
+"""
+from typing import Dict, Optional, Tuple
+
+import libcst as cst
+from libcst import codemod
+from libcst.codemod import visitors
+
+from . import _plan
+from . import _project
+from . import _refusals
+from . import _rules
+from ._report import Record, Report
+
+
+class _Apply(cst.CSTTransformer):
+  """Rewrites the plan's nodes with their rules; adds the plan's markers (once)."""
+
+  def __init__(self, plan: _plan.FilePlan, context: _rules.Context):
+    super().__init__()
+    self.plan = plan
+    self.context = context
+
+  def on_leave(self, original_node, updated_node):
+    edit = self.plan.edits.get(id(original_node))
+    if edit is not None:
+      updated_node = _rules.by_code[edit.rule].rewrite(original_node, updated_node, edit.data,
+                                                       self.context)
+    markers = self.plan.markers.get(id(original_node))
+    if markers:
+      present = {line.comment.value for line in updated_node.leading_lines if line.comment}
+      new = [cst.EmptyLine(comment=cst.Comment(text)) for text in markers if text not in present]
+      if new:
+        updated_node = updated_node.with_changes(
+            leading_lines=[*updated_node.leading_lines, *new])
+    return updated_node
+
+
+def _bound_names(module: cst.Module):
+  return {n.value for n in _project._walk(module) if isinstance(n, cst.Name)}  # pylint: disable=protected-access
+
+
+def _rewrite(plan: _plan.FilePlan) -> str:
+  unit = plan.unit
+  if not plan.edits and not plan.markers:
+    return unit.source
+  names = _bound_names(unit.module)
+  has_train_state = any('flax.training.train_state' in unit.names(n)
+                        for n in _project._walk(unit.module) if isinstance(n, cst.Name) and  # pylint: disable=protected-access
+                        n.value == 'train_state')
+  alias = 'train_state' if has_train_state or 'train_state' not in names else 'flax_train_state'
+  context = _rules.Context(train_state=alias)
+  module = unit.module.visit(_Apply(plan, context))
+  if not plan.edits:
+    return module.code
+  ctx = codemod.CodemodContext()
+  if 'optax' in plan.needs:
+    visitors.AddImportsVisitor.add_needed_import(ctx, 'optax')
+  if 'train_state' in plan.needs:
+    visitors.AddImportsVisitor.add_needed_import(
+        ctx, 'flax.training', 'train_state', None if alias == 'train_state' else alias)
+  if 'jnp' in plan.needs:
+    visitors.AddImportsVisitor.add_needed_import(ctx, 'jax.numpy', asname='jnp')
+  module = visitors.AddImportsVisitor(ctx).transform_module(module)
+  for node in _project._walk(unit.module):  # pylint: disable=protected-access
+    if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+      base = cst.Module([]).code_for_node(node.module) if node.module else ''
+      for a in node.names:
+        if unit.legacy(a.name) or base.startswith(('flax.optim', 'flax_optim_compat')) or (
+            base == 'flax' and a.name.value == 'optim'):
+          asname = a.asname.name.value if a.asname else None
+          visitors.RemoveImportsVisitor.remove_unused_import(ctx, base, a.name.value, asname)
+    elif isinstance(node, cst.Import):
+      for a in node.names:
+        full = cst.Module([]).code_for_node(a.name)
+        if full.startswith(('flax.optim', 'flax_optim_compat')):
+          asname = a.asname.name.value if a.asname else None
+          visitors.RemoveImportsVisitor.remove_unused_import(ctx, full, None, asname)
+  module = visitors.RemoveImportsVisitor(ctx).transform_module(module)
+  return module.code
+
+
+def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
+                    ) -> Tuple[Dict[str, str], Report]:
+  """``(new source per changed path, report)`` for a project given as ``{path: source}``."""
+  project = _project.Project(sources)
+  plan = _plan.make_plan(project, plain_optax=plain_optax)
+  failed = [Record(path, 0, _refusals.FAILED.code, 'refused', '', why)
+            for path, why in project.failed]
+  changed: Dict[str, str] = {}
+  for path, file_plan in plan.files.items():
+    try:
+      new = _rewrite(file_plan)
+      compile(new, path, 'exec', dont_inherit=True)
+    except (SyntaxError, ValueError, cst.ParserSyntaxError, codemod.SkipFile) as e:
+      failed.append(Record(path, getattr(e, 'lineno', 0) or 0, _refusals.FAILED.code, 'refused',
+                           '', f'{_refusals.FAILED.reason}: {type(e).__name__}: {e}'))
+      continue
+    if new != sources[path]:
+      changed[path] = new
+  report = Report(plan.records, plan.conversions, sorted(changed), failed)
+  return changed, report
+
+
+def migrate_source(source: str, path: str = 'script.py', plain_optax: bool = False
+                   ) -> Tuple[str, Report]:
+  """One file on its own: ``(new source, report)``."""
+  changed, report = migrate_sources({path: source}, plain_optax=plain_optax)
+  return changed.get(path, source), report

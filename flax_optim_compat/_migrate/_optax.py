@@ -1,0 +1,137 @@
+"""The optax expression of one legacy def call, written by the def itself.
+
+The text comes from the package (``OptimizerDef.plain_optax``), never from a table here: the
+call's arguments are normalised to keywords with the legacy signature and passed as source
+texts, so ``optim.Momentum(config.lr)`` becomes ``optax.sgd(learning_rate=config.lr,
+momentum=0.9, nesterov=False)`` with the legacy defaults written out.
+"""
+import ast
+import inspect
+import warnings
+from typing import Dict, NamedTuple, Optional
+
+import libcst as cst
+
+from .. import _deprecation
+import flax_optim_compat as _optim
+
+# A learning rate known only at run time: the optax state does not depend on its value.
+LR_STAND_IN = '0.1'
+SCHEDULE_STAND_IN = 'optax.constant_schedule(0.0)'
+
+
+class DefCall(NamedTuple):
+  """A legacy def call, its arguments by legacy keyword (source texts)."""
+  name: str                 # 'Adam'
+  sources: Dict[str, str]   # legacy keyword -> source text, as written
+  literal: Dict[str, bool]  # legacy keyword -> whether the source is a Python literal
+
+
+def def_call(name: str, call: cst.Call, module: cst.Module) -> Optional[DefCall]:
+  """Normalises ``optim.Adam(1e-3, beta2=0.99)`` to keywords; None if it cannot."""
+  cls = getattr(_optim, name, None)
+  if cls is None or any(a.star for a in call.args):
+    return None
+  positional = [module.code_for_node(a.value) for a in call.args if a.keyword is None]
+  keywords = {a.keyword.value: module.code_for_node(a.value) for a in call.args if a.keyword}
+  try:
+    bound = inspect.signature(cls).bind(*positional, **keywords)
+  except TypeError:
+    return None
+  sources = dict(bound.arguments)
+  return DefCall(name, sources, {k: _is_literal(v) for k, v in sources.items()})
+
+
+def _is_literal(text: str) -> bool:
+  try:
+    ast.literal_eval(text)
+    return True
+  except (ValueError, SyntaxError):
+    return False
+
+
+def _instance(name: str):
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', _deprecation.FlaxOptimDeprecationWarning)
+    return getattr(_optim, name)()
+
+
+def plain(name: str, sources: Dict[str, str]):
+  """The def's ``PlainOptax`` (expression, exact, difference) for these argument sources."""
+  return _instance(name).plain_optax(sources)
+
+
+def exact_transform(call: DefCall, sources: Dict[str, str], optim_alias: str) -> str:
+  """The package's own exact transform, ``optim.X(...).optax_transform()``."""
+  args = ', '.join(f'{k}={v}' for k, v in sources.items())
+  return f'{optim_alias}.{call.name}({args}).optax_transform()'
+
+
+def inject(expression: str, initial: str) -> str:
+  """``expression`` (with ``learning_rate=learning_rate``) with its learning rate injected.
+
+  One ``optax.F(learning_rate=learning_rate, ...)`` call becomes
+  ``optax.inject_hyperparams(optax.F, hyperparam_dtype=jnp.float32)(learning_rate=INITIAL, ...)``;
+  anything else (a chain) becomes a factory of the learning rate alone.
+  """
+  node = cst.parse_expression(expression)
+  if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and all(
+      a.keyword is not None for a in node.args) and not any(
+          _mentions(a.value, 'learning_rate') for a in node.args
+          if a.keyword.value != 'learning_rate'):
+    func = cst.Module([]).code_for_node(node.func)
+    args = ', '.join(
+        f'{a.keyword.value}={initial}' if a.keyword.value == 'learning_rate' else
+        f'{a.keyword.value}={cst.Module([]).code_for_node(a.value)}' for a in node.args)
+    return f'optax.inject_hyperparams({func}, hyperparam_dtype=jnp.float32)({args})'
+  return (f'optax.inject_hyperparams(lambda learning_rate: {expression}, '
+          f'hyperparam_dtype=jnp.float32)(learning_rate={initial})')
+
+
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+  if isinstance(node, cst.Name) and node.value == name:
+    return True
+  return any(_mentions(c, name) for c in node.children)
+
+
+def command_optimizer(call: DefCall) -> str:
+  """``--optimizer`` of the convert command: literal keywords, stand-ins for run-time values."""
+  cls = getattr(_optim, call.name)
+  params = inspect.signature(cls).parameters
+  parts = []
+  for key, text in call.sources.items():
+    if call.literal[key]:
+      parts.append(f'{key}={text}')
+    elif key == 'learning_rate':
+      parts.append(f'{key}={LR_STAND_IN}')
+    else:
+      default = params[key].default
+      parts.append(f'{key}={default!r}')
+  if 'learning_rate' not in call.sources:
+    parts.insert(0, f'learning_rate={LR_STAND_IN}')
+  return f'{call.name}({", ".join(parts)})'
+
+
+def command_sources(call: DefCall, learning_rate: Optional[str]) -> Dict[str, str]:
+  """Argument sources for the command's ``--tx``: literals, or same-layout stand-ins."""
+  params = inspect.signature(getattr(_optim, call.name)).parameters
+  sources = {}
+  for key, text in call.sources.items():
+    if call.literal[key]:
+      sources[key] = text
+    elif key == 'learning_rate':
+      sources[key] = LR_STAND_IN
+    else:
+      sources[key] = repr(params[key].default)
+  if learning_rate is not None:
+    sources['learning_rate'] = learning_rate
+  elif 'learning_rate' not in sources:
+    sources['learning_rate'] = LR_STAND_IN
+  return sources
+
+
+def stand_ins(call: DefCall) -> Dict[str, str]:
+  """The run-time arguments the command replaces with stand-ins, and by what."""
+  params = inspect.signature(getattr(_optim, call.name)).parameters
+  return {key: (LR_STAND_IN if key == 'learning_rate' else repr(params[key].default))
+          for key, literal in call.literal.items() if not literal}

@@ -1,0 +1,435 @@
+"""Decisions per optimizer object: rewrite all of its sites, or refuse and mark the blockers.
+
+The plan maps each original node to the rule that rewrites it (and what that rule needs to
+know), each statement to the markers above it, and lists one report record per site.
+"""
+import dataclasses
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+from libcst import metadata as meta
+
+from . import _optax
+from . import _project
+from . import _refusals
+from ._report import Record, Conversion
+
+
+@dataclasses.dataclass
+class Edit:
+  rule: str          # the Rule.code that rewrites the node
+  data: dict
+
+
+@dataclasses.dataclass
+class FilePlan:
+  unit: _project.Unit
+  edits: Dict[int, Edit] = dataclasses.field(default_factory=dict)
+  markers: Dict[int, List[str]] = dataclasses.field(default_factory=dict)
+  needs: Set[str] = dataclasses.field(default_factory=set)   # 'optax', 'train_state', 'jnp'
+  legacy_imports: bool = False
+
+  def mark(self, node: cst.CSTNode, text: str):
+    stmt = _statement_of(self.unit, node)
+    texts = self.markers.setdefault(id(stmt), [])
+    if text not in texts:
+      texts.append(text)
+
+
+@dataclasses.dataclass
+class Plan:
+  files: Dict[str, FilePlan]
+  records: List[Record]
+  conversions: List[Conversion]
+
+
+def _statement_of(unit, node):
+  while node is not None and not isinstance(
+      node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+    node = unit.parent(node)
+  return node
+
+
+class _Group:
+
+  def __init__(self, root):
+    self.root = root
+    self.sites: List[_project.Site] = []
+
+  @property
+  def refused(self):
+    return [s for s in self.sites if s.refusal is not None]
+
+
+def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
+  files = {u.path: FilePlan(u) for u in project.units}
+  records: List[Record] = []
+  conversions: List[Conversion] = []
+  groups: Dict[tuple, _Group] = {}
+  loose: List[_project.Site] = []
+  for site in project.sites():
+    if site.slot is None:
+      loose.append(site)
+      continue
+    root = project.groups.find(site.slot)
+    groups.setdefault(root, _Group(root)).sites.append(site)
+  for site in loose:   # subclasses: refused on their own
+    files[site.unit.path].mark(site.node, _refusals.marker_text(site.refusal))
+    records.append(Record.of(site, 'refused', message=site.message))
+  for group in groups.values():
+    _plan_group(project, group, files, records, conversions, plain_optax)
+  for unit in project.units:
+    for node in _project._walk(unit.module):  # pylint: disable=protected-access
+      if isinstance(node, (cst.Import, cst.ImportFrom)):
+        for alias in node.names if not isinstance(node.names, cst.ImportStar) else ():
+          if unit.legacy(alias.name) or any(
+              n.startswith(('flax.optim', 'flax_optim_compat')) for n in unit.names(alias.name)):
+            files[unit.path].legacy_imports = True
+  records.sort(key=lambda r: (r.path, r.line))
+  return Plan(files, records, conversions)
+
+
+def _def_site_check(project, group, files) -> None:
+  """Refusals that come from the defs of the group's create calls."""
+  for site in list(group.sites):
+    if site.kind != 'create':
+      continue
+    unit = site.unit
+    call = project.def_call(unit, site.node.func.value)
+    name = unit.legacy(call.func)
+    if name == 'WeightNorm':
+      site.refusal, site.message = _refusals.WEIGHT_NORM, unit.code(call)
+    elif name == 'MultiOptimizer':
+      site.refusal, site.message = _refusals.MULTI, unit.code(call)
+    elif name not in _project.BUILTIN_DEFS:
+      site.refusal, site.message = _refusals.UNKNOWN_DEF, unit.code(call)
+    elif any(a.keyword and a.keyword.value == 'focus' for a in site.node.args) or len(
+        site.node.args) > 1:
+      site.refusal, site.message = _refusals.MULTI, 'create(..., focus=...)'
+    elif _optax.def_call(name, call, unit.module) is None:
+      site.refusal, site.message = _refusals.UNKNOWN_DEF, f'{unit.code(call)}: arguments'
+    elif any(n.startswith('flax.nn.') for node in _project._walk(unit.module)  # pylint: disable=protected-access
+             if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node)):
+      site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
+    # A def variable must be used only as this create's receiver.
+    receiver = site.node.func.value
+    if site.refusal is None and isinstance(receiver, cst.Name):
+      uses = _accesses(unit, receiver)
+      if uses is None or len(uses) != 1:
+        site.refusal = _refusals.ESCAPE
+        site.message = f'the def {receiver.value} is used elsewhere too'
+
+
+def _accesses(unit, name: cst.Name):
+  scope = unit.scopes.get(name)
+  if scope is None:
+    return None
+  nodes = []
+  for a in scope[name.value]:
+    if not isinstance(a, meta.Assignment):
+      return None
+    nodes.extend(access.node for access in a.references)
+  return nodes
+
+
+def _plan_group(project, group, files, records, conversions, plain_optax):
+  _def_site_check(project, group, files)
+  creates = [s for s in group.sites if s.kind == 'create']
+  applies = [s for s in group.sites if s.kind == 'apply']
+  # Learning-rate overrides and other hyper-parameter overrides.
+  overrides = {}
+  for site in applies:
+    lr = None
+    for arg in site.node.args[1:]:
+      if arg.keyword is None or arg.keyword.value != 'learning_rate':
+        if arg.keyword is not None and arg.keyword.value == 'grads':
+          continue
+        site.refusal, site.message = _refusals.OVERRIDE, site.unit.code(arg)
+      else:
+        lr = arg.value
+    overrides[id(site)] = lr
+  calls = {}
+  for site in creates:
+    if site.refusal is None:
+      call = project.def_call(site.unit, site.node.func.value)
+      calls[id(site)] = _optax.def_call(site.unit.legacy(call.func), call, site.unit.module)
+  mode, schedule = _lr_mode(project, group, applies, overrides, creates)
+  if mode == 'inject':
+    for site in applies:
+      if overrides[id(site)] is None:
+        lrs = {calls[id(c)].sources.get('learning_rate') for c in creates if id(c) in calls}
+        if len(lrs) != 1 or not (lrs <= {None} or _optax._is_literal(next(iter(lrs)))):  # pylint: disable=protected-access
+          site.refusal = _refusals.LR_NONE
+          site.message = 'applied without learning_rate= while other sites set it'
+      if not _pure(site.node.func.value):
+        site.refusal, site.message = _refusals.ESCAPE, 'the learning rate is set on a computed value'
+  elif mode == 'none':
+    for c in creates:
+      if id(c) in calls and calls[id(c)].sources.get('learning_rate', 'None') == 'None':
+        c.refusal, c.message = _refusals.LR_NONE, 'learning_rate=None and no override'
+  if group.refused:
+    for site in group.refused:
+      files[site.unit.path].mark(site.node, _refusals.marker_text(site.refusal))
+      records.append(Record.of(site, 'refused', message=site.message))
+    blocked = [s for s in group.sites if s.refusal is None]
+    for site in blocked:
+      records.append(Record.of(site, 'refused', code=group.refused[0].refusal.code,
+                               message=f'not rewritten: this optimizer is refused '
+                                       f'({group.refused[0].refusal.code} at '
+                                       f'{group.refused[0].unit.path}:{group.refused[0].line})'))
+    return
+  keep_layout = any(s.slot and s.slot[0] == 'field' for s in group.sites) or any(
+      k[0] == 'field' for k in _members(project, group.root))
+  for site in group.sites:
+    plan = files[site.unit.path]
+    if site.kind == 'create':
+      _plan_create(project, site, plan, calls[id(site)], mode, schedule, plain_optax,
+                   records, conversions, keep_layout)
+    elif site.kind == 'apply':
+      plan.edits[id(site.node)] = Edit('FOM004', {'lr': overrides[id(site)] if mode == 'inject'
+                                                  else None, 'mode': mode})
+      if mode == 'inject':
+        lr = overrides[id(site)]
+        if lr is None:
+          lr_text = next(iter({calls[id(c)].sources.get('learning_rate') for c in creates}))
+          plan.edits[id(site.node)].data['lr_text'] = lr_text
+      records.append(Record.of(site, 'rewritten', code='FOM004',
+                               message='apply_gradient -> apply_gradients'
+                               + ({'schedule': ' (learning rate from the schedule in tx)',
+                                   'inject': ' (learning rate set in opt_state.hyperparams)'
+                                   }.get(mode, ''))))
+      if mode != 'none':
+        plan.needs.add('jnp' if mode == 'inject' else 'optax')
+    elif site.kind in ('target', 'step', 'replace', 'annotation'):
+      code = {'target': 'FOM002', 'step': 'FOM003', 'replace': 'FOM005',
+              'annotation': 'FOM006'}[site.kind]
+      plan.edits[id(site.node)] = Edit(code, {})
+      if site.kind == 'annotation':
+        plan.needs.add('train_state')
+      records.append(Record.of(site, 'rewritten', code=code, message=site.unit.code(site.node)))
+
+
+def _members(project, root):
+  return [s for s in project.optimizer_slots if project.groups.find(s) == root]
+
+
+def _pure(node) -> bool:
+  if isinstance(node, cst.Name):
+    return True
+  return isinstance(node, cst.Attribute) and _pure(node.value)
+
+
+def _plan_create(project, site, plan, call, mode, schedule, plain_optax, records, conversions,
+                 keep_layout):
+  unit = site.unit
+  sources = dict(call.sources)
+  notes = []
+  cmd_lr = None
+  if mode == 'schedule':
+    sources['learning_rate'] = schedule
+    cmd_lr = _optax.SCHEDULE_STAND_IN
+    notes.append(f'the learning rate is the schedule {schedule}; the command uses '
+                 f'{_optax.SCHEDULE_STAND_IN} (same state layout)')
+  elif mode == 'inject':
+    initial = sources.get('learning_rate', 'None')
+    if initial == 'None':
+      initial = '0.0'
+      notes.append('learning_rate=None: the injected learning rate starts at 0.0 and is set at '
+                   'every apply site')
+    sources['learning_rate'] = 'learning_rate'
+  result = _optax.plain(call.name, sources)
+  expression, exact = result.expression, result.exact
+  flagged = None
+  if exact == 'not exact':
+    if plain_optax or mode != 'none':
+      flagged = f'FOM009 the plain optax expression is not exact: {result.difference}'
+    else:
+      optim_alias = _optim_alias(unit, project.def_call(unit, site.node.func.value))
+      expression = _optax.exact_transform(call, call.sources, optim_alias)
+      flagged = (f'FOM009 {call.name} has no exact plain optax expression '
+                 f'({result.difference}); this is the package\'s exact transform')
+  if mode == 'inject':
+    expression = _optax.inject(expression, initial)
+    plan.needs.add('jnp')
+  cmd_sources = _optax.command_sources(call, cmd_lr)
+  if mode == 'inject':
+    cmd_sources['learning_rate'] = 'learning_rate'
+  cmd_tx = _optax.plain(call.name, cmd_sources).expression
+  if mode == 'inject':
+    cmd_tx = _optax.inject(cmd_tx, _optax.LR_STAND_IN)
+  stand_ins = _optax.stand_ins(call)
+  if stand_ins:
+    notes.append('run-time values replaced in the command by same-layout stand-ins: '
+                 + ', '.join(f'{k}={v}' for k, v in stand_ins.items()))
+  receiver = site.node.func.value
+  def_assign = None
+  if isinstance(receiver, cst.Name):
+    values = project.assignment_values(unit, receiver)
+    def_assign = values[0] if values else None
+  plan.edits[id(site.node)] = Edit('FOM001', {'tx': None if def_assign is not None else expression})
+  if def_assign is not None:
+    plan.edits[id(def_assign)] = Edit('FOM001', {'def_tx': expression})
+  plan.needs.update({'optax', 'train_state'})
+  if flagged:
+    plan.mark(site.node, f'{_refusals.MARKER} {flagged}')
+  status = 'flagged' if flagged else 'rewritten'
+  message = f'{unit.code(project.def_call(unit, receiver))}.create -> TrainState.create'
+  if notes:
+    message += '; ' + '; '.join(notes)
+  records.append(Record.of(site, status, code='FOM001', exact=exact, message=message))
+  keep = ' --keep-layout' if keep_layout else ''
+  command = (f'flax-optim-compat convert <IN> --optimizer "{_optax.command_optimizer(call)}" '
+             f'--tx "{cmd_tx}" --to train-state --out <OUT>{keep}')
+  conversions.append(Conversion(unit.path, site.line, expression, exact, command, notes))
+
+
+def _optim_alias(unit, call) -> str:
+  func = call.func
+  if isinstance(func, cst.Attribute):
+    return unit.code(func.value)
+  return 'optim'
+
+
+def _lr_mode(project, group, applies, overrides, creates) -> Tuple[str, Optional[str]]:
+  """('none' | 'schedule' | 'inject', the schedule's source)."""
+  if not applies or all(overrides[id(s)] is None for s in applies):
+    return 'none', None
+  if any(overrides[id(s)] is None for s in applies):
+    return 'inject', None
+  schedules = set()
+  for site in applies:
+    text = _schedule(project, site.unit, overrides[id(site)], site.node.func.value, creates)
+    if text is None:
+      return 'inject', None
+    schedules.add(text)
+  if len(schedules) != 1:
+    return 'inject', None
+  return 'schedule', schedules.pop()
+
+
+def _schedule(project, unit, lr, receiver, creates) -> Optional[str]:
+  """``lr`` as a function of the receiver's step, or None when it is not provably one."""
+  globals_used: List[cst.CSTNode] = []
+  body = _step_function(project, unit, lr, receiver, globals_used, 0)
+  if body is None:
+    return None
+  for c in creates:
+    if c.unit is not unit:
+      return None
+    if not _all_defined_before(unit, globals_used, c.node):
+      return None
+  code = cst.Module([]).code_for_node(body)
+  if (isinstance(body, cst.Call) and len(body.args) == 1 and isinstance(body.args[0].value, cst.Name)
+      and body.args[0].value.value == _COUNT and body.args[0].keyword is None
+      and not _mentions_count(body.func)):
+    return cst.Module([]).code_for_node(body.func)
+  return f'lambda {_COUNT}: {code}'
+
+
+_COUNT = 'count'
+
+
+def _mentions_count(node) -> bool:
+  if isinstance(node, cst.Name) and node.value == _COUNT:
+    return True
+  return any(_mentions_count(c) for c in node.children)
+
+
+def _all_defined_before(unit, names, create) -> bool:
+  in_function = unit.enclosing(create, (cst.FunctionDef,)) is not None
+  if in_function:
+    return True
+  line = unit.line(create)
+  for name in names:
+    scope = unit.scopes.get(name)
+    for a in scope[name.value]:
+      if isinstance(a, meta.Assignment) and unit.line(a.node) >= line:
+        return False
+  return True
+
+
+def _is_step_of(node, receiver) -> bool:
+  return (isinstance(node, cst.Attribute) and node.attr.value == 'step'
+          and isinstance(node.value, cst.Attribute) and node.value.attr.value == 'state'
+          and node.value.value.deep_equals(receiver))
+
+
+def _step_function(project, unit, expr, receiver, globals_used, depth):
+  """``expr`` with the receiver's ``state.step`` as ``count``; None if anything else varies."""
+  if depth > 6:
+    return None
+  if _is_step_of(expr, receiver):
+    return cst.Name(_COUNT)
+  if isinstance(expr, cst.Name):
+    if expr.value == _COUNT:
+      return None
+    scope = unit.scopes.get(expr)
+    if scope is None:
+      return None
+    assignments = list(scope[expr.value])
+    if all(isinstance(a, meta.BuiltinAssignment) for a in assignments) and assignments:
+      return expr
+    if assignments and all(isinstance(a.scope, meta.GlobalScope) for a in assignments):
+      globals_used.append(expr)
+      return expr
+    values = project.assignment_values(unit, expr)
+    if values is None or len(values) != 1:
+      return None
+    inner = _step_function(project, unit, values[0], receiver, globals_used, depth + 1)
+    if inner is None:
+      return None
+    if isinstance(inner, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer,
+                          cst.Float)) or inner.lpar:
+      return inner
+    return inner.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+  if isinstance(expr, cst.Attribute):
+    base = _step_function(project, unit, expr.value, receiver, globals_used, depth)
+    return None if base is None else expr.with_changes(value=base)
+  if isinstance(expr, (cst.Lambda, cst.NamedExpr, cst.Await, cst.Yield, cst.GeneratorExp,
+                       cst.ListComp, cst.DictComp, cst.SetComp)):
+    return None
+  if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
+    return expr
+  replaced = {}
+  for child in _expressions_in(expr):
+    new = _step_function(project, unit, child, receiver, globals_used, depth)
+    if new is None:
+      return None
+    replaced[id(child)] = new
+  return expr.visit(_Replace(replaced))
+
+
+def _expressions_in(node):
+  """The direct sub-expressions of ``node`` that are evaluated (not keyword names)."""
+  found = []
+  for child in node.children:
+    if isinstance(child, cst.Arg):
+      found.append(child.value)
+    elif isinstance(child, cst.BaseExpression):
+      found.append(child)
+    elif isinstance(child, (cst.Arg, cst.Element, cst.SubscriptElement, cst.Index,
+                            cst.ComparisonTarget, cst.BaseSlice)):
+      found.extend(_expressions_in(child))
+    elif isinstance(child, (cst.LeftParen, cst.RightParen, cst.BaseParenthesizableWhitespace,
+                            cst.BaseBinaryOp, cst.BaseUnaryOp, cst.BaseCompOp,
+                            cst.BaseBooleanOp, cst.Comma, cst.Colon, cst.LeftSquareBracket,
+                            cst.RightSquareBracket, cst.AssignEqual, cst.Dot)):
+      continue
+    elif isinstance(child, cst.Name):
+      continue
+    else:
+      found.extend(_expressions_in(child))
+  return found
+
+
+class _Replace(cst.CSTTransformer):
+
+  def __init__(self, replaced):
+    super().__init__()
+    self.replaced = replaced
+
+  def on_visit(self, node):
+    return id(node) not in self.replaced
+
+  def on_leave(self, original_node, updated_node):
+    return self.replaced.get(id(original_node), updated_node)

@@ -1,0 +1,46 @@
+"""Refusal codes: what ``migrate`` never rewrites, each with a one-line reason.
+
+A refused optimizer object is left exactly as it is; every site that blocks it gets a marker
+``# TODO(flax-optim-compat): CODE reason`` (added once) and a report record.
+"""
+from typing import NamedTuple
+
+GUIDE = 'migration_guide.md, "Source migration"'
+MARKER = '# TODO(flax-optim-compat):'
+
+
+class Refusal(NamedTuple):
+  code: str
+  reason: str
+
+
+SUBCLASS = Refusal('FOM101', 'a user subclass of OptimizerDef has no optax equivalent to emit')
+GROUP_HYPER_PARAMS = Refusal(
+    'FOM102', 'per-group hyper_params=[...] other than learning rates cannot be expressed '
+    'as one optax transform')
+WEIGHT_NORM = Refusal('FOM103', 'WeightNorm reparameterises the params; optax has no equivalent')
+READ = Refusal('FOM104', 'reads legacy internals (optimizer_def / hyper_params / param_states / '
+               'state_dict / state) that a TrainState does not have')
+PRE_LINEN = Refusal('FOM105', 'optimizes a pre-Linen flax.nn model, which current flax cannot '
+                    'run')
+REPLICATE = Refusal('FOM106', 'optimizer.replicate() averages gradients over a pmap axis; no '
+                    'visible pmap(axis_name=...) says which')
+ESCAPE = Refusal('FOM107', 'the optimizer reaches code the analysis cannot follow, so not all of '
+                 'its uses can be rewritten')
+LR_NONE = Refusal('FOM108', 'a learning_rate=None optimizer applied without a learning_rate= '
+                  'override has no learning rate')
+OVERRIDE = Refusal('FOM109', 'an apply_gradient override of a hyper-parameter other than '
+                   'learning_rate')
+UNKNOWN_DEF = Refusal('FOM110', 'an optimizer def that is not one of the built-in flax.optim '
+                      'optimizers')
+MULTI = Refusal('FOM111', 'a MultiOptimizer whose traversals or groups are not literal '
+                '(ModelParamTraversal(filter) with a built-in optimizer)')
+FAILED = Refusal('FOM199', 'the rewritten file did not compile, so it was left as it was')
+
+ALL = (SUBCLASS, GROUP_HYPER_PARAMS, WEIGHT_NORM, READ, PRE_LINEN, REPLICATE, ESCAPE, LR_NONE,
+       OVERRIDE, UNKNOWN_DEF, MULTI, FAILED)
+
+
+def marker_text(refusal: Refusal) -> str:
+  """The comment line put above a blocking site."""
+  return f'{MARKER} {refusal.code} {refusal.reason} (see {GUIDE})'

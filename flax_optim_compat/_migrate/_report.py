@@ -1,0 +1,73 @@
+"""The report: one record per site, one conversion per rewritten optimizer, a summary."""
+import dataclasses
+import json
+from typing import List, Optional
+
+STATUSES = ('rewritten', 'flagged', 'refused')
+
+
+@dataclasses.dataclass
+class Record:
+  """One site: where, which rule or refusal code, what happened."""
+  path: str
+  line: int
+  code: str
+  status: str            # rewritten / flagged / refused
+  exactness: str         # bit-exact / 1e-6 / not exact / '' (refused)
+  message: str
+
+  @classmethod
+  def of(cls, site, status, code=None, exact=None, message=''):
+    code = code or (site.refusal.code if site.refusal else '')
+    if exact is None:
+      exact = '' if status == 'refused' else 'bit-exact'
+    return cls(site.unit.path, site.line, code, status, exact, message)
+
+
+@dataclasses.dataclass
+class Conversion:
+  """A rewritten optimizer: the optax expression emitted and the command for its checkpoints."""
+  path: str
+  line: int
+  expression: str
+  exactness: str
+  command: str
+  notes: List[str]
+
+
+@dataclasses.dataclass
+class Report:
+  records: List[Record]
+  conversions: List[Conversion]
+  changed: List[str]                  # files with a change (proposed or written)
+  failed: List[Record]                # files left as they were: unreadable, unparsable, ...
+
+  def exit_status(self) -> int:
+    """0 nothing to change, 1 changes proposed or written, 2 anything refused or failed."""
+    if self.failed or any(r.status == 'refused' for r in self.records):
+      return 2
+    return 1 if self.changed else 0
+
+  def as_dict(self) -> dict:
+    return {
+        'sites': [dataclasses.asdict(r) for r in self.records + self.failed],
+        'optimizers': [dataclasses.asdict(c) for c in self.conversions],
+        'changed_files': self.changed,
+        'exit_status': self.exit_status(),
+    }
+
+  def write(self, path: str) -> None:
+    with open(path, 'w', encoding='utf-8') as f:
+      json.dump(self.as_dict(), f, indent=1)
+      f.write('\n')
+
+  def summary(self, written: Optional[bool]) -> str:
+    counts = {s: sum(r.status == s for r in self.records) for s in STATUSES}
+    verb = 'rewrote' if written else 'would rewrite'
+    lines = [f'{verb} {len(self.changed)} file(s): {counts["rewritten"]} site(s) rewritten, '
+             f'{counts["flagged"]} flagged, {counts["refused"]} refused, '
+             f'{len(self.failed)} file(s) failed']
+    for r in self.records + self.failed:
+      if r.status != 'rewritten':
+        lines.append(f'  {r.path}:{r.line}: {r.code} {r.status}: {r.message}')
+    return '\n'.join(lines)
