@@ -118,28 +118,26 @@ class Migration:
   report: dict
 
   def records(self, path: pathlib.Path) -> List[dict]:
-    """The report's records for one file."""
-    name = pathlib.Path(path).name
-    return [r for r in _report_records(self.report) if pathlib.Path(r['path']).name == name]
+    """The report's site records of one file."""
+    return [r for r in self.report['sites'] if pathlib.Path(r['path']).name == path.name]
+
+  def optimizers(self, path: pathlib.Path) -> List[dict]:
+    """The report's rewritten optimizers of one file (expression, exactness, command)."""
+    return [r for r in self.report['optimizers'] if pathlib.Path(r['path']).name == path.name]
 
   def exactness(self, path: pathlib.Path) -> str:
-    """The weakest exactness the report claims for a file's rewritten sites."""
-    classes = [r['exactness'] for r in self.records(path)
-               if r.get('status') == 'rewritten' and r.get('exactness') in EXACTNESS]
-    assert classes, f'no rewritten site with an exactness in the report for {path}'
+    """The weakest exactness the report claims for a file (its sites and its optimizers)."""
+    classes = [r['exactness'] for r in self.records(path) if r['status'] == 'rewritten']
+    classes += [r['exactness'] for r in self.optimizers(path)]
+    assert classes, f'the report has no rewritten site for {path.name}'
+    unknown = sorted(set(classes) - set(EXACTNESS))
+    assert not unknown, f'unknown exactness {unknown} in the report for {path.name}'
     return max(classes, key=EXACTNESS.index)
 
-  def refused(self, path: pathlib.Path) -> List[dict]:
-    return [r for r in self.records(path) if r.get('status') in ('refused', 'failed')]
-
-
-def _report_records(report) -> List[dict]:
-  if isinstance(report, list):
-    return report
-  for key in ('records', 'sites'):
-    if key in report:
-      return report[key]
-  raise AssertionError(f'report has no records: keys {sorted(report)}')
+  def not_rewritten(self, path: pathlib.Path) -> List[str]:
+    """One line per site of a file that was refused or flagged (empty when all rewritten)."""
+    return [f"{r['path']}:{r['line']}: {r['code']} {r['status']}: {r['message']}"
+            for r in self.records(path) if r['status'] != 'rewritten']
 
 
 def migrate_copy(sources: Sequence[pathlib.Path], dest: pathlib.Path,

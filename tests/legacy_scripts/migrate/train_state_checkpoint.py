@@ -24,7 +24,7 @@ class Model(nn.Module):
 
   @nn.compact
   def __call__(self, x, train):
-    x = nn.Dense(8)(x)
+    x = nn.Dense(8, use_bias=False)(x)  # BatchNorm removes any bias
     x = nn.BatchNorm(use_running_average=not train, momentum=0.8)(x)
     x = nn.relu(x)
     return nn.Dense(1)(x)
