@@ -88,6 +88,11 @@ def _apply_updates(params, updates, keep_param_dtype=False):
 
 # ----------------------------------------------------------------------------- optax state walk
 
+
+class StateMappingError(ValueError):
+  """A legacy state and an optax state that do not correspond (the message names the field)."""
+
+
 def _is_namedtuple(node) -> bool:
   return isinstance(node, tuple) and hasattr(node, '_fields')
 
@@ -109,25 +114,40 @@ def _optax_fields(opt_def) -> Dict[str, str]:
   return dict(opt_def.optax_state_fields)
 
 
-def _fill_optax_state(template, step, field_trees: Dict[str, Any], opt_def):
-  """optax state with the structure of ``template`` holding the legacy values."""
+def _fill_optax_state(template, step, field_trees: Dict[str, Any], opt_def,
+                      hyperparams: Optional[Mapping[str, Any]] = None, injected=()):
+  """optax state with the structure of ``template`` holding the legacy values.
+
+  Every NamedTuple field named in ``field_trees`` is replaced by that tree, every ``count`` is
+  ``step``, and the ``hyperparams`` dict of an ``optax.inject_hyperparams`` state takes the
+  values of ``hyperparams`` it names; its other names keep the values of the next dict of
+  ``injected`` (the transformation's own ``init`` values, in the order the walk meets them).
+  """
   seen: Dict[str, str] = {}
+  injected = iter(injected)
 
   def on_field(name, child, where):
     if name in field_trees:
       if name in seen:
-        raise TypeError(f'{type(opt_def).__name__}: optax field {name!r} occurs twice '
-                        f'({seen[name]} and {where}); the legacy mapping is ambiguous.')
+        raise StateMappingError(
+            f'{type(opt_def).__name__}: optax field {name!r} occurs twice ({seen[name]} and '
+            f'{where}); the legacy mapping is ambiguous.')
       seen[name] = where
       return field_trees[name]
     if name == 'count':
       return jnp.asarray(step, dtype=child.dtype)
+    if name == 'hyperparams' and hyperparams is not None and isinstance(child, dict):
+      own = next(injected, child)
+      return {k: (jnp.asarray(hyperparams[k], dtype=_tree.dtype_of(v)) if k in hyperparams
+                  else own.get(k, v)) for k, v in child.items()}
     if jax.tree_util.tree_leaves(child):
       if _is_namedtuple(child) or isinstance(child, (tuple, list, dict)):
         return _map_state(child, on_field, where + '/')
-      raise TypeError(
-          f'{type(opt_def).__name__}: the optax state field {where} has no legacy counterpart; '
-          'declare it in optax_state_fields.')
+      fields = ', '.join(sorted(_optax_fields(opt_def))) or 'none'
+      raise StateMappingError(
+          f'the optax state field {where} has no counterpart in the legacy '
+          f'{type(opt_def).__name__} state (its per-parameter fields: {fields}): the '
+          'transformation is a different algorithm.')
     return child
 
   return _map_state(template, on_field)
@@ -187,10 +207,10 @@ def _from_param_states(opt_def, params, param_states, wanted) -> Dict[str, Any]:
     missing = next((i for i, value in enumerate(column) if value is None), None)
     if missing is not None:  # by identity: `list.index(None)` compares arrays with `==`
       path = _tree.tree_paths(params)[missing]
-      raise ValueError(
-          f'{type(opt_def).__name__}: the state of {path!r} has no {legacy!r} but these '
-          'hyper-params need it (an override may not change the state layout, e.g. '
-          'centered= or beta1=None -> value).')
+      raise StateMappingError(
+          f'{type(opt_def).__name__}: the state of {path!r} has no {legacy!r} but the optax '
+          f'state needs it as {name!r} (an override or a target transformation may not '
+          'change the state layout, e.g. centered= or beta1=None -> value).')
     trees[name] = treedef.unflatten(column)
   return trees
 
@@ -346,6 +366,200 @@ def _apply_gradient(opt_def, hyper_params, params, state, grads):
   return _apply_updates(params, updates, opt_def.keep_param_dtype), new_param_states
 
 
+# ----------------------------------------------------------------------------- any optax transformation
+
+# Tiny params and grads to read which way round a transformation keeps a step-scaled field.
+_PROBE_PARAMS = {'w': np.asarray([0.6, 0.8], np.float32)}
+_PROBE_GRADS = {'w': np.asarray([0.3, 0.4], np.float32)}
+
+
+def _hyperparam_values(opt_def) -> Dict[str, Any]:
+  """``{optax keyword: value}`` of ``opt_def``'s numeric hyper-params, by its plain forms.
+
+  An ``optax.inject_hyperparams`` state keeps its hyper-params by optax name (``b1``); the
+  plain forms say which legacy hyper-param each optax keyword takes (``b1`` <- ``beta1``).
+  """
+  out: Dict[str, Any] = {}
+  for form in opt_def.plain_optax_forms:
+    for call in form.calls:
+      for keyword, spec in call.keywords:
+        if keyword in out or isinstance(spec, _plain.Attr):
+          continue
+        value = getattr(opt_def.hyper_params, spec.name) if isinstance(spec, _plain.Hyper) else spec
+        if value is None or callable(value) or isinstance(value, (bool, str)):
+          continue
+        out[keyword] = value
+  return out
+
+
+def _collect_hyperparams(opt_state) -> List[dict]:
+  """The ``hyperparams`` dicts of the ``inject_hyperparams`` states, in the walk's order."""
+  found = []
+
+  def on_field(name, child, where):
+    if name == 'hyperparams' and isinstance(child, dict):
+      found.append(child)
+    elif _is_namedtuple(child) or isinstance(child, (tuple, list, dict)):
+      _map_state(child, on_field, where + '/')
+    return child
+
+  _map_state(opt_state, on_field)
+  return found
+
+
+def _injected_values(tx, params, template) -> List[dict]:
+  """``tx.init``'s own injected hyper-param values (none for a transformation without them).
+
+  Run under ``jax.jit`` returning only those values, so the per-parameter zeros are never
+  allocated.
+  """
+  if not _collect_hyperparams(template):
+    return []
+  return jax.jit(lambda p: _collect_hyperparams(tx.init(p)))(params)
+
+
+def _first_count(opt_state) -> Optional[Any]:
+  found = []
+
+  def on_field(name, child, where):
+    if name == 'count' and not found:
+      found.append(child)
+    elif _is_namedtuple(child) or isinstance(child, (tuple, list, dict)):
+      _map_state(child, on_field, where + '/')
+    return child
+
+  _map_state(opt_state, on_field)
+  return found[0] if found else None
+
+
+def _step_signs(opt_def, tx, params) -> Dict[str, float]:
+  """``{optax field: -1.0}`` for each ``step_scaled_fields`` entry ``tx`` keeps negated.
+
+  A legacy field holding learning-rate-scaled steps (LARS ``momentum``) is positive after one
+  step on positive params and grads; ``optax.lars`` scales by ``-learning_rate`` before its
+  ``trace``, so its ``trace`` holds the negated steps. One update of ``tx`` and of the legacy
+  update on tiny params (on the user's tree structure if ``tx`` needs it) says which.
+  """
+  fields = {legacy: name for legacy, name in _optax_fields(opt_def).items()
+            if legacy in opt_def.step_scaled_fields}
+  if not fields:
+    return {}
+  hyper_params = opt_def.hyper_params
+  if getattr(hyper_params, 'learning_rate', 0.0) is None:
+    hyper_params = hyper_params.replace(learning_rate=1.0)
+  attempts = [(_PROBE_PARAMS, _PROBE_GRADS)]
+  if params is not None:
+    attempts.append((jax.tree_util.tree_map(lambda x: jnp.full(np.shape(x), 0.5, jnp.float32),
+                                            params),
+                     jax.tree_util.tree_map(lambda x: jnp.full(np.shape(x), 0.25, jnp.float32),
+                                            params)))
+  error = None
+  for probe_params, probe_grads in attempts:
+    try:
+      _, new_state = tx.update(probe_grads, tx.init(probe_params), probe_params)
+      _, legacy = opt_def.apply_gradient(hyper_params, probe_params,
+                                         opt_def.init_state(probe_params), probe_grads)
+    except Exception as e:  # pylint: disable=broad-except
+      error = e
+      continue
+    found = _read_optax_state(new_state, set(fields.values()))
+    legacy_leaves = jax.tree_util.tree_leaves(
+        legacy.param_states, is_leaf=lambda x: dataclasses.is_dataclass(x))
+    signs = {}
+    for legacy_name, name in fields.items():
+      if name not in found:
+        continue
+      ours = sum(float(np.sum(getattr(s, legacy_name))) for s in legacy_leaves)
+      theirs = sum(float(np.sum(x)) for x in jax.tree_util.tree_leaves(found[name]))
+      if ours * theirs < 0:
+        signs[name] = -1.0
+    return signs
+  raise StateMappingError(
+      f'{type(opt_def).__name__}: could not run the transformation once to see which sign its '
+      f'{sorted(fields.values())} keeps ({type(error).__name__}: {error}).')
+
+
+def _negate(field_trees, signs):
+  return {name: (jax.tree_util.tree_map(jnp.negative, tree) if signs.get(name, 1.0) < 0 else tree)
+          for name, tree in field_trees.items()}
+
+
+def _check_shapes(opt_def, params, field_trees, specs, what):
+  """Each field tree mirrors ``params`` with the shapes of ``specs`` (``tx.init``'s)."""
+  paths = _tree.tree_paths(params)
+  treedef = jax.tree_util.tree_structure(params)
+  for name, tree in field_trees.items():
+    if name not in specs:
+      continue
+    try:
+      got, want = treedef.flatten_up_to(tree), treedef.flatten_up_to(specs[name])
+    except (ValueError, TypeError):
+      raise StateMappingError(f'{type(opt_def).__name__}: the {what} field {name!r} does not '
+                              'mirror the params.') from None
+    for path, g, w in zip(paths, got, want):
+      if np.shape(g) != tuple(w.shape):
+        raise StateMappingError(
+            f'{type(opt_def).__name__}: {name!r} of {path!r} has shape {np.shape(g)} but the '
+            f'{what} has {tuple(w.shape)} there (other hyper-params, e.g. '
+            'min_dim_size_to_factor?).')
+
+
+def _own_fields(opt_def, params) -> Dict[str, Any]:
+  """``{optax field: spec tree}`` that ``opt_def``'s own transform keeps for ``params``."""
+  template = jax.eval_shape(opt_def.optax_transform().init, params)
+  return _read_optax_state(template, set(_optax_fields(opt_def).values()))
+
+
+def _legacy_name(opt_def, name) -> str:
+  return next(l for l, n in _optax_fields(opt_def).items() if n == name)
+
+
+def _to_any_optax_state(opt_def, tx, params, state):
+  """The state of any ``tx`` holding the legacy ``state``, mapped field by field by meaning."""
+  template = jax.eval_shape(tx.init, params)
+  names = set(_optax_fields(opt_def).values())
+  specs = _read_optax_state(template, names)
+  own = _own_fields(opt_def, params)
+  dropped = sorted(set(own) - set(specs))
+  if dropped:
+    raise StateMappingError(
+        f'the legacy {type(opt_def).__name__} field {_legacy_name(opt_def, dropped[0])!r} has '
+        f'no counterpart ({dropped[0]!r}) in the state of the target transformation: it is a '
+        'different algorithm.')
+  fields = _from_param_states(opt_def, params, state.param_states, set(specs))
+  fields = _expand_placeholders(opt_def, fields, template)
+  _check_shapes(opt_def, params, fields, specs, 'target transformation')
+  fields = {name: jax.tree_util.tree_map(lambda x, s: _as_dtype(x, s.dtype), tree, specs[name])
+            for name, tree in fields.items()}
+  fields = _negate(fields, _step_signs(opt_def, tx, params))
+  return _fill_optax_state(template, state.step, fields, opt_def, _hyperparam_values(opt_def),
+                           _injected_values(tx, params, template))
+
+
+def _from_any_optax_state(opt_def, tx, params, opt_state, step):
+  """The legacy ``OptimizerState`` held by ``opt_state``, a state of ``tx`` over ``params``."""
+  names = set(_optax_fields(opt_def).values())
+  found = _read_optax_state(opt_state, names)
+  own = _own_fields(opt_def, params)
+  for name in sorted(set(own) ^ set(found)):
+    where = 'has no' if name in own else 'holds a'
+    raise StateMappingError(
+        f'the optax state {where} {name!r}, which the legacy {type(opt_def).__name__} '
+        f'{"needs" if name in own else "has no place for"} (legacy field '
+        f'{_legacy_name(opt_def, name)!r}): the transformation is a different algorithm or has '
+        'other hyper-parameters.')
+  _check_shapes(opt_def, params, found, own, 'legacy state')
+  if tx is not None:
+    found = _negate(found, _step_signs(opt_def, tx, params))
+  if step is None:
+    step = _first_count(opt_state)
+    if step is None:
+      raise StateMappingError(f'the optax state of {type(opt_def).__name__} has no `count`; '
+                              'pass step= (the legacy step, e.g. the TrainState step).')
+  param_states = _to_param_states(opt_def, jax.tree_util.tree_structure(params), found)
+  return OptimizerState(jnp.asarray(step, jnp.int32), param_states)
+
+
 # ----------------------------------------------------------------------------- the base class
 
 # What a per-leaf (legacy protocol) subclass of a built-in takes back from the legacy template.
@@ -375,6 +589,9 @@ class OptaxBackedDef(OptimizerDef):
     plain_optax_forms: the plain optax expressions of this optimizer, most specific first
       (``_plain.PlainForm``: calls whose keywords name legacy hyper-params, the values they
       need, how exact they are); :meth:`plain_optax` renders the first that applies.
+    step_scaled_fields: legacy fields holding learning-rate-scaled steps (LARS ``momentum``):
+      a transformation may keep them negated (``optax.lars``), which the state mapping reads
+      from one update of it.
 
   A user subclass of a built-in that implements ``apply_param_gradient`` itself (the legacy
   per-leaf protocol) gets the legacy template's ``init_state``/``apply_gradient`` back and no
@@ -386,6 +603,7 @@ class OptaxBackedDef(OptimizerDef):
   constructor_only_hyper_params: ClassVar[frozenset] = frozenset()
   keep_param_dtype: ClassVar[bool] = False
   plain_optax_forms: ClassVar[Tuple[_plain.PlainForm, ...]] = ()
+  step_scaled_fields: ClassVar[frozenset] = frozenset()
 
   def __init_subclass__(cls, **kwargs):
     super().__init_subclass__(**kwargs)
@@ -470,13 +688,44 @@ class OptaxBackedDef(OptimizerDef):
       raise NotImplementedError(f'{type(self).__name__} declares no plain optax expression.')
     return _plain.render(self, self.plain_optax_forms, arg_sources)
 
-  def optax_state(self, params, state, hyper_params=None) -> optax.OptState:
-    """The state of :meth:`optax_transform` equivalent to the legacy ``state`` for ``params``.
+  def plain_optax_transform(self) -> optax.GradientTransformation:
+    """The transformation :meth:`plain_optax` names, built from this def's values.
+
+    Examples:
+      >>> import flax_optim_compat as optim
+      >>> tx = optim.RMSProp(learning_rate=0.1).plain_optax_transform()
+      >>> type(tx).__name__
+      'GradientTransformationExtraArgs'
+    """
+    if not self.plain_optax_forms:
+      raise NotImplementedError(f'{type(self).__name__} declares no plain optax expression.')
+    return _plain.build(self, self.plain_optax_forms)
+
+  def optax_state(self, params, state, hyper_params=None, tx=None) -> optax.OptState:
+    """The state of :meth:`optax_transform` (or of ``tx``) holding the legacy ``state``.
 
     With ``tx = opt_def.optax_transform(hyper_params)``, ``tx.update(grads,
     opt_def.optax_state(params, state, hyper_params), params)`` continues exactly where the
     legacy optimizer stopped (every optax ``count`` is the legacy ``step``, so a schedule
     continues at that step): the one-call way to move a restored checkpoint to plain optax.
+
+    With ``tx`` (any ``optax.GradientTransformation``, e.g. ``optax.adam(...)`` or
+    ``optax.inject_hyperparams(optax.adam)(...)``), the result has the structure of
+    ``tx.init(params)`` and the legacy per-parameter fields are put where they mean the same
+    (``grad_ema`` -> ``mu``, ``momentum`` -> ``trace``, ...; the names are this optimizer's
+    ``optax_state_fields``); every ``count`` is the legacy ``step`` and an
+    ``inject_hyperparams`` state holds this def's hyper-params (by their optax names).
+
+    Args:
+      params: the params (the legacy target).
+      state: the legacy :class:`OptimizerState`.
+      hyper_params: the hyper-params of :meth:`optax_transform` (without ``tx``).
+      tx: the transformation whose state to build; default :meth:`optax_transform`.
+
+    Raises:
+      ValueError: ``tx``'s state has a per-parameter field with no legacy counterpart, or
+        lacks one the legacy state holds (a different algorithm), or other shapes; the
+        message names the field.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -492,8 +741,41 @@ class OptaxBackedDef(OptimizerDef):
       ...                   legacy.target['w']))
       True
     """
+    if tx is not None:
+      return _to_any_optax_state(self, tx, params, state)
     tx = self.optax_transform(hyper_params)
     return _legacy_to_optax(self, tx, params, state)[0]
+
+  def legacy_state(self, params, opt_state, step=None, tx=None) -> OptimizerState:
+    """The legacy :class:`OptimizerState` held by ``opt_state``: the inverse of :meth:`optax_state`.
+
+    Args:
+      params: the params ``opt_state`` is a state for.
+      opt_state: a state of :meth:`optax_transform` or of any transformation keeping the same
+        per-parameter fields (``optax.adam``, ``optax.inject_hyperparams(optax.adam)``, ...).
+      step: the legacy step; default the first ``count`` in ``opt_state``.
+      tx: the transformation ``opt_state`` belongs to, where it may keep a field negated
+        (``optax.lars``); default :meth:`optax_transform`.
+
+    Returns:
+      The legacy ``OptimizerState(step, param_states)``.
+
+    Raises:
+      ValueError: a field the legacy state needs is missing, or one it has no place for is
+        present, or shapes differ, or no step is given and ``opt_state`` has no ``count``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import optax
+      >>> import flax_optim_compat as optim
+      >>> params = {'w': jnp.array([1.0])}
+      >>> tx = optax.sgd(learning_rate=0.1, momentum=0.9)
+      >>> opt_state = tx.update({'w': jnp.array([2.0])}, tx.init(params), params)[1]
+      >>> state = optim.Momentum(0.1).legacy_state(params, opt_state, step=1)
+      >>> state.param_states['w'].momentum
+      Array([2.], dtype=float32)
+    """
+    return _from_any_optax_state(self, tx, params, opt_state, step)
 
   def to_optax(self, target, state):
     """``(from_optax def, its state)``: this optimizer's transform, continuing from ``state``.
@@ -519,13 +801,8 @@ class OptaxBackedDef(OptimizerDef):
     factory.__name__ = f'{type(self).__name__}.optax_transform'
 
     optimizer_def = _from_optax.from_optax(factory, **numeric)
-    template = optimizer_def.init_state(target)
-    # The injected values reach the transform as arrays: build the moved state likewise.
-    as_arrays = self.hyper_params.replace(**{k: jnp.asarray(v) for k, v in numeric.items()})
-    inject_state = template.param_states._replace(
-        count=jnp.asarray(state.step, template.param_states.count.dtype),
-        inner_state=self.optax_state(target, state, as_arrays))
-    return optimizer_def, OptimizerState(state.step, inject_state)
+    return optimizer_def, OptimizerState(
+        state.step, self.optax_state(target, state, tx=optimizer_def.tx))
 
   def init_state(self, params) -> OptimizerState:
     return OptimizerState(jnp.asarray(0, dtype=jnp.int32), _init_param_states(self, params))

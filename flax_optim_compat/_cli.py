@@ -20,13 +20,13 @@ from flax import serialization
 import flax_optim_compat as optim
 from . import _deprecation
 from . import convert
+from ._expr import UsageError
+from ._expr import canonical_tx
+from ._expr import parse_optimizer
+from ._expr import parse_tx
 
 _PROG = 'flax-optim-compat'
 _PROGRESS_MIN_BYTES = 100 << 20
-
-# The optimizer names --optimizer accepts (the legacy classes; WeightNorm wraps another).
-_OPTIMIZERS = ('GradientDescent', 'Momentum', 'Adam', 'AdaBelief', 'Adadelta', 'Adafactor',
-               'Adagrad', 'LAMB', 'LARS', 'RMSProp', 'WeightNorm')
 
 _EPILOG = """\
 examples:
@@ -44,71 +44,6 @@ examples:
 exit status: 0 ok (diff: same within --rtol), 1 diff found differences, 2 bad input.
 migrate: 0 nothing to change, 1 changes proposed or written, 2 anything refused or failed.
 """
-
-
-class UsageError(ValueError):
-  """Bad command-line input (reported as one line, exit status 2)."""
-
-
-# ----------------------------------------------------------------------------- --optimizer
-
-
-def _literal(node, text):
-  try:
-    return ast.literal_eval(node)
-  except ValueError:
-    raise UsageError(f'--optimizer {text!r}: only literal arguments are allowed (numbers, '
-                     f'strings, True/False/None), not {ast.unparse(node)!r}.') from None
-
-
-def _build(node, text):
-  if not isinstance(node, ast.Call):
-    raise UsageError(f'--optimizer {text!r}: expected a call such as "Adam(learning_rate=1e-3)", '
-                     f'got {ast.unparse(node)!r}.')
-  func = node.func
-  name = func.attr if isinstance(func, ast.Attribute) else getattr(func, 'id', None)
-  if isinstance(func, ast.Attribute) and ast.unparse(func.value) not in (
-      'optim', 'flax_optim_compat', 'flax.optim'):
-    name = None
-  if name not in _OPTIMIZERS:
-    raise UsageError(f'--optimizer {text!r}: unknown optimizer {ast.unparse(func)!r}; one of '
-                     f'{", ".join(_OPTIMIZERS)}.')
-
-  def value(arg):
-    if isinstance(arg, ast.Call):
-      if name != 'WeightNorm':
-        raise UsageError(f'--optimizer {text!r}: only WeightNorm takes an optimizer argument.')
-      return _build(arg, text)
-    return _literal(arg, text)
-
-  if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None
-                                                               for k in node.keywords):
-    raise UsageError(f'--optimizer {text!r}: no *args / **kwargs.')
-  args = [value(a) for a in node.args]
-  kwargs = {k.arg: value(k.value) for k in node.keywords}
-  try:
-    with warnings.catch_warnings():
-      warnings.simplefilter('ignore', _deprecation.FlaxOptimDeprecationWarning)
-      return getattr(optim, name)(*args, **kwargs)
-  except TypeError as e:
-    raise UsageError(f'--optimizer {text!r}: {e}.') from None
-
-
-def parse_optimizer(text: str):
-  """The :class:`OptimizerDef` of ``"Adam(learning_rate=1e-3, weight_decay=1e-4)"``, never eval'd.
-
-  The string is parsed with ``ast``: one call of a built-in optimizer class (WeightNorm may
-  wrap another call), with literal arguments only.
-
-  Raises:
-    UsageError: anything else, naming what is wrong.
-  """
-  try:
-    tree = ast.parse(text.strip(), mode='eval')
-  except SyntaxError as e:
-    raise UsageError(f'--optimizer {text!r} does not parse ({e.msg}); expected e.g. '
-                     '"Adam(learning_rate=1e-3)".') from None
-  return _build(tree.body, text)
 
 
 # ----------------------------------------------------------------------------- output helpers
@@ -138,11 +73,10 @@ def _progress_callback(path, stream):
 
 
 def _progress_for(path):
-  if isinstance(path, str) and os.path.isdir(path):
-    try:
-      path = convert._msgpack_file_in(path)  # pylint: disable=protected-access
-    except convert.CheckpointError:
-      return None
+  try:
+    path = convert.checkpoint_file(path)
+  except convert.CheckpointError:
+    return None
   return _progress_callback(path, sys.stderr)
 
 
@@ -165,44 +99,99 @@ def _cmd_inspect(args, out) -> int:
   return 0
 
 
-def _read_converted(path, opt_def):
-  """``(params, opt_state, step)`` of a ``--to optax|train-state|orbax`` output."""
-  tree, where = convert._read_any(path)  # pylint: disable=protected-access
-  if convert._find_optimizers(tree):  # pylint: disable=protected-access
-    raise UsageError(f'{where} is already a legacy checkpoint; --to legacy converts what '
-                     '`convert --to optax|train-state|orbax` wrote.')
-  if not isinstance(tree, dict) or not {'params', 'opt_state'} <= set(tree):
-    raise UsageError(f'{where} has no {{"params", "opt_state"}}: --to legacy converts what '
-                     '`convert --to optax|train-state|orbax` wrote.')
-  params = jax.tree_util.tree_map(jax.numpy.asarray, tree['params'])
-  template = opt_def.optax_transform().init(params)
+def _target_txs(args, opt_def):
+  """``(tx argument, its source text)`` of the ``--tx`` options (``(None, None)``: none given).
+
+  A MultiOptimizer takes ``--tx`` once per group, in order; anything else takes it once.
+  """
+  if not args.tx:
+    return None, None
+  txs = [parse_tx(text) for text in args.tx]
+  texts = [canonical_tx(text) for text in args.tx]
+  if isinstance(opt_def, optim.MultiOptimizer):
+    groups = len(opt_def.sub_optimizers)
+    if len(txs) != groups:
+      raise UsageError(f'--tx: the MultiOptimizer has {groups} groups; give --tx once per '
+                       f'group, in order (got {len(txs)}).')
+    inner = ', '.join(f"'{i}': {t}" for i, t in enumerate(texts))
+    return txs, (f"optax.multi_transform({{{inner}, 'unmatched': optax.set_to_zero()}}, "
+                 'param_labels)')
+  if len(txs) != 1:
+    raise UsageError(f'--tx given {len(txs)} times; {type(opt_def).__name__} takes one (only '
+                     'a MultiOptimizer takes one per group).')
+  return txs[0], texts[0]
+
+
+def _labels_text(optimizer_text: str) -> Optional[str]:
+  """``param_labels`` for the ``ModelParamTraversal('REGEX')`` groups of ``--optimizer``."""
   try:
-    opt_state = serialization.from_state_dict(template, tree['opt_state'], name='opt_state')
-  except (ValueError, KeyError, TypeError) as e:
-    raise UsageError(f'{where}: its opt_state does not fit {type(opt_def).__name__} '
-                     f'({type(e).__name__}: {e}).') from None
-  return params, opt_state, tree.get('step')
+    tree = ast.parse(optimizer_text.strip(), mode='eval')
+  except SyntaxError:
+    return None
+  patterns = [node.args[0].value for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and node.args
+              and getattr(node.func, 'attr', getattr(node.func, 'id', None)) == 'ModelParamTraversal'
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)]
+  if not patterns:
+    return None
+  pairs = ', '.join(f'({str(i)!r}, {p!r})' for i, p in enumerate(patterns))
+  return ('param_labels = lambda params: flax.traverse_util.path_aware_map(lambda path, _: '
+          f"next((label for label, regex in ({pairs},) if re.search(regex, '/' + "
+          "'/'.join(path))), 'unmatched'), params)")
 
 
 def _cmd_convert(args, out) -> int:
   opt_def = parse_optimizer(args.optimizer)
+  tx, tx_text = _target_txs(args, opt_def)
   progress = _progress_for(args.path)
-  if args.to == 'legacy':
-    params, opt_state, step = _read_converted(args.path, opt_def)
-    convert.to_legacy(params, opt_state, opt_def, step=step if args.step is None else args.step,
-                      path=args.out)
-  elif args.to == 'orbax':
-    convert.to_orbax(args.path, opt_def, args.out, progress=progress)
-  else:
-    convert._check_new_output(args.out)  # pylint: disable=protected-access
-    state = convert.to_train_state(args.path, opt_def, progress=progress)
-    if args.to == 'optax':
-      tree = {'params': state.params, 'opt_state': state.opt_state}
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always', convert.ConversionWarning)
+    if args.to == 'legacy':
+      if args.keep_layout or args.replica is not None:
+        raise UsageError('--keep-layout and --replica apply to a legacy input; --to legacy '
+                         'restores the layout the converted file has.')
+      back = convert.legacy_from_converted(args.path, opt_def, tx=tx, step=args.step,
+                                           path=args.out)
+      found = convert.inspect(back)
+      result = None
+    elif args.to == 'orbax':
+      result = convert.to_orbax(args.path, opt_def, args.out, tx=tx,
+                                keep_layout=args.keep_layout, replica=args.replica,
+                                progress=progress)
     else:
-      tree = state
-    convert.write_msgpack(args.out, serialization.to_state_dict(tree))
-  out.write(f'wrote {args.out} ({args.to})\n')
+      convert.check_new_output(args.out)
+      result = convert.convert_checkpoint(args.path, opt_def, tx=tx,
+                                          keep_layout=args.keep_layout, replica=args.replica,
+                                          progress=progress)
+      tree = result.state_dict
+      if args.to == 'optax':
+        tree = _without_step(tree)
+      convert.write_msgpack(args.out, serialization.to_state_dict(tree))
+  for warning in caught:
+    if issubclass(warning.category, convert.ConversionWarning):
+      sys.stderr.write(f'{_PROG} convert: warning: {warning.message}\n')
+  if result is None:
+    out.write(f'wrote {args.out} (legacy): {found.summary()}\n')
+    return 0
+  load_with = tx_text or result.load_with
+  out.write(f'wrote {args.out} ({args.to}, step {int(result.train_state.step)}): load it with '
+            f'tx={load_with}\n')
+  if isinstance(opt_def, optim.MultiOptimizer):
+    labels = _labels_text(args.optimizer)
+    out.write('  labels: one per group in order (\'0\', \'1\', ...), \'unmatched\' for the '
+              'params no group selects' + (f'; {labels}' if labels else '') + '\n')
+  for note in result.notes:
+    out.write(f'  note: {note}\n')
   return 0
+
+
+def _without_step(tree):
+  """The converted tree without the train state's ``step`` (the ``--to optax`` layout)."""
+  if isinstance(tree, dict) and {'params', 'opt_state'} <= set(tree):
+    return {k: v for k, v in tree.items() if k != 'step'}
+  if isinstance(tree, dict):
+    return {k: _without_step(v) for k, v in tree.items()}
+  return tree
 
 
 def _cmd_diff(args, out) -> int:
@@ -327,9 +316,23 @@ def _parser() -> argparse.ArgumentParser:
                       'TrainState {step, params, opt_state}; orbax: an orbax checkpoint '
                       'directory of that TrainState; legacy: back to a legacy msgpack file')
   p.add_argument('--out', required=True, help='the output path (must not exist)')
+  p.add_argument('--tx', action='append', default=None, metavar='EXPR',
+                 help='the optax transformation to convert into, as optax Python (parsed, never '
+                      'evaluated), e.g. "optax.adamw(learning_rate=1e-3, weight_decay=1e-4)" or '
+                      '"optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)"; for a '
+                      'MultiOptimizer once per group, in order. Default: the plain optax '
+                      'expression that continues the legacy numbers (the output says which)')
+  p.add_argument('--keep-layout', action='store_true',
+                 help='keep the file\'s tree and replace only the optimizer node by the '
+                      'TrainState fields {step, params, opt_state} (for a dataclass whose '
+                      'optimizer field became a TrainState); default: the flat TrainState '
+                      'fields with every key beside the optimizer as a field beside them')
+  p.add_argument('--replica', type=int, default=None, metavar='N',
+                 help='a file saved with a leading device axis on every leaf: convert replica '
+                      'N (default: replica 0, after checking that all replicas agree)')
   p.add_argument('--step', type=int, default=None,
-                 help='--to legacy: the legacy step, for an --to optax file whose optax state '
-                      'keeps no count (e.g. Momentum); default: the file\'s step or count')
+                 help='--to legacy: the legacy step, for a converted file whose optax state '
+                      'keeps no count (e.g. Momentum); default: the count, else the file\'s step')
   p.set_defaults(run=_cmd_convert)
 
   p = sub.add_parser('diff', help='per-leaf max abs / rel differences of two checkpoints')

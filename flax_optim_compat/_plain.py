@@ -13,8 +13,10 @@ import math
 from typing import Any, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
+import optax
 
-__all__ = ['PlainOptax', 'Hyper', 'Attr', 'PlainCall', 'PlainForm', 'render', 'EXACTNESS']
+__all__ = ['PlainOptax', 'Hyper', 'Attr', 'PlainCall', 'PlainForm', 'render', 'build',
+           'EXACTNESS']
 
 # How a continuation in the expression compares with flax 0.5.3's own update: the same bits,
 # within 1e-6 (the same formula with float32 operations in another order), or not exact.
@@ -129,14 +131,8 @@ def _render_call(opt_def, call: PlainCall, sources) -> str:
   return f'optax.{call.function}({", ".join(args)})'
 
 
-def render(opt_def, forms, arg_sources: Optional[Mapping[str, str]] = None) -> PlainOptax:
-  """The first of ``forms`` that applies to ``opt_def``'s hyper-params, as a :class:`PlainOptax`.
-
-  A form whose conditions depend on a hyper-param given only as source text is skipped (the
-  next, more general form is the conservative answer); a chain call whose ``unless`` condition
-  cannot be decided is kept.
-  """
-  sources = dict(arg_sources or {})
+def _select(opt_def, forms, sources):
+  """``(form, calls)``: the first form whose conditions hold, and its calls that apply."""
   known = {f.name for f in dataclasses.fields(opt_def.hyper_params)}
   unknown = sorted(set(sources) - known)
   if unknown:
@@ -146,8 +142,37 @@ def render(opt_def, forms, arg_sources: Optional[Mapping[str, str]] = None) -> P
     if _holds(opt_def, form.when, sources) is not True:
       continue
     calls = [c for c in form.calls if not (c.unless and _holds(opt_def, c.unless, sources))]
-    parts = [_render_call(opt_def, c, sources) for c in calls]
-    expression = parts[0] if len(parts) == 1 else f'optax.chain({", ".join(parts)})'
-    return PlainOptax(expression, form.exact, form.difference)
+    return form, calls
   raise ValueError(f'{type(opt_def).__name__} has no plain optax expression for these '
                    'hyper-parameters.')
+
+
+def render(opt_def, forms, arg_sources: Optional[Mapping[str, str]] = None) -> PlainOptax:
+  """The first of ``forms`` that applies to ``opt_def``'s hyper-params, as a :class:`PlainOptax`.
+
+  A form whose conditions depend on a hyper-param given only as source text is skipped (the
+  next, more general form is the conservative answer); a chain call whose ``unless`` condition
+  cannot be decided is kept.
+  """
+  sources = dict(arg_sources or {})
+  form, calls = _select(opt_def, forms, sources)
+  parts = [_render_call(opt_def, c, sources) for c in calls]
+  expression = parts[0] if len(parts) == 1 else f'optax.chain({", ".join(parts)})'
+  return PlainOptax(expression, form.exact, form.difference)
+
+
+def build(opt_def, forms) -> optax.GradientTransformation:
+  """The transformation :func:`render` names for ``opt_def``'s own values, built directly."""
+  _, calls = _select(opt_def, forms, {})
+  parts = []
+  for call in calls:
+    kwargs = {}
+    for keyword, spec in call.keywords:
+      if isinstance(spec, Hyper):
+        kwargs[keyword] = getattr(opt_def.hyper_params, spec.name)
+      elif isinstance(spec, Attr):
+        kwargs[keyword] = np.dtype(getattr(opt_def, spec.name))
+      else:
+        kwargs[keyword] = spec
+    parts.append(getattr(optax, call.function)(**kwargs))
+  return parts[0] if len(parts) == 1 else optax.chain(*parts)

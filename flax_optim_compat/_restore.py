@@ -29,7 +29,8 @@ restored into an optimizer.
 Not detectable: optimizers with the same state fields (Adam, AdaBelief and LAMB; Momentum and
 LARS) cannot be told apart from a file. Corrupt msgpack bytes fail in
 ``flax.serialization.msgpack_restore`` (flax's code, before any optimizer code runs) with
-msgpack's own message; :func:`read_msgpack` decodes with a message naming the source.
+msgpack's own message; the checkpoint tool (``convert``) decodes files with its own validating
+codec, whose errors name the file.
 
 What a restored optimizer holds: every array leaf is a ``jax.Array`` of the template's dtype
 (legacy handed back read-only NumPy arrays until the first update), and ``step`` is an
@@ -38,7 +39,7 @@ GradientDescent and Momentum) accept any scalar of a compatible kind (a Python s
 one; a 0-d array becomes a ``jax.Array``).
 """
 import sys
-from typing import Any, Optional, Tuple
+from typing import Tuple
 
 import jax
 import msgpack
@@ -46,61 +47,14 @@ import numpy as np
 from flax import serialization
 
 from . import _layouts
+from . import _orbax_io
+from . import _state_dict
 from . import _tree
 
-__all__ = ['restore_target_and_state', 'check_single_copy', 'read_msgpack']
+__all__ = ['restore_target_and_state', 'check_single_copy']
 
 _STEP_PATH = ('state', 'step')
 _INT32 = np.iinfo(np.int32)
-
-
-def read_msgpack(data, source: Optional[str] = None) -> Any:
-  """The state dict in msgpack bytes, as ``flax.serialization.msgpack_restore`` decodes it.
-
-  Args:
-    data: the bytes of a checkpoint file (``bytes``, ``bytearray`` or ``memoryview``).
-    source: what the bytes are, for the message (e.g. the file name).
-
-  Returns:
-    The decoded tree (dicts, lists, NumPy arrays and scalars).
-
-  Raises:
-    ValueError: ``'<source> is not a valid legacy checkpoint (<msgpack's detail>)'``.
-
-  Examples:
-    >>> from flax import serialization
-    >>> from flax_optim_compat import _restore
-    >>> _restore.read_msgpack(serialization.msgpack_serialize({'step': 3}))
-    {'step': 3}
-    >>> _restore.read_msgpack(b'\\x82', source="'ckpt/checkpoint_1'")
-    Traceback (most recent call last):
-    ValueError: 'ckpt/checkpoint_1' is not a valid legacy checkpoint (truncated: ...).
-  """
-  where = source or 'the data'
-  if not isinstance(data, (bytes, bytearray, memoryview)):
-    raise ValueError(f'{where} is not a valid legacy checkpoint (expected msgpack bytes, got '
-                     f'a {type(data).__name__}).')
-  if not len(data):
-    raise ValueError(f'{where} is not a valid legacy checkpoint (it is empty).')
-  try:
-    return serialization.msgpack_restore(data)
-  except (ValueError, TypeError, KeyError, IndexError, msgpack.UnpackException) as e:
-    detail = f'{type(e).__name__}: {e}' if str(e) else type(e).__name__
-    if _truncated(data):  # msgpack then reports odd limits ('2 exceeds max_map_len(1)')
-      detail = f'truncated: the msgpack data ends early; {detail}'
-    raise ValueError(f'{where} is not a valid legacy checkpoint ({detail}).') from None
-
-
-def _truncated(data) -> bool:
-  unpacker = msgpack.Unpacker(raw=True, strict_map_key=False, max_buffer_size=0)
-  unpacker.feed(data)
-  try:
-    unpacker.skip()
-  except msgpack.OutOfData:
-    return True
-  except Exception:  # malformed in another way: msgpack_restore's own message says how
-    return False
-  return False
 
 
 class _Mismatch(Exception):
@@ -332,23 +286,9 @@ def _orbax_restore_in_progress():
   return None
 
 
-def _plain(node):
-  """Orbax's metadata tree as a state dict of ``jax.ShapeDtypeStruct`` leaves."""
-  if isinstance(node, dict):
-    return {str(k): _plain(v) for k, v in node.items()}
-  if isinstance(node, (list, tuple)):
-    return {str(i): _plain(v) for i, v in enumerate(node)}
-  shape, dtype = getattr(node, 'shape', None), getattr(node, 'dtype', None)
-  if shape is not None and dtype is not None:
-    return jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype))
-  return node
-
-
 def _orbax_written_tree(checkpointer, directory):
   """What orbax wrote at this optimizer's place in ``directory`` (None if not found there)."""
-  metadata = checkpointer.metadata(directory)
-  tree = getattr(metadata, 'item_metadata', metadata)  # orbax >= 0.9 wraps the tree
-  tree = _plain(getattr(tree, 'tree', tree))
+  tree = _orbax_io.metadata(checkpointer, directory)
   for key in _outer_keys():
     if not isinstance(tree, dict) or key not in tree:
       return None
@@ -357,11 +297,6 @@ def _orbax_written_tree(checkpointer, directory):
 
 
 # ----------------------------------------------------------------------------- entry points
-
-def _template(opt_target, opt_state):
-  return {'target': serialization.to_state_dict(opt_target),
-          'state': serialization.to_state_dict(opt_state)}
-
 
 def _check_input(opt_def, state_dict):
   if isinstance(state_dict, (bytes, bytearray, memoryview)):
@@ -390,7 +325,7 @@ def restore_target_and_state(opt_def, opt_target, opt_state, state_dict):
     TypeError: ``state_dict`` is msgpack bytes rather than a decoded state dict.
   """
   _check_input(opt_def, state_dict)
-  template = _template(opt_target, opt_state)
+  template = _state_dict.template(opt_target, opt_state)
   orbax = _orbax_restore_in_progress()
   if orbax is not None:
     written = _orbax_written_tree(*orbax)
@@ -413,7 +348,7 @@ def check_single_copy(replicated_def, opt_target, opt_state, state_dict) -> None
     TypeError: ``state_dict`` is msgpack bytes rather than a decoded state dict.
   """
   _check_input(replicated_def, state_dict)
-  _checked(replicated_def, _template(opt_target, opt_state), state_dict, strip_axis=True)
+  _checked(replicated_def, _state_dict.template(opt_target, opt_state), state_dict, strip_axis=True)
 
 
 def local_copies(opt_def, state_dict):

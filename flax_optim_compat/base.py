@@ -23,6 +23,7 @@ from . import _tree
 from . import _deprecation
 from . import _eager
 from . import _multi
+from . import _multi_optax
 from . import _restore
 
 __all__ = ['OptimizerState', 'OptimizerDef', 'Optimizer', 'ReplicatedOptimizer',
@@ -190,6 +191,13 @@ class OptimizerDef:
         f'{self!r} has no optax form to convert to (only optimizers with an optax transform '
         'do: the built-ins).')
 
+  def legacy_state(self, params, opt_state, step=None, tx=None) -> OptimizerState:
+    """The legacy state held by an optax state (the built-ins; see ``Adam.legacy_state``)."""
+    del params, opt_state, step, tx
+    raise NotImplementedError(
+        f'{type(self).__name__} has no optax state to read a legacy state from (only the '
+        'built-in optimizers and MultiOptimizers of them do).')
+
   def plain_optax(self, arg_sources=None):
     """The plain optax expression of this optimizer (the built-ins; see ``Adam.plain_optax``)."""
     del arg_sources
@@ -197,9 +205,9 @@ class OptimizerDef:
         f'{type(self).__name__} has no plain optax expression (only the built-in optimizers '
         'have one).')
 
-  def optax_state(self, params, state, hyper_params=None) -> optax.OptState:
+  def optax_state(self, params, state, hyper_params=None, tx=None) -> optax.OptState:
     """The state of :meth:`optax_transform` holding the legacy ``state`` for ``params``."""
-    del params, state, hyper_params
+    del params, state, hyper_params, tx
     raise NotImplementedError(
         f'{type(self).__name__} implements the legacy per-leaf protocol and has no optax '
         'state; port its apply_param_gradient to an optax transform first.')
@@ -532,33 +540,77 @@ class MultiOptimizer(OptimizerDef):
     return [(i, _multi.group_label(i), opt) for i, opt in enumerate(self.sub_optimizers)
             if _multi.group_label(i) in labels]
 
-  def optax_transform(self, hyper_params=None) -> optax.GradientTransformation:
-    """``optax.multi_transform`` of the groups' own optax transforms.
+  def optax_transform(self, hyper_params=None, *, group_txs=None) -> optax.GradientTransformation:
+    """``optax.multi_transform`` of the groups' own optax transforms (or of ``group_txs``).
 
     Labels are derived from the traversals for the tree that ``init`` (params) and ``update``
-    (updates) receive; unmatched leaves get ``optax.set_to_zero()`` (not the pass-through of
+    (updates) receive: ``'0'``, ``'1'``, ... for the groups in order and ``'unmatched'`` for
+    params no group selects, which get ``optax.set_to_zero()`` (not the pass-through of
     ``optax.masked``, where params selected by no group would still move). Every group must
     have an optax transform (WeightNorm and legacy per-leaf defs have none).
 
     Args:
       hyper_params: the list of per-group hyper-params (default ``self.hyper_params``).
+      group_txs: one optax transformation per group, in order, instead of the groups' own
+        (e.g. each group's ``plain_optax()``).
 
     Returns:
       An ``optax.GradientTransformation``.
     """
     hps = self.hyper_params if hyper_params is None else hyper_params
-    hps = _multi.check_hyper_params(self.sub_optimizers, hps)
-    transforms = {_multi.UNMATCHED: optax.set_to_zero()}
-    for i, (opt, hp) in enumerate(zip(self.sub_optimizers, hps)):
-      transforms[_multi.group_label(i)] = opt.optax_transform(hp)
-    label_tree = lambda tree: jax.tree_util.tree_structure(tree).unflatten(self._labels(tree))
-    return optax.multi_transform(transforms, label_tree)
+    txs = _multi_optax.group_transforms(self, group_txs, hps)
+    return _multi_optax.transform(self._labels, txs)
 
-  def optax_state(self, params, state, hyper_params=None):
-    raise NotImplementedError(
-        'MultiOptimizer has no single optax state to convert to; convert each group with '
-        'sub_optimizers[i].optax_state(...) over its params, and combine the groups with '
-        'optax.multi_transform (see migration_guide.md).')
+  def plain_optax(self, arg_sources=None):
+    """``optax.multi_transform({'0': ..., '1': ..., 'unmatched': optax.set_to_zero()}, param_labels)``.
+
+    Each group's own ``plain_optax()``; ``param_labels`` stands for the labels of the params
+    (``'0'``, ``'1'``, ... by group, ``'unmatched'`` for the rest), which the traversals decide.
+    ``exact`` is the least exact group's.
+    """
+    if arg_sources:
+      raise ValueError('MultiOptimizer.plain_optax takes no arg_sources; ask each group.')
+    groups = [opt.plain_optax() for opt in self.sub_optimizers]
+    order = ('bit-exact', '1e-6', 'not exact')
+    worst = max(groups, key=lambda p: order.index(p.exact))
+    inner = ', '.join(f"'{_multi.group_label(i)}': {p.expression}" for i, p in enumerate(groups))
+    expression = (f"optax.multi_transform({{{inner}, '{_multi.UNMATCHED}': "
+                  'optax.set_to_zero()}, param_labels)')
+    return type(worst)(expression, worst.exact, worst.difference)
+
+  def optax_state(self, params, state, hyper_params=None, tx=None):
+    """The state of :meth:`optax_transform` holding the legacy ``state``.
+
+    Args:
+      params: the target.
+      state: the legacy ``OptimizerState``.
+      hyper_params: the per-group hyper-params (without ``tx``).
+      tx: ``None`` (the groups' own transforms) or one optax transformation per group, in
+        order; each group's state is mapped by its sub-optimizer's ``optax_state``.
+
+    Returns:
+      The ``optax.multi_transform`` state (groups labelled as in :meth:`optax_transform`).
+    """
+    hps = self.hyper_params if hyper_params is None else hyper_params
+    txs = _multi_optax.group_transforms(self, tx, hps)
+    labels = self._labels(params)
+    treedef = jax.tree_util.tree_structure(params)
+    group_states = self._group_states(treedef, labels, state.param_states)
+    return _multi_optax.optax_state(self, _multi_optax.transform(self._labels, txs), txs,
+                                    params, state, labels, group_states)
+
+  def legacy_state(self, params, opt_state, step=None, tx=None) -> OptimizerState:
+    """The legacy ``OptimizerState`` held by a state of :meth:`optax_transform` (its inverse)."""
+    txs = _multi_optax.group_transforms(self, tx, self.hyper_params)
+    if step is None:
+      step = _multi_optax.first_count(opt_state)
+      if step is None:
+        raise ValueError('the MultiOptimizer optax state keeps no `count`; give the legacy step.')
+    labels = self._labels(params)
+    treedef = jax.tree_util.tree_structure(params)
+    group_states = _multi_optax.legacy_param_states(self, txs, params, opt_state, step, labels)
+    return OptimizerState(jnp.asarray(step, jnp.int32),
+                          self._param_states(treedef, labels, group_states))
 
   def init_param_state(self, param):
     raise NotImplementedError('MultiOptimizer has no per-parameter state; use init_state.')

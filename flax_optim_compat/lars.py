@@ -144,6 +144,7 @@ class LARS(OptaxBackedDef):
   param_state_cls = _LARSParamState
   pure_jax_step = True
   optax_state_fields = {'momentum': 'trace'}
+  step_scaled_fields = frozenset({'momentum'})  # optax.lars's trace holds -momentum
   plain_optax_forms = (
       PlainForm((_LARS,), exact='1e-6', when=(('weight_decay', 0),)),
       PlainForm((_LARS,), exact='not exact',

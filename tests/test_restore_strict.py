@@ -284,29 +284,6 @@ def test_dynamic_scale_keys_and_replicated_shapes():
     serialization.from_state_dict(replicated, {'fin_steps': np.array([3, 3]), 'scale': 4.0})
 
 
-@pytest.mark.parametrize('data,detail', [
-    (b'', 'it is empty'),
-    (b'\x82\xa1a', 'truncated: the msgpack data ends early'),
-    (b'\xc1', 'FormatError'),
-    (bytearray(b'\x81\xa1a\x01\x02'), 'ExtraData'),
-])
-def test_read_msgpack_names_the_source(data, detail):
-  with pytest.raises(ValueError) as info:
-    _restore.read_msgpack(data, source="'ckpt/checkpoint_3'")
-  message = str(info.value)
-  assert message.startswith("'ckpt/checkpoint_3' is not a valid legacy checkpoint (")
-  assert detail in message
-
-
-def test_read_msgpack_decodes_like_flax():
-  data = serialization.to_bytes(_trained(optim.Adam(0.1)))
-  got = _restore.read_msgpack(memoryview(data))
-  want = serialization.msgpack_restore(data)
-  assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
-  with pytest.raises(ValueError, match=r'the data is not a valid legacy checkpoint \(expected'):
-    _restore.read_msgpack({'target': 1})
-
-
 def test_unknown_msgpack_extension_leaf_is_named():
   raw = serialization.to_state_dict(_trained(optim.Adam(0.1)))
   raw['state']['param_states']['dense']['bias']['grad_ema'] = msgpack.ExtType(42, b'\x00\x01')
