@@ -20,6 +20,7 @@ process of its own shows), the rule examples one child per side.
 import importlib.util
 import json
 import pathlib
+import re
 import shlex
 import shutil
 import subprocess
@@ -261,3 +262,23 @@ def test_harness_on_a_hand_migration(before, workspace):
     harness.assert_equivalent(legacy, harness.result_trajectory(runs, 'wrong'), '1e-6')
   assert not runs['legacy']['ok']
   assert "ImportError: cannot import name 'optim' from 'flax'" in runs['legacy']['error'], runs['legacy']
+
+
+# --- the guide explains every code the tool emits -------------------------------------------
+
+def test_the_guide_explains_every_report_code():
+  pytest.importorskip('libcst')
+  from flax_optim_compat import _migrate  # pylint: disable=g-import-not-at-top
+  sources = pathlib.Path(_migrate.__file__).parent.glob('*.py')
+  emitted = {code for path in sources for code in re.findall(r'FOM\d{3}', path.read_text())}
+  assert {rule.code for rule in _migrate.all_rules} <= emitted
+  assert {refusal.code for refusal in _migrate.all_refusals} <= emitted
+  guide = (harness.REPO / 'migration_guide.md').read_text()
+  section = guide[guide.index('## 9. Source migration'):]
+  explained = re.findall(r'^\| (FOM\d{3}) \| (\w+) \|', section, flags=re.M)
+  assert sorted(code for code, _ in explained) == sorted(emitted)
+  statuses = dict(explained)
+  for rule in _migrate.all_rules:
+    assert statuses[rule.code] == 'rewritten', rule.code
+  for refusal in _migrate.all_refusals:
+    assert statuses[refusal.code] in ('refused', 'failed'), refusal.code
