@@ -16,7 +16,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -25,25 +25,39 @@ from tests import _isolated
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = REPO / 'tests' / 'legacy_scripts' / 'migrate'
 
-# The corpus: legacy-style training scripts, each run for 20-25 steps. Arguments: '{workdir}'
-# stands for a fresh folder. train_state_checkpoint.py also runs as the checkpoint path:
-# trained to CHECKPOINT_STEP (saved there), then resumed to RESUME_STEP.
-CORPUS_ARGS = {
-    'pmap_replicate.py': (),
-    'schedule_per_step.py': (),
-    'schedule_loop_counter.py': (),
-    'adam_weight_decay.py': (),
-    'momentum_weight_decay.py': (),
-    'train_state_checkpoint.py': ('{workdir}', 25),
-    'multi_optimizer.py': (),
-    'learning_rate_none.py': (),
+# The corpus: legacy-style training scripts. `args`: '{workdir}' stands for a fresh folder;
+# `steps`: how many steps the run trains (its trajectory: one loss per step, then every final
+# parameter); `legacy`: what the script does, in the legacy API. train_state_checkpoint.py also
+# runs as the checkpoint path: trained to CHECKPOINT_STEP (saved there), resumed to RESUME_STEP.
+class Script(NamedTuple):
+  args: Tuple
+  steps: int
+  legacy: str
+
+
+SCRIPTS = {
+    'pmap_replicate.py': Script(
+        (), 20, '`Momentum(nesterov=True)`, `jax_utils.replicate` + `pmap` + `lax.pmean`'),
+    'schedule_per_step.py': Script(
+        (), 25, '`Adam`, `learning_rate=learning_rate_fn(optimizer.state.step + 1)` under jit'),
+    'schedule_loop_counter.py': Script(
+        (), 24, '`Momentum`, `learning_rate=cosine_lr(step)` from a loop counter starting at 1'),
+    'adam_weight_decay.py': Script((), 20, '`Adam(weight_decay=0.05)`'),
+    'momentum_weight_decay.py': Script((), 20, '`Momentum(weight_decay=1e-2)`, def built in a helper'),
+    'train_state_checkpoint.py': Script(
+        ('{workdir}', 25), 25, '`Adam` in a train-state dataclass beside BatchNorm stats, '
+        '`checkpoints.save_checkpoint` / `restore_checkpoint`'),
+    'multi_optimizer.py': Script(
+        (), 20, '`MultiOptimizer` of `Adam` and `Momentum` over two traversals, one layer in none'),
+    'learning_rate_none.py': Script(
+        (), 24, '`RMSProp(learning_rate=None)`, the learning rate halved every epoch on the host'),
 }
 CHECKPOINT_SCRIPT = 'train_state_checkpoint.py'
 CHECKPOINT_STEP, RESUME_STEP = 15, 20
 
 
-def corpus_args(name: str, workdir: pathlib.Path) -> List[str]:
-  return [str(workdir) if a == '{workdir}' else str(a) for a in CORPUS_ARGS[name]]
+def corpus_args(name: str, workdir) -> List[str]:
+  return [str(workdir) if a == '{workdir}' else str(a) for a in SCRIPTS[name].args]
 
 
 # The report's exactness classes, strongest first.

@@ -55,7 +55,7 @@ def _script_params(names):
 
 
 def _scripts():
-  return [harness.CORPUS / name for name in harness.CORPUS_ARGS] + [MLP_SCRIPT]
+  return [harness.CORPUS / name for name in harness.SCRIPTS] + [MLP_SCRIPT]
 
 
 def _args(path, workdir):
@@ -133,10 +133,10 @@ def after(workspace, migration):
 
 # --- the legacy side is flax 0.5.3's numbers ------------------------------------------------
 
-@pytest.mark.parametrize('name', list(harness.CORPUS_ARGS))
+@pytest.mark.parametrize('name', list(harness.SCRIPTS))
 def test_legacy_run_matches_flax_053(name, before):
   golden = json.loads((GOLDENS / name.replace('.py', '.json')).read_text())
-  assert golden['args'] == [str(a) for a in harness.CORPUS_ARGS[name]], 'regenerate the golden'
+  assert golden['args'] == [str(a) for a in harness.SCRIPTS[name].args], 'regenerate the golden'
   np.testing.assert_allclose(_trajectory_of(before, name), golden['trajectory'],
                              rtol=ORACLE_RTOL, atol=ORACLE_ATOL)
 
