@@ -18,7 +18,9 @@ import subprocess
 import sys
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+import jax
 import numpy as np
+from flax import serialization
 
 from tests import _isolated
 
@@ -259,3 +261,66 @@ def result_trajectory(results: Dict[str, dict], name: str) -> np.ndarray:
 
 # For a child that runs a pmap script among others (jax reads XLA_FLAGS once, at import).
 EIGHT_DEVICES = {'XLA_FLAGS': '--xla_force_host_platform_device_count=8'}
+
+
+# --- the corpus, one side at a time ---------------------------------------------------------
+
+MLP_SCRIPT = REPO / 'tests' / 'legacy_scripts' / 'train_mlp_legacy.py'
+MLP_STEPS = 25   # its three phases: jit [0, 10), pmap + pmean [10, 20), replicate() [20, 25)
+# Run in a fresh process of their own: pmap_replicate.py sets XLA_FLAGS itself before it
+# imports jax, which a shared child (jax already imported) would not test.
+STANDALONE = ('pmap_replicate.py',)
+
+
+def all_scripts() -> List[pathlib.Path]:
+  """The corpus and the package's own legacy script, train_mlp_legacy.py."""
+  return [CORPUS / name for name in SCRIPTS] + [MLP_SCRIPT]
+
+
+def script_args(path: pathlib.Path, workdir) -> List[str]:
+  if path.name == MLP_SCRIPT.name:
+    return [str(workdir), str(MLP_STEPS)]
+  return corpus_args(path.name, workdir)
+
+
+def mlp_trajectory(workdir: pathlib.Path, params_key: str) -> np.ndarray:
+  """train_mlp_legacy.py prints no trajectory: its losses (metrics.json) and final params."""
+  losses = json.loads((workdir / 'metrics.json').read_text())
+  state = serialization.msgpack_restore((workdir / f'checkpoint_{MLP_STEPS}').read_bytes())
+  leaves = [np.ravel(np.asarray(leaf)) for leaf in jax.tree_util.tree_leaves(state[params_key])]
+  return np.concatenate([[losses[str(i)] for i in range(MLP_STEPS)], *leaves]).astype(np.float64)
+
+
+def run_corpus(scripts: Sequence[pathlib.Path], root: pathlib.Path, *,
+               isolated: bool) -> Dict[str, object]:
+  """Runs every script of one side; returns name -> trajectory, or name -> error text.
+
+  One child for all, except STANDALONE scripts (one fresh process each).
+  """
+  params_key = 'params' if isolated else 'target'   # TrainState / legacy Optimizer
+  batch = [Program(p.name, p, script_args(p, root / 'work' / p.stem))
+           for p in scripts if p.name not in STANDALONE]
+  results = run_programs(batch, root, isolated=isolated, env=EIGHT_DEVICES)
+  out = {}
+  for program in batch:
+    result = results[program.name]
+    if not result['ok']:
+      out[program.name] = f'{program.name} failed:\n{result["error"]}'
+    elif program.name == MLP_SCRIPT.name:
+      out[program.name] = mlp_trajectory(root / 'work' / program.path.stem, params_key)
+    else:
+      out[program.name] = trajectory(result['last_line'])
+  for path in scripts:
+    if path.name in STANDALONE:
+      try:
+        # Without the suite's own XLA_FLAGS: the script must set them itself.
+        if isolated:
+          proc = run_after(path, script_args(path, root / 'work'), cwd=root,
+                                   env={'XLA_FLAGS': ''})
+        else:
+          proc = run_before(path, script_args(path, root / 'work'), cwd=root,
+                                    env=legacy_env(root, XLA_FLAGS=''))
+        out[path.name] = trajectory(proc.stdout)
+      except AssertionError as e:
+        out[path.name] = str(e)
+  return out

@@ -26,18 +26,13 @@ import shutil
 import subprocess
 import sys
 
-import jax
 import numpy as np
 import pytest
-from flax import serialization
 
 from tests import _migrate_harness as harness
 
 GOLDENS = harness.REPO / 'tests' / 'fixtures' / 'migrate_corpus'
 HAND_MIGRATED = harness.CORPUS / 'hand_migrated' / 'adam_weight_decay.py'
-MLP_SCRIPT = harness.REPO / 'tests' / 'legacy_scripts' / 'train_mlp_legacy.py'
-MLP_STEPS = 25   # its three phases: jit [0, 10), pmap + pmean [10, 20), replicate() [20, 25)
-STANDALONE = ('pmap_replicate.py',)
 
 # The legacy run against flax 0.5.3: legacy itself is not bit-reproducible between its eager
 # and jitted paths, nor across XLA releases (fusion changes rounding), and jax 0.4.13's
@@ -54,54 +49,6 @@ def _script_params(names):
           if n in KNOWN_GAPS else n for n in names]
 
 
-def _scripts():
-  return [harness.CORPUS / name for name in harness.SCRIPTS] + [MLP_SCRIPT]
-
-
-def _args(path, workdir):
-  if path.name == MLP_SCRIPT.name:
-    return [str(workdir), str(MLP_STEPS)]
-  return harness.corpus_args(path.name, workdir)
-
-
-def _mlp_trajectory(workdir, params_key):
-  """train_mlp_legacy.py prints no trajectory: its losses (metrics.json) and final params."""
-  losses = json.loads((workdir / 'metrics.json').read_text())
-  state = serialization.msgpack_restore((workdir / f'checkpoint_{MLP_STEPS}').read_bytes())
-  leaves = [np.ravel(np.asarray(leaf)) for leaf in jax.tree_util.tree_leaves(state[params_key])]
-  return np.concatenate([[losses[str(i)] for i in range(MLP_STEPS)], *leaves]).astype(np.float64)
-
-
-def _run_side(scripts, root, *, isolated, params_key):
-  """Runs every script of one side; returns name -> trajectory, or name -> error text."""
-  batch = [harness.Program(p.name, p, _args(p, root / 'work' / p.stem))
-           for p in scripts if p.name not in STANDALONE]
-  results = harness.run_programs(batch, root, isolated=isolated, env=harness.EIGHT_DEVICES)
-  out = {}
-  for program in batch:
-    result = results[program.name]
-    if not result['ok']:
-      out[program.name] = f'{program.name} failed:\n{result["error"]}'
-    elif program.name == MLP_SCRIPT.name:
-      out[program.name] = _mlp_trajectory(root / 'work' / program.path.stem, params_key)
-    else:
-      out[program.name] = harness.trajectory(result['last_line'])
-  for path in scripts:
-    if path.name in STANDALONE:
-      try:
-        # Without the suite's own XLA_FLAGS: the script must set them itself.
-        if isolated:
-          proc = harness.run_after(path, _args(path, root / 'work'), cwd=root,
-                                   env={'XLA_FLAGS': ''})
-        else:
-          proc = harness.run_before(path, _args(path, root / 'work'), cwd=root,
-                                    env=harness.legacy_env(root, XLA_FLAGS=''))
-        out[path.name] = harness.trajectory(proc.stdout)
-      except AssertionError as e:
-        out[path.name] = str(e)
-  return out
-
-
 def _trajectory_of(runs, name):
   value = runs[name]
   if isinstance(value, str):
@@ -116,19 +63,19 @@ def workspace(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def before(workspace):
-  return _run_side(_scripts(), workspace / 'before', isolated=False, params_key='target')
+  return harness.run_corpus(harness.all_scripts(), workspace / 'before', isolated=False)
 
 
 @pytest.fixture(scope='module')
 def migration(workspace):
   pytest.importorskip('libcst')
-  return harness.migrate_copy(_scripts(), workspace / 'migrated')
+  return harness.migrate_copy(harness.all_scripts(), workspace / 'migrated')
 
 
 @pytest.fixture(scope='module')
 def after(workspace, migration):
-  migrated = [workspace / 'migrated' / p.name for p in _scripts()]
-  return _run_side(migrated, workspace / 'after', isolated=True, params_key='params')
+  migrated = [workspace / 'migrated' / p.name for p in harness.all_scripts()]
+  return harness.run_corpus(migrated, workspace / 'after', isolated=True)
 
 
 # --- the legacy side is flax 0.5.3's numbers ------------------------------------------------
@@ -143,7 +90,7 @@ def test_legacy_run_matches_flax_053(name, before):
 
 # --- the corpus, migrated by the tool -------------------------------------------------------
 
-@pytest.mark.parametrize('name', _script_params([p.name for p in _scripts()]))
+@pytest.mark.parametrize('name', _script_params([p.name for p in harness.all_scripts()]))
 def test_migrated_script_matches_legacy(name, before, migration, after):
   path = pathlib.Path(name)
   assert not migration.not_rewritten(path), '\n'.join(migration.not_rewritten(path))
@@ -153,7 +100,7 @@ def test_migrated_script_matches_legacy(name, before, migration, after):
 
 def test_migrate_rewrote_every_script(migration, workspace):
   changed = {pathlib.Path(p).name for p in migration.report['changed_files']}
-  for path in _scripts():
+  for path in harness.all_scripts():
     if path.name in KNOWN_GAPS:
       continue
     assert path.name in changed, (path.name, migration.stderr)
