@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import subprocess
 import sys
@@ -324,3 +325,49 @@ def run_corpus(scripts: Sequence[pathlib.Path], root: pathlib.Path, *,
       except AssertionError as e:
         out[path.name] = str(e)
   return out
+
+
+# --- the checkpoint path --------------------------------------------------------------------
+
+def convert_command(migration: Migration, script: pathlib.Path) -> List[str]:
+  """The report's convert command for the script's one optimizer, as an argv."""
+  optimizers = migration.optimizers(script)
+  assert len(optimizers) == 1, optimizers
+  argv = shlex.split(optimizers[0]['command'])
+  assert argv[:2] == ['flax-optim-compat', 'convert'], argv
+  # The optimizer is a field of the script's train-state dataclass, saved with its siblings.
+  assert '--keep-layout' in argv, argv
+  assert argv.count('<IN>') == 1 and argv.count('<OUT>') == 1, argv
+  return argv
+
+
+def resume_both_ways(migration: Migration, migrated_script: pathlib.Path,
+                     root: pathlib.Path) -> Tuple[np.ndarray, np.ndarray]:
+  """CHECKPOINT_SCRIPT's checkpoint, resumed by legacy and, converted, by the migrated script.
+
+  Legacy trains to CHECKPOINT_STEP (its checkpoint is saved there), then a copy of its folder
+  resumes to RESUME_STEP. The checkpoint is converted with the report's command, only `<IN>` and
+  `<OUT>` filled in (run as `python -m flax_optim_compat`, this checkout's), into a new folder
+  that the migrated script (isolated) resumes from, to RESUME_STEP. Returns both trajectories.
+  """
+  script = CORPUS / CHECKPOINT_SCRIPT
+  legacy_dir, legacy_resume_dir, new_dir = root / 'legacy', root / 'legacy_resume', root / 'new'
+  root.mkdir(parents=True)
+  env = legacy_env(root)
+  run_before(script, [legacy_dir, CHECKPOINT_STEP], cwd=root, env=env)
+  checkpoint = legacy_dir / f'checkpoint_{CHECKPOINT_STEP}'
+  assert checkpoint.is_file(), sorted(legacy_dir.iterdir())
+  shutil.copytree(legacy_dir, legacy_resume_dir)
+  legacy = run_before(script, [legacy_resume_dir, RESUME_STEP], cwd=root, env=env)
+  assert f'starting at step {CHECKPOINT_STEP}' in legacy.stdout, legacy.stdout
+
+  new_dir.mkdir()
+  argv = [str(checkpoint) if a == '<IN>' else str(new_dir / checkpoint.name) if a == '<OUT>'
+          else a for a in convert_command(migration, script)]
+  proc = subprocess.run([sys.executable, '-m', 'flax_optim_compat', *argv[1:]], cwd=root,
+                        env=env, capture_output=True, text=True, timeout=300, check=False)
+  assert proc.returncode == 0, f'{shlex.join(argv)}\n{proc.stdout}\n{proc.stderr}'
+
+  migrated = run_after(migrated_script, [new_dir, RESUME_STEP], cwd=root)
+  assert f'starting at step {CHECKPOINT_STEP}' in migrated.stdout, migrated.stdout
+  return trajectory(legacy.stdout), trajectory(migrated.stdout)

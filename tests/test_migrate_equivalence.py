@@ -21,10 +21,6 @@ import importlib.util
 import json
 import pathlib
 import re
-import shlex
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -138,51 +134,17 @@ def test_the_rewritten_optimizer_has_the_required_form(name, migration):
 
 # --- the checkpoint path --------------------------------------------------------------------
 
-def _convert_command(migration, script):
-  """The report's command for the script's one optimizer, as an argv for this checkout."""
-  optimizers = migration.optimizers(script)
-  assert len(optimizers) == 1, optimizers
-  argv = shlex.split(optimizers[0]['command'])
-  assert argv[:2] == ['flax-optim-compat', 'convert'], argv
-  # The optimizer is a field of the script's train-state dataclass, saved with its siblings.
-  assert '--keep-layout' in argv, argv
-  assert argv.count('<IN>') == 1 and argv.count('<OUT>') == 1, argv
-  return argv
-
-
 @pytest.mark.parametrize('name', _script_params([harness.CHECKPOINT_SCRIPT]))
 def test_converted_checkpoint_resumes_like_legacy(name, migration, workspace):
-  script = harness.CORPUS / name
-  root = workspace / 'checkpoint_path'
-  legacy_dir, legacy_resume_dir, new_dir = root / 'legacy', root / 'legacy_resume', root / 'new'
-  env = harness.legacy_env(root)
-  harness.run_before(script, [legacy_dir, harness.CHECKPOINT_STEP], cwd=root, env=env)
-  checkpoint = legacy_dir / f'checkpoint_{harness.CHECKPOINT_STEP}'
-  assert checkpoint.is_file(), sorted(legacy_dir.iterdir())
-  shutil.copytree(legacy_dir, legacy_resume_dir)
-  legacy = harness.run_before(script, [legacy_resume_dir, harness.RESUME_STEP], cwd=root, env=env)
-  assert f'starting at step {harness.CHECKPOINT_STEP}' in legacy.stdout
-  legacy_trajectory = harness.trajectory(legacy.stdout)
+  legacy, migrated = harness.resume_both_ways(migration, workspace / 'migrated' / name,
+                                              workspace / 'checkpoint_path')
   golden = json.loads((GOLDENS / name.replace('.py', '.json')).read_text())
   assert (golden['checkpoint_step'], golden['resume_step']) == (harness.CHECKPOINT_STEP,
                                                                 harness.RESUME_STEP)
-  np.testing.assert_allclose(legacy_trajectory, golden['resumed_trajectory'], rtol=ORACLE_RTOL,
+  np.testing.assert_allclose(legacy, golden['resumed_trajectory'], rtol=ORACLE_RTOL,
                              atol=ORACLE_ATOL)
-
-  # The report's command, only <IN> and <OUT> filled in; run by this checkout's interpreter.
-  new_dir.mkdir()
-  argv = _convert_command(migration, script)
-  argv = [str(checkpoint) if a == '<IN>' else
-          str(new_dir / checkpoint.name) if a == '<OUT>' else a for a in argv]
-  proc = subprocess.run([sys.executable, '-m', 'flax_optim_compat', *argv[1:]], cwd=root,
-                        env=env, capture_output=True, text=True, timeout=300, check=False)
-  assert proc.returncode == 0, f'{shlex.join(argv)}\n{proc.stdout}\n{proc.stderr}'
-
-  migrated = harness.run_after(workspace / 'migrated' / name, [new_dir, harness.RESUME_STEP],
-                               cwd=root)
-  assert f'starting at step {harness.CHECKPOINT_STEP}' in migrated.stdout, migrated.stdout
-  harness.assert_equivalent(legacy_trajectory, harness.trajectory(migrated.stdout),
-                            migration.exactness(script), label=f'{name} resumed')
+  harness.assert_equivalent(legacy, migrated, migration.exactness(pathlib.Path(name)),
+                            label=f'{name} resumed')
 
 
 # --- every rule's examples ------------------------------------------------------------------
