@@ -7,7 +7,10 @@ by `python -m flax_optim_compat migrate --write`, run by `tests._isolated.run_is
 neither this package nor `flax.optim` can be imported: a migrated script that still needs us
 fails there. Both print their trajectory (a JSON list of floats) as the last stdout line.
 
-One child per script and side (never one per step), and one `migrate` call for a whole folder.
+Processes are reused: one `migrate` call for a whole folder, and one child interpreter per side
+for a whole list of scripts (`run_programs`: each runs as `__main__` with its own globals and
+`sys.argv`, its stdout captured), except scripts that configure the process before importing
+jax, which get a fresh process each (`run_before` / `run_after`).
 """
 import dataclasses
 import json
