@@ -44,9 +44,9 @@ from . import _adapter
 from . import _deprecation
 from . import base
 
-__all__ = ['UsageError', 'ExpressionError', 'PathRegex', 'MAX_CHARS', 'MAX_TOKENS',
-           'MAX_NESTING', 'optimizer_classes', 'parse_optimizer', 'optax_names', 'parse_tx',
-           'canonical_tx']
+__all__ = ['UsageError', 'ExpressionError', 'PathRegex', 'RegexTraversal', 'MAX_CHARS',
+           'MAX_TOKENS', 'MAX_NESTING', 'optimizer_classes', 'parse_optimizer', 'path_regexes',
+           'optax_names', 'parse_tx', 'canonical_tx']
 
 # Size limits, checked on the tokens before `ast.parse`: CPython's parser gives up (MemoryError,
 # RecursionError) near 3000 nested nodes. Real expressions are far below: a MultiOptimizer of
@@ -354,6 +354,58 @@ class PathRegex:
     return PathRegex, (self.pattern,)
 
 
+class RegexTraversal(traverse_util.ModelParamTraversal):
+  """``ModelParamTraversal(PathRegex(pattern))`` that keeps its :class:`PathRegex` readable.
+
+  A real ``ModelParamTraversal`` (legacy ``MultiOptimizer`` and flax see no difference);
+  :attr:`path_regex` lets a converter write the same selection for optax (a label function
+  from :attr:`PathRegex.pattern`) without reading flax's private attributes.
+
+  Examples:
+    >>> import warnings
+    >>> from flax_optim_compat._expr import PathRegex, RegexTraversal
+    >>> with warnings.catch_warnings():  # flax deprecates its traversals
+    ...   warnings.simplefilter('ignore', DeprecationWarning)
+    ...   kernels = RegexTraversal(PathRegex('kernel$'))
+    >>> list(kernels.iterate({'dense': {'kernel': 1, 'bias': 2}})), kernels
+    ([1], ModelParamTraversal('kernel$'))
+  """
+
+  def __init__(self, path_regex: PathRegex):
+    if not isinstance(path_regex, PathRegex):
+      raise TypeError(f'RegexTraversal takes a PathRegex, got {type(path_regex).__name__}.')
+    super().__init__(path_regex)
+    self.path_regex = path_regex
+
+  def __repr__(self):
+    return f'ModelParamTraversal({self.path_regex.pattern!r})'
+
+
+def path_regexes(opt_def) -> Optional[Tuple[PathRegex, ...]]:
+  """The :class:`PathRegex` of every group of a MultiOptimizer whose traversals are regexes.
+
+  Args:
+    opt_def: any optimizer def, e.g. from :func:`parse_optimizer`.
+
+  Returns:
+    One :class:`PathRegex` per ``(traversal, optimizer)`` pair, in order, when ``opt_def`` is
+    a ``MultiOptimizer`` and every traversal is a :class:`RegexTraversal`; else None.
+
+  Examples:
+    >>> from flax_optim_compat import _expr
+    >>> _expr.path_regexes(_expr.parse_optimizer(
+    ...     "MultiOptimizer((ModelParamTraversal('kernel$'), Adam(1e-3)))"))
+    (PathRegex('kernel$'),)
+    >>> _expr.path_regexes(_expr.parse_optimizer('Adam(1e-3)')) is None
+    True
+  """
+  traversals = getattr(opt_def, 'traversals', None) if isinstance(
+      opt_def, base.MultiOptimizer) else None
+  if traversals is None or not all(isinstance(t, RegexTraversal) for t in traversals):
+    return None
+  return tuple(t.path_regex for t in traversals)
+
+
 @functools.lru_cache(maxsize=None)
 def _optimizer_classes() -> Tuple[Tuple[str, type], ...]:
   # OptimizerDef takes a raw hyper-params object; ReplicatedOptimizer is a runtime wrapper
@@ -487,7 +539,8 @@ def _construct(cls, args, kwargs, name: str, ctx: _Context):
     with warnings.catch_warnings():
       warnings.simplefilter('ignore', _deprecation.FlaxOptimDeprecationWarning)
       return cls(*args, **kwargs)
-  except (TypeError, ValueError) as e:
+  except Exception as e:  # pylint: disable=broad-except
+    # A constructor's own checks (TypeError, ValueError, ...), in one line.
     raise ctx.fail(f'{name}: {e}') from None
 
 
@@ -557,7 +610,7 @@ def _build_traversal(node, ctx: _Context, index: int):
   with warnings.catch_warnings():
     # flax deprecates its traversals; the CLI only uses this one to select groups.
     warnings.simplefilter('ignore', DeprecationWarning)
-    return traverse_util.ModelParamTraversal(filter_fn)
+    return RegexTraversal(filter_fn)
 
 
 def _build_multi(node, ctx: _Context):
@@ -608,8 +661,10 @@ def parse_optimizer(text: str, *, source: str = '--optimizer'):
     >>> multi = _expr.parse_optimizer(
     ...     "MultiOptimizer((ModelParamTraversal('kernel$'), Adam(1e-3)),"
     ...     " (ModelParamTraversal('bias$'), GradientDescent(0.1)))")
-    >>> [t._filter_fn for t in multi.traversals]
-    [PathRegex('kernel$'), PathRegex('bias$')]
+    >>> multi.traversals
+    (ModelParamTraversal('kernel$'), ModelParamTraversal('bias$'))
+    >>> _expr.path_regexes(multi)
+    (PathRegex('kernel$'), PathRegex('bias$'))
     >>> _expr.parse_optimizer("Adam(learning_rate='fast')")
     Traceback (most recent call last):
     ...
@@ -748,17 +803,30 @@ def _accepts_cached(annotation) -> _Accepts:
   return _Accepts()   # another class (a protocol of functions, ...): not expressible
 
 
+def _signature(fn) -> inspect.Signature:
+  """``fn``'s signature, annotations resolved where a module writes them as strings."""
+  try:
+    # Evaluates the annotation strings of optax's own source, never the user's text.
+    return inspect.signature(fn, eval_str=True)
+  except Exception:  # pylint: disable=broad-except
+    return inspect.signature(fn)
+
+
 @functools.lru_cache(maxsize=None)
 def _optax_callables() -> Tuple[Dict[str, Callable], Dict[str, Callable]]:
   """``(transformations, schedules)``: optax's public callables by declared return type."""
   transforms, schedules = {}, {}
   for name in dir(optax):
-    obj = getattr(optax, name, None)
-    if name.startswith('_') or isinstance(obj, type) or not callable(obj):
+    if name.startswith('_'):
       continue
     try:
-      returns = inspect.signature(obj).return_annotation
-    except (TypeError, ValueError):
+      with warnings.catch_warnings():
+        warnings.simplefilter('ignore')   # reading a deprecated alias may warn
+        obj = getattr(optax, name)
+      if isinstance(obj, type) or not callable(obj):
+        continue
+      returns = _signature(obj).return_annotation
+    except Exception:  # pylint: disable=broad-except
       continue
     if isinstance(returns, type) and issubclass(returns, optax.GradientTransformation):
       transforms[name] = obj
@@ -815,7 +883,7 @@ def _tx_call(node: ast.Call, ctx: _Context):
                    'schedule; expected e.g. optax.adamw(1e-3), optax.chain(...), '
                    'optax.inject_hyperparams(optax.adam)(learning_rate=1e-3).')
   label = f'optax.{name}'
-  bound = _bind(inspect.signature(fn), label, node, ctx)
+  bound = _bind(_signature(fn), label, node, ctx)
 
   def build_one(param, value_node):
     accepts = _accepts(param.annotation)
@@ -861,7 +929,7 @@ def _inject_call(node: ast.Call, ctx: _Context):
                    f'{_src(inner.func)}.')
   transforms, _ = _optax_callables()
   label = 'optax.inject_hyperparams'
-  bound = _bind(inspect.signature(optax.inject_hyperparams), label, inner, ctx)
+  bound = _bind(_signature(optax.inject_hyperparams), label, inner, ctx)
   factory_name = None
 
   def build_one(param, value_node):
@@ -877,7 +945,7 @@ def _inject_call(node: ast.Call, ctx: _Context):
   args, kwargs = _build_each(bound, build_one)
   factory = _call(optax.inject_hyperparams, args, kwargs, label, ctx)
   inner_label = f'optax.inject_hyperparams(optax.{factory_name})'
-  bound = _bind(inspect.signature(transforms[factory_name]), inner_label, node, ctx)
+  bound = _bind(_signature(transforms[factory_name]), inner_label, node, ctx)
 
   def build_hyper(param, value_node):
     accepts = _accepts(param.annotation)
@@ -935,7 +1003,8 @@ def _tx_value(node, accepts: _Accepts, where: str, ctx: _Context):
         raise ctx.fail(f'{where}: a key must be {keys.words()}, got {_value_words(key)}.')
       result[key] = _tx_value(value_node, accepts.values or _ANYTHING, where, ctx)
     return result
-  if accepts.dtype or accepts.anything:
+  # A dtype name: jnp.float32 wherever a value may be one, 'float32' where a dtype is declared.
+  if accepts.dtype or (accepts.anything and isinstance(node, ast.Attribute)):
     dtype = _dtype(node, ctx)
     if dtype is not None:
       return dtype

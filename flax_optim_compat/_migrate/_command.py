@@ -8,7 +8,7 @@ import difflib
 import os
 import sys
 import tempfile
-from typing import Dict, TextIO
+from typing import Dict, Optional, TextIO
 
 from . import _engine
 from . import _project
@@ -41,8 +41,9 @@ def write_atomically(path: str, text: str) -> None:
       os.unlink(tmp)
 
 
-def run(args, out: TextIO, err: TextIO = sys.stderr) -> int:
+def run(args, out: TextIO, err: Optional[TextIO] = None) -> int:
   """Runs ``migrate`` for parsed ``args``; returns the exit status."""
+  err = err or sys.stderr
   sources = _read(args.paths)
   changed, report = _engine.migrate_sources(sources, plain_optax=args.plain_optax)
   cwd = os.getcwd()

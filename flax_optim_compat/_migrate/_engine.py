@@ -64,6 +64,10 @@ def _rewrite(plan: _plan.FilePlan) -> str:
   if 'train_state' in plan.needs:
     visitors.AddImportsVisitor.add_needed_import(
         ctx, 'flax.training', 'train_state', None if alias == 'train_state' else alias)
+  if 'jax_utils' in plan.needs:
+    visitors.AddImportsVisitor.add_needed_import(ctx, 'flax', 'jax_utils')
+  if 'jax' in plan.needs:
+    visitors.AddImportsVisitor.add_needed_import(ctx, 'jax')
   if 'jnp' in plan.needs:
     visitors.AddImportsVisitor.add_needed_import(ctx, 'jax.numpy', asname='jnp')
   module = visitors.AddImportsVisitor(ctx).transform_module(module)

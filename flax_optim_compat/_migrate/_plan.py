@@ -153,6 +153,7 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
     if site.refusal is None:
       call = project.def_call(site.unit, site.node.func.value)
       calls[id(site)] = _optax.def_call(site.unit.legacy(call.func), call, site.unit.module)
+  pmeans = _replication(project, group, applies)
   mode, schedule = _lr_mode(project, group, applies, overrides, creates)
   if mode == 'inject':
     for site in applies:
@@ -185,9 +186,18 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
     if site.kind == 'create':
       _plan_create(project, site, plan, calls[id(site)], mode, schedule, plain_optax,
                    records, conversions, keep_layout)
+    elif site.kind in ('replicate', 'unreplicate'):
+      plan.edits[id(site.node)] = Edit('FOM007', {'kind': site.kind})
+      plan.needs.add('jax_utils')
+      records.append(Record.of(site, 'rewritten', code='FOM007',
+                               message=f'{site.unit.code(site.node)} -> '
+                                       f'jax_utils.{site.kind}(...)'))
     elif site.kind == 'apply':
       plan.edits[id(site.node)] = Edit('FOM004', {'lr': overrides[id(site)] if mode == 'inject'
-                                                  else None, 'mode': mode})
+                                                  else None, 'mode': mode,
+                                                  'pmean': pmeans.get(id(site))})
+      if pmeans.get(id(site)):
+        plan.needs.add('jax')
       if mode == 'inject':
         lr = overrides[id(site)]
         if lr is None:
@@ -206,7 +216,65 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
       plan.edits[id(site.node)] = Edit(code, {})
       if site.kind == 'annotation':
         plan.needs.add('train_state')
-      records.append(Record.of(site, 'rewritten', code=code, message=site.unit.code(site.node)))
+      shown = site.node.annotation if site.kind == 'annotation' else site.node
+      records.append(Record.of(site, 'rewritten', code=code, message=site.unit.code(shown)))
+
+
+def _replication(project, group, applies):
+  """``{id(apply site): axis name}`` where a ``replicate()`` d optimizer averaged the grads.
+
+  Legacy ``optimizer.replicate(axis_name=A)`` makes ``apply_gradient`` average the gradients
+  over ``A`` inside ``pmap``; a TrainState does not, so an apply site in a function that is
+  pmapped over ``A`` gets ``jax.lax.pmean(grads, axis_name=A)``, unless that function already
+  averages those grads itself (a replicated plain optimizer needs it; averaging averaged grads
+  again changes nothing). Without such a pmap the replication is refused.
+  """
+  replicates = [s for s in group.sites if s.kind == 'replicate']
+  if not replicates:
+    return {}
+  axes = set()
+  for site in replicates:
+    axis = _project._arg(site.node, 1, 'axis_name')  # pylint: disable=protected-access
+    if axis is None:
+      axes.add('batch')
+    elif isinstance(axis, cst.SimpleString):
+      axes.add(axis.evaluated_value)
+    else:
+      site.refusal, site.message = _refusals.REPLICATE, f'axis_name={site.unit.code(axis)}'
+      return {}
+  if len(axes) != 1:
+    for site in replicates:
+      site.refusal, site.message = _refusals.REPLICATE, 'replicated over several axes'
+    return {}
+  axis = axes.pop()
+  pmeans = {}
+  for site in applies:
+    fdef = site.unit.enclosing(site.node, (cst.FunctionDef,))
+    if fdef is not None and axis in project.pmap_axes.get(id(fdef), ()):
+      grads = next((a.value for a in site.node.args if a.keyword is None), None)
+      if not _averaged(project, site.unit, fdef, grads, axis):
+        pmeans[id(site)] = axis
+  if not any(axis in project.pmap_axes.get(id(site.unit.enclosing(site.node, (cst.FunctionDef,))),
+                                           ()) for site in applies):
+    for site in replicates:
+      site.refusal = _refusals.REPLICATE
+      site.message = f'{site.unit.code(site.node)}: no apply_gradient under pmap(axis_name={axis!r})'
+  return pmeans
+
+
+def _averaged(project, unit, fdef, grads, axis) -> bool:
+  """Whether ``grads`` (a name) is assigned ``jax.lax.pmean(..., axis_name=axis)`` in ``fdef``."""
+  if not isinstance(grads, cst.Name):
+    return False
+  for node in _project._walk(fdef):  # pylint: disable=protected-access
+    if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
+        isinstance(t.target, cst.Name) and t.target.value == grads.value for t in node.targets):
+      call = node.value
+      if 'jax.lax.pmean' in unit.names(call.func) or 'jax.lax.pmean' in unit.names(call):
+        name = _project._arg(call, 1, 'axis_name')  # pylint: disable=protected-access
+        if isinstance(name, cst.SimpleString) and name.evaluated_value == axis:
+          return True
+  return False
 
 
 def _members(project, root):

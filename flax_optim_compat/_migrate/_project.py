@@ -187,6 +187,15 @@ class Project:
         elif isinstance(node, cst.ClassDef):
           for name in unit.names(node.name):
             self._classes[name] = (unit, node)
+    # FunctionDef id -> the axis names it is pmapped with (``jax.pmap(f, axis_name='batch')``).
+    self.pmap_axes: Dict[int, Set[str]] = {}
+    for unit in self.units:
+      for node in _walk(unit.module):
+        if isinstance(node, cst.Call) and 'jax.pmap' in unit.names(node.func) and node.args:
+          callee = self.resolve_callable(unit, node.args[0].value)
+          axis = _arg(node, 1, 'axis_name')
+          if callee is not None and isinstance(axis, cst.SimpleString):
+            self.pmap_axes.setdefault(id(callee[1]), set()).add(axis.evaluated_value)
     self.groups = _UnionFind()
     self.optimizer_slots: Set[tuple] = set()
     self.def_slots: Set[tuple] = set()
@@ -284,7 +293,8 @@ class Project:
       if self.is_create(unit, node):
         return ('create', unit.path, unit.line(node), id(node))
       func = node.func
-      if isinstance(func, cst.Attribute) and func.attr.value in ('apply_gradient', 'replace'):
+      if isinstance(func, cst.Attribute) and func.attr.value in (
+          'apply_gradient', 'replace', 'replicate', 'unreplicate'):
         return self.slot_of(unit, func.value)
       arg = _pass_through_arg(unit, node)
       if arg is not None:
@@ -511,18 +521,15 @@ class Project:
         if isinstance(grand, cst.Attribute) and grand.value is parent and grand.attr.value == 'step':
           return Site(unit, grand, 'step', group)
         return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
-      if attr in ('apply_gradient', 'replace') and isinstance(grand, cst.Call) and (
-          grand.func is parent):
-        kind = 'apply' if attr == 'apply_gradient' else 'replace'
+      if attr in ('apply_gradient', 'replace', 'replicate', 'unreplicate') and isinstance(
+          grand, cst.Call) and grand.func is parent:
+        kind = {'apply_gradient': 'apply'}.get(attr, attr)
         if not self._flows_ok(unit, grand, unit.parent(grand)):
           return Site(unit, grand, 'escape', group, _refusals.ESCAPE,
                       f'the result of {attr}() is used where the analysis cannot follow it')
         return Site(unit, grand, kind, group)
       if attr in ('optimizer_def', 'hyper_params', 'state_dict', 'restore_state'):
         return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
-      if attr in ('replicate', 'unreplicate'):
-        return Site(unit, parent, 'replicate', group, _refusals.REPLICATE,
-                    f'{unit.code(parent)}()')
       return Site(unit, parent, 'escape', group, _refusals.ESCAPE,
                   f'uses {unit.code(parent)}, which a TrainState does not have')
     if isinstance(node, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):

@@ -20,6 +20,7 @@ from ._project import annotation_head
 class Context:
   """Names the rewritten file uses for what the rules emit."""
   train_state: str = 'train_state'   # the flax.training.train_state module
+  jax_utils: str = 'jax_utils'       # the flax.jax_utils module
 
 
 class Example(NamedTuple):
@@ -67,7 +68,10 @@ def _apply(original, updated, data, ctx):
   grads = next((a.value for a in updated.args if a.keyword is None), None)
   if grads is None:
     grads = next(a.value for a in updated.args if a.keyword.value == 'grads')
-  call = f'apply_gradients(grads={_code(grads)})'
+  grads = _code(grads)
+  if data.get('pmean'):
+    grads = f'jax.lax.pmean({grads}, axis_name={data["pmean"]!r})'
+  call = f'apply_gradients(grads={grads})'
   if data['mode'] == 'inject':
     lr = next((a.value for a in updated.args if a.keyword and a.keyword.value == 'learning_rate'),
               None)
@@ -78,6 +82,16 @@ def _apply(original, updated, data, ctx):
   return cst.parse_expression(f'{receiver}.{call}')
 
 
+def _replicate(original, updated, data, ctx):
+  receiver = _code(updated.func.value)
+  rest = ''
+  devices = next((a.value for a in updated.args if (a.keyword and a.keyword.value == 'devices')
+                  or (a.keyword is None and a is updated.args[0])), None)
+  if data['kind'] == 'replicate' and devices is not None:
+    rest = f', devices={_code(devices)}'
+  return cst.parse_expression(f'{ctx.jax_utils}.{data["kind"]}({receiver}{rest})')
+
+
 def _replace(original, updated, data, ctx):
   args = [a.with_changes(keyword=cst.Name('params'))
           if a.keyword is not None and a.keyword.value == 'target' else a for a in updated.args]
@@ -85,24 +99,612 @@ def _replace(original, updated, data, ctx):
 
 
 def _annotation(original, updated, data, ctx):
-  from ._project import _annotation_head  # pylint: disable=g-import-not-at-top
-  head = _annotation_head(updated.annotation)
+  head = annotation_head(updated.annotation)
   new = cst.parse_expression(f'{ctx.train_state}.TrainState')
   if head is updated.annotation:
     return updated.with_changes(annotation=new)
   return updated.deep_replace(head, new)
 
 
+_CREATE_ADAMW = Example(
+    'create_adamw',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = optim.Adam(0.05, beta2=0.99, weight_decay=1e-3).create(params)
+  losses = []
+  for _ in range(20):
+    loss, grads = jax.value_and_grad(loss_fn)(optimizer.target)
+    optimizer = optimizer.apply_gradient(grads)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adamw(learning_rate=0.05, b1=0.9, b2=0.99, eps=1e-08, weight_decay=1e-3))
+  losses = []
+  for _ in range(20):
+    loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+    optimizer = optimizer.apply_gradients(grads=grads)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='1e-6')
+
+_DEF_VARIABLE_JIT = Example(
+    'def_variable_jit',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def create_optimizer(params, learning_rate):
+  optimizer_def = optim.Momentum(learning_rate, nesterov=True)
+  return optimizer_def.create(params)
+
+
+@jax.jit
+def train_step(optimizer):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.target)
+  optimizer = optimizer.apply_gradient(grads)
+  return optimizer, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = create_optimizer(params, 0.05)
+  losses = []
+  for _ in range(20):
+    optimizer, loss = train_step(optimizer)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def create_optimizer(params, learning_rate):
+  optimizer_def = optax.sgd(learning_rate=learning_rate, momentum=0.9, nesterov=True)
+  return train_state.TrainState.create(apply_fn=None, params=params, tx=optimizer_def)
+
+
+@jax.jit
+def train_step(optimizer):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+  optimizer = optimizer.apply_gradients(grads=grads)
+  return optimizer, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = create_optimizer(params, 0.05)
+  losses = []
+  for _ in range(20):
+    optimizer, loss = train_step(optimizer)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='bit-exact')
+
 CREATE = Rule('FOM001', 'optim.X(...).create(params) -> TrainState.create(apply_fn=None, '
-              'params=params, tx=<optax>)', _create)
-TARGET = Rule('FOM002', 'optimizer.target -> state.params', _target)
-STEP = Rule('FOM003', 'optimizer.state.step -> state.step', _step)
+              'params=params, tx=<optax>)', _create,
+              (_CREATE_ADAMW, _DEF_VARIABLE_JIT,))
+_REPLACE_TARGET = Example(
+    'replace_target',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = optim.Adam(learning_rate=0.05).create(params)
+  losses = []
+  for step in range(20):
+    if step == 10:
+      optimizer = optimizer.replace(
+          target=jax.tree_util.tree_map(lambda p: 0.5 * p, optimizer.target))
+    loss, grads = jax.value_and_grad(loss_fn)(optimizer.target)
+    optimizer = optimizer.apply_gradient(grads)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(learning_rate=0.05, b1=0.9, b2=0.999, eps=1e-08))
+  losses = []
+  for step in range(20):
+    if step == 10:
+      optimizer = optimizer.replace(
+          params=jax.tree_util.tree_map(lambda p: 0.5 * p, optimizer.params))
+    loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+    optimizer = optimizer.apply_gradients(grads=grads)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='1e-6')
+
+TARGET = Rule('FOM002', 'optimizer.target -> state.params', _target,
+              (_REPLACE_TARGET,))
+_STEP_READ = Example(
+    'step_read',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = optim.GradientDescent(learning_rate=0.1).create(params)
+  trajectory = []
+  while optimizer.state.step < 20:
+    loss, grads = jax.value_and_grad(loss_fn)(optimizer.target)
+    optimizer = optimizer.apply_gradient(grads)
+    trajectory.extend([float(loss), float(optimizer.state.step)])
+  print(json.dumps(trajectory))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.sgd(learning_rate=0.1))
+  trajectory = []
+  while optimizer.step < 20:
+    loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+    optimizer = optimizer.apply_gradients(grads=grads)
+    trajectory.extend([float(loss), float(optimizer.step)])
+  print(json.dumps(trajectory))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='1e-6')
+
+STEP = Rule('FOM003', 'optimizer.state.step -> state.step', _step,
+            (_STEP_READ,))
+_LR_SCHEDULE_OFFSET = Example(
+    'lr_schedule_offset',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def learning_rate_fn(step):
+  return 0.1 * jnp.minimum(1.0, step / 5.0)
+
+
+@jax.jit
+def train_step(optimizer):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.target)
+  lr = learning_rate_fn(optimizer.state.step + 1)
+  optimizer = optimizer.apply_gradient(grads, learning_rate=lr)
+  return optimizer, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = optim.Adam(learning_rate=0.1).create(params)
+  losses = []
+  for _ in range(20):
+    optimizer, loss = train_step(optimizer)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def learning_rate_fn(step):
+  return 0.1 * jnp.minimum(1.0, step / 5.0)
+
+
+@jax.jit
+def train_step(optimizer):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+  lr = learning_rate_fn(optimizer.step + 1)
+  optimizer = optimizer.apply_gradients(grads=grads)
+  return optimizer, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(learning_rate=lambda count: learning_rate_fn(count + 1), b1=0.9, b2=0.999, eps=1e-08))
+  losses = []
+  for _ in range(20):
+    optimizer, loss = train_step(optimizer)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='bit-exact')
+
+_LR_INJECTED = Example(
+    'lr_injected',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+@jax.jit
+def train_step(optimizer, lr):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.target)
+  optimizer = optimizer.apply_gradient(grads, learning_rate=lr)
+  return optimizer, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = optim.Momentum(beta=0.8).create(params)
+  losses = []
+  for epoch in range(4):
+    for _ in range(5):
+      optimizer, loss = train_step(optimizer, 0.1 * 0.5 ** epoch)
+      losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+@jax.jit
+def train_step(optimizer, lr):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+  optimizer = optimizer.replace(opt_state=optimizer.opt_state._replace(hyperparams=dict(optimizer.opt_state.hyperparams, learning_rate=lr))).apply_gradients(grads=grads)
+  return optimizer, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.inject_hyperparams(optax.sgd, hyperparam_dtype=jnp.float32)(learning_rate=0.0, momentum=0.8, nesterov=False))
+  losses = []
+  for epoch in range(4):
+    for _ in range(5):
+      optimizer, loss = train_step(optimizer, 0.1 * 0.5 ** epoch)
+      losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='bit-exact')
+
 APPLY = Rule('FOM004', 'optimizer.apply_gradient(g, learning_rate=...) -> '
              'state.apply_gradients(grads=g), the learning rate as a schedule of the step or '
-             'injected per step', _apply)
-REPLACE = Rule('FOM005', 'optimizer.replace(target=p) -> state.replace(params=p)', _replace)
-ANNOTATION = Rule('FOM006', 'optim.Optimizer annotations and dataclass fields -> '
-                  'train_state.TrainState', _annotation)
+             'injected per step', _apply,
+             (_LR_SCHEDULE_OFFSET, _LR_INJECTED,))
+REPLACE = Rule('FOM005', 'optimizer.replace(target=p) -> state.replace(params=p)', _replace,
+               (_REPLACE_TARGET,))
+_DATACLASS_FIELD = Example(
+    'dataclass_field',
+    before='''\
+import json
+from typing import Any
 
-all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION)
+import flax
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+@flax.struct.dataclass
+class TrainState:
+  step: int
+  optimizer: optim.Optimizer
+  model_state: Any
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+@jax.jit
+def train_step(state: TrainState):
+  optimizer = state.optimizer
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.target)
+  new_optimizer = optimizer.apply_gradient(grads)
+  return state.replace(step=state.step + 1, optimizer=new_optimizer), loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = optim.RMSProp(learning_rate=0.01, beta2=0.9).create(params)
+  state = TrainState(step=0, optimizer=optimizer, model_state={})
+  losses = []
+  for _ in range(20):
+    state, loss = train_step(state)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import train_state
+
+
+@flax.struct.dataclass
+class TrainState:
+  step: int
+  optimizer: train_state.TrainState
+  model_state: Any
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+@jax.jit
+def train_step(state: TrainState):
+  optimizer = state.optimizer
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+  new_optimizer = optimizer.apply_gradients(grads=grads)
+  return state.replace(step=state.step + 1, optimizer=new_optimizer), loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.rmsprop(learning_rate=0.01, decay=0.9, eps=1e-08, centered=False, eps_in_sqrt=False))
+  state = TrainState(step=0, optimizer=optimizer, model_state={})
+  losses = []
+  for _ in range(20):
+    state, loss = train_step(state)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='bit-exact')
+
+ANNOTATION = Rule('FOM006', 'optim.Optimizer annotations and dataclass fields -> '
+                  'train_state.TrainState', _annotation,
+                  (_DATACLASS_FIELD,))
+
+_REPLICATE_PMAP = Example(
+    'replicate_pmap',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params, x):
+  return jnp.sum((params['w'] * x - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def train_step(optimizer, x):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.target, x)
+  optimizer = optimizer.apply_gradient(grads)
+  return optimizer, jax.lax.pmean(loss, axis_name='batch')
+
+
+p_train_step = jax.pmap(train_step, axis_name='batch')
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  devices = jax.local_device_count()
+  x = 1.0 + 0.25 * jnp.arange(devices * 3, dtype=jnp.float32).reshape(devices, 3)
+  optimizer = optim.Adam(learning_rate=0.05).create(params)
+  optimizer = optimizer.replicate()
+  losses = []
+  for _ in range(20):
+    optimizer, loss = p_train_step(optimizer, x)
+    losses.append(float(loss[0]))
+  optimizer = optimizer.unreplicate()
+  print(json.dumps(losses + [float(v) for v in optimizer.target['w']]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import jax_utils
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params, x):
+  return jnp.sum((params['w'] * x - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def train_step(optimizer, x):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.params, x)
+  optimizer = optimizer.apply_gradients(grads=jax.lax.pmean(grads, axis_name='batch'))
+  return optimizer, jax.lax.pmean(loss, axis_name='batch')
+
+
+p_train_step = jax.pmap(train_step, axis_name='batch')
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  devices = jax.local_device_count()
+  x = 1.0 + 0.25 * jnp.arange(devices * 3, dtype=jnp.float32).reshape(devices, 3)
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(learning_rate=0.05, b1=0.9, b2=0.999, eps=1e-08))
+  optimizer = jax_utils.replicate(optimizer)
+  losses = []
+  for _ in range(20):
+    optimizer, loss = p_train_step(optimizer, x)
+    losses.append(float(loss[0]))
+  optimizer = jax_utils.unreplicate(optimizer)
+  print(json.dumps(losses + [float(v) for v in optimizer.params['w']]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='bit-exact')
+
+REPLICATE = Rule('FOM007', 'optimizer.replicate() / .unreplicate() -> jax_utils.replicate / '
+                 'unreplicate, the gradient average moved to the apply site under pmap',
+                 _replicate, (_REPLICATE_PMAP,))
+
+all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION, REPLICATE)
 by_code = {rule.code: rule for rule in all_rules}

@@ -1,0 +1,420 @@
+"""``flax-optim-compat migrate``: the rules' examples, refusals, safety, the command line.
+
+Each rule's examples are complete scripts (``before`` on this package, ``after`` on plain
+optax); here the engine must turn ``before`` into ``after`` exactly, leave ``after`` alone,
+and emit only optax / flax names and keywords that exist. The run-both-ways proofs of the same
+examples live with the corpus tests.
+"""
+import difflib
+import inspect
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+libcst = pytest.importorskip('libcst')
+
+import flax.training.train_state
+import optax
+
+from flax_optim_compat import _cli
+from flax_optim_compat._migrate import all_refusals, all_rules, migrate_source, migrate_sources
+
+EXAMPLES = [(rule.code, ex) for rule in all_rules for ex in rule.examples]
+IDS = [f'{code}-{ex.name}' for code, ex in EXAMPLES]
+
+
+# ------------------------------------------------------------------------------ the rules
+
+
+def test_every_rule_has_an_example():
+  assert [rule.code for rule in all_rules if not rule.examples] == []
+  assert len({rule.code for rule in all_rules}) == len(all_rules)
+  for _, ex in EXAMPLES:
+    assert ex.exact in ('bit-exact', '1e-6', 'not exact')
+
+
+@pytest.mark.parametrize('code, example', EXAMPLES, ids=IDS)
+def test_example_before_becomes_after(code, example):
+  new, report = migrate_source(example.before, f'{example.name}.py')
+  assert new == example.after
+  assert report.exit_status() == 1
+  assert code in {r.code for r in report.records}
+  assert all(r.status == 'rewritten' for r in report.records)
+
+
+@pytest.mark.parametrize('code, example', EXAMPLES, ids=IDS)
+def test_migrate_on_its_own_output_changes_nothing(code, example):
+  del code
+  new, report = migrate_source(example.after, f'{example.name}.py')
+  assert new == example.after
+  assert report.exit_status() == 0 and report.records == []
+
+
+_SITE_WORDS = ('optim', '.target', '.state.step', 'apply_gradient', 'replace(', 'import',
+               'Optimizer', 'target=')
+
+
+@pytest.mark.parametrize('code, example', EXAMPLES, ids=IDS)
+def test_untouched_lines_stay_byte_identical(code, example):
+  del code
+  before = example.before.splitlines(True)
+  after = example.after.splitlines(True)
+  matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+  for tag, i1, i2, _, _ in matcher.get_opcodes():
+    if tag in ('replace', 'delete'):
+      for line in before[i1:i2]:
+        assert any(word in line for word in _SITE_WORDS), line
+
+
+def _calls(tree):
+  found = []
+
+  class Visitor(libcst.CSTVisitor):
+
+    def visit_Call(self, node):
+      found.append(node)
+
+  tree.visit(Visitor())
+  return found
+
+
+def _code(node):
+  return libcst.Module([]).code_for_node(node)
+
+
+def _resolve(dotted):
+  """The optax / flax object named by ``optax.x`` / ``train_state.TrainState.create``."""
+  head, *rest = dotted.split('.')
+  obj = {'optax': optax, 'train_state': flax.training.train_state}[head]
+  for part in rest:
+    assert hasattr(obj, part), f'{dotted}: no {part!r} in the installed version'
+    obj = getattr(obj, part)
+  return obj
+
+
+def _check_keywords(fn, call, where):
+  params = inspect.signature(fn).parameters
+  for arg in call.args:
+    if arg.keyword is not None:
+      assert arg.keyword.value in params or any(
+          p.kind is p.VAR_KEYWORD for p in params.values()), (
+              f'{where}: {arg.keyword.value}= is no keyword of {_code(call.func)}')
+
+
+def emitted_names_exist(source):
+  """Every optax / flax call the rewrite emits names things that exist, with their keywords."""
+  tree = libcst.parse_module(source)
+  checked = 0
+  for call in _calls(tree):
+    func = _code(call.func)
+    if isinstance(call.func, libcst.Call) and _code(call.func.func) == 'optax.inject_hyperparams':
+      inner = call.func.args[0].value
+      if isinstance(inner, libcst.Lambda):
+        continue
+      _check_keywords(_resolve(_code(inner)), call, _code(call.func))
+      checked += 1
+    elif func.startswith(('optax.', 'train_state.')):
+      _check_keywords(_resolve(func), call, func)
+      checked += 1
+    elif isinstance(call.func, libcst.Attribute) and call.func.attr.value in (
+        'apply_gradients', 'replace'):
+      if call.func.attr.value == 'apply_gradients':
+        _check_keywords(flax.training.train_state.TrainState.apply_gradients, call, func)
+      elif any(a.keyword and a.keyword.value in ('params', 'opt_state') for a in call.args):
+        fields = set(flax.training.train_state.TrainState.__dataclass_fields__)
+        assert {a.keyword.value for a in call.args if a.keyword} <= fields | {'step'}
+  return checked
+
+
+@pytest.mark.parametrize('code, example', EXAMPLES, ids=IDS)
+def test_every_emitted_name_and_keyword_exists(code, example):
+  del code
+  assert emitted_names_exist(example.after) > 0
+  # The injected hyper-parameters live where the rewrite sets them.
+  assert 'hyperparams' in optax.InjectStatefulHyperparamsState._fields
+
+
+@pytest.mark.parametrize('code, example', EXAMPLES, ids=IDS)
+def test_report_commands_parse(code, example):
+  del code
+  _, report = migrate_source(example.before, f'{example.name}.py')
+  assert report.conversions
+  for conversion in report.conversions:
+    command = conversion.command
+    assert command.startswith('flax-optim-compat convert <IN> --optimizer "')
+    assert command.split(' --to ')[1].startswith('train-state --out <OUT>')
+    optimizer_text = command.split('--optimizer "')[1].split('"')[0]
+    tx_text = command.split('--tx "')[1].split('" --to')[0]
+    _cli.parse_optimizer(optimizer_text)
+    tx = eval(tx_text, {'optax': optax, 'jnp': __import__('jax.numpy').numpy})  # pylint: disable=eval-used
+    assert isinstance(tx, optax.GradientTransformation)
+    try:
+      from flax_optim_compat import _expr  # pylint: disable=g-import-not-at-top
+    except ImportError:
+      continue
+    _expr.parse_tx(tx_text)
+
+
+def test_report_command_keeps_layout_for_a_dataclass_field():
+  example = next(ex for _, ex in EXAMPLES if ex.name == 'dataclass_field')
+  _, report = migrate_source(example.before, 'dataclass_field.py')
+  assert report.conversions[0].command.endswith(' --keep-layout')
+  example = next(ex for _, ex in EXAMPLES if ex.name == 'create_adamw')
+  _, report = migrate_source(example.before, 'create_adamw.py')
+  assert not report.conversions[0].command.endswith(' --keep-layout')
+
+
+def test_schedule_offset_and_stand_in():
+  example = next(ex for _, ex in EXAMPLES if ex.name == 'lr_schedule_offset')
+  assert 'learning_rate=lambda count: learning_rate_fn(count + 1)' in example.after
+  _, report = migrate_source(example.before, 'x.py')
+  assert 'optax.constant_schedule(0.0)' in report.conversions[0].command
+  assert any('constant_schedule' in note for note in report.conversions[0].notes)
+
+
+# ------------------------------------------------------------------------------ names
+
+_TAIL = '''
+def step(optimizer, grads):
+  return optimizer.apply_gradient(grads)
+
+def run(params, grads):
+  return step(make(params), grads)
+'''
+
+
+@pytest.mark.parametrize('header, create', [
+    ('from flax import optim', 'optim.Adam(0.1).create(params)'),
+    ('from flax import optim as fo', 'fo.Adam(0.1).create(params)'),
+    ('from flax.optim import Adam', 'Adam(0.1).create(params)'),
+    ('import flax', 'flax.optim.Adam(0.1).create(params)'),
+    ('import flax.optim', 'flax.optim.adam.Adam(0.1).create(params)'),
+    ('import flax_optim_compat as optim', 'optim.Adam(0.1).create(params)'),
+])
+def test_every_spelling_of_a_legacy_name_is_found(header, create):
+  source = f'{header}\n\ndef make(params):\n  return {create}\n{_TAIL}'
+  new, report = migrate_source(source)
+  assert 'optax.adam(learning_rate=0.1' in new
+  assert 'optimizer.apply_gradients(grads=grads)' in new
+  assert report.exit_status() == 1, report.summary(False)
+
+
+def test_names_are_resolved_not_matched():
+  # A local class with the same method names is not a legacy optimizer.
+  source = ('class Opt:\n  def create(self, p):\n    return p\n\n'
+            'def f(params):\n  o = Opt().create(params)\n  return o.target, o.apply_gradient(1)\n')
+  new, report = migrate_source(source)
+  assert new == source and report.exit_status() == 0
+
+
+def test_annotation_through_import_flax(tmp_path):
+  source = ('import flax\n\n\ndef step(optimizer: flax.optim.base.Optimizer, grads):\n'
+            '  return optimizer.apply_gradient(grads)\n')
+  new, report = migrate_source(source)
+  assert 'optimizer: train_state.TrainState' in new
+  assert 'apply_gradients(grads=grads)' in new
+  assert 'from flax.training import train_state' in new
+  assert report.exit_status() == 1
+
+
+def test_a_file_that_never_imports_flax_optim_is_followed(tmp_path):
+  (tmp_path / 'make.py').write_text(
+      'from flax import optim\n\n\ndef create(params):\n  return optim.Adam(0.1).create(params)\n')
+  (tmp_path / 'train.py').write_text(
+      'from make import create\n\n\ndef step(opt, g):\n  return opt.apply_gradient(g)\n\n\n'
+      'def run(params, g):\n  opt = create(params)\n  opt = step(opt, g)\n  return opt.target\n')
+  paths = [str(tmp_path / 'make.py'), str(tmp_path / 'train.py')]
+  changed, report = migrate_sources({p: (tmp_path / os.path.basename(p)).read_text() for p in paths})
+  assert 'opt.apply_gradients(grads=g)' in changed[paths[1]]
+  assert 'return opt.params' in changed[paths[1]]
+  assert 'import' not in changed[paths[1]].split('from make import create')[1]
+  assert report.exit_status() == 1
+
+
+# ------------------------------------------------------------------------------ refusals
+
+_PRELUDE = 'import jax\nfrom flax import optim\n\n\n'
+
+
+@pytest.mark.parametrize('code, body', [
+    ('FOM101', 'class MyOpt(optim.OptimizerDef):\n  pass\n'),
+    ('FOM103', 'def f(p, g):\n  o = optim.WeightNorm(optim.Adam(0.1)).create(p)\n'
+               '  return o.apply_gradient(g)\n'),
+    ('FOM104', 'def f(p, g):\n  o = optim.Adam(0.1).create(p)\n  o = o.apply_gradient(g)\n'
+               '  return o.optimizer_def\n'),
+    ('FOM104', 'def f(p):\n  o = optim.Adam(0.1).create(p)\n  return o.state.param_states\n'),
+    ('FOM105', 'from flax import nn\n\ndef f(p):\n  m = nn.Dense\n'
+               '  return optim.Adam(0.1).create(p)\n'),
+    ('FOM106', 'def f(p):\n  o = optim.Adam(0.1).create(p)\n  return o.replicate()\n'),
+    ('FOM107', 'def f(p, g):\n  o = optim.Adam(0.1).create(p)\n  o = o.apply_gradient(g)\n'
+               '  return sorted(o)\n'),
+    ('FOM108', 'def f(p, g):\n  o = optim.Adam().create(p)\n  return o.apply_gradient(g)\n'),
+    ('FOM109', 'def f(p, g):\n  o = optim.Adam(0.1).create(p)\n'
+               '  return o.apply_gradient(g, beta1=0.5)\n'),
+    ('FOM111', 'def f(p, g):\n  o = optim.MultiOptimizer((optim.ModelParamTraversal('
+               'lambda k, v: True), optim.Adam(0.1))).create(p)\n  return o.apply_gradient(g)\n'),
+])
+def test_refusal_leaves_the_object_alone_and_marks_it_once(code, body):
+  source = _PRELUDE + body
+  new, report = migrate_source(source)
+  assert report.exit_status() == 2
+  refused = [r for r in report.records if r.status == 'refused']
+  assert code in {r.code for r in refused}
+  assert all(r.message for r in refused)
+  marker = f'# TODO(flax-optim-compat): {code} '
+  assert new.count(marker) >= 1
+  # Only marker lines were added: every other line is as it was.
+  assert [l for l in new.splitlines() if '# TODO(flax-optim-compat)' not in l] == (
+      source.splitlines())
+  again, report2 = migrate_source(new)
+  assert again == new and report2.exit_status() == 2
+
+
+def test_every_refusal_code_is_distinct_and_explained():
+  codes = [r.code for r in all_refusals]
+  assert len(set(codes)) == len(codes)
+  assert all(r.reason and len(r.reason.splitlines()) == 1 for r in all_refusals)
+
+
+def test_a_refused_object_elsewhere_blocks_every_site():
+  source = _PRELUDE + ('def make(p):\n  return optim.Adam(0.1).create(p)\n\n\n'
+                       'def step(o, g):\n  return o.apply_gradient(g)\n\n\n'
+                       'def peek(o):\n  return o.optimizer_def\n\n\n'
+                       'def run(p, g):\n  o = make(p)\n  peek(o)\n  return step(o, g)\n')
+  new, report = migrate_source(source)
+  assert 'apply_gradient(g)' in new and 'optim.Adam(0.1).create(p)' in new
+  assert report.exit_status() == 2
+  statuses = {(r.line, r.status) for r in report.records}
+  assert all(status == 'refused' for _, status in statuses)
+
+
+def test_not_exact_emits_the_exact_transform_or_the_plain_one_with_a_marker():
+  source = ('from flax import optim\n\n\ndef f(p, g):\n  o = optim.Adagrad(0.1).create(p)\n'
+            '  return o.apply_gradient(g)\n')
+  new, report = migrate_source(source)
+  assert 'tx=optim.Adagrad(learning_rate=0.1).optax_transform()' in new
+  assert '# TODO(flax-optim-compat): FOM009' in new
+  assert 'from flax import optim' in new
+  assert [r.status for r in report.records if r.code == 'FOM001'] == ['flagged']
+  assert migrate_source(new)[0] == new
+  plain, _ = migrate_source(source, plain_optax=True)
+  assert 'tx=optax.adagrad(' in plain and '# TODO(flax-optim-compat): FOM009' in plain
+  assert 'from flax import optim' not in plain
+
+
+def test_output_that_does_not_compile_leaves_the_file_as_it_was(monkeypatch):
+  from flax_optim_compat._migrate import _rules  # pylint: disable=g-import-not-at-top
+  broken = _rules.Rule('FOM002', 'broken', lambda o, u, d, c: libcst.Name('nonlocal'))
+  monkeypatch.setitem(_rules.by_code, 'FOM002', broken)
+  example = next(ex for _, ex in EXAMPLES if ex.name == 'create_adamw')
+  new, report = migrate_source(example.before)
+  assert new == example.before
+  assert report.exit_status() == 2
+  assert [r.code for r in report.failed] == ['FOM199']
+
+
+def test_a_file_that_does_not_parse_is_reported():
+  changed, report = migrate_sources({os.path.abspath('bad.py'): 'def f(:\n'})
+  assert changed == {} and report.exit_status() == 2
+  assert report.failed[0].code == 'FOM199'
+
+
+# ------------------------------------------------------------------------------ command line
+
+
+def _run(argv, capsys):
+  status = _cli.main(['migrate'] + argv)
+  captured = capsys.readouterr()
+  return status, captured.out, captured.err
+
+
+def _write_examples(tmp_path, names):
+  paths = []
+  for _, ex in EXAMPLES:
+    if ex.name in names and not (tmp_path / f'{ex.name}.py').exists():
+      (tmp_path / f'{ex.name}.py').write_text(ex.before)
+      paths.append(tmp_path / f'{ex.name}.py')
+  return paths
+
+
+def test_cli_diff_by_default_writes_nothing(tmp_path, capsys):
+  (path,) = _write_examples(tmp_path, {'create_adamw'})
+  before = path.read_bytes()
+  status, out, err = _run([str(tmp_path)], capsys)
+  assert status == 1
+  assert out.startswith('--- a/') and '+import optax' in out
+  assert 'would rewrite 1 file(s)' in err
+  assert path.read_bytes() == before
+
+
+def test_cli_write_then_check(tmp_path, capsys):
+  paths = _write_examples(tmp_path, {'create_adamw', 'dataclass_field'})
+  os.chmod(paths[0], 0o640)
+  status, out, err = _run(['--check', str(tmp_path)], capsys)
+  assert (status, out) == (1, '')
+  status, out, err = _run(['--write', str(tmp_path)], capsys)
+  assert status == 1 and out == '' and 'rewrote 2 file(s)' in err
+  expected = {ex.name: ex.after for _, ex in EXAMPLES}
+  for path in paths:
+    assert path.read_text() == expected[path.stem]
+  assert os.stat(paths[0]).st_mode & 0o777 == 0o640
+  assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in paths)   # no temp left
+  assert _run(['--check', str(tmp_path)], capsys)[0] == 0
+  assert _run([str(tmp_path)], capsys)[:2] == (0, '')
+
+
+def test_cli_report(tmp_path, capsys):
+  _write_examples(tmp_path, {'lr_injected'})
+  report_path = tmp_path / 'report.json'
+  status, _, _ = _run([str(tmp_path / 'lr_injected.py'), '--report', str(report_path)], capsys)
+  assert status == 1
+  report = json.loads(report_path.read_text())
+  assert report['exit_status'] == 1
+  for site in report['sites']:
+    assert set(site) == {'path', 'line', 'code', 'status', 'exactness', 'message'}
+    assert site['status'] in ('rewritten', 'flagged', 'refused')
+  (optimizer,) = report['optimizers']
+  assert optimizer['expression'].startswith('optax.inject_hyperparams(optax.sgd, '
+                                            'hyperparam_dtype=jnp.float32)(learning_rate=0.0')
+  assert any('starts at 0.0' in note for note in optimizer['notes'])
+
+
+def test_cli_refusal_exit_status_and_missing_path(tmp_path, capsys):
+  (tmp_path / 'sub.py').write_text(_PRELUDE + 'class MyOpt(optim.OptimizerDef):\n  pass\n')
+  status, _, err = _run([str(tmp_path)], capsys)
+  assert status == 2 and 'FOM101' in err
+  status, _, err = _run([str(tmp_path / 'missing.py')], capsys)
+  assert status == 2 and 'missing.py' in err
+
+
+def test_without_libcst_the_package_imports_and_migrate_says_how_to_install(tmp_path):
+  code = ('import sys\nsys.modules["libcst"] = None\n'
+          'import flax_optim_compat, flax_optim_compat._cli as cli\n'
+          f'sys.exit(cli.main(["migrate", {str(tmp_path)!r}]))\n')
+  env = dict(os.environ, PYTHONWARNINGS='ignore')
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env,
+                          check=False)
+  assert result.returncode == 2, result.stderr
+  assert result.stderr.strip().splitlines() == [
+      "flax-optim-compat migrate: needs LibCST: pip install 'flax_optim_compat[migrate]'"]
+
+
+def test_the_packages_own_legacy_script_migrates_whole():
+  path = os.path.join(os.path.dirname(__file__), 'legacy_scripts', 'train_mlp_legacy.py')
+  with open(path, encoding='utf-8') as f:
+    source = f.read()
+  new, report = migrate_source(source, path)
+  assert report.exit_status() == 1, report.summary(False)
+  assert 'optim' not in new.replace('optimizer', '')
+  # The learning-rate override of the optimizer's own step became the schedule itself.
+  assert 'tx=optimizer_def' in new
+  assert 'optax.sgd(learning_rate=learning_rate_fn, momentum=beta, nesterov=False)' in new
+  # Only the ReplicatedOptimizer's step averages the grads it did not average itself.
+  assert new.count('apply_gradients(grads=jax.lax.pmean(grad, axis_name=\'batch\'))') == 1
+  assert 'optimizer = jax_utils.replicate(optimizer)' in new
+  assert emitted_names_exist(new) > 0
+  assert migrate_source(new, path)[0] == new
