@@ -17,6 +17,7 @@ Expensive parts run once per module: each side of the corpus is one child interp
 pmap_replicate.py, which sets XLA_FLAGS itself before importing jax, something only a fresh
 process of its own shows), the rule examples one child per side.
 """
+import ast
 import importlib.util
 import json
 import pathlib
@@ -39,8 +40,16 @@ ORACLE_RTOL, ORACLE_ATOL = 1e-5, 1e-6
 # Known gaps of the tool: the tests stay and must fail (strict xfail) until the tool is fixed.
 # NOT_MIGRATED: scripts the tool refuses; WRONG_NUMBERS: migrated, but not within the claimed
 # exactness.
-NOT_MIGRATED = {}
-WRONG_NUMBERS = {}
+NOT_MIGRATED = {
+    'multi_optimizer.py': 'migrate refuses every MultiOptimizer (FOM111), even with literal '
+                          'ModelParamTraversal(filter) groups of built-in optimizers',
+}
+WRONG_NUMBERS = {
+    'learning_rate_none.py': 'the report claims bit-exact for optax.inject_hyperparams('
+                             'optax.rmsprop, ...); measured 9.5e-7 max abs over 24 steps (1 ulp '
+                             'from step 5): inject_hyperparams(rmsprop) rounds differently from '
+                             'rmsprop with its learning rate fixed, so the class is 1e-6',
+}
 
 
 def _script_params(names, gaps):
@@ -98,13 +107,28 @@ def test_migrated_script_matches_legacy(name, before, migration, after):
                             migration.exactness(path), label=name)
 
 
+def _legacy_imports(source):
+  """The imports of flax.optim or of this package in a module's source."""
+  legacy = ('flax.optim', 'flax_optim_compat')
+  found = []
+  for node in ast.walk(ast.parse(source)):
+    if isinstance(node, ast.Import):
+      found += [a.name for a in node.names if a.name.startswith(legacy)]
+    elif isinstance(node, ast.ImportFrom) and node.module and (
+        node.module.startswith(legacy) or
+        node.module == 'flax' and any(a.name == 'optim' for a in node.names)):
+      found.append(node.module)
+  return found
+
+
 def test_migrate_rewrote_every_script(migration, workspace):
   changed = {pathlib.Path(p).name for p in migration.report['changed_files']}
   for path in harness.all_scripts():
+    assert _legacy_imports(path.read_text()) == ['flax'], path.name   # `from flax import optim`
     if path.name in NOT_MIGRATED:
       continue
     assert path.name in changed, (path.name, migration.stderr)
-    assert 'from flax import optim' not in (workspace / 'migrated' / path.name).read_text()
+    assert not _legacy_imports((workspace / 'migrated' / path.name).read_text()), path.name
   refused = [r for r in migration.report['sites'] if r['status'] == 'refused']
   assert migration.returncode == (2 if refused else 1), migration.stderr
   assert bool(refused) == bool(NOT_MIGRATED), refused
