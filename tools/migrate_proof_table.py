@@ -10,7 +10,7 @@ where this package cannot be imported), and the checkpoint path (the train-state
 checkpoint converted with the report's command and resumed). Prints a markdown table: per
 script, the optax expression the report names, the steps, the report's exactness and the
 largest absolute difference measured over the trajectory (every step's loss, then every final
-parameter and statistic).
+parameter and statistic). Then the same for every rule's own before/after examples.
 """
 import pathlib
 import sys
@@ -72,6 +72,35 @@ def main():
       else:
         exactness = migration.exactness(path) if optimizers else ''
       print(f'| `{name}` | {legacy} | {expression} | {steps} | {exactness} | {_max_abs(b, a)} |')
+    print()
+    _rule_examples(root / 'rules')
+
+
+def _rule_examples(root):
+  """The rules' own examples, before on this package and after isolated: a second table."""
+  from flax_optim_compat._migrate import all_rules  # pylint: disable=g-import-not-at-top
+  examples = [(rule.code, example) for rule in all_rules for example in rule.examples]
+  runs = {}
+  for side in ('before', 'after'):
+    folder = root / side
+    folder.mkdir(parents=True)
+    programs = []
+    for code, example in examples:
+      path = folder / f'{code}_{example.name}.py'
+      path.write_text(getattr(example, side))
+      programs.append(harness.Program(f'{code}-{example.name}', path))
+    runs[side] = harness.run_programs(programs, folder, isolated=side == 'after')
+  print('| rule | example | exactness (claimed) | values | max abs |')
+  print('|---|---|---|---:|---:|')
+  for code, example in examples:
+    name = f'{code}-{example.name}'
+    try:
+      b = harness.result_trajectory(runs['before'], name)
+      a = harness.result_trajectory(runs['after'], name)
+    except AssertionError:
+      b = a = 'failed'
+    size = len(b) if not isinstance(b, str) else ''
+    print(f'| {code} | `{example.name}` | {example.exact} | {size} | {_max_abs(b, a)} |')
 
 
 if __name__ == '__main__':
