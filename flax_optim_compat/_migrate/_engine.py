@@ -66,6 +66,11 @@ def _rewrite(plan: _plan.FilePlan) -> str:
         ctx, 'flax.training', 'train_state', None if alias == 'train_state' else alias)
   if 'jax_utils' in plan.needs:
     visitors.AddImportsVisitor.add_needed_import(ctx, 'flax', 'jax_utils')
+  if 'traverse_util' in plan.needs:
+    visitors.AddImportsVisitor.add_needed_import(ctx, 'flax', 'traverse_util')
+  if 'dynamic_scale' in plan.needs:
+    visitors.AddImportsVisitor.add_needed_import(ctx, 'flax.training', 'dynamic_scale',
+                                                 'dynamic_scale_lib')
   if 'jax' in plan.needs:
     visitors.AddImportsVisitor.add_needed_import(ctx, 'jax')
   if 'jnp' in plan.needs:

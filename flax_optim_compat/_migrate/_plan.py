@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst import metadata as meta
 
+from .. import _expr
 from . import _optax
 from . import _project
 from . import _refusals
@@ -78,6 +79,15 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
     records.append(Record.of(site, 'refused', message=site.message))
   for group in groups.values():
     _plan_group(project, group, files, records, conversions, plain_optax)
+  refused_nodes = set()
+  for group in groups.values():
+    for site in group.sites:
+      if group.refused:
+        refused_nodes.update({id(site.node), id(_statement_of(site.unit, site.node))})
+  for site in loose:
+    refused_nodes.update({id(site.node), id(_statement_of(site.unit, site.node))})
+  for unit in project.units:
+    _leftovers(unit, files[unit.path], refused_nodes, records)
   for unit in project.units:
     for node in _project._walk(unit.module):  # pylint: disable=protected-access
       if isinstance(node, (cst.Import, cst.ImportFrom)):
@@ -89,8 +99,43 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   return Plan(files, records, conversions)
 
 
-def _def_site_check(project, group, files) -> None:
-  """Refusals that come from the defs of the group's create calls."""
+def _leftovers(unit, plan, handled, records):
+  """Refuses (FOM112) every legacy name that no rule rewrites and no refusal covers.
+
+  E.g. a def passed to a function (``make(optim.Adam(0.1))``): the analysis does not follow
+  defs through calls, and a silent leftover would pass ``--check``.
+  """
+  stack = [unit.module]
+  while stack:
+    node = stack.pop()
+    if id(node) in handled or id(node) in plan.edits or isinstance(
+        node, (cst.Import, cst.ImportFrom)):
+      continue
+    if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node) == 'DynamicScale':
+      plan.edits[id(node)] = Edit('FOM010', {})
+      plan.needs.add('dynamic_scale')
+      records.append(Record(unit.path, unit.line(node), 'FOM010', 'rewritten', 'bit-exact',
+                            f'{unit.code(node)} -> dynamic_scale_lib.DynamicScale'))
+      continue
+    if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node):
+      name = unit.code(node)
+      plan.mark(node, _refusals.marker_text(_refusals.UNFOLLOWED))
+      records.append(Record(unit.path, unit.line(node), _refusals.UNFOLLOWED.code, 'refused', '',
+                            f'{name}: {_refusals.UNFOLLOWED.reason}'))
+      continue
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
+        node.func.attr.value == 'optax_transform'):
+      continue   # the package's exact transform, kept on purpose (flagged FOM009)
+    stack.extend(reversed(node.children))
+
+
+def _def_site_check(project, group, files) -> dict:
+  """Refusals that come from the defs of the group's create calls; ``{id(site): groups}``.
+
+  ``groups`` (for a MultiOptimizer or ``create(focus=...)``) lists per (traversal, def) pair
+  the filter's source, the traversal variable's value to rewrite (or None) and the def call.
+  """
+  multis = {}
   for site in list(group.sites):
     if site.kind != 'create':
       continue
@@ -100,12 +145,26 @@ def _def_site_check(project, group, files) -> None:
     if name == 'WeightNorm':
       site.refusal, site.message = _refusals.WEIGHT_NORM, unit.code(call)
     elif name == 'MultiOptimizer':
-      site.refusal, site.message = _refusals.MULTI, unit.code(call)
+      pairs = []
+      for arg in call.args:
+        value = arg.value
+        if arg.keyword is None and not arg.star and isinstance(value, cst.Tuple) and len(
+            value.elements) == 2:
+          pairs.append((value.elements[0].value, value.elements[1].value))
+        else:
+          pairs = None
+          break
+      multis[id(site)] = _multi_groups(project, unit, pairs) if pairs else None
+      if multis[id(site)] is None or len(site.node.args) != 1:
+        site.refusal, site.message = _refusals.MULTI, unit.code(call)
     elif name not in _project.BUILTIN_DEFS:
       site.refusal, site.message = _refusals.UNKNOWN_DEF, unit.code(call)
     elif any(a.keyword and a.keyword.value == 'focus' for a in site.node.args) or len(
         site.node.args) > 1:
-      site.refusal, site.message = _refusals.MULTI, 'create(..., focus=...)'
+      focus = _project._arg(site.node, 1, 'focus')  # pylint: disable=protected-access
+      multis[id(site)] = _multi_groups(project, unit, [(focus, call)])
+      if multis[id(site)] is None or len(site.node.args) != 2:
+        site.refusal, site.message = _refusals.MULTI, 'create(..., focus=...)'
     elif _optax.def_call(name, call, unit.module) is None:
       site.refusal, site.message = _refusals.UNKNOWN_DEF, f'{unit.code(call)}: arguments'
     elif any(n.startswith('flax.nn.') for node in _project._walk(unit.module)  # pylint: disable=protected-access
@@ -118,6 +177,40 @@ def _def_site_check(project, group, files) -> None:
       if uses is None or len(uses) != 1:
         site.refusal = _refusals.ESCAPE
         site.message = f'the def {receiver.value} is used elsewhere too'
+  return multis
+
+
+def _multi_groups(project, unit, pairs):
+  """Per ``(traversal, def)`` pair: (filter source, traversal value to rewrite, DefCall)."""
+  groups = []
+  for traversal, def_node in pairs:
+    rewrite = None
+    if isinstance(traversal, cst.Name):
+      values = project.assignment_values(unit, traversal)
+      uses = _accesses(unit, traversal)
+      if not values or len(values) != 1 or uses is None or not all(
+          isinstance(unit.parent(u), (cst.Element, cst.Arg)) for u in uses):
+        return None
+      rewrite, filter_source = values[0], unit.code(traversal)
+      traversal = values[0]
+    else:
+      filter_source = None
+    if not (isinstance(traversal, cst.Call) and 'ModelParamTraversal' in {
+        n.rsplit('.', 1)[-1] for n in unit.names(traversal.func)} and len(traversal.args) == 1):
+      return None
+    fn = traversal.args[0].value
+    if filter_source is None:
+      filter_source = unit.code(fn)
+      if not isinstance(fn, (cst.Name, cst.Attribute)):
+        filter_source = f'({filter_source})'
+    name = unit.legacy(def_node.func) if isinstance(def_node, cst.Call) else None
+    if name not in _project.BUILTIN_DEFS:
+      return None
+    call = _optax.def_call(name, def_node, unit.module)
+    if call is None or call.sources.get('learning_rate', 'None') == 'None':
+      return None
+    groups.append((filter_source, rewrite, fn, call))
+  return groups
 
 
 def _accesses(unit, name: cst.Name):
@@ -133,7 +226,7 @@ def _accesses(unit, name: cst.Name):
 
 
 def _plan_group(project, group, files, records, conversions, plain_optax):
-  _def_site_check(project, group, files)
+  multis = _def_site_check(project, group, files)
   creates = [s for s in group.sites if s.kind == 'create']
   applies = [s for s in group.sites if s.kind == 'apply']
   # Learning-rate overrides and other hyper-parameter overrides.
@@ -145,12 +238,19 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
         if arg.keyword is not None and arg.keyword.value == 'grads':
           continue
         site.refusal, site.message = _refusals.OVERRIDE, site.unit.code(arg)
+        if arg.keyword is not None and arg.keyword.value == 'hyper_params':
+          site.refusal = _refusals.GROUP_HYPER_PARAMS
       else:
         lr = arg.value
     overrides[id(site)] = lr
   calls = {}
   for site in creates:
-    if site.refusal is None:
+    if site.refusal is None and id(site) in multis:
+      calls[id(site)] = multis[id(site)]
+      if any(overrides.values()):
+        site.refusal = _refusals.OVERRIDE
+        site.message = 'a learning_rate= override of a MultiOptimizer (every group)'
+    elif site.refusal is None:
       call = project.def_call(site.unit, site.node.func.value)
       calls[id(site)] = _optax.def_call(site.unit.legacy(call.func), call, site.unit.module)
   pmeans = _replication(project, group, applies)
@@ -166,7 +266,7 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
         site.refusal, site.message = _refusals.ESCAPE, 'the learning rate is set on a computed value'
   elif mode == 'none':
     for c in creates:
-      if id(c) in calls and calls[id(c)].sources.get('learning_rate', 'None') == 'None':
+      if id(c) in calls and id(c) not in multis and calls[id(c)].sources.get('learning_rate', 'None') == 'None':
         c.refusal, c.message = _refusals.LR_NONE, 'learning_rate=None and no override'
   if group.refused:
     for site in group.refused:
@@ -183,9 +283,17 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
       k[0] == 'field' for k in _members(project, group.root))
   for site in group.sites:
     plan = files[site.unit.path]
-    if site.kind == 'create':
+    if site.kind == 'create' and id(site) in multis:
+      _plan_multi(project, site, plan, multis[id(site)], plain_optax, records, conversions)
+    elif site.kind == 'create':
       _plan_create(project, site, plan, calls[id(site)], mode, schedule, plain_optax,
                    records, conversions, keep_layout)
+    elif site.kind == 'compute_gradient':
+      assign = site.unit.parent(site.node)
+      plan.edits[id(assign)] = Edit('FOM011', {})
+      plan.needs.add('jax')
+      records.append(Record.of(site, 'rewritten', code='FOM011',
+                               message='compute_gradient -> jax.value_and_grad'))
     elif site.kind in ('replicate', 'unreplicate'):
       plan.edits[id(site.node)] = Edit('FOM007', {'kind': site.kind})
       plan.needs.add('jax_utils')
@@ -348,7 +456,73 @@ def _plan_create(project, site, plan, call, mode, schedule, plain_optax, records
   keep = ' --keep-layout' if keep_layout else ''
   command = (f'flax-optim-compat convert <IN> --optimizer "{_optax.command_optimizer(call)}" '
              f'--tx "{cmd_tx}" --to train-state --out <OUT>{keep}')
+  try:
+    _expr.parse_tx(cmd_tx)
+  except _expr.ExpressionError as e:
+    command = ''
+    notes.append(f'no convert command: its --tx cannot be written on the command line ({e})')
   conversions.append(Conversion(unit.path, site.line, expression, exact, command, notes))
+
+
+def _group_tx(project, site, call, plain_optax):
+  """(expression, exact, marker text or None) of one built-in def call."""
+  result = _optax.plain(call.name, call.sources)
+  if result.exact != 'not exact':
+    return result.expression, result.exact, None
+  if plain_optax:
+    return (result.expression, result.exact,
+            f'FOM009 the plain optax expression is not exact: {result.difference}')
+  optim_alias = _optim_alias(site.unit, project.def_call(site.unit, site.node.func.value))
+  return (_optax.exact_transform(call, call.sources, optim_alias), result.exact,
+          f'FOM009 {call.name} has no exact plain optax expression ({result.difference}); '
+          'this is the package\'s exact transform')
+
+
+_RANK = {'bit-exact': 0, '1e-6': 1, 'not exact': 2}
+
+
+def _plan_multi(project, site, plan, groups, plain_optax, records, conversions):
+  """``MultiOptimizer`` / ``create(focus=...)`` -> ``optax.multi_transform``.
+
+  Legacy's traversal calls ``filter_fn('/' + '/'.join(keys), value)``; each leaf gets the label
+  of the first pair whose filter selects it (legacy refuses overlaps), and a leaf no traversal
+  selects stays untouched: ``optax.set_to_zero()``, never the masked chain, which moves it.
+  The labels are the package's own (``'0'``, ``'1'``, ..., ``'unmatched'``).
+  """
+  unit = site.unit
+  transforms, exact, markers = [], 'bit-exact', []
+  label = "'unmatched'"
+  for i, (filter_source, rewrite, fn, call) in reversed(list(enumerate(groups))):
+    label = f"'{i}' if {filter_source}('/' + '/'.join(path), value) else {label}"
+    if rewrite is not None:
+      plan.edits[id(rewrite)] = Edit('FOM008', {'filter': unit.code(fn)})
+  for i, (_, _, _, call) in enumerate(groups):
+    expression, group_exact, marker = _group_tx(project, site, call, plain_optax)
+    transforms.append(f"'{i}': {expression}")
+    exact = max(exact, group_exact, key=_RANK.get)
+    if marker:
+      markers.append(marker)
+  transforms.append("'unmatched': optax.set_to_zero()")
+  expression = (f"optax.multi_transform({{{', '.join(transforms)}}}, lambda params: "
+                f"traverse_util.path_aware_map(lambda path, value: {label}, params))")
+  receiver = site.node.func.value
+  values = project.assignment_values(unit, receiver) if isinstance(receiver, cst.Name) else None
+  if values:   # ``opt_def = optim.MultiOptimizer(...)``: the variable holds the transform
+    plan.edits[id(values[0])] = Edit('FOM008', {'def_tx': expression})
+    plan.edits[id(site.node)] = Edit('FOM008', {'tx': unit.code(receiver)})
+  else:
+    plan.edits[id(site.node)] = Edit('FOM008', {'tx': expression})
+  plan.needs.update({'optax', 'train_state', 'traverse_util'})
+  for marker in markers:
+    plan.mark(site.node, f'{_refusals.MARKER} {marker}')
+  message = (f'{unit.code(project.def_call(unit, site.node.func.value))} -> '
+             'optax.multi_transform with labels from the traversals')
+  notes = ['the labels come from a function of the params, which --tx cannot write: convert '
+           'this checkpoint per group (see the migration guide) or with the package\'s '
+           'MultiOptimizer transform']
+  records.append(Record.of(site, 'flagged' if markers else 'rewritten', code='FOM008',
+                           exact=exact, message=message))
+  conversions.append(Conversion(unit.path, site.line, expression, exact, '', notes))
 
 
 def _optim_alias(unit, call) -> str:

@@ -38,7 +38,11 @@ _PASS_THROUGH = {
     'jax.block_until_ready': (0, 'x'),
     'flax.serialization.from_bytes': (0, 'target'),
     'flax.serialization.from_state_dict': (0, 'target'),
+    'jax.tree_util.tree_map': (1, 'tree'),
+    'jax.tree.map': (1, 'tree'),
 }
+# Of these, every positional argument after the function is a tree of the same structure.
+_TREE_MAPS = frozenset({'jax.tree_util.tree_map', 'jax.tree.map'})
 # Calls that read an optimizer as a plain pytree (any pytree works, a TrainState too).
 _SINKS = {
     'flax.serialization.to_bytes': (0, 'target'),
@@ -52,11 +56,27 @@ _SINKS = {
 }
 
 
+# The names of flax.optim (flax 0.5.3), at the package or in its modules.
+LEGACY_NAMES = frozenset(BUILTIN_DEFS + (
+    'Optimizer', 'OptimizerDef', 'OptimizerState', 'MultiOptimizer', 'ModelParamTraversal',
+    'WeightNorm', 'DynamicScale', 'ReplicatedOptimizer'))
+
+
 def legacy_name(names: Iterable[str]) -> Optional[str]:
-  """``'Adam'`` for ``flax.optim.Adam`` / ``flax.optim.adam.Adam`` / ``flax_optim_compat.Adam``."""
+  """``'Adam'`` for ``flax.optim.Adam`` / ``flax.optim.adam.Adam`` / ``flax_optim_compat.Adam``.
+
+  Only flax.optim's own names: the package's private modules (``flax_optim_compat._restore``)
+  and its additions (``from_optax``) are not legacy uses.
+  """
   for name in names:
     if name.startswith(LEGACY_PREFIXES):
-      return name.rsplit('.', 1)[1]
+      parts = name.split('.')
+      prefix = 2 if parts[0] == 'flax' else 1
+      last = parts[-1]
+      modules = parts[prefix:-1]
+      if last in LEGACY_NAMES and len(modules) <= 1 and not any(
+          m.startswith('_') for m in modules):
+        return last
   return None
 
 
@@ -429,6 +449,11 @@ class Project:
           slot = slot_of(v)
           if slot:
             changed |= self._mark(('return', unit.path, fdef.name.value, id(fdef), i), slot)
+    elif isinstance(node, cst.Call) and unit.names(node.func) & _TREE_MAPS:
+      slots = [slot_of(a.value) for a in node.args[1:] if a.keyword is None and not a.star]
+      slots = [s for s in slots if s]
+      for other in slots[1:]:
+        changed |= self._mark(slots[0], other)
     elif isinstance(node, cst.Call):
       callee = self.resolve_callable(unit, node.func)
       if callee is not None:
@@ -528,6 +553,13 @@ class Project:
           return Site(unit, grand, 'escape', group, _refusals.ESCAPE,
                       f'the result of {attr}() is used where the analysis cannot follow it')
         return Site(unit, grand, kind, group)
+      if attr == 'compute_gradient' and isinstance(grand, cst.Call) and grand.func is parent:
+        assign = unit.parent(grand)
+        if (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
+            and len(assign.targets[0].target.elements) in (2, 3) and len(grand.args) == 1
+            and grand.args[0].keyword is None):
+          return Site(unit, grand, 'compute_gradient', group)
       if attr in ('optimizer_def', 'hyper_params', 'state_dict', 'restore_state'):
         return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
       return Site(unit, parent, 'escape', group, _refusals.ESCAPE,
@@ -567,6 +599,8 @@ class Project:
         return False
       names = unit.names(call.func)
       if _pass_through_arg(unit, call) is node or _sink_arg(unit, call) is node:
+        return True
+      if names & _TREE_MAPS and parent.keyword is None and call.args[0] is not parent:
         return True
       if names & {'print', 'builtins.print'}:
         return True

@@ -35,10 +35,12 @@ UNKNOWN_DEF = Refusal('FOM110', 'an optimizer def that is not one of the built-i
                       'optimizers')
 MULTI = Refusal('FOM111', 'a MultiOptimizer whose traversals or groups are not literal '
                 '(ModelParamTraversal(filter) with a built-in optimizer)')
+UNFOLLOWED = Refusal('FOM112', 'a flax.optim name is used where the analysis cannot follow it '
+                     '(e.g. a def passed to a function), so it was left as it is')
 FAILED = Refusal('FOM199', 'the rewritten file did not compile, so it was left as it was')
 
 ALL = (SUBCLASS, GROUP_HYPER_PARAMS, WEIGHT_NORM, READ, PRE_LINEN, REPLICATE, ESCAPE, LR_NONE,
-       OVERRIDE, UNKNOWN_DEF, MULTI, FAILED)
+       OVERRIDE, UNKNOWN_DEF, MULTI, UNFOLLOWED, FAILED)
 
 
 def marker_text(refusal: Refusal) -> str:

@@ -55,6 +55,36 @@ def _create(original, updated, data, ctx):
       f'{ctx.train_state}.TrainState.create(apply_fn=None, params={_code(params)}, tx={tx})')
 
 
+def _multi(original, updated, data, ctx):
+  if 'filter' in data:   # the traversal variable's value: ``kernels = optim.ModelParamTraversal(f)``
+    return cst.parse_expression(data['filter'])
+  if 'def_tx' in data:   # ``opt_def = optim.MultiOptimizer(...)``
+    return cst.parse_expression(data['def_tx'])
+  params = next((a.value for a in updated.args if a.keyword is None),
+                None) or next(a.value for a in updated.args if a.keyword.value == 'target')
+  return cst.parse_expression(
+      f'{ctx.train_state}.TrainState.create(apply_fn=None, params={_code(params)}, '
+      f'tx={data["tx"]})')
+
+
+def _compute_gradient(original, updated, data, ctx):
+  """``loss, grad = opt.compute_gradient(f)`` / ``loss, aux, grad = ...`` (an Assign)."""
+  call = updated.value
+  receiver = _code(call.func.value)
+  fn = _code(call.args[0].value)
+  names = [_code(e.value) for e in updated.targets[0].target.elements]
+  if len(names) == 2:
+    return cst.parse_statement(
+        f'{names[0]}, {names[1]} = jax.value_and_grad({fn})({receiver}.params)\n').body[0]
+  return cst.parse_statement(
+      f'({names[0]}, {names[1]}), {names[2]} = jax.value_and_grad({fn}, has_aux=True)'
+      f'({receiver}.params)\n').body[0]
+
+
+def _dynamic_scale(original, updated, data, ctx):
+  return cst.parse_expression('dynamic_scale_lib.DynamicScale')
+
+
 def _target(original, updated, data, ctx):
   return updated.with_changes(attr=cst.Name('params'))
 
@@ -706,5 +736,317 @@ REPLICATE = Rule('FOM007', 'optimizer.replicate() / .unreplicate() -> jax_utils.
                  'unreplicate, the gradient average moved to the apply site under pmap',
                  _replicate, (_REPLICATE_PMAP,))
 
-all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION, REPLICATE)
+_MULTI_OPTIMIZER = Example(
+    'multi_optimizer',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import linen as nn
+from flax import optim
+
+
+class MLP(nn.Module):
+
+  @nn.compact
+  def __call__(self, x):
+    x = nn.tanh(nn.Dense(4)(x))
+    scale = self.param('scale', nn.initializers.ones, (1,))
+    return nn.Dense(1)(x) * scale
+
+
+def main():
+  model = MLP()
+  x = jnp.linspace(-1.0, 1.0, 12, dtype=jnp.float32).reshape(6, 2)
+  y = jnp.sin(3.0 * x[:, :1])
+  params = model.init(jax.random.PRNGKey(0), x)['params']
+
+  def loss_fn(params):
+    return jnp.mean((model.apply({'params': params}, x) - y) ** 2)
+
+  kernels = optim.ModelParamTraversal(lambda path, _: path.endswith('/kernel'))
+  biases = optim.ModelParamTraversal(lambda path, _: path.endswith('/bias'))
+  optimizer_def = optim.MultiOptimizer(
+      (kernels, optim.Adam(learning_rate=0.05)),
+      (biases, optim.Momentum(learning_rate=0.1, beta=0.8)))
+  optimizer = optimizer_def.create(params)
+  losses = []
+  for _ in range(20):
+    loss, grads = jax.value_and_grad(loss_fn)(optimizer.target)
+    optimizer = optimizer.apply_gradient(grads)
+    losses.append(float(loss))
+  print(json.dumps(losses + [float(optimizer.target['scale'][0])]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import traverse_util, linen as nn
+import optax
+from flax.training import train_state
+
+
+class MLP(nn.Module):
+
+  @nn.compact
+  def __call__(self, x):
+    x = nn.tanh(nn.Dense(4)(x))
+    scale = self.param('scale', nn.initializers.ones, (1,))
+    return nn.Dense(1)(x) * scale
+
+
+def main():
+  model = MLP()
+  x = jnp.linspace(-1.0, 1.0, 12, dtype=jnp.float32).reshape(6, 2)
+  y = jnp.sin(3.0 * x[:, :1])
+  params = model.init(jax.random.PRNGKey(0), x)['params']
+
+  def loss_fn(params):
+    return jnp.mean((model.apply({'params': params}, x) - y) ** 2)
+
+  kernels = lambda path, _: path.endswith('/kernel')
+  biases = lambda path, _: path.endswith('/bias')
+  optimizer_def = optax.multi_transform({'0': optax.adam(learning_rate=0.05, b1=0.9, b2=0.999, eps=1e-08), '1': optax.sgd(learning_rate=0.1, momentum=0.8, nesterov=False), 'unmatched': optax.set_to_zero()}, lambda params: traverse_util.path_aware_map(lambda path, value: '0' if kernels('/' + '/'.join(path), value) else '1' if biases('/' + '/'.join(path), value) else 'unmatched', params))
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optimizer_def)
+  losses = []
+  for _ in range(20):
+    loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+    optimizer = optimizer.apply_gradients(grads=grads)
+    losses.append(float(loss))
+  print(json.dumps(losses + [float(optimizer.params['scale'][0])]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='1e-6')
+
+_FOCUS = Example(
+    'focus',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params):
+  return jnp.sum((params['dense']['kernel'] - 1.0) ** 2) + jnp.sum(params['head'] ** 2)
+
+
+def main():
+  params = {'dense': {'kernel': jnp.array([0.5, -1.0, 2.0])}, 'head': jnp.array([0.3])}
+  optimizer = optim.Adam(learning_rate=0.05).create(
+      params, focus=optim.ModelParamTraversal(lambda path, _: path.startswith('/dense')))
+  losses = []
+  for _ in range(20):
+    loss, grads = jax.value_and_grad(loss_fn)(optimizer.target)
+    optimizer = optimizer.apply_gradient(grads)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import traverse_util
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params):
+  return jnp.sum((params['dense']['kernel'] - 1.0) ** 2) + jnp.sum(params['head'] ** 2)
+
+
+def main():
+  params = {'dense': {'kernel': jnp.array([0.5, -1.0, 2.0])}, 'head': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.multi_transform({'0': optax.adam(learning_rate=0.05, b1=0.9, b2=0.999, eps=1e-08), 'unmatched': optax.set_to_zero()}, lambda params: traverse_util.path_aware_map(lambda path, value: '0' if (lambda path, _: path.startswith('/dense'))('/' + '/'.join(path), value) else 'unmatched', params)))
+  losses = []
+  for _ in range(20):
+    loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+    optimizer = optimizer.apply_gradients(grads=grads)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='1e-6')
+
+MULTI = Rule('FOM008', 'optim.MultiOptimizer((traversal, def), ...) / create(focus=traversal) '
+             '-> optax.multi_transform with labels from the traversals, unselected params '
+             'optax.set_to_zero()', _multi, (_MULTI_OPTIMIZER, _FOCUS))
+
+_DYNAMIC_SCALE = Example(
+    'dynamic_scale',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+@jax.jit
+def train_step(optimizer, dynamic_scale):
+  grad_fn = dynamic_scale.value_and_grad(loss_fn)
+  dynamic_scale, is_finite, loss, grads = grad_fn(optimizer.target)
+  new_optimizer = optimizer.apply_gradient(grads)
+  optimizer = jax.tree_util.tree_map(
+      lambda new, old: jnp.where(is_finite, new, old), new_optimizer, optimizer)
+  return optimizer, dynamic_scale, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = optim.Momentum(learning_rate=0.05, beta=0.9).create(params)
+  dynamic_scale = optim.DynamicScale(growth_interval=5)
+  losses = []
+  for _ in range(20):
+    optimizer, dynamic_scale, loss = train_step(optimizer, dynamic_scale)
+    losses.append(float(loss))
+  print(json.dumps(losses + [float(dynamic_scale.scale)]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import dynamic_scale as dynamic_scale_lib, train_state
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+@jax.jit
+def train_step(optimizer, dynamic_scale):
+  grad_fn = dynamic_scale.value_and_grad(loss_fn)
+  dynamic_scale, is_finite, loss, grads = grad_fn(optimizer.params)
+  new_optimizer = optimizer.apply_gradients(grads=grads)
+  optimizer = jax.tree_util.tree_map(
+      lambda new, old: jnp.where(is_finite, new, old), new_optimizer, optimizer)
+  return optimizer, dynamic_scale, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.sgd(learning_rate=0.05, momentum=0.9, nesterov=False))
+  dynamic_scale = dynamic_scale_lib.DynamicScale(growth_interval=5)
+  losses = []
+  for _ in range(20):
+    optimizer, dynamic_scale, loss = train_step(optimizer, dynamic_scale)
+    losses.append(float(loss))
+  print(json.dumps(losses + [float(dynamic_scale.scale)]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='bit-exact')
+
+DYNAMIC_SCALE = Rule('FOM010', 'optim.DynamicScale -> flax.training.dynamic_scale.DynamicScale '
+                     '(imported as dynamic_scale_lib, as flax\'s examples do)', _dynamic_scale,
+                     (_DYNAMIC_SCALE,))
+
+_COMPUTE_GRADIENT = Example(
+    'compute_gradient',
+    before='''\
+import json
+
+import jax.numpy as jnp
+from flax import optim
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = optim.Adam(learning_rate=0.05).create(params)
+
+  def loss_fn(params):
+    return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+  def loss_and_aux(params):
+    loss = loss_fn(params)
+    return loss, {'half': 0.5 * loss}
+
+  losses = []
+  for step in range(20):
+    if step % 2:
+      loss, grads = optimizer.compute_gradient(loss_fn)
+    else:
+      loss, aux, grads = optimizer.compute_gradient(loss_and_aux)
+      loss = loss + 0.0 * aux['half']
+    optimizer = optimizer.apply_gradient(grads)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax.numpy as jnp
+import jax
+import optax
+from flax.training import train_state
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(learning_rate=0.05, b1=0.9, b2=0.999, eps=1e-08))
+
+  def loss_fn(params):
+    return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+  def loss_and_aux(params):
+    loss = loss_fn(params)
+    return loss, {'half': 0.5 * loss}
+
+  losses = []
+  for step in range(20):
+    if step % 2:
+      loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+    else:
+      (loss, aux), grads = jax.value_and_grad(loss_and_aux, has_aux=True)(optimizer.params)
+      loss = loss + 0.0 * aux['half']
+    optimizer = optimizer.apply_gradients(grads=grads)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='1e-6')
+
+COMPUTE_GRADIENT = Rule('FOM011', 'loss, grad = optimizer.compute_gradient(loss_fn) -> '
+                        'jax.value_and_grad(loss_fn)(state.params) (has_aux=True for three '
+                        'targets)', _compute_gradient, (_COMPUTE_GRADIENT,))
+
+all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION, REPLICATE, MULTI, DYNAMIC_SCALE,
+             COMPUTE_GRADIENT)
 by_code = {rule.code: rule for rule in all_rules}
