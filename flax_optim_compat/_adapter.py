@@ -26,6 +26,7 @@ import optax
 
 from . import _from_optax
 from . import _layouts
+from . import _multi_optax
 from . import _plain
 from . import _transforms
 from . import _tree
@@ -110,6 +111,11 @@ def _map_state(node, on_field: Callable[[str, Any], Any], path=''):
   return node
 
 
+def _holds_namedtuple(node) -> bool:
+  """Whether a container holds optax states (NamedTuples), not per-parameter values."""
+  return any(_is_namedtuple(x) for x in jax.tree_util.tree_leaves(node, is_leaf=_is_namedtuple))
+
+
 def _optax_fields(opt_def) -> Dict[str, str]:
   return dict(opt_def.optax_state_fields)
 
@@ -141,7 +147,8 @@ def _fill_optax_state(template, step, field_trees: Dict[str, Any], opt_def,
       return {k: (jnp.asarray(hyperparams[k], dtype=_tree.dtype_of(v)) if k in hyperparams
                   else own.get(k, v)) for k, v in child.items()}
     if jax.tree_util.tree_leaves(child):
-      if _is_namedtuple(child) or isinstance(child, (tuple, list, dict)):
+      if _is_namedtuple(child) or (isinstance(child, (tuple, list, dict))
+                                   and _holds_namedtuple(child)):
         return _map_state(child, on_field, where + '/')
       fields = ', '.join(sorted(_optax_fields(opt_def))) or 'none'
       raise StateMappingError(
@@ -418,20 +425,6 @@ def _injected_values(tx, params, template) -> List[dict]:
   return jax.jit(lambda p: _collect_hyperparams(tx.init(p)))(params)
 
 
-def _first_count(opt_state) -> Optional[Any]:
-  found = []
-
-  def on_field(name, child, where):
-    if name == 'count' and not found:
-      found.append(child)
-    elif _is_namedtuple(child) or isinstance(child, (tuple, list, dict)):
-      _map_state(child, on_field, where + '/')
-    return child
-
-  _map_state(opt_state, on_field)
-  return found[0] if found else None
-
-
 def _step_signs(opt_def, tx, params) -> Dict[str, float]:
   """``{optax field: -1.0}`` for each ``step_scaled_fields`` entry ``tx`` keeps negated.
 
@@ -445,7 +438,8 @@ def _step_signs(opt_def, tx, params) -> Dict[str, float]:
   if not fields:
     return {}
   hyper_params = opt_def.hyper_params
-  if getattr(hyper_params, 'learning_rate', 0.0) is None:
+  if ('learning_rate' in {f.name for f in dataclasses.fields(hyper_params)}
+      and hyper_params.learning_rate is None):  # given per step: any rate shows the sign
     hyper_params = hyper_params.replace(learning_rate=1.0)
   attempts = [(_PROBE_PARAMS, _PROBE_GRADS)]
   if params is not None:
@@ -552,7 +546,7 @@ def _from_any_optax_state(opt_def, tx, params, opt_state, step):
   if tx is not None:
     found = _negate(found, _step_signs(opt_def, tx, params))
   if step is None:
-    step = _first_count(opt_state)
+    step = _multi_optax.first_count(opt_state)
     if step is None:
       raise StateMappingError(f'the optax state of {type(opt_def).__name__} has no `count`; '
                               'pass step= (the legacy step, e.g. the TrainState step).')
@@ -700,6 +694,29 @@ class OptaxBackedDef(OptimizerDef):
     if not self.plain_optax_forms:
       raise NotImplementedError(f'{type(self).__name__} declares no plain optax expression.')
     return _plain.build(self, self.plain_optax_forms)
+
+  def plain_optax_notes(self, params) -> List[str]:
+    """Lines naming the params whose continuation in :meth:`plain_optax` differs from legacy.
+
+    Only for an optimizer whose plain form treats an all-zero parameter differently (LAMB's
+    trust ratio): one line naming those params, or none.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import flax_optim_compat as optim
+      >>> optim.LAMB(0.1).plain_optax_notes({'w': jnp.ones(2), 'b': jnp.zeros(2)})
+      ['/b is all zeros: optax.lamb moves an all-zero param (trust ratio 1), legacy kept it at zero (ratio 0)']
+    """
+    if not self.plain_optax_forms:
+      return []
+    note = _plain.zero_params_note(self, self.plain_optax_forms)
+    if note is None:
+      return []
+    zero = [path for path, leaf in zip(_tree.tree_paths(params), jax.tree_util.tree_leaves(params))
+            if np.size(leaf) and not np.any(np.asarray(leaf))]
+    if not zero:
+      return []
+    return [f'{", ".join(zero)} {"is" if len(zero) == 1 else "are"} all zeros: {note}']
 
   def optax_state(self, params, state, hyper_params=None, tx=None) -> optax.OptState:
     """The state of :meth:`optax_transform` (or of ``tx``) holding the legacy ``state``.

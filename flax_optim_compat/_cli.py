@@ -4,26 +4,23 @@ Exit status: 0 success (``diff``: the checkpoints agree within ``--rtol``), 1 ``
 differences, 2 bad input (one line on stderr naming what is wrong; nothing is written).
 """
 import argparse
-import ast
 import json
 import os
 import sys
-import tempfile
 import warnings
 from typing import List, Optional
 
-import flax.linen as nn
-import jax
-import jax.numpy as jnp
 from flax import serialization
 
 import flax_optim_compat as optim
 from . import _deprecation
 from . import convert
+from . import demo
 from ._expr import UsageError
 from ._expr import canonical_tx
 from ._expr import parse_optimizer
 from ._expr import parse_tx
+from ._expr import path_regexes
 
 _PROG = 'flax-optim-compat'
 _PROGRESS_MIN_BYTES = 100 << 20
@@ -37,6 +34,10 @@ examples:
       --to train-state --out state.msgpack
   %(prog)s convert ckpts/ --optimizer "Momentum(0.1, beta=0.9)" --to orbax --out orbax_ckpt
   %(prog)s convert orbax_ckpt --optimizer "Momentum(0.1, beta=0.9)" --to legacy --out legacy.msgpack
+  %(prog)s convert ckpts/ --optimizer "Adam(1e-3)" --tx "optax.inject_hyperparams(optax.adam)(1e-3)" \\
+      --to train-state --out state.msgpack
+  %(prog)s convert ckpts/ --optimizer "MultiOptimizer((ModelParamTraversal('kernel$'), Adam(1e-3)), \\
+      (ModelParamTraversal('bias$'), Momentum(0.1)))" --to orbax --out orbax_ckpt
   %(prog)s diff run_a/checkpoint_1000 run_b/checkpoint_1000 --rtol 1e-5
 
   %(prog)s migrate src/ --report migrate.json
@@ -122,19 +123,12 @@ def _target_txs(args, opt_def):
   return txs[0], texts[0]
 
 
-def _labels_text(optimizer_text: str) -> Optional[str]:
-  """``param_labels`` for the ``ModelParamTraversal('REGEX')`` groups of ``--optimizer``."""
-  try:
-    tree = ast.parse(optimizer_text.strip(), mode='eval')
-  except SyntaxError:
+def _labels_text(opt_def) -> Optional[str]:
+  """``param_labels`` for a MultiOptimizer of ``ModelParamTraversal('REGEX')`` groups."""
+  regexes = path_regexes(opt_def)
+  if not regexes:
     return None
-  patterns = [node.args[0].value for node in ast.walk(tree)
-              if isinstance(node, ast.Call) and node.args
-              and getattr(node.func, 'attr', getattr(node.func, 'id', None)) == 'ModelParamTraversal'
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)]
-  if not patterns:
-    return None
-  pairs = ', '.join(f'({str(i)!r}, {p!r})' for i, p in enumerate(patterns))
+  pairs = ', '.join(f'({str(i)!r}, {r.pattern!r})' for i, r in enumerate(regexes))
   return ('param_labels = lambda params: flax.traverse_util.path_aware_map(lambda path, _: '
           f"next((label for label, regex in ({pairs},) if re.search(regex, '/' + "
           "'/'.join(path))), 'unmatched'), params)")
@@ -177,7 +171,7 @@ def _cmd_convert(args, out) -> int:
   out.write(f'wrote {args.out} ({args.to}, step {int(result.train_state.step)}): load it with '
             f'tx={load_with}\n')
   if isinstance(opt_def, optim.MultiOptimizer):
-    labels = _labels_text(args.optimizer)
+    labels = _labels_text(opt_def)
     out.write('  labels: one per group in order (\'0\', \'1\', ...), \'unmatched\' for the '
               'params no group selects' + (f'; {labels}' if labels else '') + '\n')
   for note in result.notes:
@@ -218,59 +212,7 @@ def _cmd_diff(args, out) -> int:
 
 
 def _cmd_demo(args, out) -> int:
-  class MLP(nn.Module):
-
-    @nn.compact
-    def __call__(self, x):
-      return nn.Dense(1)(nn.tanh(nn.Dense(8)(x)))
-
-  model = MLP()
-  kx, kinit = jax.random.split(jax.random.PRNGKey(0))
-  x = jax.random.uniform(kx, (64, 2), minval=-1.0, maxval=1.0)
-  y = jnp.sin(3.0 * x[:, :1]) + x[:, 1:]
-
-  def loss_fn(params):
-    return jnp.mean((model.apply({'params': params}, x) - y) ** 2)
-
-  grad_fn = jax.jit(jax.value_and_grad(loss_fn))
-  spec = 'Adam(learning_rate=0.03, weight_decay=1e-4)'
-  opt_def = parse_optimizer(spec)
-
-  out.write(f'1. Train a tiny MLP with the legacy API: optim.{spec}.create(params)\n')
-  optimizer = opt_def.create(model.init(kinit, x)['params'])
-  for _ in range(args.steps):
-    loss, grads = grad_fn(optimizer.target)
-    optimizer = optimizer.apply_gradient(grads)
-    out.write(f'   step {int(optimizer.state.step):3d}  loss {float(loss):.6f}\n')
-
-  with tempfile.TemporaryDirectory() as tmp:
-    path = os.path.join(tmp, f'checkpoint_{args.steps}')
-    with open(path, 'wb') as f:
-      f.write(serialization.to_bytes(optimizer))
-    out.write(f'\n2. Save a legacy msgpack checkpoint (flax.serialization.to_bytes(optimizer)):'
-              f'\n   {path}\n')
-    out.write(f'\n3. {_PROG} inspect {path} --depth 3\n')
-    info = convert.inspect(path)
-    out.write('   ' + info.summary() + '\n')
-    out.write('\n'.join('   ' + line for line in info.tree(3).splitlines()) + '\n')
-    out.write(f'\n4. Convert it to an optax TrainState:\n   convert.to_train_state(path, '
-              f'optim.{spec}, apply_fn=model.apply)\n')
-    state = convert.to_train_state(path, opt_def, apply_fn=model.apply)
-  out.write(f'   TrainState(step={int(state.step)}, tx={spec}.optax_transform())\n')
-
-  out.write(f'\n5. Continue {args.steps} steps both ways:\n')
-  out.write('   step   legacy Optimizer   optax TrainState\n')
-  worst = 0.0
-  for _ in range(args.steps):
-    legacy_loss, grads = grad_fn(optimizer.target)
-    optimizer = optimizer.apply_gradient(grads)
-    loss, grads = grad_fn(state.params)
-    state = state.apply_gradients(grads=grads)
-    worst = max(worst, abs(float(loss) - float(legacy_loss)))
-    out.write(f'   {int(state.step):4d}   {float(legacy_loss):16.6f}   {float(loss):16.6f}\n')
-  param_diff = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(
-      jax.tree_util.tree_leaves(optimizer.target), jax.tree_util.tree_leaves(state.params)))
-  out.write(f'   max |loss difference| {worst:.2g}, max |param difference| {param_diff:.2g}\n')
+  demo.story(main, args.steps, out)
   return 0
 
 
@@ -314,7 +256,8 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--to', required=True, choices=('optax', 'train-state', 'orbax', 'legacy'),
                  help='optax: msgpack {params, opt_state}; train-state: msgpack of a flax '
                       'TrainState {step, params, opt_state}; orbax: an orbax checkpoint '
-                      'directory of that TrainState; legacy: back to a legacy msgpack file')
+                      'directory of that TrainState (each with every key that sat beside the '
+                      'optimizer); legacy: back to a legacy msgpack file, those keys included')
   p.add_argument('--out', required=True, help='the output path (must not exist)')
   p.add_argument('--tx', action='append', default=None, metavar='EXPR',
                  help='the optax transformation to convert into, as optax Python (parsed, never '
@@ -347,8 +290,9 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--all', action='store_true', help='list every leaf, not only differing ones')
   p.set_defaults(run=_cmd_diff)
 
-  p = sub.add_parser('demo', help='the whole story on a tiny model: legacy training, checkpoint, '
-                                  'inspect, convert to an optax TrainState, continue both ways')
+  p = sub.add_parser('demo', help='the whole story on a tiny model: old code unchanged trains and '
+                                  'checkpoints, inspect, convert, plain optax loads it and '
+                                  'continues to the same numbers')
   p.add_argument('--steps', type=int, default=5, help='steps before and after the checkpoint')
   p.set_defaults(run=_cmd_demo)
 

@@ -330,6 +330,8 @@ def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
   try:
     full_tx, state_tx, load_with, target_notes = _targets(optimizer_def, tx)
     notes += target_notes
+    if tx is None and not isinstance(optimizer_def, MultiOptimizer):
+      notes += optimizer_def.plain_optax_notes(optimizer.target)
     opt_state = optimizer_def.optax_state(optimizer.target, optimizer.state, tx=state_tx)
   except NotImplementedError as e:
     raise CheckpointError(f'{type(optimizer_def).__name__} cannot be converted to optax: {e}') from None
@@ -350,6 +352,12 @@ def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
     if clash:
       raise CheckpointError(f'{where}: the optimizer sits beside a key {clash[0]!r}, which the '
                             'flat TrainState layout needs; use keep_layout (--keep-layout).')
+    if (outer_step is not None and _multi_optax.first_count(opt_state) is None
+        and int(np.asarray(outer_step)) != int(optimizer.state.step)):
+      notes.append(f'the optimizer\'s own step ({int(optimizer.state.step)}) differs from the '
+                   f'train state\'s ({int(np.asarray(outer_step))}) and this optax state keeps no '
+                   'count: converted back, the optimizer gets the train state\'s step '
+                   '(keep_layout / --keep-layout keeps both)')
     siblings = {k: v for k, v in parent.items() if k not in (path[-1], 'step')}
     if siblings:
       notes.append(f'carried beside the train state: {", ".join(sorted(map(str, siblings)))}')
@@ -672,11 +680,8 @@ def load_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None) -> C
     >>> sorted(convert.to_legacy(params, opt_state, optim.Adam(0.1), step=step)['state'])
     ['param_states', 'step']
   """
-  _, _, path, params, opt_state, _ = _read_converted(source, optimizer_def, tx)
-  del path
-  tree, _ = _sources.read_any(source)
-  return ConvertedCheckpoint(params, opt_state, _state_dict.at(tree, _find_train_states(tree)[0])
-                             .get('step'))
+  tree, _, path, params, opt_state, _ = _read_converted(source, optimizer_def, tx)
+  return ConvertedCheckpoint(params, opt_state, _state_dict.at(tree, path).get('step'))
 
 
 def legacy_from_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None, step=None,
@@ -726,8 +731,8 @@ def legacy_from_converted(source: Source, optimizer_def: OptimizerDef, *, tx=Non
   if step is None and _multi_optax.first_count(opt_state) is None:
     step = node.get('step')
   if step is None and _multi_optax.first_count(opt_state) is None:
-    raise CheckpointError(f'{where}: the optax state keeps no `count` and there is no `step`; '
-                          'give the legacy step (--step).')
+    raise CheckpointError(f'{where}: the optax state has no `count` and the file no `step`; '
+                          'give the legacy step (--step, step=).')
   legacy = to_legacy(params, opt_state, optimizer_def,
                      step=None if step is None else np.asarray(step), tx=state_tx)
   siblings = {k: v for k, v in node.items() if k not in ('step', 'params', 'opt_state')}

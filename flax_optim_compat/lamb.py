@@ -128,7 +128,9 @@ class LAMB(OptaxBackedDef):
       PlainForm((PlainCall('lamb', (('learning_rate', Hyper('learning_rate')),
                                     ('b1', Hyper('beta1')), ('b2', Hyper('beta2')),
                                     ('eps', Hyper('eps')),
-                                    ('weight_decay', Hyper('weight_decay')))),)),
+                                    ('weight_decay', Hyper('weight_decay')))),),
+                zero_params='optax.lamb moves an all-zero param (trust ratio 1), legacy kept it '
+                            'at zero (ratio 0)'),
   )
 
   def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, weight_decay=0, eps=1e-6):

@@ -194,7 +194,8 @@ def test_convert_and_back(capsys, tmp_path, to):
   out = tmp_path / 'converted'
   code, stdout, _ = _run(capsys, 'convert', ADAM_DIR, '--optimizer', ADAM, '--to', to,
                          '--out', str(out))
-  assert code == 0 and stdout == f'wrote {out} ({to})\n'
+  assert code == 0 and stdout.startswith(
+      f'wrote {out} ({to}, step 3): load it with tx=optax.adamw(learning_rate=0.01, ')
   assert sorted(os.listdir(tmp_path)) == ['converted']
   back = tmp_path / 'back.msgpack'
   code, _, _ = _run(capsys, 'convert', str(out), '--optimizer', ADAM, '--to', 'legacy',
@@ -250,12 +251,14 @@ def test_progress_line_only_on_a_terminal(monkeypatch, tmp_path):
 def test_demo(capsys):
   code, out, _ = _run(capsys, 'demo', '--steps', '3')
   assert code == 0
-  rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()
-          and len(line.split()) == 3]
+  rows = [line.split() for line in out.splitlines()
+          if len(line.split()) == 3 and line.split()[0].isdigit()]
   assert [int(r[0]) for r in rows] == [4, 5, 6]
-  for _, legacy, optax_loss in rows:
+  for _, legacy, optax_loss in rows:  # legacy in one process, plain optax in another
     assert float(legacy) == pytest.approx(float(optax_loss), rel=1e-5)
-  assert 'Adam, AdaBelief or LAMB at step 3, a bare optimizer' in out
+  assert 'Adam, AdaBelief or LAMB at step 3, a train state (optimizer at /optimizer)' in out
+  assert 'load it with tx=optax.adamw(learning_rate=0.03, ' in out
+  assert 'note: carried beside the train state: model_state' in out
 
 
 def test_module_and_help():

@@ -72,16 +72,39 @@ CASES = {
     'RMSProp-centered': _spec('RMSProp', learning_rate=0.01, beta2=0.85, eps=1e-3, centered=True),
     'TrainState-Adam': _ADAM,
     'Replicated-Momentum': _MOMENTUM,
+    # MultiOptimizer files (the checkpoint cases of tests/catalogue.py): kernels Adam, biases
+    # Momentum, /scale selected by no group; GradientDescent's `()` states beside `None`.
+    'MultiOptimizer': {'name': 'MultiOptimizer', 'groups': [
+        [{'kind': 'path_regex', 'value': '/kernel$'}, _ADAM],
+        [{'kind': 'path_regex', 'value': '/bias$'}, _MOMENTUM]]},
+    'MultiOptimizer-GradientDescent': {'name': 'MultiOptimizer', 'groups': [
+        [{'kind': 'path_regex', 'value': '^/dense/'}, _spec('GradientDescent', learning_rate=0.1)]]},
+    'TrainState-MultiOptimizer': {'name': 'MultiOptimizer', 'groups': [
+        [{'kind': 'path_regex', 'value': '/kernel$'}, _MOMENTUM]]},
 }
+
+# Train-state files: their conversion (flat, and with keep_layout) converted back by
+# `convert.legacy_from_converted` must restore into the original dataclass in flax 0.5.3.
+ROUND_TRIPS = ('TrainState-Adam', 'TrainState-MultiOptimizer')
 
 
 def build_def(optim, spec):
   """The same on both sides: ``optim`` is ``flax.optim`` or ``flax_optim_compat``."""
+  if spec['name'] == 'MultiOptimizer':
+    from tests import catalogue  # pylint: disable=g-import-not-at-top
+    return catalogue.build_def(optim, spec)
   return getattr(optim, spec['name'])(**spec['kwargs'])
 
 
 def cli_string(spec):
-  """The ``--optimizer`` string of a spec: 'Adam(learning_rate=0.01, ...)'."""
+  """The ``--optimizer`` string of a spec: 'Adam(learning_rate=0.01, ...)'.
+
+  A MultiOptimizer's groups are ``(ModelParamTraversal('REGEX'), optimizer)`` pairs.
+  """
+  if spec['name'] == 'MultiOptimizer':
+    pairs = ', '.join(f"(ModelParamTraversal({t['value']!r}), {cli_string(o)})"
+                      for t, o in spec['groups'])
+    return f'MultiOptimizer({pairs})'
   return f"{spec['name']}({', '.join(f'{k}={v!r}' for k, v in spec['kwargs'].items())})"
 
 
@@ -130,7 +153,17 @@ def write_ours(inputs_file):
     path = os.path.join(OUT, 'ours', f'{name}.msgpack')
     if os.path.exists(path):
       os.remove(path)
-    convert.to_legacy(state.params, state.opt_state, opt_def, step=state.step, path=path)
+    # The legacy optimizer's step (a train state's own step may count skipped updates too).
+    legacy_step = int(optimizer_state_dict(load(legacy_file(name)))['state']['step']) + BACK_AFTER
+    convert.to_legacy(state.params, state.opt_state, opt_def, step=legacy_step, path=path)
+    if name in ROUND_TRIPS:
+      for layout in ('flat', 'keep'):
+        path = os.path.join(OUT, 'ours', f'{name}.roundtrip-{layout}.msgpack')
+        if os.path.exists(path):
+          os.remove(path)
+        converted = convert.convert_checkpoint(legacy_file(name), opt_def,
+                                               keep_layout=layout == 'keep')
+        convert.legacy_from_converted(converted.state_dict, opt_def, path=path)
     report[name] = 'written'
   print(json.dumps(report))
 
@@ -151,6 +184,16 @@ def generate(names, modern_python):
       opt = apply(opt, jax.tree_util.tree_map(jax.numpy.asarray, item['grads'][str(i)]))
       out.append(serialization.to_state_dict(opt))
     return out
+
+  def train_state(optimizer):
+    """The dataclass the train-state fixtures were saved from (tests/checkpoint_specs.py)."""
+    from flax import struct  # pylint: disable=g-import-not-at-top
+    from flax.optim import dynamic_scale  # pylint: disable=g-import-not-at-top
+    from tests import checkpoint_specs  # pylint: disable=g-import-not-at-top
+    return checkpoint_specs.train_state_class(struct)(
+        step=jax.numpy.asarray(0, jax.numpy.int32), optimizer=optimizer,
+        model_state={'batch_stats': {'mean': jax.numpy.zeros((4,), jax.numpy.float32)}},
+        dynamic_scale=dynamic_scale.DynamicScale(growth_interval=2))
 
   inputs = {name: make_inputs(name) for name in names}
   expected = {}
@@ -182,6 +225,16 @@ def generate(names, modern_python):
         'restored': serialization.to_state_dict(opt),
         'continued': continue_(opt, item, range(BACK_AFTER, STEPS))}
     print(f'{name}: legacy restored our file and continued {STEPS - BACK_AFTER} steps')
+    if name in ROUND_TRIPS:
+      expected[name]['round_trip'] = {}
+      for layout in ('flat', 'keep'):
+        with open(os.path.join(OUT, 'ours', f'{name}.roundtrip-{layout}.msgpack'), 'rb') as f:
+          written = f.read()
+        raw = serialization.msgpack_restore(written)
+        restored = serialization.from_bytes(
+            train_state(fresh(item, raw['optimizer']['target'])), written)
+        expected[name]['round_trip'][layout] = serialization.to_state_dict(restored)
+      print(f'{name}: legacy restored both round trips into its train-state dataclass')
 
   path = os.path.join(OUT, 'expected.msgpack')
   previous = load(path) if os.path.exists(path) else {}
