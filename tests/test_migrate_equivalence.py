@@ -40,10 +40,7 @@ ORACLE_RTOL, ORACLE_ATOL = 1e-5, 1e-6
 # Known gaps of the tool: the tests stay and must fail (strict xfail) until the tool is fixed.
 # NOT_MIGRATED: scripts the tool refuses; WRONG_NUMBERS: migrated, but not within the claimed
 # exactness.
-NOT_MIGRATED = {
-    'multi_optimizer.py': 'migrate refuses every MultiOptimizer (FOM111), even with literal '
-                          'ModelParamTraversal(filter) groups of built-in optimizers',
-}
+NOT_MIGRATED = {}
 WRONG_NUMBERS = {
     'learning_rate_none.py': 'the report claims bit-exact for optax.inject_hyperparams('
                              'optax.rmsprop, ...); measured 9.5e-7 max abs over 24 steps (1 ulp '
