@@ -42,7 +42,7 @@ class _Apply(cst.CSTTransformer):
 
 
 def _bound_names(module: cst.Module):
-  return {n.value for n in _project._walk(module) if isinstance(n, cst.Name)}  # pylint: disable=protected-access
+  return {n.value for n in _project.walk(module) if isinstance(n, cst.Name)}
 
 
 def _rewrite(plan: _plan.FilePlan) -> str:
@@ -51,7 +51,7 @@ def _rewrite(plan: _plan.FilePlan) -> str:
     return unit.source
   names = _bound_names(unit.module)
   has_train_state = any('flax.training.train_state' in unit.names(n)
-                        for n in _project._walk(unit.module) if isinstance(n, cst.Name) and  # pylint: disable=protected-access
+                        for n in unit.nodes if isinstance(n, cst.Name) and
                         n.value == 'train_state')
   alias = 'train_state' if has_train_state or 'train_state' not in names else 'flax_train_state'
   context = _rules.Context(train_state=alias)
@@ -76,7 +76,7 @@ def _rewrite(plan: _plan.FilePlan) -> str:
   if 'jnp' in plan.needs:
     visitors.AddImportsVisitor.add_needed_import(ctx, 'jax.numpy', asname='jnp')
   module = visitors.AddImportsVisitor(ctx).transform_module(module)
-  for node in _project._walk(unit.module):  # pylint: disable=protected-access
+  for node in unit.nodes:
     if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
       base = cst.Module([]).code_for_node(node.module) if node.module else ''
       for a in node.names:

@@ -39,10 +39,10 @@ def def_call(name: str, call: cst.Call, module: cst.Module) -> Optional[DefCall]
   except TypeError:
     return None
   sources = dict(bound.arguments)
-  return DefCall(name, sources, {k: _is_literal(v) for k, v in sources.items()})
+  return DefCall(name, sources, {k: is_literal(v) for k, v in sources.items()})
 
 
-def _is_literal(text: str) -> bool:
+def is_literal(text: str) -> bool:
   try:
     ast.literal_eval(text)
     return True

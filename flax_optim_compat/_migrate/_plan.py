@@ -89,7 +89,7 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   for unit in project.units:
     _leftovers(unit, files[unit.path], refused_nodes, records)
   for unit in project.units:
-    for node in _project._walk(unit.module):  # pylint: disable=protected-access
+    for node in unit.nodes:
       if isinstance(node, (cst.Import, cst.ImportFrom)):
         for alias in node.names if not isinstance(node.names, cst.ImportStar) else ():
           if unit.legacy(alias.name) or any(
@@ -105,28 +105,36 @@ def _leftovers(unit, plan, handled, records):
   E.g. a def passed to a function (``make(optim.Adam(0.1))``): the analysis does not follow
   defs through calls, and a silent leftover would pass ``--check``.
   """
-  stack = [unit.module]
-  while stack:
-    node = stack.pop()
-    if id(node) in handled or id(node) in plan.edits or isinstance(
+  unit.module.visit(_LeftoverVisitor(unit, plan, handled, records))
+
+
+class _LeftoverVisitor(cst.CSTVisitor):
+
+  def __init__(self, unit, plan, handled, records):
+    super().__init__()
+    self.unit, self.plan, self.handled, self.records = unit, plan, handled, records
+
+  def on_visit(self, node) -> bool:
+    unit, plan = self.unit, self.plan
+    if id(node) in self.handled or id(node) in plan.edits or isinstance(
         node, (cst.Import, cst.ImportFrom)):
-      continue
+      return False
     if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node) == 'DynamicScale':
       plan.edits[id(node)] = Edit('FOM010', {})
       plan.needs.add('dynamic_scale')
-      records.append(Record(unit.path, unit.line(node), 'FOM010', 'rewritten', 'bit-exact',
-                            f'{unit.code(node)} -> dynamic_scale_lib.DynamicScale'))
-      continue
+      self.records.append(Record(unit.path, unit.line(node), 'FOM010', 'rewritten', 'bit-exact',
+                                 f'{unit.code(node)} -> dynamic_scale_lib.DynamicScale'))
+      return False
     if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node):
-      name = unit.code(node)
       plan.mark(node, _refusals.marker_text(_refusals.UNFOLLOWED))
-      records.append(Record(unit.path, unit.line(node), _refusals.UNFOLLOWED.code, 'refused', '',
-                            f'{name}: {_refusals.UNFOLLOWED.reason}'))
-      continue
+      self.records.append(Record(unit.path, unit.line(node), _refusals.UNFOLLOWED.code,
+                                 'refused', '',
+                                 f'{unit.code(node)}: {_refusals.UNFOLLOWED.reason}'))
+      return False
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
         node.func.attr.value == 'optax_transform'):
-      continue   # the package's exact transform, kept on purpose (flagged FOM009)
-    stack.extend(reversed(node.children))
+      return False   # the package's exact transform, kept on purpose (flagged FOM009)
+    return True
 
 
 def _def_site_check(project, group, files) -> dict:
@@ -161,13 +169,13 @@ def _def_site_check(project, group, files) -> dict:
       site.refusal, site.message = _refusals.UNKNOWN_DEF, unit.code(call)
     elif any(a.keyword and a.keyword.value == 'focus' for a in site.node.args) or len(
         site.node.args) > 1:
-      focus = _project._arg(site.node, 1, 'focus')  # pylint: disable=protected-access
+      focus = _project.call_arg(site.node, 1, 'focus')
       multis[id(site)] = _multi_groups(project, unit, [(focus, call)])
       if multis[id(site)] is None or len(site.node.args) != 2:
         site.refusal, site.message = _refusals.MULTI, 'create(..., focus=...)'
     elif _optax.def_call(name, call, unit.module) is None:
       site.refusal, site.message = _refusals.UNKNOWN_DEF, f'{unit.code(call)}: arguments'
-    elif any(n.startswith('flax.nn.') for node in _project._walk(unit.module)  # pylint: disable=protected-access
+    elif any(n.startswith('flax.nn.') for node in unit.nodes
              if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node)):
       site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
     # A def variable must be used only as this create's receiver.
@@ -259,7 +267,7 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
     for site in applies:
       if overrides[id(site)] is None:
         lrs = {calls[id(c)].sources.get('learning_rate') for c in creates if id(c) in calls}
-        if len(lrs) != 1 or not (lrs <= {None} or _optax._is_literal(next(iter(lrs)))):  # pylint: disable=protected-access
+        if len(lrs) != 1 or not (lrs <= {None} or _optax.is_literal(next(iter(lrs)))):
           site.refusal = _refusals.LR_NONE
           site.message = 'applied without learning_rate= while other sites set it'
       if not _pure(site.node.func.value):
@@ -342,7 +350,7 @@ def _replication(project, group, applies):
     return {}
   axes = set()
   for site in replicates:
-    axis = _project._arg(site.node, 1, 'axis_name')  # pylint: disable=protected-access
+    axis = _project.call_arg(site.node, 1, 'axis_name')
     if axis is None:
       axes.add('batch')
     elif isinstance(axis, cst.SimpleString):
@@ -374,12 +382,12 @@ def _averaged(project, unit, fdef, grads, axis) -> bool:
   """Whether ``grads`` (a name) is assigned ``jax.lax.pmean(..., axis_name=axis)`` in ``fdef``."""
   if not isinstance(grads, cst.Name):
     return False
-  for node in _project._walk(fdef):  # pylint: disable=protected-access
+  for node in _project.walk(fdef):
     if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
         isinstance(t.target, cst.Name) and t.target.value == grads.value for t in node.targets):
       call = node.value
       if 'jax.lax.pmean' in unit.names(call.func) or 'jax.lax.pmean' in unit.names(call):
-        name = _project._arg(call, 1, 'axis_name')  # pylint: disable=protected-access
+        name = _project.call_arg(call, 1, 'axis_name')
         if isinstance(name, cst.SimpleString) and name.evaluated_value == axis:
           return True
   return False

@@ -94,6 +94,7 @@ class Unit:
     self.positions = wrapper.resolve(meta.PositionProvider)
     self.module_name = next(iter(self.fqnames.get(self.module, ())), None)
     self.module_name = self.module_name.name if self.module_name else ''
+    self.nodes = walk(self.module)   # one walk, reused by every pass of the analysis
 
   def names(self, node: cst.CSTNode) -> Set[str]:
     return {q.name for q in self.fqnames.get(node, ())}
@@ -200,7 +201,7 @@ class Project:
     self._functions: Dict[str, Tuple[Unit, cst.FunctionDef]] = {}
     self._classes: Dict[str, Tuple[Unit, cst.ClassDef]] = {}
     for unit in self.units:
-      for node in _walk(unit.module):
+      for node in unit.nodes:
         if isinstance(node, cst.FunctionDef):
           for name in unit.names(node.name):
             self._functions[name] = (unit, node)
@@ -210,10 +211,10 @@ class Project:
     # FunctionDef id -> the axis names it is pmapped with (``jax.pmap(f, axis_name='batch')``).
     self.pmap_axes: Dict[int, Set[str]] = {}
     for unit in self.units:
-      for node in _walk(unit.module):
+      for node in unit.nodes:
         if isinstance(node, cst.Call) and 'jax.pmap' in unit.names(node.func) and node.args:
           callee = self.resolve_callable(unit, node.args[0].value)
-          axis = _arg(node, 1, 'axis_name')
+          axis = call_arg(node, 1, 'axis_name')
           if callee is not None and isinstance(axis, cst.SimpleString):
             self.pmap_axes.setdefault(id(callee[1]), set()).add(axis.evaluated_value)
     self.groups = _UnionFind()
@@ -363,7 +364,7 @@ class Project:
   def _analyse(self):
     # Variables bound to a legacy def: ``opt_def = optim.Adam(...)``.
     for unit in self.units:
-      for node in _walk(unit.module):
+      for node in unit.nodes:
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
           target = node.targets[0].target
           if isinstance(target, cst.Name) and isinstance(node.value, cst.Call) and unit.legacy(
@@ -373,7 +374,7 @@ class Project:
               self.def_slots.add(slot)
     # Annotations name optimizer slots directly.
     for unit in self.units:
-      for node in _walk(unit.module):
+      for node in unit.nodes:
         if isinstance(node, cst.Annotation) and unit.legacy(
             annotation_head(node.annotation)) in OPTIMIZER_CLASSES:
           slot = self._annotated_slot(unit, node)
@@ -382,7 +383,7 @@ class Project:
     for _ in range(50):
       changed = False
       for unit in self.units:
-        for node in _walk(unit.module):
+        for node in unit.nodes:
           changed |= self._flow(unit, node)
       if not changed:
         break
@@ -504,7 +505,7 @@ class Project:
     found: List[Site] = []
     for unit in self.units:
       seen: Set[int] = set()
-      for node in _walk(unit.module):
+      for node in unit.nodes:
         if id(node) in seen:
           continue
         if isinstance(node, cst.ClassDef):
@@ -626,18 +627,18 @@ class Project:
 def _pass_through_arg(unit: Unit, call: cst.Call) -> Optional[cst.BaseExpression]:
   for name in unit.names(call.func):
     if name in _PASS_THROUGH:
-      return _arg(call, *_PASS_THROUGH[name])
+      return call_arg(call, *_PASS_THROUGH[name])
   return None
 
 
 def _sink_arg(unit: Unit, call: cst.Call) -> Optional[cst.BaseExpression]:
   for name in unit.names(call.func):
     if name in _SINKS:
-      return _arg(call, *_SINKS[name])
+      return call_arg(call, *_SINKS[name])
   return None
 
 
-def _arg(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
+def call_arg(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
   positional = [a for a in call.args if a.keyword is None and not a.star]
   for a in call.args:
     if a.keyword is not None and a.keyword.value == keyword:
@@ -663,10 +664,19 @@ def annotation_head(node: cst.BaseExpression) -> cst.BaseExpression:
   return node
 
 
-def _walk(node: cst.CSTNode):
-  """Every node under ``node``, parents before children."""
-  stack = [node]
-  while stack:
-    n = stack.pop()
-    yield n
-    stack.extend(reversed(n.children))
+class _Collect(cst.CSTVisitor):
+
+  def __init__(self):
+    super().__init__()
+    self.nodes: List[cst.CSTNode] = []
+
+  def on_visit(self, node):
+    self.nodes.append(node)
+    return True
+
+
+def walk(node: cst.CSTNode) -> List[cst.CSTNode]:
+  """Every node under ``node`` (itself included), parents before children."""
+  collect = _Collect()
+  node.visit(collect)
+  return collect.nodes
