@@ -1,6 +1,6 @@
 """Regenerates every golden fixture: ``python -m tools.oracle --modern-python PY``.
 
-Runs the three generators one after the other, each in its own process of this interpreter (the
+Runs the generators one after the other, each in its own process of this interpreter (the
 pmap and checkpoint generators simulate 8 CPU devices, the trajectories run on the default one).
 """
 import argparse
@@ -19,7 +19,8 @@ def main(argv=None):
   if not args.modern_python:
     parser.error('pass --modern-python PY (or set FLAX_OPTIM_COMPAT_DEV_PYTHON)')
   for module, extra in (('gen_trajectories', []), ('gen_pmap', []),
-                        ('gen_checkpoints', ['--modern-python', args.modern_python])):
+                        ('gen_checkpoints', ['--modern-python', args.modern_python]),
+                        ('gen_migrate_corpus', [])):
     print(f'== tools.oracle.{module}', flush=True)
     subprocess.run([sys.executable, '-m', f'tools.oracle.{module}'] + extra, cwd=oracle.ROOT,
                    check=True)

@@ -1,0 +1,376 @@
+"""Run a legacy script both ways: as it is on this package, and migrated on plain optax.
+
+The *before* side runs the script unchanged in a child interpreter where `from flax import optim`
+resolves to this checkout's package (the import alias, installed here by a `sitecustomize.py`
+as the `.pth` file does in an installed environment). The *after* side is the script rewritten
+by `python -m flax_optim_compat migrate --write`, run by `tests._isolated.run_isolated`, where
+neither this package nor `flax.optim` can be imported: a migrated script that still needs us
+fails there. Both print their trajectory (a JSON list of floats) as the last stdout line.
+
+Processes are reused: one `migrate` call for a whole folder, and one child interpreter per side
+for a whole list of scripts (`run_programs`: each runs as `__main__` with its own globals and
+`sys.argv`, its stdout captured), except scripts that configure the process before importing
+jax, which get a fresh process each (`run_before` / `run_after`).
+"""
+import dataclasses
+import json
+import os
+import pathlib
+import shlex
+import shutil
+import subprocess
+import sys
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import jax
+import numpy as np
+from flax import serialization
+
+from tests import _isolated
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+CORPUS = REPO / 'tests' / 'legacy_scripts' / 'migrate'
+
+# The corpus: legacy-style training scripts. `args`: '{workdir}' stands for a fresh folder;
+# `steps`: how many steps the run trains (its trajectory: one loss per step, then every final
+# parameter); `legacy`: what the script does, in the legacy API. train_state_checkpoint.py also
+# runs as the checkpoint path: trained to CHECKPOINT_STEP (saved there), resumed to RESUME_STEP.
+class Script(NamedTuple):
+  args: Tuple
+  steps: int
+  legacy: str
+
+
+SCRIPTS = {
+    'pmap_replicate.py': Script(
+        (), 20, '`Momentum(nesterov=True)`, `jax_utils.replicate` + `pmap` + `lax.pmean`'),
+    'schedule_per_step.py': Script(
+        (), 25, '`Adam`, `learning_rate=learning_rate_fn(optimizer.state.step + 1)` under jit'),
+    'schedule_loop_counter.py': Script(
+        (), 24, '`Momentum`, `learning_rate=cosine_lr(step)` from a loop counter starting at 1'),
+    'adam_weight_decay.py': Script((), 20, '`Adam(weight_decay=0.05)`'),
+    'momentum_weight_decay.py': Script((), 20, '`Momentum(weight_decay=1e-2)`, def built in a helper'),
+    'train_state_checkpoint.py': Script(
+        ('{workdir}', 25), 25, '`Adam` in a train-state dataclass beside BatchNorm stats, '
+        '`checkpoints.save_checkpoint` / `restore_checkpoint`'),
+    'multi_optimizer.py': Script(
+        (), 20, '`MultiOptimizer` of `Adam` and `Momentum` over two traversals, one layer in none'),
+    'learning_rate_none.py': Script(
+        (), 24, '`RMSProp(learning_rate=None)`, the learning rate halved every epoch on the host'),
+}
+CHECKPOINT_SCRIPT = 'train_state_checkpoint.py'
+CHECKPOINT_STEP, RESUME_STEP = 15, 20
+
+
+def corpus_args(name: str, workdir) -> List[str]:
+  return [str(workdir) if a == '{workdir}' else str(a) for a in SCRIPTS[name].args]
+
+
+# The report's exactness classes, strongest first.
+EXACTNESS = ('bit-exact', '1e-6', 'not exact')
+
+# '1e-6': the same formula in float32, evaluated in a different order (e.g. a schedule
+# evaluated inside optax's update instead of in the caller, fused differently by XLA). Each such
+# reordering costs about one ulp (float32: 6e-8 relative), and a trajectory of 20-30 steps
+# compounds a few of them: 1e-6 relative is ~16 ulp. Values that pass near zero (a loss close
+# to its minimum, a parameter crossing 0) have no meaningful relative error, so an absolute
+# floor of 1e-7 (one ulp at magnitude 1) is added.
+RTOL_1E6 = 1e-6
+ATOL_1E6 = 1e-7
+
+
+def legacy_env(tmp_path: pathlib.Path, **extra: str) -> Dict[str, str]:
+  """Environment of a *before* child: `from flax import optim` is this checkout's package."""
+  hook_dir = tmp_path / '_alias_hook'
+  hook_dir.mkdir(parents=True, exist_ok=True)
+  (hook_dir / 'sitecustomize.py').write_text('import _flax_optim_compat_alias\n')
+  env = {k: v for k, v in os.environ.items()
+         if k not in ('PYTHONPATH', 'PYTHONHOME', 'PYTHONSTARTUP', 'FLAX_OPTIM_COMPAT_ALIAS')}
+  env['PYTHONPATH'] = os.pathsep.join([str(hook_dir), str(REPO)])
+  env['JAX_PLATFORMS'] = 'cpu'
+  # Old scripts wrote msgpack checkpoints; flax's default today is orbax.
+  env['FLAX_USE_ORBAX_CHECKPOINTING'] = 'false'
+  env.update(extra)
+  return env
+
+
+def isolated_env(**extra: str) -> Dict[str, str]:
+  """Extra environment of an *after* child (run_isolated drops PYTHONPATH itself)."""
+  env = {'JAX_PLATFORMS': 'cpu', 'FLAX_USE_ORBAX_CHECKPOINTING': 'false'}
+  env.update(extra)
+  return env
+
+
+def trajectory(stdout: str) -> np.ndarray:
+  """The last stdout line, a JSON list of floats, as a float64 array."""
+  lines = stdout.strip().splitlines()
+  assert lines, 'the script printed nothing'
+  values = json.loads(lines[-1])
+  assert isinstance(values, list) and values, f'last line is not a JSON list: {lines[-1][:200]}'
+  return np.asarray(values, np.float64)
+
+
+def run_before(script: pathlib.Path, args: Sequence[str] = (), *, cwd: pathlib.Path,
+               env: Dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+  """Runs a legacy script as a user does (`python script.py ARGS`) on this package."""
+  proc = subprocess.run([sys.executable, str(script), *map(str, args)], cwd=cwd, env=env,
+                        capture_output=True, text=True, timeout=timeout, check=False)
+  assert proc.returncode == 0, (
+      f'legacy {script.name} exited {proc.returncode}:\nSTDOUT:\n{proc.stdout[-2000:]}\n'
+      f'STDERR:\n{proc.stderr[-4000:]}')
+  return proc
+
+
+def run_after(script: pathlib.Path, args: Sequence[str] = (), *, cwd: pathlib.Path,
+              env: Optional[Dict[str, str]] = None,
+              timeout: float = 300) -> subprocess.CompletedProcess:
+  """Runs a migrated script where this package and `flax.optim` cannot be imported."""
+  return _isolated.run_isolated(script.read_text(), args=[str(a) for a in args], cwd=str(cwd),
+                                env=isolated_env(**(env or {})), timeout=timeout)
+
+
+@dataclasses.dataclass
+class Migration:
+  """One `migrate --write --report` run over a folder."""
+  returncode: int
+  stdout: str
+  stderr: str
+  report: dict
+
+  def records(self, path: pathlib.Path) -> List[dict]:
+    """The report's site records of one file."""
+    return [r for r in self.report['sites'] if pathlib.Path(r['path']).name == path.name]
+
+  def optimizers(self, path: pathlib.Path) -> List[dict]:
+    """The report's rewritten optimizers of one file (expression, exactness, command)."""
+    return [r for r in self.report['optimizers'] if pathlib.Path(r['path']).name == path.name]
+
+  def exactness(self, path: pathlib.Path) -> str:
+    """The weakest exactness the report claims for a file (its sites and its optimizers)."""
+    classes = [r['exactness'] for r in self.records(path) if r['status'] == 'rewritten']
+    classes += [r['exactness'] for r in self.optimizers(path)]
+    assert classes, f'the report has no rewritten site for {path.name}'
+    unknown = sorted(set(classes) - set(EXACTNESS))
+    assert not unknown, f'unknown exactness {unknown} in the report for {path.name}'
+    return max(classes, key=EXACTNESS.index)
+
+  def not_rewritten(self, path: pathlib.Path) -> List[str]:
+    """One line per site of a file that was refused or flagged (empty when all rewritten)."""
+    return [f"{r['path']}:{r['line']}: {r['code']} {r['status']}: {r['message']}"
+            for r in self.records(path) if r['status'] != 'rewritten']
+
+
+def migrate_copy(sources: Sequence[pathlib.Path], dest: pathlib.Path,
+                 extra_args: Sequence[str] = ()) -> Migration:
+  """Copies `sources` into `dest` (a new folder) and migrates the copies in place."""
+  dest.mkdir(parents=True)
+  for source in sources:
+    shutil.copy(source, dest / source.name)
+  report = dest.parent / f'{dest.name}_report.json'
+  env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'FLAX_OPTIM_COMPAT_ALIAS')}
+  env['PYTHONPATH'] = str(REPO)
+  proc = subprocess.run(
+      [sys.executable, '-m', 'flax_optim_compat', 'migrate', str(dest), '--write', '--report',
+       str(report), *extra_args],
+      cwd=dest.parent, env=env, capture_output=True, text=True, timeout=300, check=False)
+  assert proc.returncode in (0, 1, 2), (
+      f'migrate crashed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}')
+  assert report.exists(), f'migrate wrote no report:\n{proc.stderr[-4000:]}'
+  return Migration(proc.returncode, proc.stdout, proc.stderr, json.loads(report.read_text()))
+
+
+def assert_equivalent(before: np.ndarray, after: np.ndarray, exactness: str,
+                      label: str = '') -> float:
+  """Asserts two trajectories agree within an exactness class; returns the max abs difference.
+
+  'not exact' makes no numeric claim: only the shape is checked.
+  """
+  assert exactness in EXACTNESS, exactness
+  assert before.shape == after.shape, f'{label}: trajectory lengths {before.shape} vs {after.shape}'
+  assert np.all(np.isfinite(before)) and np.all(np.isfinite(after)), f'{label}: non-finite values'
+  max_abs = float(np.max(np.abs(before - after)))
+  if exactness == 'bit-exact':
+    np.testing.assert_array_equal(after, before, err_msg=f'{label}: bit-exact claimed')
+  elif exactness == '1e-6':
+    np.testing.assert_allclose(after, before, rtol=RTOL_1E6, atol=ATOL_1E6,
+                               err_msg=f'{label}: within 1e-6 claimed')
+  return max_abs
+
+
+# --- many complete programs in one child ----------------------------------------------------
+
+@dataclasses.dataclass
+class Program:
+  """A complete program to run as `python PATH ARGS...` would (as `__main__`, with sys.argv)."""
+  name: str
+  path: pathlib.Path
+  args: Sequence[str] = ()
+
+
+# Runs each program in turn in its own globals, stdout captured, an exception caught per program;
+# prints {name: {'ok', 'last_line' | 'error', 'stdout'}} as its last line.
+_BATCH_RUNNER = '''
+import contextlib, io, json, sys, traceback
+programs = json.load(open(sys.argv[1]))
+results = {}
+for program in programs:
+  out = io.StringIO()
+  sys.argv = [program['path'], *program['args']]
+  try:
+    with open(program['path']) as f:
+      code = compile(f.read(), program['path'], 'exec')
+    with contextlib.redirect_stdout(out):
+      exec(code, {'__name__': '__main__', '__file__': program['path']})
+    lines = out.getvalue().strip().splitlines()
+    results[program['name']] = {'ok': True, 'last_line': lines[-1] if lines else '',
+                                'stdout': out.getvalue()[-2000:]}
+  except BaseException:
+    results[program['name']] = {'ok': False, 'error': traceback.format_exc()[-4000:],
+                                'stdout': out.getvalue()[-2000:]}
+print(json.dumps(results))
+'''
+
+
+def run_programs(programs: Sequence[Program], tmp_path: pathlib.Path, *, isolated: bool,
+                 env: Optional[Dict[str, str]] = None, timeout: float = 600) -> Dict[str, dict]:
+  """Runs complete programs one after another in ONE child interpreter (one start-up of jax).
+
+  `isolated` chooses the after side's child (no flax_optim_compat, no flax.optim), otherwise
+  the before side's (`from flax import optim` is this package). Each program runs as
+  `__main__` with its own globals and `sys.argv`; returns, per name, {'ok': True, 'last_line'}
+  or {'ok': False, 'error'} (the traceback). Programs must not depend on running first: jax is
+  imported once, so a program's XLA_FLAGS must also be in `env`.
+  """
+  tmp_path.mkdir(parents=True, exist_ok=True)
+  listing = tmp_path / ('after_programs.json' if isolated else 'before_programs.json')
+  listing.write_text(json.dumps([{'name': p.name, 'path': str(p.path), 'args': [str(a) for a in p.args]}
+                                 for p in programs]))
+  if isolated:
+    proc = _isolated.run_isolated(_BATCH_RUNNER, args=[str(listing)], cwd=str(tmp_path),
+                                  env=isolated_env(**(env or {})), timeout=timeout)
+  else:
+    proc = subprocess.run([sys.executable, '-c', _BATCH_RUNNER, str(listing)], cwd=tmp_path,
+                          env=legacy_env(tmp_path, **(env or {})), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def result_trajectory(results: Dict[str, dict], name: str) -> np.ndarray:
+  """The trajectory of one program of `run_programs`, or its traceback as the failure."""
+  result = results[name]
+  assert result['ok'], f'{name} failed:\n{result["error"]}\nstdout:\n{result["stdout"]}'
+  return trajectory(result['last_line'])
+
+
+# For a child that runs a pmap script among others (jax reads XLA_FLAGS once, at import).
+EIGHT_DEVICES = {'XLA_FLAGS': '--xla_force_host_platform_device_count=8'}
+
+
+# --- the corpus, one side at a time ---------------------------------------------------------
+
+MLP_SCRIPT = REPO / 'tests' / 'legacy_scripts' / 'train_mlp_legacy.py'
+MLP_STEPS = 25   # its three phases: jit [0, 10), pmap + pmean [10, 20), replicate() [20, 25)
+# Run in a fresh process of their own: pmap_replicate.py sets XLA_FLAGS itself before it
+# imports jax, which a shared child (jax already imported) would not test.
+STANDALONE = ('pmap_replicate.py',)
+
+
+def all_scripts() -> List[pathlib.Path]:
+  """The corpus and the package's own legacy script, train_mlp_legacy.py."""
+  return [CORPUS / name for name in SCRIPTS] + [MLP_SCRIPT]
+
+
+def script_args(path: pathlib.Path, workdir) -> List[str]:
+  if path.name == MLP_SCRIPT.name:
+    return [str(workdir), str(MLP_STEPS)]
+  return corpus_args(path.name, workdir)
+
+
+def mlp_trajectory(workdir: pathlib.Path, params_key: str) -> np.ndarray:
+  """train_mlp_legacy.py prints no trajectory: its losses (metrics.json) and final params."""
+  losses = json.loads((workdir / 'metrics.json').read_text())
+  state = serialization.msgpack_restore((workdir / f'checkpoint_{MLP_STEPS}').read_bytes())
+  leaves = [np.ravel(np.asarray(leaf)) for leaf in jax.tree_util.tree_leaves(state[params_key])]
+  return np.concatenate([[losses[str(i)] for i in range(MLP_STEPS)], *leaves]).astype(np.float64)
+
+
+def run_corpus(scripts: Sequence[pathlib.Path], root: pathlib.Path, *,
+               isolated: bool) -> Dict[str, object]:
+  """Runs every script of one side; returns name -> trajectory, or name -> error text.
+
+  One child for all, except STANDALONE scripts (one fresh process each).
+  """
+  params_key = 'params' if isolated else 'target'   # TrainState / legacy Optimizer
+  batch = [Program(p.name, p, script_args(p, root / 'work' / p.stem))
+           for p in scripts if p.name not in STANDALONE]
+  results = run_programs(batch, root, isolated=isolated, env=EIGHT_DEVICES)
+  out = {}
+  for program in batch:
+    result = results[program.name]
+    if not result['ok']:
+      out[program.name] = f'{program.name} failed:\n{result["error"]}'
+    elif program.name == MLP_SCRIPT.name:
+      out[program.name] = mlp_trajectory(root / 'work' / program.path.stem, params_key)
+    else:
+      out[program.name] = trajectory(result['last_line'])
+  for path in scripts:
+    if path.name in STANDALONE:
+      try:
+        # Without the suite's own XLA_FLAGS: the script must set them itself.
+        if isolated:
+          proc = run_after(path, script_args(path, root / 'work'), cwd=root,
+                                   env={'XLA_FLAGS': ''})
+        else:
+          proc = run_before(path, script_args(path, root / 'work'), cwd=root,
+                                    env=legacy_env(root, XLA_FLAGS=''))
+        out[path.name] = trajectory(proc.stdout)
+      except AssertionError as e:
+        out[path.name] = str(e)
+  return out
+
+
+# --- the checkpoint path --------------------------------------------------------------------
+
+def convert_command(migration: Migration, script: pathlib.Path) -> List[str]:
+  """The report's convert command for the script's one optimizer, as an argv."""
+  optimizers = migration.optimizers(script)
+  assert len(optimizers) == 1, optimizers
+  argv = shlex.split(optimizers[0]['command'])
+  assert argv[:2] == ['flax-optim-compat', 'convert'], argv
+  # The optimizer is a field of the script's train-state dataclass, saved with its siblings.
+  assert '--keep-layout' in argv, argv
+  assert argv.count('<IN>') == 1 and argv.count('<OUT>') == 1, argv
+  return argv
+
+
+def resume_both_ways(migration: Migration, migrated_script: pathlib.Path,
+                     root: pathlib.Path) -> Tuple[np.ndarray, np.ndarray]:
+  """CHECKPOINT_SCRIPT's checkpoint, resumed by legacy and, converted, by the migrated script.
+
+  Legacy trains to CHECKPOINT_STEP (its checkpoint is saved there), then a copy of its folder
+  resumes to RESUME_STEP. The checkpoint is converted with the report's command, only `<IN>` and
+  `<OUT>` filled in (run as `python -m flax_optim_compat`, this checkout's), into a new folder
+  that the migrated script (isolated) resumes from, to RESUME_STEP. Returns both trajectories.
+  """
+  script = CORPUS / CHECKPOINT_SCRIPT
+  legacy_dir, legacy_resume_dir, new_dir = root / 'legacy', root / 'legacy_resume', root / 'new'
+  root.mkdir(parents=True)
+  env = legacy_env(root)
+  run_before(script, [legacy_dir, CHECKPOINT_STEP], cwd=root, env=env)
+  checkpoint = legacy_dir / f'checkpoint_{CHECKPOINT_STEP}'
+  assert checkpoint.is_file(), sorted(legacy_dir.iterdir())
+  shutil.copytree(legacy_dir, legacy_resume_dir)
+  legacy = run_before(script, [legacy_resume_dir, RESUME_STEP], cwd=root, env=env)
+  assert f'starting at step {CHECKPOINT_STEP}' in legacy.stdout, legacy.stdout
+
+  new_dir.mkdir()
+  argv = [str(checkpoint) if a == '<IN>' else str(new_dir / checkpoint.name) if a == '<OUT>'
+          else a for a in convert_command(migration, script)]
+  proc = subprocess.run([sys.executable, '-m', 'flax_optim_compat', *argv[1:]], cwd=root,
+                        env=env, capture_output=True, text=True, timeout=300, check=False)
+  assert proc.returncode == 0, f'{shlex.join(argv)}\n{proc.stdout}\n{proc.stderr}'
+
+  migrated = run_after(migrated_script, [new_dir, RESUME_STEP], cwd=root)
+  assert f'starting at step {CHECKPOINT_STEP}' in migrated.stdout, migrated.stdout
+  return trajectory(legacy.stdout), trajectory(migrated.stdout)
