@@ -20,6 +20,8 @@ Trees: ``n`` float32 leaves of shape (32, 32) in a nested dict (blocks of 100). 
   Adam: ours (``Optimizer``), ``proto`` (``prototypes/flat_optimizer.py``: the same
   optimizer as one pytree node of flat leaves, not adopted), plain optax, and ``floor``: our
   very step function taking and returning a flat list of leaves (no tree nodes to flatten);
+  and, for each side, the cost of flattening what it carries and rebuilding it from the
+  leaves (what jax does to a jitted call's arguments and results), without the compute;
 * ``trace``: of a fresh jitted step (Adam), each phase timed: ``jit(f).trace`` (Python
   tracing), ``.lower()`` (to StableHLO) and ``.compile()`` (XLA); ours vs optax.
 
@@ -168,6 +170,11 @@ def measure_restore(n, shapes, cfg, first, log):
   return out
 
 
+def _flatten_and_rebuild(tree):
+  treedef = jax.tree_util.tree_structure(tree)
+  return lambda: treedef.unflatten(jax.tree_util.tree_flatten(tree)[0])
+
+
 def measure_step(n, shapes, cfg, log):
   params = _cases.make_tree(shapes, 0)
   grads = _cases.make_tree(shapes, 1, scale=1e-2)
@@ -193,15 +200,23 @@ def measure_step(n, shapes, cfg, log):
       fn(), fn()
     reps = cfg['step_reps'] if n < 1000 else max(5, cfg['step_reps'] // 4)
     t = rounds(fns, cfg['rounds'], reps)
+    # the argument handling alone: flatten the carried tree, rebuild it from its leaves
+    proto = jax.tree_util.tree_map(lambda x: x, flat_optimizer.from_optimizer(optimizer))
+    carried = {'ours': (optimizer, grads), 'proto': (proto, grads),
+               'optax': ((params, opt_state), grads), 'floor': (leaves, grads)}
+    host = rounds({k: _flatten_and_rebuild(tree) for k, tree in carried.items()},
+                  cfg['rounds'], reps * 5)
     out[name] = {'times_us': {k: spread(v, 1e6) for k, v in t.items()},
                  'ratios': {f'{k} / optax': ratio(t[k], t['optax'])
                             for k in ('ours', 'proto', 'floor')},
+                 'host_us': {k: spread(v, 1e6) for k, v in host.items()},
                  'treedef_nodes': {'ours': treedef.num_nodes,
                                    'optax': jax.tree_util.tree_structure(
                                        (params, opt_state)).num_nodes}}
     log(f'  step {n} leaves {name}: ' + ', '.join(
         f'{k} {fmt(v, "us")}' for k, v in out[name]['times_us'].items()) + '; ' + ', '.join(
-            f'{k} {fmt_ratio(v)}' for k, v in out[name]['ratios'].items()))
+            f'{k} {fmt_ratio(v)}' for k, v in out[name]['ratios'].items()) + '; host: ' + ', '.join(
+            f'{k} {fmt(v, "us")}' for k, v in out[name]['host_us'].items()))
   return out
 
 
@@ -262,6 +277,14 @@ def print_tables(report):
         print(f'| {n} | {name} | ' + ' | '.join(fmt(t[k], '') for k in
                                               ('ours', 'proto', 'optax', 'floor')) + ' | ' +
               ' | '.join(fmt_ratio(r[f'{k} / optax']) for k in ('ours', 'proto', 'floor')) + ' |')
+    print('\nwhat each side carries, µs to flatten it and rebuild it from its leaves (what jax '
+          'does to the arguments and results of every jitted call)')
+    print('| leaves | optimizer | ours | proto | optax | floor |')
+    print('|---:|---|---:|---:|---:|---:|')
+    for n, rows in res['step'].items():
+      for name, row in rows.items():
+        print(f'| {n} | {name} | ' + ' | '.join(fmt(row['host_us'][k], '') for k in
+                                              ('ours', 'proto', 'optax', 'floor')) + ' |')
   if res.get('trace'):
     print('\ncold trace / lower / compile (Adam), ms: ours vs optax, ratio per round')
     print('| leaves | phase | ours | optax | ours/optax |')
