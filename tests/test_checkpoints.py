@@ -28,6 +28,7 @@ from flax.core import freeze
 from flax.training import checkpoints
 
 import flax_optim_compat as optim
+from flax_optim_compat import _restore
 from flax_optim_compat import dynamic_scale
 from tests import _utils
 from tests import checkpoint_specs as specs
@@ -197,6 +198,28 @@ def test_from_bytes_of_legacy_file(name):
   raw = serialization.msgpack_restore(_read(_legacy_dir(name)))
   _assert_identical(serialization.to_state_dict(restored), raw)
   _assert_restored_leaves(_optimizer_of(restored))
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_flat_restore_path_gives_what_the_full_check_gives(name, monkeypatch):
+  """A file of exactly the template's layout takes the flat path (one pass over the leaves);
+  it builds the very objects the full check builds: same tree structure, types and bits."""
+  case = EXPECTED[name]['case']
+  data = _read(_legacy_dir(name))
+  template = _create(case)
+  optimizer = _optimizer_of(template)
+  if case['kind'] != 'replicated':  # replicated: the state dict is replicated first
+    raw = serialization.msgpack_restore(data)
+    raw = raw['optimizer'] if hasattr(template, 'dynamic_scale') else raw
+    assert _restore._fast_restore(optimizer.target, optimizer.state, raw) is not None
+  flat = serialization.from_bytes(template, data)
+  monkeypatch.setattr(_restore, '_fast_restore', lambda *args: None)
+  full = serialization.from_bytes(template, data)
+  assert jax.tree_util.tree_structure(flat) == jax.tree_util.tree_structure(full)
+  for a, b in zip(jax.tree_util.tree_leaves(flat), jax.tree_util.tree_leaves(full)):
+    assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape
+    assert getattr(a, 'flags', None) is None or a.flags.writeable == b.flags.writeable
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 @pytest.mark.parametrize('name,mode', RUNS)
