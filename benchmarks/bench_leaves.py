@@ -69,7 +69,8 @@ LARGE_SHAPES = {f'w{i:02d}': (2048, 2048) for i in range(20)}  # 83.9M params: a
 
 def leaf_tree(n):
   """``n`` leaves of (32, 32) in blocks of 100: {'block0': {'leaf00': ..., ...}, ...}."""
-  return {f'block{b}': {f'leaf{i % 100:02d}': (32, 32) for i in range(100 * b, min(n, 100 * b + 100))}
+  return {f'block{b}': {f'leaf{i % 100:02d}': (32, 32)
+                        for i in range(100 * b, min(n, 100 * b + 100))}
           for b in range((n + 99) // 100)}
 
 
@@ -169,7 +170,8 @@ def measure_restore(n, shapes, cfg, first, log):
     t = rounds(fns, cfg['rounds'], max(3, cfg['reps'] // 2))
     out['first_step_ms'] = {k: spread(v) for k, v in t.items()}
     out['ratios']['restore + first step / optax'] = ratio(t['ours'], t['optax'])
-  log(f'  restore {n} leaves: ' + '; '.join(f'{k} {fmt_ratio(v)}' for k, v in out['ratios'].items()))
+  log(f'  restore {n} leaves: ' + '; '.join(
+      f'{k} {fmt_ratio(v)}' for k, v in out['ratios'].items()))
   return out
 
 

@@ -34,10 +34,11 @@ msgpack's own message; :func:`read_msgpack` decodes with a message naming the so
 What a restored optimizer holds: the arrays of the state dict, as legacy did: a file's arrays
 come back as read-only NumPy arrays of the template's dtype (a cast leaf, a NumPy scalar and a
 Python scalar for a 0-d array leaf too), ``jax.Array`` leaves (a state dict built in memory) as
-they are, and ``step`` as an ``int32`` array. Nothing is moved to a device: the first step, jitted
-or not (``apply_gradient`` outside ``jit`` runs a compiled step), moves every leaf in one
-transfer, as it would move the NumPy leaves of a restored plain-optax train state, and the
-placement stays the caller's (``jax_utils.replicate``, a mesh's ``device_put``). A leaf jax
+they are, and ``step`` as an ``int32`` array. Nothing is moved to a device: the first step
+moves them (a jitted step, or a built-in's un-jitted ``apply_gradient``, which runs a compiled
+step, in one transfer), as it would move the NumPy leaves of a restored plain-optax train
+state, and the placement stays the caller's (``jax_utils.replicate``, a mesh's
+``device_put``). A leaf jax
 placed per ``device_put`` costs 30-50 µs on top of its copy; a file of 3000 small leaves took
 ten times its parse to restore that way. Read-only: an in-place write raises instead of
 changing a state other objects may share. Python-scalar leaves of the template (legacy allowed
@@ -369,19 +370,19 @@ def _make_plan(treedef, opt_target, opt_state) -> Optional[_Plan]:
   sd = {'target': serialization.to_state_dict(marked_target),
         'state': serialization.to_state_dict(marked_state)}
   sd_leaves, sd_treedef = jax.tree_util.tree_flatten(sd)
-  if (len(sd_leaves) != n or not all(type(x) is _Marker for x in sd_leaves)  # pylint: disable=unidiomatic-typecheck
+  if (len(sd_leaves) != n or not all(isinstance(x, _Marker) for x in sd_leaves)
       or len({x.index for x in sd_leaves}) != n):
     return None
   rebuilt = (serialization.from_state_dict(opt_target, sd['target'], name='target'),
              serialization.from_state_dict(opt_state, sd['state'], name='state'))
   rebuilt_leaves, rebuilt_treedef = jax.tree_util.tree_flatten(rebuilt)
-  if rebuilt_treedef != treedef or [x.index for x in rebuilt_leaves
-                                    if type(x) is _Marker] != list(range(n)):  # pylint: disable=unidiomatic-typecheck
+  if rebuilt_treedef != treedef or [
+      x.index if isinstance(x, _Marker) else None for x in rebuilt_leaves] != list(range(n)):
     return None
   position = {x.index: j for j, x in enumerate(sd_leaves)}
   step = sd['state'].get('step') if isinstance(sd['state'], dict) else None
   return _Plan(sd_treedef, [position[i] for i in range(n)],
-               position[step.index] if type(step) is _Marker else None)  # pylint: disable=unidiomatic-typecheck
+               position[step.index] if isinstance(step, _Marker) else None)
 
 
 def _plan(treedef, opt_target, opt_state) -> Optional[_Plan]:

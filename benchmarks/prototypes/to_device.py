@@ -68,7 +68,8 @@ def main():
     print(f'  {name:18s} {statistics.median(values) * 1e3:8.1f} [{min(values) * 1e3:.1f}-'
           f'{max(values) * 1e3:.1f}]  {statistics.median(ratios):5.2f}x  '
           f'({statistics.median(values) / len(leaves) * 1e6:.1f} µs a leaf)')
-  print(f'  jit identity, first call for a new tree structure (trace + compile): {first * 1e3:.0f} ms')
+  print('  jit identity, first call for a new tree structure (trace + compile): '
+        f'{first * 1e3:.0f} ms')
 
 
 if __name__ == '__main__':
