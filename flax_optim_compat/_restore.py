@@ -51,6 +51,8 @@ structures, one pass over the leaves, and the optimizer rebuilt from its own tre
 anything else (a cast, a scalar, a mismatch to report) takes the full check above.
 """
 import collections
+import dataclasses
+import operator
 import sys
 import threading
 from typing import Any, Optional, Tuple
@@ -58,6 +60,7 @@ from typing import Any, Optional, Tuple
 import jax
 import msgpack
 import numpy as np
+from flax import core as flax_core
 from flax import serialization
 
 from . import _layouts
@@ -83,7 +86,8 @@ def read_msgpack(data, source: Optional[str] = None) -> Any:
     ValueError: ``'<source> is not a valid legacy checkpoint (<msgpack's detail>)'``.
 
   Examples:
-    >>> from flax import serialization
+    >>> from flax import core as flax_core
+from flax import serialization
     >>> from flax_optim_compat import _restore
     >>> _restore.read_msgpack(serialization.msgpack_serialize({'step': 3}))
     {'step': 3}
@@ -343,13 +347,49 @@ class _Plan:
     order: for each leaf of the optimizer's ``(target, state)``, its index among the
       state dict's leaves.
     step: the index of ``state/step`` among the state dict's leaves (None if none).
+    mappings: per part (target, state), ``(where, keys)`` of every mapping in it: how to
+      reach it (:func:`_mappings`) and the key order jax's rebuild gives it (sorted).
   """
-  __slots__ = ('state_dict_treedef', 'order', 'step')
+  __slots__ = ('state_dict_treedef', 'order', 'step', 'mappings')
 
-  def __init__(self, state_dict_treedef, order, step):
+  def __init__(self, state_dict_treedef, order, step, mappings):
     self.state_dict_treedef = state_dict_treedef
     self.order = order
     self.step = step
+    self.mappings = mappings
+
+
+def _mappings(node, where=(), out=None):
+  """``[(where, keys)]`` of the dicts and ``FrozenDict``s in ``node``, or None if ``node``
+  holds a pytree node this walk cannot see into; ``where`` is a tuple of ``(getattr, name)``
+  and ``(getitem, key)`` steps from ``node``."""
+  out = [] if out is None else out
+  if isinstance(node, (dict, flax_core.FrozenDict)):
+    out.append((where, tuple(node.keys())))
+    children = [((operator.getitem, key), value) for key, value in node.items()]
+  elif isinstance(node, (tuple, list)):
+    children = [((operator.getitem, i), value) for i, value in enumerate(node)]
+  elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+    children = [((getattr, f.name), getattr(node, f.name)) for f in dataclasses.fields(node)]
+  elif jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(node)):
+    return out  # a leaf (a marker), None, or a static value
+  else:  # a pytree node this walk does not know could hold a mapping: no flat path
+    return None
+  for step, child in children:
+    if _mappings(child, where + (step,), out) is None:
+      return None
+  return out
+
+
+def _same_key_orders(part, mappings) -> bool:
+  """Whether every mapping of ``part`` has the key order jax's rebuild would give it."""
+  for where, keys in mappings:
+    node = part
+    for get, key in where:
+      node = get(node, key)
+    if tuple(node.keys()) != keys:
+      return False
+  return True
 
 
 _MAX_PLANS = 32
@@ -379,10 +419,13 @@ def _make_plan(treedef, opt_target, opt_state) -> Optional[_Plan]:
   if rebuilt_treedef != treedef or [
       x.index if isinstance(x, _Marker) else None for x in rebuilt_leaves] != list(range(n)):
     return None
+  mappings = (_mappings(marked_target), _mappings(marked_state))
+  if None in mappings:
+    return None
   position = {x.index: j for j, x in enumerate(sd_leaves)}
   step = sd['state'].get('step') if isinstance(sd['state'], dict) else None
   return _Plan(sd_treedef, [position[i] for i in range(n)],
-               position[step.index] if isinstance(step, _Marker) else None)
+               position[step.index] if isinstance(step, _Marker) else None, mappings)
 
 
 def _plan(treedef, opt_target, opt_state) -> Optional[_Plan]:
@@ -449,7 +492,21 @@ def _fast_restore(opt_target, opt_state, state_dict):
     step = sd_leaves[plan.step]
     if np.size(step) and np.min(step) < 0:  # an integer: its dtype is the template's
       return None
-  return treedef.unflatten(out)
+  # jax rebuilds dicts with sorted keys; from_state_dict keeps the template's order (which
+  # later writes follow): a part whose template has another order is rebuilt by it instead.
+  target_treedef, state_treedef = treedef.children()
+  n_target = target_treedef.num_leaves
+  parts = []
+  for part, part_treedef, leaves_of_part, mappings, name in (
+      (opt_target, target_treedef, out[:n_target], plan.mappings[0], 'target'),
+      (opt_state, state_treedef, out[n_target:], plan.mappings[1], 'state')):
+    if _same_key_orders(part, mappings):
+      parts.append(part_treedef.unflatten(leaves_of_part))
+    else:
+      values = part_treedef.unflatten(leaves_of_part)
+      parts.append(serialization.from_state_dict(
+          part, serialization.to_state_dict(values), name=name))
+  return tuple(parts)
 
 
 # ----------------------------------------------------------------------------- orbax

@@ -216,10 +216,23 @@ def test_flat_restore_path_gives_what_the_full_check_gives(name, monkeypatch):
   monkeypatch.setattr(_restore, '_fast_restore', lambda *args: None)
   full = serialization.from_bytes(template, data)
   assert jax.tree_util.tree_structure(flat) == jax.tree_util.tree_structure(full)
+  assert serialization.to_bytes(flat) == serialization.to_bytes(full)  # key orders too
   for a, b in zip(jax.tree_util.tree_leaves(flat), jax.tree_util.tree_leaves(full)):
     assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape
     assert getattr(a, 'flags', None) is None or a.flags.writeable == b.flags.writeable
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_restore_keeps_the_templates_key_order():
+  """As legacy's ``from_state_dict``: dicts come back in the template's key order (which a
+  later save writes), on the flat path too (jax itself rebuilds dicts with sorted keys)."""
+  params = {'b': {'kernel': jnp.ones((2, 3)), 'bias': jnp.zeros(3)},
+            'a': {'kernel': jnp.ones((3, 1)), 'bias': jnp.zeros(1)}}
+  template = optim.Adam(0.1).create(params)
+  data = serialization.to_bytes(template)
+  restored = serialization.from_bytes(template, data)
+  assert list(restored.target) == ['b', 'a'] and list(restored.target['b']) == ['kernel', 'bias']
+  assert serialization.to_bytes(restored) == data
 
 
 @pytest.mark.parametrize('name,mode', RUNS)
