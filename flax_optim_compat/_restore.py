@@ -86,8 +86,7 @@ def read_msgpack(data, source: Optional[str] = None) -> Any:
     ValueError: ``'<source> is not a valid legacy checkpoint (<msgpack's detail>)'``.
 
   Examples:
-    >>> from flax import core as flax_core
-from flax import serialization
+    >>> from flax import serialization
     >>> from flax_optim_compat import _restore
     >>> _restore.read_msgpack(serialization.msgpack_serialize({'step': 3}))
     {'step': 3}
