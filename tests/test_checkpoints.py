@@ -21,12 +21,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import jax_utils
 from flax import serialization
 from flax import struct
 from flax.core import freeze
 from flax.training import checkpoints
 
 import flax_optim_compat as optim
+from flax_optim_compat import _restore
 from flax_optim_compat import dynamic_scale
 from tests import _utils
 from tests import checkpoint_specs as specs
@@ -157,9 +159,18 @@ def _optimizer_of(obj):
   return obj.optimizer if hasattr(obj, 'dynamic_scale') else obj
 
 
-def _assert_jax_leaves(optimizer):
+def _assert_restored_leaves(optimizer):
+  """A msgpack restore hands back the file's arrays as legacy did, read-only NumPy arrays; a
+  replicated optimizer's restore replicates them onto its devices (jax arrays)."""
+  replicated = isinstance(optimizer.optimizer_def, optim.ReplicatedOptimizer)
   for path, leaf in jax.tree_util.tree_flatten_with_path(optimizer)[0]:
-    assert isinstance(leaf, jax.Array), f'{jax.tree_util.keystr(path)}: {type(leaf)}'
+    where = jax.tree_util.keystr(path)
+    if replicated:
+      assert isinstance(leaf, jax.Array) and len(leaf.sharding.device_set) == specs.N_DEVICES, (
+          f'{where}: {type(leaf)}')
+    else:
+      assert type(leaf) is np.ndarray, f'{where}: {type(leaf)}'
+      assert not leaf.flags.writeable, f'{where} is writable'
 
 
 # ----------------------------------------------------------------------------- legacy -> us
@@ -174,7 +185,7 @@ def test_restore_checkpoint_of_legacy_file(name):
   raw = serialization.msgpack_restore(_read(_legacy_dir(name)))
   _assert_identical(serialization.to_state_dict(restored), raw)
   assert jax.tree_util.tree_structure(restored) == jax.tree_util.tree_structure(template)
-  _assert_jax_leaves(_optimizer_of(restored))
+  _assert_restored_leaves(_optimizer_of(restored))
   assert _optimizer_of(restored).state.step.dtype == jnp.int32
   if case['kind'] == 'replicated':
     assert _optimizer_of(restored).state.step.shape == (specs.N_DEVICES,)
@@ -186,7 +197,42 @@ def test_from_bytes_of_legacy_file(name):
   restored = serialization.from_bytes(_create(case), _read(_legacy_dir(name)))
   raw = serialization.msgpack_restore(_read(_legacy_dir(name)))
   _assert_identical(serialization.to_state_dict(restored), raw)
-  _assert_jax_leaves(_optimizer_of(restored))
+  _assert_restored_leaves(_optimizer_of(restored))
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_flat_restore_path_gives_what_the_full_check_gives(name, monkeypatch):
+  """A file of exactly the template's layout takes the flat path (one pass over the leaves);
+  it builds the very objects the full check builds: same tree structure, types and bits."""
+  case = EXPECTED[name]['case']
+  data = _read(_legacy_dir(name))
+  template = _create(case)
+  optimizer = _optimizer_of(template)
+  if case['kind'] != 'replicated':  # replicated: the state dict is replicated first
+    raw = serialization.msgpack_restore(data)
+    raw = raw['optimizer'] if hasattr(template, 'dynamic_scale') else raw
+    assert _restore._fast_restore(optimizer.target, optimizer.state, raw) is not None
+  flat = serialization.from_bytes(template, data)
+  monkeypatch.setattr(_restore, '_fast_restore', lambda *args: None)
+  full = serialization.from_bytes(template, data)
+  assert jax.tree_util.tree_structure(flat) == jax.tree_util.tree_structure(full)
+  assert serialization.to_bytes(flat) == serialization.to_bytes(full)  # key orders too
+  for a, b in zip(jax.tree_util.tree_leaves(flat), jax.tree_util.tree_leaves(full)):
+    assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape
+    assert getattr(a, 'flags', None) is None or a.flags.writeable == b.flags.writeable
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_restore_keeps_the_templates_key_order():
+  """As legacy's ``from_state_dict``: dicts come back in the template's key order (which a
+  later save writes), on the flat path too (jax itself rebuilds dicts with sorted keys)."""
+  params = {'b': {'kernel': jnp.ones((2, 3)), 'bias': jnp.zeros(3)},
+            'a': {'kernel': jnp.ones((3, 1)), 'bias': jnp.zeros(1)}}
+  template = optim.Adam(0.1).create(params)
+  data = serialization.to_bytes(template)
+  restored = serialization.from_bytes(template, data)
+  assert list(restored.target) == ['b', 'a'] and list(restored.target['b']) == ['kernel', 'bias']
+  assert serialization.to_bytes(restored) == data
 
 
 @pytest.mark.parametrize('name,mode', RUNS)
@@ -339,17 +385,65 @@ def test_state_dict_and_restore_state_api():
   _assert_identical(serialization.to_state_dict(state), legacy['state'])
 
 
-def test_restored_leaves_are_writable_jax_arrays_and_train_eagerly():
-  """Not legacy's NumPy: restored leaves are jax arrays (not read-only NumPy), step int32."""
+def test_restored_leaves_are_read_only_numpy_and_train_eagerly_and_jitted():
+  """As legacy: a file's leaves come back as read-only NumPy (no per-leaf device transfer at
+  restore); in-place writes raise; the first step, eager or jitted, moves them to jax."""
   case = EXPECTED['Momentum']['case']
-  restored = serialization.from_bytes(_create(case), _read(_legacy_dir('Momentum')))
-  assert isinstance(restored.target['dense']['kernel'], jax.Array)
-  assert isinstance(restored.state.param_states['dense']['kernel'].momentum, jax.Array)
-  assert restored.state.step.dtype == jnp.int32 and restored.state.step.shape == ()
+  data = _read(_legacy_dir('Momentum'))
+  raw = serialization.msgpack_restore(data)
+  restored = serialization.from_bytes(_create(case), data)
+  kernel = restored.target['dense']['kernel']
+  momentum = restored.state.param_states['dense']['kernel'].momentum
+  assert type(kernel) is np.ndarray and type(momentum) is np.ndarray
+  assert restored.state.step.dtype == np.int32 and restored.state.step.shape == ()
+  with pytest.raises(ValueError, match='read-only'):
+    kernel[0, 0] = 5.0
+  with pytest.raises(ValueError, match='read-only'):
+    momentum += 1.0
+  _assert_identical(serialization.to_state_dict(restored), raw)  # nothing was written
   grads = jax.tree_util.tree_map(jnp.ones_like, restored.target)
   stepped = restored.apply_gradient(grads)
-  assert stepped.state.step.dtype == jnp.int32 and int(stepped.state.step) == STEP + 1
+  jitted = jax.jit(lambda opt, g: opt.apply_gradient(g))(restored, grads)
+  for out in (stepped, jitted):
+    assert isinstance(out.target['dense']['kernel'], jax.Array)
+    assert out.state.step.dtype == jnp.int32 and int(out.state.step) == STEP + 1
+  _assert_identical(serialization.to_state_dict(stepped), serialization.to_state_dict(jitted))
   np.asarray(stepped.target['dense']['kernel']) + 1.0  # usable as plain arrays
+
+
+def test_restored_leaves_place_where_the_caller_puts_them():
+  """Nothing is committed to a device by the restore: the restored optimizer goes onto a mesh
+  (replicated) and, after ``jax_utils.replicate``, into ``pmap``; both steps agree."""
+  devices = jax.local_devices()[:2]
+  if len(devices) < 2:
+    pytest.skip('needs 2 devices (the suite simulates 8 CPU devices)')
+  case = EXPECTED['Momentum']['case']
+  restored = serialization.from_bytes(_create(case), _read(_legacy_dir('Momentum')))
+  grads = jax.tree_util.tree_map(np.ones_like, restored.target)
+  mesh = jax.sharding.Mesh(np.array(devices), ('data',))
+  replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+  on_mesh = jax.device_put(restored, replicated)
+  assert all(leaf.sharding == replicated for leaf in jax.tree_util.tree_leaves(on_mesh))
+  meshed = jax.jit(lambda opt, g: opt.apply_gradient(g))(on_mesh, grads)
+  pmapped = jax.pmap(lambda opt, g: opt.apply_gradient(g), devices=devices)(
+      jax_utils.replicate(restored, devices), jax_utils.replicate(grads, devices))
+  _assert_identical(serialization.to_state_dict(jax_utils.unreplicate(pmapped)),
+                    serialization.to_state_dict(meshed))
+
+
+def test_in_memory_restore_keeps_callers_arrays_and_flags():
+  """``restore_state`` of a state dict held in memory: jax leaves as they are, and a caller's
+  writable NumPy array is handed back as a read-only view (the caller's flags unchanged)."""
+  case = EXPECTED['Momentum']['case']
+  raw = serialization.msgpack_restore(_read(_legacy_dir('Momentum')))
+  writable = jax.tree_util.tree_map(np.array, raw)
+  as_jax = jax.tree_util.tree_map(jnp.asarray, raw)
+  from_numpy = _create(case).restore_state(writable)
+  from_jax = _create(case).restore_state(as_jax)
+  kernel = from_numpy.target['dense']['kernel']
+  assert type(kernel) is np.ndarray and not kernel.flags.writeable
+  assert writable['target']['dense']['kernel'].flags.writeable
+  assert from_jax.target['dense']['kernel'] is as_jax['target']['dense']['kernel']
 
 
 def test_replicated_checkpoint_restores_unreplicated():

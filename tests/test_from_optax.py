@@ -48,17 +48,21 @@ def assert_same(actual, expected, what=''):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(e), err_msg=what)
 
 
-def assert_same_types(actual, expected, path='state'):
-  """``type(a) is type(b)`` at every node, recursively (NamedTuples, dicts, MaskedNodes)."""
-  assert type(actual) is type(expected), f'{path}: {type(actual)} is not {type(expected)}'
+def assert_same_types(actual, expected, path='state', numpy_leaves=False):
+  """``type(a) is type(b)`` at every node, recursively (NamedTuples, dicts, MaskedNodes);
+  with ``numpy_leaves``, a jax array leaf may be read-only NumPy (a restored msgpack file's)."""
+  if numpy_leaves and isinstance(expected, jax.Array) and type(actual) is np.ndarray:
+    assert not actual.flags.writeable, f'{path}: a writable NumPy array'
+  else:
+    assert type(actual) is type(expected), f'{path}: {type(actual)} is not {type(expected)}'
   if isinstance(expected, dict):
     assert list(actual) == list(expected), path
     for key in expected:
-      assert_same_types(actual[key], expected[key], f'{path}/{key}')
+      assert_same_types(actual[key], expected[key], f'{path}/{key}', numpy_leaves)
   elif isinstance(expected, (tuple, list)):
     assert len(actual) == len(expected), path
     for i, (a, e) in enumerate(zip(actual, expected)):
-      assert_same_types(a, e, f'{path}/{i}')
+      assert_same_types(a, e, f'{path}/{i}', numpy_leaves)
   elif hasattr(expected, 'dtype'):
     assert actual.dtype == expected.dtype and np.shape(actual) == np.shape(expected), path
 
@@ -451,9 +455,14 @@ def _trained(opt_def, steps=5):
 
 
 def _check_restored(restored, trained, fresh):
-  assert_same(restored.target, trained.target)
-  assert_same(restored.state, trained.state)
-  assert_same_types(restored.state.param_states, fresh.state.param_states)
+  # A msgpack file's arrays come back as read-only NumPy (as legacy); orbax's and in-memory
+  # ones as jax arrays. On the device, they are the trained ones.
+  for leaf in jax.tree_util.tree_leaves(restored):
+    assert isinstance(leaf, jax.Array) or (
+        type(leaf) is np.ndarray and not leaf.flags.writeable), type(leaf)
+  assert_same(jax.device_put(restored.target), trained.target)
+  assert_same(jax.device_put(restored.state), trained.state)
+  assert_same_types(restored.state.param_states, fresh.state.param_states, numpy_leaves=True)
   # Same types as a fresh tx.init: lax.cond and tree_map between old and new state work.
   picked = jax.jit(lambda p, a, b: jax.lax.cond(p, lambda: a, lambda: b))(
       True, restored.state, fresh.state)

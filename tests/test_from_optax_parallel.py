@@ -250,8 +250,9 @@ def test_multi_optimizer_group_checkpoint_and_plain_override():
   for k in range(3):
     trained = step(trained, grads_at(k))
   restored = serialization.from_bytes(fresh, serialization.to_bytes(trained))
-  assert_same(restored.state, trained.state)
-  assert_same_types(restored.state, fresh.state)
+  # the file's arrays come back as NumPy (as legacy); on the device they are the trained ones
+  assert_same(jax.device_put(restored.state), trained.state)
+  assert_same_types(restored.state, fresh.state, numpy_leaves=True)
   assert_same(step(restored, grads_at(3)), step(trained, grads_at(3)))
   # A plain keyword override reaches every group, the from_optax one included.
   frozen = trained.apply_gradient(grads_at(3), learning_rate=0.0)
