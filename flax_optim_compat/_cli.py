@@ -19,14 +19,14 @@ from flax import serialization
 
 import flax_optim_compat as optim
 from . import _deprecation
+from . import _layouts
 from . import convert
 
 _PROG = 'flax-optim-compat'
 _PROGRESS_MIN_BYTES = 100 << 20
 
 # The optimizer names --optimizer accepts (the legacy classes; WeightNorm wraps another).
-_OPTIMIZERS = ('GradientDescent', 'Momentum', 'Adam', 'AdaBelief', 'Adadelta', 'Adafactor',
-               'Adagrad', 'LAMB', 'LARS', 'RMSProp', 'WeightNorm')
+_OPTIMIZERS = _layouts.optimizer_names()
 
 _EPILOG = """\
 examples:

@@ -18,10 +18,10 @@ from flax import serialization
 from flax import struct
 from flax import traverse_util
 
-from . import _transforms
-from . import _tree
 from . import _deprecation
 from . import _eager
+from . import _hyper
+from . import _tree
 from . import _multi
 from . import _restore
 
@@ -93,13 +93,13 @@ class OptimizerDef:
 
   # Whether ``init_state``/``apply_gradient`` are pure jax functions of their inputs (no Python
   # branching on values, no side effects), so that an un-traced ``Optimizer.apply_gradient``
-  # may run the step compiled and cached (``_eager``). Not inherited: a subclass may change a
-  # method in a way that is not pure, so each class that is declares it itself.
+  # may run the step compiled and cached (``_eager``). Inherited only inside this package: a
+  # user's subclass may change a method in a way that is not pure, so it declares it itself.
   pure_jax_step: bool = False
 
   def __init_subclass__(cls, **kwargs):
     super().__init_subclass__(**kwargs)
-    if 'pure_jax_step' not in vars(cls):
+    if 'pure_jax_step' not in vars(cls) and not cls.__module__.startswith(f'{__package__}.'):
       cls.pure_jax_step = False
 
   def __init__(self, hyper_params):
@@ -107,7 +107,7 @@ class OptimizerDef:
     _deprecation.warn_deprecated(_deprecation.USE_OPTAX)
 
   def __repr__(self):
-    return f'{type(self).__name__}({_hyper_params_repr(self.hyper_params)})'
+    return f'{type(self).__name__}({_hyper.fields_repr(self.hyper_params)})'
 
   # -- the legacy per-leaf protocol ----------------------------------------------------
 
@@ -155,7 +155,7 @@ class OptimizerDef:
   def current_hyper_params(self, target, state) -> dict:
     """``{name: value}`` of the hyper-params a step uses (this def's own, for the template)."""
     del target, state
-    return _hyper_params_dict(self.hyper_params)
+    return _hyper.as_dict(self.hyper_params)
 
   def create(self, target, focus=None) -> 'Optimizer':
     """Creates an :class:`Optimizer` for ``target``; ``focus`` (a traversal) limits the update."""
@@ -196,20 +196,6 @@ class OptimizerDef:
     raise NotImplementedError(
         f'{type(self).__name__} implements the legacy per-leaf protocol and has no optax '
         'state; port its apply_param_gradient to an optax transform first.')
-
-
-def _hyper_params_dict(hyper_params) -> dict:
-  if dataclasses.is_dataclass(hyper_params):
-    return {f.name: _hyper_params_dict(getattr(hyper_params, f.name))
-            for f in dataclasses.fields(hyper_params)}
-  return hyper_params
-
-
-def _hyper_params_repr(hyper_params) -> str:
-  if dataclasses.is_dataclass(hyper_params):
-    return ', '.join(f'{f.name}={getattr(hyper_params, f.name)!r}'
-                     for f in dataclasses.fields(hyper_params))
-  return repr(hyper_params)
 
 
 @dataclasses.dataclass
@@ -617,8 +603,8 @@ class MultiOptimizer(OptimizerDef):
         group_params, group_state = opt.apply_gradient(
             hyper_params[i], masked(param_leaves), OptimizerState(state.step, group_states[i]),
             masked(grad_leaves))
-      except _transforms.MissingLearningRateError as e:
-        raise _transforms.MissingLearningRateError(
+      except _hyper.MissingLearningRateError as e:
+        raise _hyper.MissingLearningRateError(
             f'{e} (sub-optimizer {i} of the MultiOptimizer, {opt!r})') from None
       for j, p in _multi.group_leaves(treedef, labels, label, group_params,
                                       f'({opt!r}) params').items():

@@ -15,7 +15,7 @@ from flax import struct
 
 import flax_optim_compat as optim
 from flax_optim_compat import _eager
-from flax_optim_compat import _transforms
+from flax_optim_compat import _hyper
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
@@ -282,9 +282,9 @@ def test_missing_learning_rate_raises_as_the_uncached_step():
   opt_def = optim.Momentum(beta=0.9)
   params = _tree()
   state = opt_def.init_state(params)
-  with pytest.raises(_transforms.MissingLearningRateError) as direct:
+  with pytest.raises(_hyper.MissingLearningRateError) as direct:
     opt_def.apply_gradient(opt_def.hyper_params, params, state, _tree(seed=1))
-  with pytest.raises(_transforms.MissingLearningRateError) as fast:
+  with pytest.raises(_hyper.MissingLearningRateError) as fast:
     _fast(opt_def, opt_def.hyper_params, params, state, _tree(seed=1))
   assert str(fast.value) == str(direct.value)
   assert _eager.cache_info()['entries'] == 0
