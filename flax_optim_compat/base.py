@@ -8,10 +8,11 @@ flax.optim expect; the built-ins override it with an optax transform in ``_adapt
 """
 import dataclasses
 import inspect
-from typing import Any
+from typing import Any, List
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import jax_utils
 from flax import serialization
@@ -22,7 +23,6 @@ from . import _deprecation
 from . import _eager
 from . import _hyper
 from . import _tree
-from . import _multi
 from . import _restore
 
 __all__ = ['OptimizerState', 'OptimizerDef', 'Optimizer', 'ReplicatedOptimizer',
@@ -415,29 +415,88 @@ class ReplicatedOptimizer(OptimizerDef):
     return self.optimizer_def.restore_state(opt_target, opt_state, state_dict)
 
 
+# ----------------------------------------------------------------------------- MultiOptimizer
+# Every leaf gets a label: the index of the one traversal that selects it, or 'unmatched'. The
+# traversals run once per target structure on `jax.ShapeDtypeStruct` stand-ins, never on
+# values, so the labels are static under `jax.jit`. Group `i` sees the target with
+# `optax.MaskedNode` (a node without leaves, as inside `optax.masked`) at every leaf that is not
+# its own, and its results are read back by position.
+
+_UNMATCHED = 'unmatched'
+
+
+def _stand_in(leaf) -> jax.ShapeDtypeStruct:
+  try:
+    dtype = _tree.dtype_of(leaf)
+  except TypeError:
+    dtype = np.dtype(object)
+  return jax.ShapeDtypeStruct(np.shape(leaf), dtype)
+
+
+def _param_labels(traversals, params) -> List[str]:
+  """Per leaf of ``params`` (flatten order): the label of the one traversal that selects it.
+
+  Raises:
+    ValueError: a leaf is selected by more than one traversal (legacy's message, then the
+      leaf paths and the indices of the pairs that select them).
+  """
+  leaves, treedef = jax.tree_util.tree_flatten(params)
+  stand_ins = [_stand_in(leaf) for leaf in leaves]
+  position = {id(s): j for j, s in enumerate(stand_ins)}
+  tree = treedef.unflatten(stand_ins)
+  owners: List[List[int]] = [[] for _ in leaves]
+  for i, traversal in enumerate(traversals):
+    selected = {position[id(x)] for value in traversal.iterate(tree)
+                for x in jax.tree_util.tree_leaves(value) if id(x) in position}
+    for j in selected:
+      owners[j].append(i)
+  overlap = {path: sorted(groups)
+             for path, groups in zip(_tree.tree_paths(params), owners) if len(groups) > 1}
+  if overlap:
+    raise ValueError(
+        f'Multiple optimizers match the same leaves : '
+        f'{treedef.unflatten([sorted(groups) for groups in owners])} (leaf path: indices of '
+        f'the (traversal, optimizer) pairs selecting it: {overlap}; each leaf may belong to '
+        'one pair at most).')
+  return [str(groups[0]) if groups else _UNMATCHED for groups in owners]
+
+
+def _masked(treedef, labels, label, leaves):
+  """The tree of ``leaves`` with ``optax.MaskedNode`` at every leaf not labelled ``label``."""
+  return treedef.unflatten([leaf if l == label else optax.MaskedNode()
+                            for l, leaf in zip(labels, leaves)])
+
+
+def _group_leaves(treedef, labels, label, masked_tree, what):
+  """``(leaf position, value)`` pairs of group ``label`` from a tree over its masked target."""
+  structure = jax.tree_util.tree_structure(_masked(treedef, labels, label, [0] * len(labels)))
+  try:
+    values = structure.flatten_up_to(masked_tree)
+  except (ValueError, TypeError) as e:
+    raise ValueError(f'MultiOptimizer: group {label} returned {what} that do not mirror its '
+                     f'parameters ({e}).') from None
+  return zip([j for j, l in enumerate(labels) if l == label], values)
+
+
 class MultiOptimizer(OptimizerDef):
   """Applies a different optimizer to each subset of the params selected by a traversal.
 
-  One shared step counter (every sub-optimizer sees the global step); params selected by no
-  traversal are not updated and their state is ``None``; the state mirrors the target (a
-  ``FrozenDict`` for a ``FrozenDict`` target) with each sub-optimizer's legacy per-parameter
-  state at its leaves, so checkpoints have the legacy layout. ``hyper_params`` is the list of
-  the sub-optimizers' hyper-params: ``apply_gradient(grads, hyper_params=[...])`` sets them
-  per group for one step, a plain override (``learning_rate=0.1``) applies to every group.
-
-  Each step calls every group's own ``apply_gradient`` on the target with the other groups'
-  leaves masked out (legacy's loop over the groups); :meth:`optax_transform` gives the same
-  update as one ``optax.multi_transform`` for use with plain optax.
+  Each leaf belongs to the one traversal that selects it (a traversal may select whole
+  sub-trees; a leaf selected twice raises) and is updated by that pair's def, which sees the
+  shared global step; leaves no traversal selects keep their value and a ``None`` state. The
+  state mirrors the target with each group's legacy per-parameter states at its leaves (the
+  legacy checkpoint layout), or is one state per group when a group keeps one state for its
+  whole target (``from_optax``). ``hyper_params`` is the list of the groups' hyper-params;
+  migration_guide.md (§4.2, §7) has the optax equivalent and the differences from flax.optim.
 
   Args:
-    *traversals_and_optimizers: ``(traversal, optimizer_def)`` pairs. A traversal is a
-      ``flax.traverse_util`` traversal (``ModelParamTraversal``, ``t_identity['a']``, ...);
-      it may select leaves or whole sub-trees, and no leaf may be selected by two pairs. Any
-      :class:`OptimizerDef` can be a sub-optimizer (WeightNorm and user subclasses too).
+    *traversals_and_optimizers: ``(traversal, optimizer_def)`` pairs: a ``flax.traverse_util``
+      traversal (``ModelParamTraversal``, ``t_identity['a']``, ...) and any
+      :class:`OptimizerDef`.
 
   Examples:
     >>> import warnings
-    >>> import jax.numpy as jnp
+    >>> import jax, jax.numpy as jnp
     >>> import flax_optim_compat as optim
     >>> with warnings.catch_warnings():  # flax deprecates its traversals
     ...   warnings.simplefilter('ignore', DeprecationWarning)
@@ -447,25 +506,14 @@ class MultiOptimizer(OptimizerDef):
     ...                                (biases, optim.Momentum(learning_rate=0.5, beta=0.9)))
     >>> params = {'dense': {'kernel': jnp.ones(2), 'bias': jnp.ones(2)}, 'frozen': jnp.ones(2)}
     >>> optimizer = opt_def.create(params)
-    >>> optimizer.state.param_states['frozen'] is None
-    True
-    >>> grads = {'dense': {'kernel': jnp.ones(2), 'bias': jnp.ones(2)}, 'frozen': jnp.ones(2)}
-    >>> hps = optimizer.optimizer_def.hyper_params
+    >>> hps = optimizer.optimizer_def.hyper_params  # per group, for one step:
     >>> optimizer = optimizer.apply_gradient(
-    ...     grads, hyper_params=[hps[0], hps[1].replace(learning_rate=0.1)])
+    ...     jax.tree_util.tree_map(jnp.ones_like, params),
+    ...     hyper_params=[hps[0], hps[1].replace(learning_rate=0.1)])
     >>> optimizer.target['dense']['kernel'], optimizer.target['dense']['bias']
     (Array([0.9, 0.9], dtype=float32), Array([0.9, 0.9], dtype=float32))
-    >>> optimizer.target['frozen']
-    Array([1., 1.], dtype=float32)
-
-  Differences from flax.optim:
-    a traversal's ``filter_fn`` sees a shape/dtype stand-in (``.shape``, ``.ndim``,
-    ``.size``, ``.dtype``), once per target structure, instead of values, grads and states
-    in turn; ``hyper_params=`` lists of the wrong length or type raise instead of silently
-    dropping the trailing groups' state; overlapping traversals are reported by leaf path;
-    sub-optimizers need not implement ``init_param_state`` (WeightNorm can be a group);
-    empty targets and sub-tree selections work; a group that selects no parameter is
-    skipped (legacy also ran nothing for it).
+    >>> optimizer.target['frozen'], optimizer.state.param_states['frozen']
+    (Array([1., 1.], dtype=float32), None)
   """
 
   def __init__(self, *traversals_and_optimizers):
@@ -484,9 +532,8 @@ class MultiOptimizer(OptimizerDef):
                         'OptimizerDef.')
     traversals, sub_optimizers = zip(*traversals_and_optimizers)
     super().__init__([opt.hyper_params for opt in sub_optimizers])
-    self.traversals = tuple(traversals)
-    self.sub_optimizers = tuple(sub_optimizers)
-    self.pure_jax_step = all(opt.pure_jax_step for opt in self.sub_optimizers)
+    self.traversals, self.sub_optimizers = tuple(traversals), tuple(sub_optimizers)
+    self.pure_jax_step = all(opt.pure_jax_step for opt in sub_optimizers)
     self.param_states_mirror_target = all(opt.param_states_mirror_target
                                           for opt in sub_optimizers)
     self._labels_cache = {}
@@ -494,42 +541,76 @@ class MultiOptimizer(OptimizerDef):
   def __repr__(self):
     return f'{type(self).__name__}({", ".join(repr(opt) for opt in self.sub_optimizers)})'
 
-  def _labels(self, params):
-    """Per-leaf group labels of ``params``; cached per tree structure, shapes and dtypes."""
-    key = _multi.structure_key(params)
-    labels = self._labels_cache.get(key)
-    if labels is None:
-      labels = _multi.param_labels(self.traversals, params)
+  def _labels(self, params) -> List[str]:
+    """:func:`_param_labels`, cached per tree structure, leaf shapes and dtypes."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    key = treedef, tuple((s.shape, str(s.dtype)) for s in map(_stand_in, leaves))
+    if key not in self._labels_cache:
       if len(self._labels_cache) >= 64:
         self._labels_cache.clear()
-      self._labels_cache[key] = labels
-    return labels
+      self._labels_cache[key] = _param_labels(self.traversals, params)
+    return self._labels_cache[key]
 
   def _groups(self, params):
-    """``(index, label, sub-optimizer)`` of every group that selects at least one leaf."""
-    labels = set(self._labels(params))
-    return [(i, _multi.group_label(i), opt) for i, opt in enumerate(self.sub_optimizers)
-            if _multi.group_label(i) in labels]
+    """``(treedef, labels, [(index, label, sub-optimizer) of every group with a leaf])``."""
+    labels = self._labels(params)
+    present = set(labels)
+    return jax.tree_util.tree_structure(params), labels, [
+        (i, str(i), opt) for i, opt in enumerate(self.sub_optimizers) if str(i) in present]
+
+  def _checked(self, hyper_params) -> list:
+    """``hyper_params`` as a list, checked: one object per pair, of its def's class (legacy
+    truncated a short list silently and the trailing groups lost their state)."""
+    names = ', '.join(type(opt).__name__ for opt in self.sub_optimizers)
+    count = len(self.sub_optimizers)
+    if not isinstance(hyper_params, (list, tuple)):
+      raise TypeError(f'MultiOptimizer hyper_params must be a list with one hyper-params object '
+                      f'per (traversal, optimizer) pair ({count}: {names}), got '
+                      f'{_hyper.describe(hyper_params)}.')
+    if len(hyper_params) != count:
+      raise ValueError(f'MultiOptimizer hyper_params must have one entry per (traversal, '
+                       f'optimizer) pair: expected {count} ({names}), got {len(hyper_params)}.')
+    for i, (hp, opt) in enumerate(zip(hyper_params, self.sub_optimizers)):
+      expected = type(opt.hyper_params)
+      if not isinstance(hp, expected):
+        raise TypeError(
+            f'MultiOptimizer hyper_params[{i}] must be a {expected.__name__} (the hyper-params '
+            f'of sub-optimizer {i}, {type(opt).__name__}), got {_hyper.describe(hp)}.')
+    return list(hyper_params)
+
+  def _split_states(self, treedef, labels, param_states) -> list:
+    """Each group's ``param_states``, from this def's (see :meth:`_join_states`)."""
+    if not self.param_states_mirror_target:
+      return list(param_states)
+    leaves = _tree.per_leaf_states(self, treedef, param_states)
+    return [_masked(treedef, labels, str(i), leaves) for i in range(len(self.sub_optimizers))]
+
+  def _join_states(self, treedef, labels, group_states):
+    """This def's ``param_states``: the target's mirror holding each leaf's group state
+    (``None`` where unmatched), or the tuple of group states (a group keeps one state)."""
+    if not self.param_states_mirror_target:
+      return tuple(group_states)
+    merged = [None] * len(labels)
+    for i, (opt, group_state) in enumerate(zip(self.sub_optimizers, group_states)):
+      if group_state is not None:
+        for j, s in _group_leaves(treedef, labels, str(i), group_state, f'({opt!r}) states'):
+          merged[j] = s
+    return treedef.unflatten(merged)
 
   def optax_transform(self, hyper_params=None) -> optax.GradientTransformation:
     """``optax.multi_transform`` of the groups' own optax transforms.
 
-    Labels are derived from the traversals for the tree that ``init`` (params) and ``update``
-    (updates) receive; unmatched leaves get ``optax.set_to_zero()`` (not the pass-through of
-    ``optax.masked``, where params selected by no group would still move). Every group must
-    have an optax transform (WeightNorm and legacy per-leaf defs have none).
+    Labels come from the traversals for the tree ``init``/``update`` receive; unmatched leaves
+    get ``optax.set_to_zero()`` (with ``optax.masked`` they would still move). Every group
+    needs an optax transform (WeightNorm and legacy per-leaf defs have none).
 
     Args:
       hyper_params: the list of per-group hyper-params (default ``self.hyper_params``).
-
-    Returns:
-      An ``optax.GradientTransformation``.
     """
-    hps = self.hyper_params if hyper_params is None else hyper_params
-    hps = _multi.check_hyper_params(self.sub_optimizers, hps)
-    transforms = {_multi.UNMATCHED: optax.set_to_zero()}
+    hps = self._checked(self.hyper_params if hyper_params is None else hyper_params)
+    transforms = {_UNMATCHED: optax.set_to_zero()}
     for i, (opt, hp) in enumerate(zip(self.sub_optimizers, hps)):
-      transforms[_multi.group_label(i)] = opt.optax_transform(hp)
+      transforms[str(i)] = opt.optax_transform(hp)
     label_tree = lambda tree: jax.tree_util.tree_structure(tree).unflatten(self._labels(tree))
     return optax.multi_transform(transforms, label_tree)
 
@@ -539,89 +620,52 @@ class MultiOptimizer(OptimizerDef):
         'sub_optimizers[i].optax_state(...) over its params, and combine the groups with '
         'optax.multi_transform (see migration_guide.md).')
 
-  def init_param_state(self, param):
-    raise NotImplementedError('MultiOptimizer has no per-parameter state; use init_state.')
-
-  def apply_param_gradient(self, step, hyper_params, param, state, grad):
-    raise NotImplementedError('MultiOptimizer has no per-parameter update; use apply_gradient.')
-
   def init_state(self, params) -> OptimizerState:
-    labels = self._labels(params)
-    treedef = jax.tree_util.tree_structure(params)
-    param_leaves = treedef.flatten_up_to(params)
+    treedef, labels, groups = self._groups(params)
+    leaves = treedef.flatten_up_to(params)
     group_states = [None] * len(self.sub_optimizers)
-    for i, label, opt in self._groups(params):
-      group_states[i] = opt.init_state(
-          _multi.masked(treedef, labels, label, param_leaves)).param_states
+    for i, label, opt in groups:
+      group_states[i] = opt.init_state(_masked(treedef, labels, label, leaves)).param_states
     return OptimizerState(jnp.asarray(0, dtype=jnp.int32),
-                          self._param_states(treedef, labels, group_states))
-
-  def _param_states(self, treedef, labels, group_states):
-    """The groups' states as this def's ``param_states`` (see ``_group_states``)."""
-    if not self.param_states_mirror_target:
-      return tuple(group_states)
-    merged = [None] * len(labels)
-    for i, (opt, group_state) in enumerate(zip(self.sub_optimizers, group_states)):
-      if group_state is not None:
-        for j, s in _multi.group_leaves(treedef, labels, _multi.group_label(i), group_state,
-                                        f'({opt!r}) states').items():
-          merged[j] = s
-    return treedef.unflatten(merged)
-
-  def _group_states(self, treedef, labels, param_states) -> list:
-    """Each group's ``param_states``, from the legacy layout (mirroring the target, ``None`` for
-    unmatched leaves) or, when a group keeps one state for its whole target, from the tuple of
-    group states."""
-    if not self.param_states_mirror_target:
-      return list(param_states)
-    state_leaves = _tree.per_leaf_states(self, treedef, param_states)
-    return [_multi.masked(treedef, labels, _multi.group_label(i), state_leaves)
-            for i in range(len(self.sub_optimizers))]
+                          self._join_states(treedef, labels, group_states))
 
   def apply_gradient(self, hyper_params, params, state, grads):
     """Applies ``grads``: each group through its sub-optimizer, unmatched params unchanged.
-
-    Every group gets the target with ``optax.MaskedNode`` in place of the other groups'
-    leaves, and the global step.
 
     Raises:
       ValueError: ``grads`` differs from ``params`` in structure or shapes; ``hyper_params``
         has the wrong length; traversals overlap.
       TypeError: ``hyper_params`` is not a list of the sub-optimizers' hyper-param objects.
     """
-    hyper_params = _multi.check_hyper_params(self.sub_optimizers, hyper_params)
+    hyper_params = self._checked(hyper_params)
     _tree.check_grads(params, grads)
-    labels = self._labels(params)
-    treedef = jax.tree_util.tree_structure(params)
-    param_leaves = treedef.flatten_up_to(params)
-    grad_leaves = treedef.flatten_up_to(grads)
-    group_states = self._group_states(treedef, labels, state.param_states)
-    new_params, new_group_states = list(param_leaves), list(group_states)
-    for i, label, opt in self._groups(params):
-      masked = lambda leaves: _multi.masked(treedef, labels, label, leaves)  # pylint: disable=cell-var-from-loop
+    treedef, labels, groups = self._groups(params)
+    param_leaves, grad_leaves = treedef.flatten_up_to(params), treedef.flatten_up_to(grads)
+    group_states = self._split_states(treedef, labels, state.param_states)
+    new_params = list(param_leaves)
+    for i, label, opt in groups:
       try:
         group_params, group_state = opt.apply_gradient(
-            hyper_params[i], masked(param_leaves), OptimizerState(state.step, group_states[i]),
-            masked(grad_leaves))
+            hyper_params[i], _masked(treedef, labels, label, param_leaves),
+            OptimizerState(state.step, group_states[i]),
+            _masked(treedef, labels, label, grad_leaves))
       except _hyper.MissingLearningRateError as e:
         raise _hyper.MissingLearningRateError(
             f'{e} (sub-optimizer {i} of the MultiOptimizer, {opt!r})') from None
-      for j, p in _multi.group_leaves(treedef, labels, label, group_params,
-                                      f'({opt!r}) params').items():
+      for j, p in _group_leaves(treedef, labels, label, group_params, f'({opt!r}) params'):
         new_params[j] = p
-      new_group_states[i] = group_state.param_states
-    return (treedef.unflatten(new_params), OptimizerState(
-        state.step + 1, self._param_states(treedef, labels, new_group_states)))
+      group_states[i] = group_state.param_states
+    return treedef.unflatten(new_params), OptimizerState(
+        state.step + 1, self._join_states(treedef, labels, group_states))
 
   def update_hyper_params(self, **hyper_param_overrides):
     """The list of per-group hyper-params for one step.
 
-    ``hyper_params=`` replaces the whole list (checked: one object per pair, of that
-    sub-optimizer's hyper-param class); every other keyword is applied to every group by the
-    group's own ``update_hyper_params`` (an unknown name raises ``TypeError``, as legacy).
+    ``hyper_params=`` replaces the whole list (checked); every other keyword is applied to
+    every group by the group's own ``update_hyper_params`` (an unknown name raises
+    ``TypeError``, as legacy).
     """
-    hps = hyper_param_overrides.pop('hyper_params', self.hyper_params)
-    hps = _multi.check_hyper_params(self.sub_optimizers, hps)
+    hps = self._checked(hyper_param_overrides.pop('hyper_params', self.hyper_params))
     if not hyper_param_overrides:
       return hps
     out = []
@@ -635,11 +679,9 @@ class MultiOptimizer(OptimizerDef):
 
   def current_hyper_params(self, target, state) -> list:
     """One ``{name: value}`` dict per group (see ``Optimizer.current_hyper_params``)."""
-    labels = self._labels(target)
-    treedef = jax.tree_util.tree_structure(target)
-    target_leaves = treedef.flatten_up_to(target)
-    group_states = self._group_states(treedef, labels, state.param_states)
-    return [opt.current_hyper_params(
-        _multi.masked(treedef, labels, _multi.group_label(i), target_leaves),
-        OptimizerState(state.step, group_states[i]))
+    treedef, labels, _ = self._groups(target)
+    leaves = treedef.flatten_up_to(target)
+    group_states = self._split_states(treedef, labels, state.param_states)
+    return [opt.current_hyper_params(_masked(treedef, labels, str(i), leaves),
+                                     OptimizerState(state.step, group_states[i]))
             for i, opt in enumerate(self.sub_optimizers)]
