@@ -1,4 +1,4 @@
-"""Markdown tables of the issue-13 ratios from ``bench.py`` JSON files.
+"""Markdown tables of the performance-target ratios from ``bench.py`` JSON files.
 
   .venv/bin/python benchmarks/compare.py results/after_subset.json            # one run
   .venv/bin/python benchmarks/compare.py results/before_subset.json results/after_subset.json
