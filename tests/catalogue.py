@@ -219,6 +219,11 @@ class Checkpoint:
   container: str = 'dict'
   # Also continued eagerly after the restore (eager steps are slow: a representative few).
   eager: bool = False
+  # The legacy file saved after that eager continuation (legacy then stores an int64 step).
+  eager_file: Optional[str] = None
+  # Also a convert golden (tools/oracle/gen_convert.py) when the spec is one built-in alone in a
+  # dict target: legacy continues the legacy file, and restores and continues our conversion.
+  convert: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,11 +342,12 @@ CATALOGUE = (
             Trajectory('adam_defaults', spec('Adam', learning_rate=0.002)),
         ))},
         checkpoints={
-            'Adam': Checkpoint(_ADAM, eager=True),
+            'Adam': Checkpoint(_ADAM, eager=True, eager_file='Adam-after-eager-steps'),
             'Adam-focus': Checkpoint(focused(_ADAM, path_regex('/kernel$'))),
             'Adam-frozen': Checkpoint(_ADAM, container='frozen'),
             'TrainState-Adam': Checkpoint(_ADAM, kind='train_state', shapes=_TRAIN_STATE_SHAPES),
-            'Replicated-Adam': Checkpoint(_ADAM, kind='replicated'),
+            # Replicated-Momentum is the replicated convert golden.
+            'Replicated-Adam': Checkpoint(_ADAM, kind='replicated', convert=False),
         },
         pmap={'Adam': (_ADAM, None),
               'Adam-focus': (focused(spec('Adam', learning_rate=0.01), path_contains('kernel')),
@@ -808,9 +814,19 @@ def _merged(field):
 
 
 BUILTINS = tuple(entry.name for entry in CATALOGUE if entry.builtin)
+# The legacy classes with a checkpoint layout of their own: the package registers these, and
+# they are the names `--optimizer` accepts.
+LAYOUT_CLASSES = BUILTINS + ('WeightNorm',)
+# Built-ins whose checkpoints hold the same per-parameter fields (a file cannot tell them
+# apart), in the order messages name them: 'Momentum or LARS', 'Adam, AdaBelief or LAMB'.
+SAME_LAYOUT = (('Momentum', 'LARS'), ('Adam', 'AdaBelief', 'LAMB'))
 GENERIC = tuple(case for entry in CATALOGUE for case in entry.generic)
 TRAJECTORY_FAMILIES = _merged('trajectories')
 CHECKPOINTS = _merged('checkpoints')
 PMAP = _merged('pmap')
 OPTAX_STATE = _merged('optax_state')
 GUIDE_ROWS = tuple(row for entry in CATALOGUE for row in entry.guide)
+# The checkpoint cases that are also convert goldens (see `Checkpoint.convert`).
+CONVERT = {name: case for name, case in CHECKPOINTS.items()
+           if case.convert and case.spec['name'] in BUILTINS and 'focus' not in case.spec
+           and case.container == 'dict'}
