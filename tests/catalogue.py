@@ -10,10 +10,16 @@ user-written per-leaf optimizer) holds all of that optimizer's cases:
 * ``checkpoints``: checkpoint cases (tests/fixtures/checkpoints, tests/test_checkpoints.py);
 * ``pmap``: data-parallel cases (tests/fixtures/pmap, tests/test_pmap.py, tests/test_mesh.py);
 * ``optax_state``: defs whose state is continued in plain optax (tests/test_optax_state.py);
-* ``guide``: rows of migration_guide.md's table (tools/guide_table.py).
+* ``guide``: rows of migration_guide.md's table (tools/guide_table.py);
 
-Adding an optimizer = its module, one ``__init__`` line, one entry here, then the fixtures
-regenerated with ``python -m tools.oracle`` in the legacy oracle venv (tools/oracle/README.md).
+and, derived from those: the eager-path tests (tests/test_eager.py, the generic cases), the
+convert goldens (``CONVERT``: checkpoint cases of one built-in alone; tools/oracle/gen_convert.py)
+and what ``convert.inspect`` must say about each checkpoint file (tests/test_convert.py).
+
+Adding an optimizer = its module, the ``__init__`` lines (its import, ``__all__``, its place in
+``register_classes``), one entry here, then the fixtures regenerated with ``python -m
+tools.oracle`` in the legacy oracle venv (tools/oracle/README.md); tests/test_catalogue.py
+checks every place its name must appear and that no other list of optimizers exists.
 
 Optimizers are written as JSON-like specs (stored in the fixtures as they are) and built with
 :func:`build_def` against either library: this module must import in the oracle venv (Python
