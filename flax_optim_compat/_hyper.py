@@ -1,14 +1,10 @@
 """Hyper-parameter rules: what a value may be, per-call overrides, schedules, the learning rate.
 
-A legacy hyper-params object is a ``flax.struct`` dataclass whose annotations say what each
-field takes (:func:`allowed_kinds`): ``bool``/``int`` alone for a flag that sets the form of the
-update or the state layout (a Python value), ``jax.Array | float`` for a number (also traced
-or a schedule), ``| None`` where ``None`` means "off". :func:`checked` applies those rules to
-the hyper-params of one step, with a def's constructor-only values put back;
-:func:`with_schedules` evaluates schedules at the step the optax state counts. The learning
-rate may be missing until the first update (:func:`scale_by_required_learning_rate`); a
-weight decay is skipped only for a concrete zero (:func:`decayed_weights`). Error messages
-show values with :func:`describe`.
+A hyper-params dataclass's annotations say what each field takes (:func:`allowed_kinds`);
+:func:`checked` applies them to one step's hyper-params; :func:`with_schedules` evaluates
+schedules at the step the optax state counts; a missing learning rate fails at the first update
+(:func:`scale_by_required_learning_rate`); a weight decay is skipped only for a concrete zero
+(:func:`decayed_weights`); error messages show values with :func:`describe`.
 """
 import dataclasses
 import functools
@@ -75,17 +71,10 @@ def allowed_kinds(annotation) -> Optional[frozenset]:
 
 
 def check_value(where: str, annotation, value: Any) -> None:
-  """Raises a clear error if ``value`` cannot be the field annotated ``annotation``.
-
-  ``None`` only where the annotation admits it; a static field (``bool`` / ``int`` alone)
-  takes neither a traced value nor a schedule; a numeric field takes a number, a scalar array
-  or a schedule (a callable).
-
-  Args:
-    where: the field's name in the message, e.g. ``"Momentum hyper-parameter 'beta'"``.
-    annotation: the field's annotation (``dataclasses.Field.type``).
-    value: the value to check.
-  """
+  """Raises an error naming ``where`` (e.g. ``"Momentum hyper-parameter 'beta'"``) if ``value``
+  cannot be a field annotated ``annotation``: ``None`` only where the annotation admits it; a
+  static field (``bool`` / ``int`` alone) takes neither a traced value nor a schedule; a
+  numeric field takes a number, a scalar array or a schedule (a callable)."""
   kinds = allowed_kinds(annotation)
   if kinds is None:
     return
@@ -147,18 +136,10 @@ def with_schedules(build: Callable[[Any], optax.GradientTransformation],
                    hyper_params) -> optax.GradientTransformation:
   """``build(hyper_params)``, with every callable field evaluated at the current step.
 
-  Legacy hyper-params are numbers; optax users pass schedules (``step -> value``). Fields of
-  the ``hyper_params`` dataclass that are callable are evaluated (as ``jax.Array`` s) at the
-  step counted in this transform's state, the transform is built from the evaluated values
-  and run; without callables this is ``build(hyper_params)`` itself (no extra state).
-
-  Args:
-    build: ``hyper_params -> optax.GradientTransformation``.
-    hyper_params: a ``flax.struct`` dataclass whose fields may be schedules.
-
-  Returns:
-    An ``optax.GradientTransformation``; with schedules its state is a
-    :class:`ScheduledHyperParamsState`.
+  Legacy hyper-params are numbers; optax users pass schedules (``step -> value``). Callable
+  fields are evaluated (as ``jax.Array`` s) at the step counted in this transform's state
+  (a :class:`ScheduledHyperParamsState`) and the transform is built from the values; without
+  callables this is ``build(hyper_params)`` itself (no extra state).
 
   Examples:
     >>> import jax.numpy as jnp
@@ -231,15 +212,7 @@ def scale_by_required_learning_rate(learning_rate: Any, *,
   function treats ``None`` as "no scaling" instead. A number, an array (also traced) or an
   optax schedule (``step -> rate``, fed the legacy ``step`` through the state's ``count``) go
   to ``optax.scale_by_learning_rate`` unchanged: ``(-lr) * u`` equals legacy ``p - lr * u``
-  bit for bit after ``optax.apply_updates``.
-
-  Args:
-    learning_rate: a float, a scalar array, a schedule, or ``None`` to fail at the first
-      update with :class:`MissingLearningRateError`.
-    flip_sign: scale by ``-learning_rate`` (default) or ``+learning_rate``.
-
-  Returns:
-    An ``optax.GradientTransformation``.
+  bit for bit after ``optax.apply_updates``. ``flip_sign`` as optax's.
 
   Examples:
     >>> import jax.numpy as jnp
@@ -274,10 +247,5 @@ def is_concrete_zero(value: Any) -> bool:
 
 
 def decayed_weights(weight_decay: Any) -> List[optax.GradientTransformation]:
-  """``[optax.add_decayed_weights(weight_decay)]``, or ``[]`` for a concrete zero.
-
-  Examples:
-    >>> len(decayed_weights(0.0)), len(decayed_weights(1e-4))
-    (0, 1)
-  """
+  """``[optax.add_decayed_weights(weight_decay)]``, or ``[]`` for a concrete zero."""
   return [] if is_concrete_zero(weight_decay) else [optax.add_decayed_weights(weight_decay)]

@@ -13,8 +13,8 @@ Momentum and LARS): their names are joined in registration order ('Adam, AdaBeli
 """
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-__all__ = ['register', 'register_classes', 'optimizer_names', 'known_layouts', 'name_leaf_state', 'name_param_states',
-           'group_param_states', 'is_per_group_multi_state', 'UNOPTIMIZED']
+__all__ = ['register', 'register_classes', 'optimizer_names', 'known_layouts', 'name_leaf_state',
+           'name_param_states', 'group_param_states', 'is_per_group_multi_state', 'UNOPTIMIZED']
 
 # The name of a leaf whose state is None: not optimized (MultiOptimizer / `create(focus=...)`).
 UNOPTIMIZED = 'None'
@@ -60,12 +60,8 @@ def register(name: str, fields: Iterable[str], wraps: Optional[str] = None) -> N
 
 
 def register_classes(optimizers: Iterable[Any], wrappers: Iterable[Any] = ()) -> None:
-  """Registers optimizer classes by their ``checkpoint_fields()``, in the order given.
-
-  Args:
-    optimizers: classes with a ``checkpoint_fields()`` classmethod (the built-ins).
-    wrappers: classes that also declare ``wrapped_state_field`` (WeightNorm).
-  """
+  """Registers classes by their ``checkpoint_fields()``, in the order given; a wrapper's
+  ``wrapped_state_field`` holds the wrapped optimizer's leaf state (WeightNorm)."""
   for cls in optimizers:
     register(cls.__name__, cls.checkpoint_fields())
   for cls in wrappers:
@@ -73,10 +69,7 @@ def register_classes(optimizers: Iterable[Any], wrappers: Iterable[Any] = ()) ->
 
 
 def optimizer_names() -> Tuple[str, ...]:
-  """The registered class names in registration order: the legacy optimizer classes.
-
-  ``('GradientDescent', 'Momentum', ..., 'WeightNorm')`` once the package is imported.
-  """
+  """The registered class names, in order: ``('GradientDescent', ..., 'WeightNorm')``."""
   return tuple(_NAMES)
 
 
