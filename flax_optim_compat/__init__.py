@@ -4,8 +4,6 @@ Every name that ``flax.optim`` exported is here, in the module it lived in, with
 state layout, so old training scripts and old checkpoints keep working; the math of every
 built-in optimizer is an ``optax.GradientTransformation`` (see ``OptimizerDef.optax_transform``).
 """
-# Import order is registration order: optimizers with the same checkpoint fields are named in
-# it ('Momentum or LARS', 'Adam, AdaBelief or LAMB').
 from ._deprecation import FlaxOptimDeprecationWarning as FlaxOptimDeprecationWarning
 from .sgd import GradientDescent as GradientDescent
 from .momentum import Momentum as Momentum
@@ -26,6 +24,14 @@ from .base import OptimizerState as OptimizerState
 from .base import ReplicatedOptimizer as ReplicatedOptimizer
 from .dynamic_scale import DynamicScale as DynamicScale
 from ._from_optax import from_optax as from_optax
+from . import _layouts
+
+# The legacy classes' checkpoint layouts. The order is the one names sharing a layout are joined
+# in ('Momentum or LARS', 'Adam, AdaBelief or LAMB') and the one `--optimizer` lists them in.
+_layouts.register_classes(
+    [GradientDescent, Momentum, Adam, AdaBelief, Adadelta, Adafactor, Adagrad, LAMB, LARS,
+     RMSProp],
+    wrappers=[WeightNorm])
 
 __version__ = '0.1.0'
 

@@ -15,8 +15,6 @@ math (plus float32 up/down casts for 16-bit floats).
 import dataclasses
 import functools
 import inspect
-import types
-import typing
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple
 
 import jax
@@ -25,10 +23,8 @@ import numpy as np
 import optax
 
 from . import _from_optax
-from . import _layouts
-from . import _multi_optax
+from . import _hyper
 from . import _plain
-from . import _transforms
 from . import _tree
 from .base import OptimizerDef
 from .base import OptimizerState
@@ -243,68 +239,10 @@ def _expand_placeholders(opt_def, field_trees: Dict[str, Any], template) -> Dict
           for name, tree in field_trees.items()}
 
 
-def _transform(opt_def, hyper_params) -> optax.GradientTransformation:
-  """``opt_def``'s transform for ``hyper_params`` (schedules evaluated at the state's step)."""
-  fixed = opt_def.constructor_only_hyper_params
-  if fixed and type(hyper_params) is type(opt_def.hyper_params):
-    hyper_params = hyper_params.replace(
-        **{name: getattr(opt_def.hyper_params, name) for name in fixed})
-  _check_hyper_params(opt_def, hyper_params)
-  return _transforms.with_hyper_param_schedules(opt_def.build_transform, hyper_params)
-
-
-@functools.lru_cache(maxsize=None)
-def _allowed_kinds(annotation) -> Optional[frozenset]:
-  """The types a hyper-param field's annotation admits, or None when it says nothing usable."""
-  if isinstance(annotation, type):
-    return frozenset({annotation})
-  if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-    return frozenset(a for a in typing.get_args(annotation) if isinstance(a, type))
-  return None
-
-
-def _check_hyper_params(opt_def, hyper_params) -> None:
-  """Raises a clear error naming the hyper-param that cannot work, before anything runs.
-
-  The rules come from the hyper-params dataclass's annotations: ``None`` only where the
-  annotation admits it; a field annotated ``bool`` or ``int`` alone sets the form of the
-  update or the state layout, so it cannot be traced; a numeric field takes a number, a
-  scalar array or a schedule (a callable).
-  """
-  expected = type(opt_def.hyper_params)
-  if type(hyper_params) is not expected:
-    raise TypeError(f'{type(opt_def).__name__}: hyper_params must be a {expected.__name__}, '
-                    f'got a {type(hyper_params).__name__}.')
-  for field in dataclasses.fields(hyper_params):
-    kinds = _allowed_kinds(field.type)
-    if kinds is None:
-      continue
-    value = getattr(hyper_params, field.name)
-    name = f'{type(opt_def).__name__} hyper-parameter {field.name!r}'
-    if value is None:
-      if type(None) not in kinds:
-        raise TypeError(f'{name} is None; it needs a number.')
-      continue
-    if not kinds & {jax.Array, float}:  # bool / int: static
-      if isinstance(value, jax.core.Tracer):
-        raise TypeError(f'{name} cannot be a traced value (it decides the form of the update '
-                        'or the state layout): give it a Python value, e.g. at construction.')
-      if callable(value):
-        raise TypeError(f'{name} cannot be a schedule (it decides the form of the update or '
-                        f'the state layout): give it a Python value, got {value!r}.')
-      continue
-    if callable(value):
-      continue  # a schedule
-    if _tree.leaf_kind(value) not in ('b', 'i', 'u', 'f'):
-      raise TypeError(f'{name} must be a real number or a scalar array, got '
-                      f'{type(value).__name__} {value!r}.')
-    if np.ndim(value) != 0:
-      raise ValueError(f'{name} must be a scalar, got an array of shape {np.shape(value)}.')
-
-
 def _init_param_states(opt_def, params):
   """Legacy ``param_states`` for ``params``, from the optax transform's own ``init``."""
-  opt_state = _transform(opt_def, opt_def.hyper_params).init(params)
+  # The class's own builder: a per-leaf subclass's `optax_transform` is the template's.
+  opt_state = OptaxBackedDef.optax_transform(opt_def).init(params)
   field_trees = _read_optax_state(opt_state, set(_optax_fields(opt_def).values()))
   return _to_param_states(opt_def, jax.tree_util.tree_structure(params), field_trees)
 
@@ -362,7 +300,7 @@ def _apply_gradient(opt_def, hyper_params, params, state, grads):
   ``params`` may contain ``optax.MaskedNode`` (no leaves) where ``state.param_states`` has one
   too, as for a ``MultiOptimizer`` group.
   """
-  tx = _transform(opt_def, hyper_params)
+  tx = OptaxBackedDef.optax_transform(opt_def, hyper_params)
   params32, grads32 = _upcast(params), _upcast(grads)
   opt_state, wanted, old_fields = _legacy_to_optax(opt_def, tx, params, state, _upcast)
   updates, new_opt_state = tx.update(grads32, opt_state, params32)
@@ -546,7 +484,7 @@ def _from_any_optax_state(opt_def, tx, params, opt_state, step):
   if tx is not None:
     found = _negate(found, _step_signs(opt_def, tx, params))
   if step is None:
-    step = _multi_optax.first_count(opt_state)
+    step = _tree.first_count(opt_state)
     if step is None:
       raise StateMappingError(f'the optax state of {type(opt_def).__name__} has no `count`; '
                               'pass step= (the legacy step, e.g. the TrainState step).')
@@ -598,6 +536,8 @@ class OptaxBackedDef(OptimizerDef):
   keep_param_dtype: ClassVar[bool] = False
   plain_optax_forms: ClassVar[Tuple[_plain.PlainForm, ...]] = ()
   step_scaled_fields: ClassVar[frozenset] = frozenset()
+  # The built-ins' steps are optax math: pure jax (see ``OptimizerDef.pure_jax_step``).
+  pure_jax_step = True
 
   def __init_subclass__(cls, **kwargs):
     super().__init_subclass__(**kwargs)
@@ -605,11 +545,12 @@ class OptaxBackedDef(OptimizerDef):
       for name in _TEMPLATE_METHODS:
         if name not in vars(cls):
           setattr(cls, name, getattr(OptimizerDef, name))
-    elif cls.__module__.startswith(f'{__package__}.'):
-      # The built-ins' checkpoint field names, for "looks like it was written by ..." and
-      # `convert.inspect` (the package's import order sets the order names are joined in).
-      state_fields = dataclasses.fields(cls.param_state_cls) if cls.param_state_cls else ()
-      _layouts.register(cls.__name__, [f.name for f in state_fields])
+
+  @classmethod
+  def checkpoint_fields(cls):
+    """The keys of this optimizer's per-parameter state in a checkpoint (``()`` for none)."""
+    state_cls = cls.param_state_cls
+    return tuple(f.name for f in dataclasses.fields(state_cls)) if state_cls else ()
 
   def build_transform(self, hyper_params) -> optax.GradientTransformation:
     """The hook: the optax transform of this optimizer's update for ``hyper_params``.
@@ -647,7 +588,8 @@ class OptaxBackedDef(OptimizerDef):
       [-1.]
       [-0.75]
     """
-    return _transform(self, self.hyper_params if hyper_params is None else hyper_params)
+    hyper_params = self.hyper_params if hyper_params is None else hyper_params
+    return _hyper.with_schedules(self.build_transform, _hyper.checked(self, hyper_params))
 
   def plain_optax(self, arg_sources: Optional[Mapping[str, str]] = None) -> PlainOptax:
     """The plain optax expression (Python source) that continues this optimizer's numbers.

@@ -40,8 +40,8 @@ import optax
 from flax import traverse_util
 
 import flax_optim_compat
-from . import _adapter
 from . import _deprecation
+from . import _hyper
 from . import base
 
 __all__ = ['UsageError', 'ExpressionError', 'PathRegex', 'RegexTraversal', 'MAX_CHARS',
@@ -442,13 +442,13 @@ def _wrappers() -> Tuple[str, ...]:
 
 def _hyper_param_kinds(annotation) -> Optional[frozenset]:
   """The types a hyper-param annotation admits (the package's one rule), or None."""
-  return _adapter._allowed_kinds(annotation)  # pylint: disable=protected-access
+  return _hyper.allowed_kinds(annotation)
 
 
 def _check_hyper_params(opt_def, ctx: _Context, name: str) -> None:
   """The package's own check of a def's hyper-params, as an :class:`ExpressionError`."""
   try:
-    _adapter._check_hyper_params(opt_def, opt_def.hyper_params)  # pylint: disable=protected-access
+    _hyper.check_fields(type(opt_def).__name__, opt_def.hyper_params)
   except (TypeError, ValueError) as e:
     raise ctx.fail(f'{name}: {e}') from None
 

@@ -4,17 +4,17 @@ A legacy checkpoint stores, for every parameter, the fields of its optimizer's p
 state dataclass (``_AdamParamState`` -> ``{'grad_ema', 'grad_sq_ema'}``); those field names are
 all a file says about the optimizer that wrote it. This module holds the one table from field
 names to optimizer names and the functions that name a leaf state or a whole ``param_states``
-tree. It imports nothing from the package: optimizer classes pass their fields in with
-:func:`register`; the layouts of older flax versions that no class of ours writes are literal
-data here.
+tree. It imports nothing from the package: the package's ``__init__`` registers its classes
+with :func:`register_classes`, in an explicit order; the layouts of older flax versions that
+no class of ours writes are literal data here.
 
 Optimizers with the same fields cannot be told apart from a file (Adam, AdaBelief and LAMB;
-Momentum and LARS): their names are joined, in registration order ('Adam, AdaBelief or LAMB').
+Momentum and LARS): their names are joined in registration order ('Adam, AdaBelief or LAMB').
 """
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-__all__ = ['register', 'known_layouts', 'name_leaf_state', 'name_param_states',
-           'group_param_states', 'is_per_group_multi_state', 'UNOPTIMIZED']
+__all__ = ['register', 'register_classes', 'optimizer_names', 'known_layouts', 'name_leaf_state',
+           'name_param_states', 'group_param_states', 'is_per_group_multi_state', 'UNOPTIMIZED']
 
 # The name of a leaf whose state is None: not optimized (MultiOptimizer / `create(focus=...)`).
 UNOPTIMIZED = 'None'
@@ -23,6 +23,8 @@ UNOPTIMIZED = 'None'
 _REGISTERED: Dict[frozenset, List[str]] = {}
 # fields -> (wrapper name, the field holding the wrapped optimizer's leaf state).
 _WRAPPERS: Dict[frozenset, Tuple[str, str]] = {}
+# Every registered class name, in registration order.
+_NAMES: List[str] = []
 
 # Layouts of older flax versions, recognised for messages and `inspect` (no class writes them).
 HISTORICAL = (
@@ -44,6 +46,8 @@ def register(name: str, fields: Iterable[str], wraps: Optional[str] = None) -> N
   Registering the same name and fields again changes nothing.
   """
   fields = frozenset(fields)
+  if name not in _NAMES:
+    _NAMES.append(name)
   if wraps is not None:
     if wraps not in fields:
       raise ValueError(f'register({name!r}): wraps={wraps!r} is not one of its fields '
@@ -53,6 +57,20 @@ def register(name: str, fields: Iterable[str], wraps: Optional[str] = None) -> N
   names = _REGISTERED.setdefault(fields, [])
   if name not in names:
     names.append(name)
+
+
+def register_classes(optimizers: Iterable[Any], wrappers: Iterable[Any] = ()) -> None:
+  """Registers classes by their ``checkpoint_fields()``, in the order given; a wrapper's
+  ``wrapped_state_field`` holds the wrapped optimizer's leaf state (WeightNorm)."""
+  for cls in optimizers:
+    register(cls.__name__, cls.checkpoint_fields())
+  for cls in wrappers:
+    register(cls.__name__, cls.checkpoint_fields(), wraps=cls.wrapped_state_field)
+
+
+def optimizer_names() -> Tuple[str, ...]:
+  """The registered class names, in order: ``('GradientDescent', ..., 'WeightNorm')``."""
+  return tuple(_NAMES)
 
 
 def _join_names(names: List[str]) -> str:

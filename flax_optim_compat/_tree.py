@@ -144,3 +144,11 @@ def per_leaf_states(opt_def, treedef, param_states) -> list:
     raise ValueError(
         f'{type(opt_def).__name__}: the optimizer state does not mirror the target '
         f'({e}).') from None
+
+
+def first_count(opt_state) -> Optional[Any]:
+  """The first ``count`` field anywhere in an optax state (None if there is none)."""
+  for key_path, leaf in jax.tree_util.tree_flatten_with_path(opt_state)[0]:
+    if key_path and getattr(key_path[-1], 'name', None) == 'count':
+      return leaf
+  return None

@@ -3,7 +3,7 @@ import jax
 import optax
 from flax import struct
 
-from . import _transforms
+from . import _hyper
 from ._adapter import OptaxBackedDef
 from ._plain import Hyper, PlainCall, PlainForm
 
@@ -37,9 +37,8 @@ def adabelief_transform(hyper_params: _AdaBeliefHyperParams) -> optax.GradientTr
   """
   hp = hyper_params
   parts = [optax.scale_by_belief(b1=hp.beta1, b2=hp.beta2, eps=hp.eps, eps_root=hp.eps)]
-  if not _transforms.is_concrete_zero(hp.weight_decay):
-    parts.append(optax.add_decayed_weights(hp.weight_decay))
-  parts.append(_transforms.scale_by_required_learning_rate(hp.learning_rate))
+  parts += _hyper.decayed_weights(hp.weight_decay)
+  parts.append(_hyper.scale_by_required_learning_rate(hp.learning_rate))
   return optax.chain(*parts)
 
 
@@ -84,7 +83,6 @@ class AdaBelief(OptaxBackedDef):
   """
   build_transform = staticmethod(adabelief_transform)
   param_state_cls = _AdaBeliefParamState
-  pure_jax_step = True
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
   plain_optax_forms = (
       PlainForm((PlainCall('adabelief', (('learning_rate', Hyper('learning_rate')),)

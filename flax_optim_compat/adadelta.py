@@ -3,7 +3,7 @@ import jax
 import optax
 from flax import struct
 
-from . import _transforms
+from . import _hyper
 from ._adapter import OptaxBackedDef
 from ._plain import Hyper, PlainCall, PlainForm
 
@@ -35,9 +35,8 @@ def adadelta_transform(hyper_params: _AdadeltaHyperParams) -> optax.GradientTran
   """
   hp = hyper_params
   parts = [optax.scale_by_adadelta(rho=hp.rho, eps=hp.eps)]
-  if not _transforms.is_concrete_zero(hp.weight_decay):
-    parts.append(optax.add_decayed_weights(hp.weight_decay))
-  parts.append(_transforms.scale_by_required_learning_rate(hp.learning_rate))
+  parts += _hyper.decayed_weights(hp.weight_decay)
+  parts.append(_hyper.scale_by_required_learning_rate(hp.learning_rate))
   return optax.chain(*parts)
 
 
@@ -75,7 +74,6 @@ class Adadelta(OptaxBackedDef):
   """
   build_transform = staticmethod(adadelta_transform)
   param_state_cls = _AdadeltaParamState
-  pure_jax_step = True
   optax_state_fields = {'sq_avg': 'e_g', 'acc_delta': 'e_x'}
   plain_optax_forms = (
       PlainForm((PlainCall('adadelta', (('learning_rate', Hyper('learning_rate')),

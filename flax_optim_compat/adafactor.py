@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from . import _transforms
+from . import _hyper
 from ._adapter import OptaxBackedDef
 from ._plain import Attr, Hyper, PlainCall, PlainForm
 
@@ -90,7 +90,7 @@ def adafactor_transform(hyper_params: _AdafactorHyperParams,
       min_dim_size_to_factor=hp.min_dim_size_to_factor, epsilon=hp.epsilon1))]
   if hp.clipping_threshold is not None:
     parts.append(optax.clip_by_block_rms(hp.clipping_threshold))
-  parts.append(_transforms.scale_by_required_learning_rate(hp.learning_rate, flip_sign=False))
+  parts.append(_hyper.scale_by_required_learning_rate(hp.learning_rate, flip_sign=False))
   if hp.multiply_by_parameter_scale:
     parts.append(optax.scale_by_param_block_rms(hp.epsilon2))
   if hp.beta1 is not None:
@@ -151,7 +151,6 @@ class Adafactor(OptaxBackedDef):
     <https://arxiv.org/abs/1804.04235>`_, 2018
   """
   param_state_cls = _AdafactorParamState
-  pure_jax_step = True
   optax_state_fields = {'v_row': 'v_row', 'v_col': 'v_col', 'v': 'v', 'm': 'ema'}
   legacy_placeholders = {'m': _placeholder}
   constructor_only_hyper_params = frozenset(

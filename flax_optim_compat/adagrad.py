@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from . import _transforms
+from . import _hyper
 from ._adapter import OptaxBackedDef
 from ._plain import Hyper, PlainCall, PlainForm
 
@@ -74,7 +74,7 @@ def adagrad_transform(hyper_params: _AdagradHyperParams) -> optax.GradientTransf
   """
   hp = hyper_params
   return optax.chain(scale_by_rss_eps_outside(hp.eps),
-                     _transforms.scale_by_required_learning_rate(hp.learning_rate))
+                     _hyper.scale_by_required_learning_rate(hp.learning_rate))
 
 
 class Adagrad(OptaxBackedDef):
@@ -104,7 +104,6 @@ class Adagrad(OptaxBackedDef):
   """
   build_transform = staticmethod(adagrad_transform)
   param_state_cls = _AdagradParamState
-  pure_jax_step = True
   optax_state_fields = {'G': 'sum_of_squares'}
   plain_optax_forms = (
       PlainForm((PlainCall('adagrad', (('learning_rate', Hyper('learning_rate')),

@@ -3,7 +3,7 @@ import jax
 import optax
 from flax import struct
 
-from . import _transforms
+from . import _hyper
 from ._adapter import OptaxBackedDef
 from ._plain import Hyper, PlainCall, PlainForm
 
@@ -34,9 +34,8 @@ def adam_transform(hyper_params: _AdamHyperParams) -> optax.GradientTransformati
   """
   hp = hyper_params
   parts = [optax.scale_by_adam(b1=hp.beta1, b2=hp.beta2, eps=hp.eps)]
-  if not _transforms.is_concrete_zero(hp.weight_decay):
-    parts.append(optax.add_decayed_weights(hp.weight_decay))
-  parts.append(_transforms.scale_by_required_learning_rate(hp.learning_rate))
+  parts += _hyper.decayed_weights(hp.weight_decay)
+  parts.append(_hyper.scale_by_required_learning_rate(hp.learning_rate))
   return optax.chain(*parts)
 
 
@@ -74,7 +73,6 @@ class Adam(OptaxBackedDef):
   """
   build_transform = staticmethod(adam_transform)
   param_state_cls = _AdamParamState
-  pure_jax_step = True
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
   plain_optax_forms = (
       PlainForm((PlainCall('adam', _ADAM_KEYWORDS),), when=(('weight_decay', 0),)),

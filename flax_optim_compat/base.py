@@ -8,7 +8,7 @@ flax.optim expect; the built-ins override it with an optax transform in ``_adapt
 """
 import dataclasses
 import inspect
-from typing import Any
+from typing import Any, List
 
 import jax
 import jax.numpy as jnp
@@ -18,12 +18,11 @@ from flax import serialization
 from flax import struct
 from flax import traverse_util
 
-from . import _transforms
-from . import _tree
 from . import _deprecation
 from . import _eager
-from . import _multi
-from . import _multi_optax
+from . import _groups
+from . import _hyper
+from . import _tree
 from . import _restore
 
 __all__ = ['OptimizerState', 'OptimizerDef', 'Optimizer', 'ReplicatedOptimizer',
@@ -94,13 +93,13 @@ class OptimizerDef:
 
   # Whether ``init_state``/``apply_gradient`` are pure jax functions of their inputs (no Python
   # branching on values, no side effects), so that an un-traced ``Optimizer.apply_gradient``
-  # may run the step compiled and cached (``_eager``). Not inherited: a subclass may change a
-  # method in a way that is not pure, so each class that is declares it itself.
+  # may run the step compiled and cached (``_eager``). Inherited only inside this package: a
+  # user's subclass may change a method in a way that is not pure, so it declares it itself.
   pure_jax_step: bool = False
 
   def __init_subclass__(cls, **kwargs):
     super().__init_subclass__(**kwargs)
-    if 'pure_jax_step' not in vars(cls):
+    if 'pure_jax_step' not in vars(cls) and not cls.__module__.startswith(f'{__package__}.'):
       cls.pure_jax_step = False
 
   def __init__(self, hyper_params):
@@ -108,7 +107,7 @@ class OptimizerDef:
     _deprecation.warn_deprecated(_deprecation.USE_OPTAX)
 
   def __repr__(self):
-    return f'{type(self).__name__}({_hyper_params_repr(self.hyper_params)})'
+    return f'{type(self).__name__}({_hyper.fields_repr(self.hyper_params)})'
 
   # -- the legacy per-leaf protocol ----------------------------------------------------
 
@@ -156,7 +155,7 @@ class OptimizerDef:
   def current_hyper_params(self, target, state) -> dict:
     """``{name: value}`` of the hyper-params a step uses (this def's own, for the template)."""
     del target, state
-    return _hyper_params_dict(self.hyper_params)
+    return _hyper.as_dict(self.hyper_params)
 
   def create(self, target, focus=None) -> 'Optimizer':
     """Creates an :class:`Optimizer` for ``target``; ``focus`` (a traversal) limits the update."""
@@ -211,20 +210,6 @@ class OptimizerDef:
     raise NotImplementedError(
         f'{type(self).__name__} implements the legacy per-leaf protocol and has no optax '
         'state; port its apply_param_gradient to an optax transform first.')
-
-
-def _hyper_params_dict(hyper_params) -> dict:
-  if dataclasses.is_dataclass(hyper_params):
-    return {f.name: _hyper_params_dict(getattr(hyper_params, f.name))
-            for f in dataclasses.fields(hyper_params)}
-  return hyper_params
-
-
-def _hyper_params_repr(hyper_params) -> str:
-  if dataclasses.is_dataclass(hyper_params):
-    return ', '.join(f'{f.name}={getattr(hyper_params, f.name)!r}'
-                     for f in dataclasses.fields(hyper_params))
-  return repr(hyper_params)
 
 
 @dataclasses.dataclass
@@ -444,29 +429,28 @@ class ReplicatedOptimizer(OptimizerDef):
     return self.optimizer_def.restore_state(opt_target, opt_state, state_dict)
 
 
+# ----------------------------------------------------------------------------- MultiOptimizer
+
+
 class MultiOptimizer(OptimizerDef):
   """Applies a different optimizer to each subset of the params selected by a traversal.
 
-  One shared step counter (every sub-optimizer sees the global step); params selected by no
-  traversal are not updated and their state is ``None``; the state mirrors the target (a
-  ``FrozenDict`` for a ``FrozenDict`` target) with each sub-optimizer's legacy per-parameter
-  state at its leaves, so checkpoints have the legacy layout. ``hyper_params`` is the list of
-  the sub-optimizers' hyper-params: ``apply_gradient(grads, hyper_params=[...])`` sets them
-  per group for one step, a plain override (``learning_rate=0.1``) applies to every group.
-
-  Each step calls every group's own ``apply_gradient`` on the target with the other groups'
-  leaves masked out (legacy's loop over the groups); :meth:`optax_transform` gives the same
-  update as one ``optax.multi_transform`` for use with plain optax.
+  Each leaf belongs to the one traversal that selects it (a traversal may select whole
+  sub-trees; a leaf selected twice raises) and is updated by that pair's def, which sees the
+  shared global step; leaves no traversal selects keep their value and a ``None`` state. The
+  state mirrors the target with each group's legacy per-parameter states at its leaves (the
+  legacy checkpoint layout), or is one state per group when a group keeps one state for its
+  whole target (``from_optax``). ``hyper_params`` is the list of the groups' hyper-params;
+  migration_guide.md (§4.2, §7) has the optax equivalent and the differences from flax.optim.
 
   Args:
-    *traversals_and_optimizers: ``(traversal, optimizer_def)`` pairs. A traversal is a
-      ``flax.traverse_util`` traversal (``ModelParamTraversal``, ``t_identity['a']``, ...);
-      it may select leaves or whole sub-trees, and no leaf may be selected by two pairs. Any
-      :class:`OptimizerDef` can be a sub-optimizer (WeightNorm and user subclasses too).
+    *traversals_and_optimizers: ``(traversal, optimizer_def)`` pairs: a ``flax.traverse_util``
+      traversal (``ModelParamTraversal``, ``t_identity['a']``, ...) and any
+      :class:`OptimizerDef`.
 
   Examples:
     >>> import warnings
-    >>> import jax.numpy as jnp
+    >>> import jax, jax.numpy as jnp
     >>> import flax_optim_compat as optim
     >>> with warnings.catch_warnings():  # flax deprecates its traversals
     ...   warnings.simplefilter('ignore', DeprecationWarning)
@@ -476,25 +460,14 @@ class MultiOptimizer(OptimizerDef):
     ...                                (biases, optim.Momentum(learning_rate=0.5, beta=0.9)))
     >>> params = {'dense': {'kernel': jnp.ones(2), 'bias': jnp.ones(2)}, 'frozen': jnp.ones(2)}
     >>> optimizer = opt_def.create(params)
-    >>> optimizer.state.param_states['frozen'] is None
-    True
-    >>> grads = {'dense': {'kernel': jnp.ones(2), 'bias': jnp.ones(2)}, 'frozen': jnp.ones(2)}
-    >>> hps = optimizer.optimizer_def.hyper_params
+    >>> hps = optimizer.optimizer_def.hyper_params  # per group, for one step:
     >>> optimizer = optimizer.apply_gradient(
-    ...     grads, hyper_params=[hps[0], hps[1].replace(learning_rate=0.1)])
+    ...     jax.tree_util.tree_map(jnp.ones_like, params),
+    ...     hyper_params=[hps[0], hps[1].replace(learning_rate=0.1)])
     >>> optimizer.target['dense']['kernel'], optimizer.target['dense']['bias']
     (Array([0.9, 0.9], dtype=float32), Array([0.9, 0.9], dtype=float32))
-    >>> optimizer.target['frozen']
-    Array([1., 1.], dtype=float32)
-
-  Differences from flax.optim:
-    a traversal's ``filter_fn`` sees a shape/dtype stand-in (``.shape``, ``.ndim``,
-    ``.size``, ``.dtype``), once per target structure, instead of values, grads and states
-    in turn; ``hyper_params=`` lists of the wrong length or type raise instead of silently
-    dropping the trailing groups' state; overlapping traversals are reported by leaf path;
-    sub-optimizers need not implement ``init_param_state`` (WeightNorm can be a group);
-    empty targets and sub-tree selections work; a group that selects no parameter is
-    skipped (legacy also ran nothing for it).
+    >>> optimizer.target['frozen'], optimizer.state.param_states['frozen']
+    (Array([1., 1.], dtype=float32), None)
   """
 
   def __init__(self, *traversals_and_optimizers):
@@ -513,9 +486,8 @@ class MultiOptimizer(OptimizerDef):
                         'OptimizerDef.')
     traversals, sub_optimizers = zip(*traversals_and_optimizers)
     super().__init__([opt.hyper_params for opt in sub_optimizers])
-    self.traversals = tuple(traversals)
-    self.sub_optimizers = tuple(sub_optimizers)
-    self.pure_jax_step = all(opt.pure_jax_step for opt in self.sub_optimizers)
+    self.traversals, self.sub_optimizers = tuple(traversals), tuple(sub_optimizers)
+    self.pure_jax_step = all(opt.pure_jax_step for opt in sub_optimizers)
     self.param_states_mirror_target = all(opt.param_states_mirror_target
                                           for opt in sub_optimizers)
     self._labels_cache = {}
@@ -523,178 +495,177 @@ class MultiOptimizer(OptimizerDef):
   def __repr__(self):
     return f'{type(self).__name__}({", ".join(repr(opt) for opt in self.sub_optimizers)})'
 
-  def _labels(self, params):
-    """Per-leaf group labels of ``params``; cached per tree structure, shapes and dtypes."""
-    key = _multi.structure_key(params)
-    labels = self._labels_cache.get(key)
-    if labels is None:
-      labels = _multi.param_labels(self.traversals, params)
+  def _labels(self, params) -> List[str]:
+    """:func:`_groups.param_labels`, cached per tree structure, leaf shapes and dtypes."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    key = treedef, tuple((s.shape, str(s.dtype)) for s in map(_groups.stand_in, leaves))
+    if key not in self._labels_cache:
       if len(self._labels_cache) >= 64:
         self._labels_cache.clear()
-      self._labels_cache[key] = labels
-    return labels
+      self._labels_cache[key] = _groups.param_labels(self.traversals, params)
+    return self._labels_cache[key]
 
   def _groups(self, params):
-    """``(index, label, sub-optimizer)`` of every group that selects at least one leaf."""
-    labels = set(self._labels(params))
-    return [(i, _multi.group_label(i), opt) for i, opt in enumerate(self.sub_optimizers)
-            if _multi.group_label(i) in labels]
+    """``(treedef, labels, [(index, label, sub-optimizer) of every group with a leaf])``."""
+    labels = self._labels(params)
+    present = set(labels)
+    return jax.tree_util.tree_structure(params), labels, [
+        (i, str(i), opt) for i, opt in enumerate(self.sub_optimizers) if str(i) in present]
+
+  def _checked(self, hyper_params) -> list:
+    """``hyper_params`` as a list, checked: one object per pair, of its def's class (legacy
+    truncated a short list silently and the trailing groups lost their state)."""
+    names = ', '.join(type(opt).__name__ for opt in self.sub_optimizers)
+    count = len(self.sub_optimizers)
+    if not isinstance(hyper_params, (list, tuple)):
+      raise TypeError(f'MultiOptimizer hyper_params must be a list with one hyper-params object '
+                      f'per (traversal, optimizer) pair ({count}: {names}), got '
+                      f'{_hyper.describe(hyper_params)}.')
+    if len(hyper_params) != count:
+      raise ValueError(f'MultiOptimizer hyper_params must have one entry per (traversal, '
+                       f'optimizer) pair: expected {count} ({names}), got {len(hyper_params)}.')
+    for i, (hp, opt) in enumerate(zip(hyper_params, self.sub_optimizers)):
+      expected = type(opt.hyper_params)
+      if not isinstance(hp, expected):
+        raise TypeError(
+            f'MultiOptimizer hyper_params[{i}] must be a {expected.__name__} (the hyper-params '
+            f'of sub-optimizer {i}, {type(opt).__name__}), got {_hyper.describe(hp)}.')
+    return list(hyper_params)
+
+  def _split_states(self, treedef, labels, param_states) -> list:
+    """Each group's ``param_states``, from this def's (see :meth:`_join_states`)."""
+    if not self.param_states_mirror_target:
+      return list(param_states)
+    leaves = _tree.per_leaf_states(self, treedef, param_states)
+    return [_groups.masked(treedef, labels, str(i), leaves)
+            for i in range(len(self.sub_optimizers))]
+
+  def _join_states(self, treedef, labels, group_states):
+    """This def's ``param_states``: the target's mirror holding each leaf's group state
+    (``None`` where unmatched), or the tuple of group states (a group keeps one state)."""
+    if not self.param_states_mirror_target:
+      return tuple(group_states)
+    merged = [None] * len(labels)
+    for i, (opt, group_state) in enumerate(zip(self.sub_optimizers, group_states)):
+      if group_state is not None:
+        for j, s in _groups.group_leaves(treedef, labels, str(i), group_state, f'({opt!r}) states'):
+          merged[j] = s
+    return treedef.unflatten(merged)
+
+  def _label_tree(self, tree):
+    return jax.tree_util.tree_structure(tree).unflatten(self._labels(tree))
+
+  def _group_txs(self, hyper_params, txs) -> list:
+    hps = self._checked(self.hyper_params if hyper_params is None else hyper_params)
+    return _groups.group_transforms(self.sub_optimizers, txs, hps)
+
+  def _group_params(self, params):
+    treedef, labels, _ = self._groups(params)
+    leaves = treedef.flatten_up_to(params)
+    return treedef, labels, [_groups.masked(treedef, labels, str(i), leaves)
+                             for i in range(len(self.sub_optimizers))]
 
   def optax_transform(self, hyper_params=None, *, group_txs=None) -> optax.GradientTransformation:
     """``optax.multi_transform`` of the groups' own optax transforms (or of ``group_txs``).
 
-    Labels are derived from the traversals for the tree that ``init`` (params) and ``update``
-    (updates) receive: ``'0'``, ``'1'``, ... for the groups in order and ``'unmatched'`` for
-    params no group selects, which get ``optax.set_to_zero()`` (not the pass-through of
-    ``optax.masked``, where params selected by no group would still move). Every group must
-    have an optax transform (WeightNorm and legacy per-leaf defs have none).
+    Labels come from the traversals for the tree ``init``/``update`` receive: ``'0'``, ``'1'``,
+    ... by group, ``'unmatched'`` for the rest, which gets ``optax.set_to_zero()`` (with
+    ``optax.masked`` it would still move). Every group needs an optax transform (WeightNorm
+    and legacy per-leaf defs have none).
 
     Args:
       hyper_params: the list of per-group hyper-params (default ``self.hyper_params``).
       group_txs: one optax transformation per group, in order, instead of the groups' own
         (e.g. each group's ``plain_optax()``).
-
-    Returns:
-      An ``optax.GradientTransformation``.
     """
-    hps = self.hyper_params if hyper_params is None else hyper_params
-    txs = _multi_optax.group_transforms(self, group_txs, hps)
-    return _multi_optax.transform(self._labels, txs)
+    return _groups.transform(self._group_txs(hyper_params, group_txs), self._label_tree)
 
   def plain_optax(self, arg_sources=None):
-    """``optax.multi_transform({'0': ..., '1': ..., 'unmatched': optax.set_to_zero()}, param_labels)``.
+    """``optax.multi_transform({'0': ..., 'unmatched': optax.set_to_zero()}, param_labels)``.
 
-    Each group's own ``plain_optax()``; ``param_labels`` stands for the labels of the params
-    (``'0'``, ``'1'``, ... by group, ``'unmatched'`` for the rest), which the traversals decide.
-    ``exact`` is the least exact group's.
+    Each group's own ``plain_optax()``; ``param_labels`` stands for the labels the traversals
+    decide (see :meth:`optax_transform`). ``exact`` is the least exact group's.
     """
     if arg_sources:
       raise ValueError('MultiOptimizer.plain_optax takes no arg_sources; ask each group.')
     groups = [opt.plain_optax() for opt in self.sub_optimizers]
     order = ('bit-exact', '1e-6', 'not exact')
     worst = max(groups, key=lambda p: order.index(p.exact))
-    inner = ', '.join(f"'{_multi.group_label(i)}': {p.expression}" for i, p in enumerate(groups))
-    expression = (f"optax.multi_transform({{{inner}, '{_multi.UNMATCHED}': "
+    inner = ', '.join(f"'{i}': {p.expression}" for i, p in enumerate(groups))
+    expression = (f"optax.multi_transform({{{inner}, '{_groups.UNMATCHED}': "
                   'optax.set_to_zero()}, param_labels)')
     return type(worst)(expression, worst.exact, worst.difference)
 
   def optax_state(self, params, state, hyper_params=None, tx=None):
-    """The state of :meth:`optax_transform` holding the legacy ``state``.
+    """The state of :meth:`optax_transform` (``group_txs=tx``) holding the legacy ``state``.
 
-    Args:
-      params: the target.
-      state: the legacy ``OptimizerState``.
-      hyper_params: the per-group hyper-params (without ``tx``).
-      tx: ``None`` (the groups' own transforms) or one optax transformation per group, in
-        order; each group's state is mapped by its sub-optimizer's ``optax_state``.
-
-    Returns:
-      The ``optax.multi_transform`` state (groups labelled as in :meth:`optax_transform`).
+    ``tx``: ``None`` (the groups' own transforms) or one optax transformation per group, in
+    order; each group's state is mapped by its sub-optimizer's ``optax_state``.
     """
-    hps = self.hyper_params if hyper_params is None else hyper_params
-    txs = _multi_optax.group_transforms(self, tx, hps)
-    labels = self._labels(params)
-    treedef = jax.tree_util.tree_structure(params)
-    group_states = self._group_states(treedef, labels, state.param_states)
-    return _multi_optax.optax_state(self, _multi_optax.transform(self._labels, txs), txs,
-                                    params, state, labels, group_states)
+    treedef, labels, group_params = self._group_params(params)
+    group_states = [state.replace(param_states=s)
+                    for s in self._split_states(treedef, labels, state.param_states)]
+    return _groups.optax_state(self.sub_optimizers, self._group_txs(hyper_params, tx),
+                                    self._label_tree, params, group_params, group_states)
 
   def legacy_state(self, params, opt_state, step=None, tx=None) -> OptimizerState:
     """The legacy ``OptimizerState`` held by a state of :meth:`optax_transform` (its inverse)."""
-    txs = _multi_optax.group_transforms(self, tx, self.hyper_params)
+    txs = self._group_txs(None, tx)
+    step = _tree.first_count(opt_state) if step is None else step
     if step is None:
-      step = _multi_optax.first_count(opt_state)
-      if step is None:
-        raise ValueError('the MultiOptimizer optax state keeps no `count`; give the legacy step.')
-    labels = self._labels(params)
-    treedef = jax.tree_util.tree_structure(params)
-    group_states = _multi_optax.legacy_param_states(self, txs, params, opt_state, step, labels)
+      raise ValueError('the MultiOptimizer optax state keeps no `count`; give the legacy step.')
+    treedef, labels, group_params = self._group_params(params)
+    group_states = _groups.legacy_states(self.sub_optimizers, txs, group_params, opt_state,
+                                              step)
     return OptimizerState(jnp.asarray(step, jnp.int32),
-                          self._param_states(treedef, labels, group_states))
-
-  def init_param_state(self, param):
-    raise NotImplementedError('MultiOptimizer has no per-parameter state; use init_state.')
-
-  def apply_param_gradient(self, step, hyper_params, param, state, grad):
-    raise NotImplementedError('MultiOptimizer has no per-parameter update; use apply_gradient.')
+                          self._join_states(treedef, labels, group_states))
 
   def init_state(self, params) -> OptimizerState:
-    labels = self._labels(params)
-    treedef = jax.tree_util.tree_structure(params)
-    param_leaves = treedef.flatten_up_to(params)
+    treedef, labels, groups = self._groups(params)
+    leaves = treedef.flatten_up_to(params)
     group_states = [None] * len(self.sub_optimizers)
-    for i, label, opt in self._groups(params):
-      group_states[i] = opt.init_state(
-          _multi.masked(treedef, labels, label, param_leaves)).param_states
+    for i, label, opt in groups:
+      group_states[i] = opt.init_state(_groups.masked(treedef, labels, label, leaves)).param_states
     return OptimizerState(jnp.asarray(0, dtype=jnp.int32),
-                          self._param_states(treedef, labels, group_states))
-
-  def _param_states(self, treedef, labels, group_states):
-    """The groups' states as this def's ``param_states`` (see ``_group_states``)."""
-    if not self.param_states_mirror_target:
-      return tuple(group_states)
-    merged = [None] * len(labels)
-    for i, (opt, group_state) in enumerate(zip(self.sub_optimizers, group_states)):
-      if group_state is not None:
-        for j, s in _multi.group_leaves(treedef, labels, _multi.group_label(i), group_state,
-                                        f'({opt!r}) states').items():
-          merged[j] = s
-    return treedef.unflatten(merged)
-
-  def _group_states(self, treedef, labels, param_states) -> list:
-    """Each group's ``param_states``, from the legacy layout (mirroring the target, ``None`` for
-    unmatched leaves) or, when a group keeps one state for its whole target, from the tuple of
-    group states."""
-    if not self.param_states_mirror_target:
-      return list(param_states)
-    state_leaves = _tree.per_leaf_states(self, treedef, param_states)
-    return [_multi.masked(treedef, labels, _multi.group_label(i), state_leaves)
-            for i in range(len(self.sub_optimizers))]
+                          self._join_states(treedef, labels, group_states))
 
   def apply_gradient(self, hyper_params, params, state, grads):
     """Applies ``grads``: each group through its sub-optimizer, unmatched params unchanged.
-
-    Every group gets the target with ``optax.MaskedNode`` in place of the other groups'
-    leaves, and the global step.
 
     Raises:
       ValueError: ``grads`` differs from ``params`` in structure or shapes; ``hyper_params``
         has the wrong length; traversals overlap.
       TypeError: ``hyper_params`` is not a list of the sub-optimizers' hyper-param objects.
     """
-    hyper_params = _multi.check_hyper_params(self.sub_optimizers, hyper_params)
+    hyper_params = self._checked(hyper_params)
     _tree.check_grads(params, grads)
-    labels = self._labels(params)
-    treedef = jax.tree_util.tree_structure(params)
-    param_leaves = treedef.flatten_up_to(params)
-    grad_leaves = treedef.flatten_up_to(grads)
-    group_states = self._group_states(treedef, labels, state.param_states)
-    new_params, new_group_states = list(param_leaves), list(group_states)
-    for i, label, opt in self._groups(params):
-      masked = lambda leaves: _multi.masked(treedef, labels, label, leaves)  # pylint: disable=cell-var-from-loop
+    treedef, labels, groups = self._groups(params)
+    param_leaves, grad_leaves = treedef.flatten_up_to(params), treedef.flatten_up_to(grads)
+    group_states = self._split_states(treedef, labels, state.param_states)
+    new_params = list(param_leaves)
+    for i, label, opt in groups:
       try:
         group_params, group_state = opt.apply_gradient(
-            hyper_params[i], masked(param_leaves), OptimizerState(state.step, group_states[i]),
-            masked(grad_leaves))
-      except _transforms.MissingLearningRateError as e:
-        raise _transforms.MissingLearningRateError(
+            hyper_params[i], _groups.masked(treedef, labels, label, param_leaves),
+            OptimizerState(state.step, group_states[i]),
+            _groups.masked(treedef, labels, label, grad_leaves))
+      except _hyper.MissingLearningRateError as e:
+        raise _hyper.MissingLearningRateError(
             f'{e} (sub-optimizer {i} of the MultiOptimizer, {opt!r})') from None
-      for j, p in _multi.group_leaves(treedef, labels, label, group_params,
-                                      f'({opt!r}) params').items():
+      for j, p in _groups.group_leaves(treedef, labels, label, group_params, f'({opt!r}) params'):
         new_params[j] = p
-      new_group_states[i] = group_state.param_states
-    return (treedef.unflatten(new_params), OptimizerState(
-        state.step + 1, self._param_states(treedef, labels, new_group_states)))
+      group_states[i] = group_state.param_states
+    return treedef.unflatten(new_params), OptimizerState(
+        state.step + 1, self._join_states(treedef, labels, group_states))
 
   def update_hyper_params(self, **hyper_param_overrides):
     """The list of per-group hyper-params for one step.
 
-    ``hyper_params=`` replaces the whole list (checked: one object per pair, of that
-    sub-optimizer's hyper-param class); every other keyword is applied to every group by the
-    group's own ``update_hyper_params`` (an unknown name raises ``TypeError``, as legacy).
+    ``hyper_params=`` replaces the whole list (checked); every other keyword is applied to
+    every group by the group's own ``update_hyper_params`` (an unknown name raises
+    ``TypeError``, as legacy).
     """
-    hps = hyper_param_overrides.pop('hyper_params', self.hyper_params)
-    hps = _multi.check_hyper_params(self.sub_optimizers, hps)
+    hps = self._checked(hyper_param_overrides.pop('hyper_params', self.hyper_params))
     if not hyper_param_overrides:
       return hps
     out = []
@@ -708,11 +679,9 @@ class MultiOptimizer(OptimizerDef):
 
   def current_hyper_params(self, target, state) -> list:
     """One ``{name: value}`` dict per group (see ``Optimizer.current_hyper_params``)."""
-    labels = self._labels(target)
-    treedef = jax.tree_util.tree_structure(target)
-    target_leaves = treedef.flatten_up_to(target)
-    group_states = self._group_states(treedef, labels, state.param_states)
-    return [opt.current_hyper_params(
-        _multi.masked(treedef, labels, _multi.group_label(i), target_leaves),
-        OptimizerState(state.step, group_states[i]))
+    treedef, labels, _ = self._groups(target)
+    leaves = treedef.flatten_up_to(target)
+    group_states = self._split_states(treedef, labels, state.param_states)
+    return [opt.current_hyper_params(_groups.masked(treedef, labels, str(i), leaves),
+                                     OptimizerState(state.step, group_states[i]))
             for i, opt in enumerate(self.sub_optimizers)]

@@ -39,7 +39,6 @@ from . import _codec
 from . import _diff
 from . import _inspect
 from . import _layouts
-from . import _multi_optax
 from . import _orbax_io
 from . import _outputs
 from . import _replicas
@@ -357,7 +356,7 @@ def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
     if clash:
       raise CheckpointError(f'{where}: the optimizer sits beside a key {clash[0]!r}, which the '
                             'flat TrainState layout needs; use keep_layout (--keep-layout).')
-    if (outer_step is not None and _multi_optax.first_count(opt_state) is None
+    if (outer_step is not None and _tree.first_count(opt_state) is None
         and int(np.asarray(outer_step)) != int(optimizer.state.step)):
       notes.append(f'the optimizer\'s own step ({int(optimizer.state.step)}) differs from the '
                    f'train state\'s ({int(np.asarray(outer_step))}) and this optax state keeps no '
@@ -736,9 +735,9 @@ def legacy_from_converted(source: Source, optimizer_def: OptimizerDef, *, tx=Non
   tree, where, node_path, params, opt_state, state_tx = _read_converted(
       source, optimizer_def, tx)
   node = _state_dict.at(tree, node_path)
-  if step is None and _multi_optax.first_count(opt_state) is None:
+  if step is None and _tree.first_count(opt_state) is None:
     step = node.get('step')
-  if step is None and _multi_optax.first_count(opt_state) is None:
+  if step is None and _tree.first_count(opt_state) is None:
     raise CheckpointError(f'{where}: the optax state has no `count` and the file no `step`; '
                           'give the legacy step (--step, step=).')
   legacy = to_legacy(params, opt_state, optimizer_def,

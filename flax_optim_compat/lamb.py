@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from . import _transforms
+from . import _hyper
 from ._adapter import OptaxBackedDef
 from ._plain import Hyper, PlainCall, PlainForm
 
@@ -78,10 +78,9 @@ def lamb_transform(hyper_params: _LAMBHyperParams) -> optax.GradientTransformati
   """
   hp = hyper_params
   parts = [optax.scale_by_adam(b1=hp.beta1, b2=hp.beta2, eps=hp.eps)]
-  if not _transforms.is_concrete_zero(hp.weight_decay):
-    parts.append(optax.add_decayed_weights(hp.weight_decay))
+  parts += _hyper.decayed_weights(hp.weight_decay)
   parts.append(scale_by_lamb_trust_ratio())
-  parts.append(_transforms.scale_by_required_learning_rate(hp.learning_rate))
+  parts.append(_hyper.scale_by_required_learning_rate(hp.learning_rate))
   return optax.chain(*parts)
 
 
@@ -122,7 +121,6 @@ class LAMB(OptaxBackedDef):
   """
   build_transform = staticmethod(lamb_transform)
   param_state_cls = _LAMBParamState
-  pure_jax_step = True
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
   plain_optax_forms = (
       PlainForm((PlainCall('lamb', (('learning_rate', Hyper('learning_rate')),

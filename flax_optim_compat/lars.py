@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from . import _transforms
+from . import _hyper
 from ._adapter import OptaxBackedDef
 from ._plain import Hyper, PlainCall, PlainForm
 
@@ -67,11 +67,8 @@ def scale_by_lars_trust_ratio(learning_rate, weight_decay=0., trust_coefficient=
     if params is None:
       raise ValueError('scale_by_lars_trust_ratio needs the params: '
                        'update(updates, state, params).')
-    if learning_rate is None:
-      raise _transforms.MissingLearningRateError(
-          'no learning rate provided. Pass learning_rate= to the optimizer constructor or '
-          'to apply_gradient(grads, learning_rate=...).')
-    decay = not _transforms.is_concrete_zero(weight_decay)
+    _hyper.require_learning_rate(learning_rate)
+    decay = not _hyper.is_concrete_zero(weight_decay)
 
     def scale(g, p):
       param_norm = jnp.linalg.norm(p)
@@ -142,7 +139,6 @@ class LARS(OptaxBackedDef):
   """
   build_transform = staticmethod(lars_transform)
   param_state_cls = _LARSParamState
-  pure_jax_step = True
   optax_state_fields = {'momentum': 'trace'}
   step_scaled_fields = frozenset({'momentum'})  # optax.lars's trace holds -momentum
   plain_optax_forms = (

@@ -3,7 +3,7 @@ import jax
 import optax
 from flax import struct
 
-from . import _transforms
+from . import _hyper
 from ._adapter import OptaxBackedDef
 from ._plain import Hyper, PlainCall, PlainForm
 
@@ -31,11 +31,9 @@ def momentum_transform(hyper_params: _MomentumHyperParams) -> optax.GradientTran
   ``weight_decay`` override works under ``jit`` (legacy raised ``ConcretizationTypeError``).
   """
   hp = hyper_params
-  parts = []
-  if not _transforms.is_concrete_zero(hp.weight_decay):
-    parts.append(optax.add_decayed_weights(hp.weight_decay))
+  parts = _hyper.decayed_weights(hp.weight_decay)
   parts.append(optax.trace(decay=hp.beta, nesterov=hp.nesterov))
-  parts.append(_transforms.scale_by_required_learning_rate(hp.learning_rate))
+  parts.append(_hyper.scale_by_required_learning_rate(hp.learning_rate))
   return optax.chain(*parts)
 
 
@@ -66,7 +64,6 @@ class Momentum(OptaxBackedDef):
   """
   build_transform = staticmethod(momentum_transform)
   param_state_cls = _MomentumParamState
-  pure_jax_step = True
   optax_state_fields = {'momentum': 'trace'}
   plain_optax_forms = (
       PlainForm((_SGD,), when=(('weight_decay', 0),)),

@@ -3,7 +3,7 @@ import jax
 import optax
 from flax import struct
 
-from . import _transforms
+from . import _hyper
 from ._adapter import OptaxBackedDef
 from ._plain import Hyper, PlainCall, PlainForm
 
@@ -38,7 +38,7 @@ def rmsprop_transform(hyper_params: _RMSPropHyperParams) -> optax.GradientTransf
                     'traced value (pass a Python bool, not a jit argument).')
   scale_by = optax.scale_by_stddev if hp.centered else optax.scale_by_rms
   return optax.chain(scale_by(decay=hp.beta2, eps=hp.eps, eps_in_sqrt=False),
-                     _transforms.scale_by_required_learning_rate(hp.learning_rate))
+                     _hyper.scale_by_required_learning_rate(hp.learning_rate))
 
 
 class RMSProp(OptaxBackedDef):
@@ -69,7 +69,6 @@ class RMSProp(OptaxBackedDef):
   """
   build_transform = staticmethod(rmsprop_transform)
   param_state_cls = _RMSPropParamState
-  pure_jax_step = True
   optax_state_fields = {'v': 'nu', 'mg': 'mu'}
   plain_optax_forms = (
       PlainForm((PlainCall('rmsprop', (('learning_rate', Hyper('learning_rate')),

@@ -3,7 +3,7 @@ import jax
 import optax
 from flax import struct
 
-from . import _transforms
+from . import _hyper
 from ._adapter import OptaxBackedDef
 from ._plain import Hyper, PlainCall, PlainForm
 
@@ -21,7 +21,7 @@ class _GradientDescentHyperParams:
 def gradient_descent_transform(hyper_params: _GradientDescentHyperParams
                                ) -> optax.GradientTransformation:
   """``p - lr * g``: exactly ``optax.sgd(lr)``."""
-  return _transforms.scale_by_required_learning_rate(hyper_params.learning_rate)
+  return _hyper.scale_by_required_learning_rate(hyper_params.learning_rate)
 
 
 class GradientDescent(OptaxBackedDef):
@@ -42,7 +42,6 @@ class GradientDescent(OptaxBackedDef):
     none; ``optax.sgd(learning_rate)`` gives bit-identical updates.
   """
 
-  pure_jax_step = True
   build_transform = staticmethod(gradient_descent_transform)
   plain_optax_forms = (
       PlainForm((PlainCall('sgd', (('learning_rate', Hyper('learning_rate')),)),)),)

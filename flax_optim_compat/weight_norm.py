@@ -8,7 +8,6 @@ import numpy as np
 import optax
 from flax import struct
 
-from . import _layouts
 from . import _tree
 from .base import OptimizerDef
 from .base import OptimizerState
@@ -104,6 +103,14 @@ class WeightNorm(OptimizerDef):
     Salimans & Kingma, `Weight Normalization: A Simple Reparameterization to Accelerate
     Training of Deep Neural Networks <https://arxiv.org/abs/1602.07868>`_, 2016
   """
+
+  # The checkpoint field holding the wrapped optimizer's own per-parameter state.
+  wrapped_state_field = 'direction_state'
+
+  @classmethod
+  def checkpoint_fields(cls):
+    """The keys of this optimizer's per-parameter state in a checkpoint."""
+    return tuple(f.name for f in dataclasses.fields(_WeightNormParamState))
 
   def __init__(self, wrapped_optimizer: OptimizerDef, wn_decay=0, wn_eps=1e-8):
     super().__init__(_WeightNormHyperParams(wrapped_optimizer.hyper_params, wn_decay, wn_eps))
@@ -216,6 +223,3 @@ class WeightNorm(OptimizerDef):
         _WeightNormParamState(*fields)
         for fields in zip(direction_states, scale_states, directions, scales)])
 
-
-_layouts.register('WeightNorm', [f.name for f in dataclasses.fields(_WeightNormParamState)],
-                  wraps='direction_state')

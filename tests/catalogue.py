@@ -10,10 +10,16 @@ user-written per-leaf optimizer) holds all of that optimizer's cases:
 * ``checkpoints``: checkpoint cases (tests/fixtures/checkpoints, tests/test_checkpoints.py);
 * ``pmap``: data-parallel cases (tests/fixtures/pmap, tests/test_pmap.py, tests/test_mesh.py);
 * ``optax_state``: defs whose state is continued in plain optax (tests/test_optax_state.py);
-* ``guide``: rows of migration_guide.md's table (tools/guide_table.py).
+* ``guide``: rows of migration_guide.md's table (tools/guide_table.py);
 
-Adding an optimizer = its module, one ``__init__`` line, one entry here, then the fixtures
-regenerated with ``python -m tools.oracle`` in the legacy oracle venv (tools/oracle/README.md).
+and, derived from those: the eager-path tests (tests/test_eager.py, the generic cases), the
+convert goldens (``CONVERT``: checkpoint cases of one built-in alone; tools/oracle/gen_convert.py)
+and what ``convert.inspect`` must say about each checkpoint file (tests/test_convert.py).
+
+Adding an optimizer = its module, the ``__init__`` lines (its import, ``__all__``, its place in
+``register_classes``), one entry here, then the fixtures regenerated with ``python -m
+tools.oracle`` in the legacy oracle venv (tools/oracle/README.md); tests/test_catalogue.py
+checks every place its name must appear and that no other list of optimizers exists.
 
 Optimizers are written as JSON-like specs (stored in the fixtures as they are) and built with
 :func:`build_def` against either library: this module must import in the oracle venv (Python
@@ -219,6 +225,11 @@ class Checkpoint:
   container: str = 'dict'
   # Also continued eagerly after the restore (eager steps are slow: a representative few).
   eager: bool = False
+  # The legacy file saved after that eager continuation (legacy then stores an int64 step).
+  eager_file: Optional[str] = None
+  # Also a convert golden (tools/oracle/gen_convert.py) when the spec is one built-in alone or a
+  # MultiOptimizer of built-ins, in a dict target: legacy continues the legacy file, and restores and continues our conversion.
+  convert: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,11 +348,12 @@ CATALOGUE = (
             Trajectory('adam_defaults', spec('Adam', learning_rate=0.002)),
         ))},
         checkpoints={
-            'Adam': Checkpoint(_ADAM, eager=True),
+            'Adam': Checkpoint(_ADAM, eager=True, eager_file='Adam-after-eager-steps'),
             'Adam-focus': Checkpoint(focused(_ADAM, path_regex('/kernel$'))),
             'Adam-frozen': Checkpoint(_ADAM, container='frozen'),
             'TrainState-Adam': Checkpoint(_ADAM, kind='train_state', shapes=_TRAIN_STATE_SHAPES),
-            'Replicated-Adam': Checkpoint(_ADAM, kind='replicated'),
+            # Replicated-Momentum is the replicated convert golden.
+            'Replicated-Adam': Checkpoint(_ADAM, kind='replicated', convert=False),
         },
         pmap={'Adam': (_ADAM, None),
               'Adam-focus': (focused(spec('Adam', learning_rate=0.01), path_contains('kernel')),
@@ -808,9 +820,27 @@ def _merged(field):
 
 
 BUILTINS = tuple(entry.name for entry in CATALOGUE if entry.builtin)
+# The legacy classes with a checkpoint layout of their own: the package registers these, and
+# they are the names `--optimizer` accepts.
+LAYOUT_CLASSES = BUILTINS + ('WeightNorm',)
+# Built-ins whose checkpoints hold the same per-parameter fields (a file cannot tell them
+# apart), in the order messages name them: 'Momentum or LARS', 'Adam, AdaBelief or LAMB'.
+SAME_LAYOUT = (('Momentum', 'LARS'), ('Adam', 'AdaBelief', 'LAMB'))
 GENERIC = tuple(case for entry in CATALOGUE for case in entry.generic)
 TRAJECTORY_FAMILIES = _merged('trajectories')
 CHECKPOINTS = _merged('checkpoints')
 PMAP = _merged('pmap')
 OPTAX_STATE = _merged('optax_state')
 GUIDE_ROWS = tuple(row for entry in CATALOGUE for row in entry.guide)
+# The checkpoint cases that are also convert goldens (see `Checkpoint.convert`).
+def _convertible(spec) -> bool:
+  """One built-in alone, or a MultiOptimizer of built-ins, without focus."""
+  if 'focus' in spec:
+    return False
+  if spec['name'] == 'MultiOptimizer':
+    return all(_convertible(group) for _, group in spec['groups'])
+  return spec['name'] in BUILTINS
+
+
+CONVERT = {name: case for name, case in CHECKPOINTS.items()
+           if case.convert and _convertible(case.spec) and case.container == 'dict'}

@@ -3,13 +3,16 @@
 A golden file made from other inputs than the catalogue's (a case edited without regenerating)
 fails here with the case's name, before any trajectory is compared.
 """
+import ast
 import inspect
+import pathlib
 
 import numpy as np
 import pytest
 from flax import serialization
 
 import flax_optim_compat as optim
+from flax_optim_compat import _layouts
 from tests import _utils
 from tests import catalogue
 from tests import checkpoint_specs
@@ -97,3 +100,81 @@ def test_an_edited_case_is_caught():
   inputs = {n: {k: v for k, v in c.items() if k != 'expected'} for n, c in stored.items()}
   with pytest.raises(AssertionError, match='learning_rate'):
     _assert_same_inputs(made, inputs, 'Adagrad')
+
+
+def test_convert_fixture_inputs_are_the_catalogues():
+  stored = _utils.load_fixture('convert', 'expected.msgpack')
+  assert sorted(stored) == sorted(catalogue.CONVERT)
+  for name, case in catalogue.CONVERT.items():
+    _assert_same_inputs(stored[name]['optimizer'], _as_stored(case.spec), name)
+
+
+# ----------------------------------------------------------------------------- one place per name
+# A new legacy-style optimizer = its file, the `__init__` lines (its import, `__all__`, its place
+# in `register_classes`) and one catalogue entry; every other list of optimizers derives from
+# those.
+
+PACKAGE_DIR = pathlib.Path(optim.__file__).parent
+REPO = PACKAGE_DIR.parent
+
+
+@pytest.mark.parametrize('name', catalogue.BUILTINS)
+def test_every_place_a_builtin_name_must_appear(name):
+  cls = getattr(optim, name)
+  # 1. its file
+  module = cls.__module__.split('.')[-1]
+  assert cls.__module__ == f'flax_optim_compat.{module}'
+  assert (PACKAGE_DIR / f'{module}.py').is_file()
+  # 2. the __init__ lines
+  init = (PACKAGE_DIR / '__init__.py').read_text(encoding='utf-8')
+  assert f'from .{module} import {name} as {name}\n' in init
+  assert name in optim.__all__
+  assert name in _layouts.optimizer_names()
+  # 3. one catalogue entry, with every kind of case (see the tests above)
+  assert [entry.name for entry in catalogue.CATALOGUE].count(name) == 1
+
+
+def test_the_package_registers_the_catalogues_classes_in_its_order():
+  assert _layouts.optimizer_names() == catalogue.LAYOUT_CLASSES
+  names = {name for _, name in _layouts.known_layouts()}
+  for shared in catalogue.SAME_LAYOUT:
+    assert ', '.join(shared[:-1]) + ' or ' + shared[-1] in names
+
+
+def _lists_of_builtins(path):
+  """``(line, names)`` of every literal list / tuple / set / dict naming 5 or more built-ins."""
+  found = []
+  for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+      names = set()
+      for elt in node.keys if isinstance(node, ast.Dict) else node.elts:
+        if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
+          names.update(n for n in catalogue.BUILTINS
+                       if elt.value == n or elt.value.startswith((f'{n}-', f'{n}(')))
+        elif isinstance(elt, (ast.Name, ast.Attribute)):
+          names.update({getattr(elt, 'id', None), getattr(elt, 'attr', None)}
+                       & set(catalogue.BUILTINS))
+      if len(names) >= 5:
+        found.append((node.lineno, sorted(names)))
+  return found
+
+
+def test_no_other_per_optimizer_list():
+  allowed = {REPO / 'tests' / 'catalogue.py', PACKAGE_DIR / '__init__.py'}
+  offenders = []
+  for folder in ('flax_optim_compat', 'tests', 'tools', 'benchmarks'):
+    for path in sorted((REPO / folder).rglob('*.py')):
+      if path not in allowed:
+        offenders += [f'{path.relative_to(REPO)}:{line} {names}'
+                      for line, names in _lists_of_builtins(path)]
+  assert not offenders, ('lists of optimizers outside tests/catalogue.py and the package '
+                         f'__init__ (derive them from the catalogue): {offenders}')
+
+
+def test_a_second_list_is_caught(tmp_path):
+  five = catalogue.BUILTINS[:5]
+  copy = tmp_path / 'x.py'
+  copy.write_text('\n\nCASES = {' + ', '.join(f'"{n}-case": 1' for n in five) + '}\n')
+  assert _lists_of_builtins(copy) == [(3, sorted(five))]
+  copy.write_text('CASES = {' + ', '.join(f'"{n}-case": 1' for n in five[:4]) + '}\n')
+  assert _lists_of_builtins(copy) == []

@@ -4,8 +4,9 @@ Expected values:
 
 * what a file holds (paths, shapes, dtypes, step): ``flax.serialization.msgpack_restore`` of the
   same bytes (flax's own reader; ``inspect`` has its own streaming one);
-* which optimizer wrote it: the case table below (the fixtures' generator, tools/gen_checkpoints.py);
-* training after a conversion: tests/fixtures/convert/expected.msgpack (tools/gen_convert.py,
+* which optimizer wrote it: worked out from each checkpoint case of tests/catalogue.py (the
+  cases tools/oracle/gen_checkpoints.py wrote the files for);
+* training after a conversion: tests/fixtures/convert/expected.msgpack (tools/oracle/gen_convert.py,
   oracle venv): the legacy library restoring each legacy file and continuing 6 steps, and the
   legacy library restoring the files our ``to_legacy`` wrote (tests/fixtures/convert/ours) and
   continuing from them.
@@ -14,6 +15,7 @@ Tolerance: ``_utils.RTOL`` (1e-5 of each leaf's max |value|): optax associates s
 differently from legacy (float32 rounding only).
 """
 import os
+import re
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +31,8 @@ from flax_optim_compat import _layouts
 from flax_optim_compat import _codec
 from flax_optim_compat import convert
 from tests import _utils
+from tests import catalogue
+from tests import checkpoint_specs
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
@@ -38,53 +42,74 @@ EXPECTED = _utils.load_fixture('convert', 'expected.msgpack')
 CONVERTED = sorted(EXPECTED)
 STEPS = 6
 BACK_AFTER = 3
-
 _ADAM = 'Adam, AdaBelief or LAMB'
 _MOMENTUM = 'Momentum or LARS'
-_ALL = ['/conv/kernel', '/dense/bias', '/dense/kernel', '/scale']
-# legacy fixture -> (optimizer name, {group: params}, where the optimizer sits); from the case
-# table of tools/gen_checkpoints.py (e.g. MultiOptimizer: kernels Adam, biases Momentum).
-FAMILIES = {
-    'AdaBelief': (_ADAM, {_ADAM: _ALL}, '/'),
-    'Adadelta': ('Adadelta', {'Adadelta': _ALL}, '/'),
-    'Adafactor': ('Adafactor', {'Adafactor': _ALL}, '/'),
-    'Adafactor-defaults': ('Adafactor', {'Adafactor': _ALL}, '/'),
-    'Adagrad': ('Adagrad', {'Adagrad': _ALL}, '/'),
-    'Adam': (_ADAM, {_ADAM: _ALL}, '/'),
-    'Adam-after-eager-steps': (_ADAM, {_ADAM: _ALL}, '/'),
-    'Adam-focus': (f'MultiOptimizer (or create(focus=...)) over ({_ADAM}) with unoptimized '
-                   '(None) leaves',
-                   {_ADAM: ['/conv/kernel', '/dense/kernel'], 'None': ['/dense/bias', '/scale']},
-                   '/'),
-    'Adam-frozen': (_ADAM, {_ADAM: _ALL}, '/'),
-    'GradientDescent': ('GradientDescent', {'GradientDescent': _ALL}, '/'),
-    'LAMB': (_ADAM, {_ADAM: _ALL}, '/'),
-    'LARS': (_MOMENTUM, {_MOMENTUM: _ALL}, '/'),
-    'Momentum': (_MOMENTUM, {_MOMENTUM: _ALL}, '/'),
-    'MultiOptimizer': (f'MultiOptimizer (or create(focus=...)) over ({_ADAM}) and ({_MOMENTUM}) '
-                       'with unoptimized (None) leaves',
-                       {_ADAM: ['/conv/kernel', '/dense/kernel'], _MOMENTUM: ['/dense/bias'],
-                        'None': ['/scale']}, '/'),
-    'MultiOptimizer-GradientDescent': (
-        'MultiOptimizer (or create(focus=...)) over (GradientDescent) with unoptimized (None) '
-        'leaves', {'GradientDescent': ['/dense/bias', '/dense/kernel'],
-                   'None': ['/conv/kernel', '/scale']}, '/'),
-    'RMSProp': ('RMSProp', {'RMSProp': _ALL}, '/'),
-    'RMSProp-centered': ('RMSProp', {'RMSProp': _ALL}, '/'),
-    'Replicated-Adam': (_ADAM, {_ADAM: _ALL}, '/'),
-    'Replicated-Momentum': (_MOMENTUM, {_MOMENTUM: _ALL}, '/'),
-    'TrainState-Adam': (_ADAM, {_ADAM: ['/dense/bias', '/dense/kernel']}, '/optimizer'),
-    'TrainState-MultiOptimizer': (
-        f'MultiOptimizer (or create(focus=...)) over ({_MOMENTUM}) with unoptimized (None) '
-        'leaves', {_MOMENTUM: ['/dense/kernel'], 'None': ['/dense/bias']}, '/optimizer'),
-    'WeightNorm-Adam': (f'WeightNorm({_ADAM})',
-                        {f'WeightNorm({_ADAM})': ['/conv/kernel', '/dense/bias', '/dense/kernel']},
-                        '/'),
-    'WeightNorm-Momentum': (f'WeightNorm({_MOMENTUM})',
-                            {f'WeightNorm({_MOMENTUM})': ['/conv/kernel', '/dense/bias',
-                                                         '/dense/kernel']}, '/'),
-    'custom-SignMomentum': (None, {}, '/'),
-}
+
+
+def _layout_name(name):
+  """The name inspect gives a built-in's layout: 'Adam, AdaBelief or LAMB' when shared."""
+  for names in catalogue.SAME_LAYOUT:
+    if name in names:
+      return ', '.join(names[:-1]) + ' or ' + names[-1]
+  return name
+
+
+def _spec_name(spec):
+  if spec['name'] in catalogue.CUSTOM_OPTIMIZERS:
+    return None  # a user's optimizer: unknown fields
+  if spec['name'] == 'WeightNorm':
+    return f"WeightNorm({_spec_name(spec['wrapped'])})"
+  return _layout_name(spec['name'])
+
+
+def _paths(shapes, prefix=''):
+  """The leaf paths of a target of ``shapes``, keys sorted at every level."""
+  if isinstance(shapes, dict):
+    return [p for k in sorted(shapes) for p in _paths(shapes[k], f'{prefix}/{k}')]
+  return [prefix]
+
+
+def _selects(traversal, path):
+  kind, value = traversal['kind'], traversal.get('value')
+  if kind == 'path_regex':
+    return re.search(value, path) is not None
+  if kind == 'path_contains':
+    return value in path
+  raise NotImplementedError(f'a checkpoint case with a {kind!r} traversal: add it here')
+
+
+def _expected_inspect(case):
+  """``(optimizer name, {group: [param path, ...]}, where the optimizer sits)``: what
+  ``convert.inspect`` must say about the file of checkpoint case ``case``, worked out here
+  from the case's spec (groups in the order of their first path; unselected params form the
+  group 'None')."""
+  spec = case.spec
+  paths = _paths(case.shapes or checkpoint_specs.SHAPES)
+  where = '/optimizer' if case.kind == 'train_state' else '/'
+  if spec['name'] == 'MultiOptimizer':
+    pairs = spec['groups']
+  elif 'focus' in spec:
+    pairs = [(spec['focus'], spec)]
+  else:
+    name = _spec_name(spec)
+    return name, ({name: paths} if name else {}), where
+  groups = {}
+  for path in paths:
+    owner = next((_spec_name(s) for t, s in pairs if _selects(t, path)), 'None')
+    groups.setdefault(owner, []).append(path)
+  real = [g for g in groups if g != 'None']
+  if len(groups) == 1:
+    return real[0], groups, where
+  return ('MultiOptimizer (or create(focus=...)) over ' + ' and '.join(f'({g})' for g in real)
+          + (' with unoptimized (None) leaves' if 'None' in groups else '')), groups, where
+
+
+# legacy fixture -> (optimizer name, {group: params}, where the optimizer sits).
+FAMILIES = {}
+for _name, _case in catalogue.CHECKPOINTS.items():
+  FAMILIES[_name] = _expected_inspect(_case)
+  if _case.eager_file:
+    FAMILIES[_case.eager_file] = FAMILIES[_name]
 
 
 def _file(name):
@@ -359,7 +384,7 @@ def test_several_optimizers_in_one_file():
 @pytest.mark.parametrize('name', CONVERTED)
 def test_to_legacy_file_restores_in_legacy_and_continues(name, tmp_path):
   """Our to_legacy after 3 optax steps; the legacy library restored the same file exactly and
-  continued from it like from its own checkpoint (recorded by tools/gen_convert.py)."""
+  continued from it like from its own checkpoint (recorded by tools/oracle/gen_convert.py)."""
   opt_def = _opt_def(name)
   state = convert.to_train_state(_file(name), opt_def)
   step = jax.jit(lambda s, g: s.apply_gradients(grads=g))

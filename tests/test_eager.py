@@ -4,7 +4,8 @@ Every expected value here is the def's own step: called op by op (the un-cached 
 fast path matches it to float rounding (see ``_assert_close``); jitted with the same
 hyper-params, bit for bit.
 """
-import warnings
+import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -15,48 +16,34 @@ from flax import struct
 
 import flax_optim_compat as optim
 from flax_optim_compat import _eager
-from flax_optim_compat import _transforms
+from flax_optim_compat import _hyper
+from tests import catalogue
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
 
-def _by_ndim(matrices, vectors):
-  with warnings.catch_warnings():  # flax deprecates constructing its traversals
-    warnings.filterwarnings('ignore', message='`flax.traverse_util.Traversal` will be deprecated',
-                            category=DeprecationWarning)
-    big = optim.ModelParamTraversal(lambda path, value: value.ndim > 1)
-    small = optim.ModelParamTraversal(lambda path, value: value.ndim <= 1)
-  return optim.MultiOptimizer((big, matrices), (small, vectors))
+def _defs():
+  """``(name, def factory, a float hyper-param to override, two values for it)``: the
+  catalogue's generic cases, with two of their override values that are none of the def's own
+  values (an own value stays a static constant of the compiled step)."""
+  def own(hp, name):  # the values of field `name` in (nested) hyper-params
+    if isinstance(hp, (list, tuple)):
+      return {v for h in hp for v in own(h, name)}
+    if not dataclasses.is_dataclass(hp):
+      return set()
+    return {v for f in dataclasses.fields(hp)
+            for v in ({getattr(hp, name)} if f.name == name else own(getattr(hp, f.name), name))}
+
+  out = []
+  for case in catalogue.GENERIC:
+    taken = own(case.make(optim).hyper_params, case.override)
+    values = tuple(v for v in case.override_values if v not in taken)[:2]
+    assert len(values) == 2, case
+    out.append((case.name, functools.partial(case.make, optim), case.override, values))
+  return out
 
 
-# (name, def factory, a float hyper-param to override, two values for it)
-DEFS = [
-    ('GradientDescent', lambda: optim.GradientDescent(learning_rate=0.1), 'learning_rate',
-     (0.05, 0.02)),
-    ('Momentum-nesterov-wd', lambda: optim.Momentum(0.05, beta=0.8, weight_decay=1e-4,
-                                                    nesterov=True), 'beta', (0.7, 0.6)),
-    ('Adam', lambda: optim.Adam(learning_rate=0.1), 'learning_rate', (0.05, 0.02)),
-    ('Adam-wd', lambda: optim.Adam(0.1, weight_decay=1e-4), 'eps', (1e-3, 1e-2)),
-    ('AdaBelief-wd', lambda: optim.AdaBelief(0.1, weight_decay=1e-4), 'beta2', (0.99, 0.9)),
-    ('Adadelta-wd', lambda: optim.Adadelta(1.0, eps=1e-2, weight_decay=1e-4), 'rho',
-     (0.85, 0.8)),  # not 0.9: the default's own value stays a static constant
-    ('Adagrad', lambda: optim.Adagrad(learning_rate=0.5), 'eps', (1e-2, 1e-1)),
-    ('LAMB-wd', lambda: optim.LAMB(0.05, weight_decay=1e-4), 'learning_rate', (0.04, 0.03)),
-    ('LARS-nesterov', lambda: optim.LARS(0.1, trust_coefficient=0.5, nesterov=True), 'beta',
-     (0.8, 0.7)),
-    ('RMSProp-centered', lambda: optim.RMSProp(0.03, beta2=0.8, eps=1e-3, centered=True),
-     'eps', (1e-2, 1e-1)),
-    ('Adafactor', lambda: optim.Adafactor(learning_rate=0.5), 'learning_rate', (0.4, 0.3)),
-    ('Adafactor-momentum-factored-wd',
-     lambda: optim.Adafactor(0.1, beta1=0.9, min_dim_size_to_factor=2,
-                             multiply_by_parameter_scale=False, weight_decay_rate=1e-4),
-     'beta1', (0.8, 0.7)),
-    ('WeightNorm-Adam', lambda: optim.WeightNorm(optim.Adam(0.1), wn_decay=1e-4), 'eps',
-     (1e-3, 1e-2)),
-    ('MultiOptimizer-Adam-Momentum',
-     lambda: _by_ndim(optim.Adam(0.1), optim.Momentum(0.05, beta=0.8)), 'learning_rate',
-     (0.04, 0.03)),
-]
+DEFS = _defs()
 
 
 def _tree(dtype=jnp.float32, seed=0):
@@ -282,9 +269,9 @@ def test_missing_learning_rate_raises_as_the_uncached_step():
   opt_def = optim.Momentum(beta=0.9)
   params = _tree()
   state = opt_def.init_state(params)
-  with pytest.raises(_transforms.MissingLearningRateError) as direct:
+  with pytest.raises(_hyper.MissingLearningRateError) as direct:
     opt_def.apply_gradient(opt_def.hyper_params, params, state, _tree(seed=1))
-  with pytest.raises(_transforms.MissingLearningRateError) as fast:
+  with pytest.raises(_hyper.MissingLearningRateError) as fast:
     _fast(opt_def, opt_def.hyper_params, params, state, _tree(seed=1))
   assert str(fast.value) == str(direct.value)
   assert _eager.cache_info()['entries'] == 0

@@ -5,7 +5,7 @@ and a transformer sees those original nodes only in one walk (a second transform
 new nodes). Imports are then added and removed with LibCST's own ``AddImportsVisitor`` /
 ``RemoveImportsVisitor``. A file whose result does not compile is left as it was.
 """
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 import libcst as cst
 from libcst import codemod

@@ -18,11 +18,15 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 from libcst import metadata as meta
 
+import flax_optim_compat as _optim
+from .. import _adapter
+from .. import _layouts
 from . import _refusals
 
 LEGACY_PREFIXES = ('flax.optim.', 'flax_optim_compat.')
-BUILTIN_DEFS = ('GradientDescent', 'Momentum', 'Adam', 'AdaBelief', 'Adadelta', 'Adafactor',
-                'Adagrad', 'LAMB', 'LARS', 'RMSProp')
+# The built-in optimizers (flax.optim's own, each with its optax form), as registered.
+BUILTIN_DEFS = tuple(name for name in _layouts.optimizer_names()
+                     if issubclass(getattr(_optim, name), _adapter.OptaxBackedDef))
 OPTIMIZER_CLASSES = ('Optimizer',)
 
 # Function wrappers whose result is called with the wrapped function's arguments.

@@ -8,11 +8,13 @@ repository root::
     ~/.cache/legacy-flax-oracle/bin/python -m tools.oracle.gen_pmap [CASE ...]
     ~/.cache/legacy-flax-oracle/bin/python -m tools.oracle.gen_checkpoints \\
         --modern-python .venv/bin/python [CASE ...]
+    ~/.cache/legacy-flax-oracle/bin/python -m tools.oracle.gen_convert \\
+        --modern-python .venv/bin/python [CASE ...]
 
 The cases come from tests/catalogue.py and the drivers from tests/oracle_specs.py,
 tests/checkpoint_specs.py and tests/pmap_specs.py, the very code the suite runs against
 flax_optim_compat; this package imports none of flax_optim_compat except where a generator
-runs itself in the modern venv (``gen_checkpoints --write-ours``).
+runs itself in the modern venv (``gen_checkpoints`` / ``gen_convert --write-ours``).
 """
 import argparse
 import os

@@ -1,7 +1,8 @@
 """Regenerates every golden fixture: ``python -m tools.oracle --modern-python PY``.
 
 Runs the generators one after the other, each in its own process of this interpreter (the
-pmap and checkpoint generators simulate 8 CPU devices, the trajectories run on the default one).
+pmap and checkpoint generators simulate 8 CPU devices, the others run on the default one); the
+convert goldens start from the legacy checkpoints, so they come after them.
 """
 import argparse
 import os
@@ -20,6 +21,7 @@ def main(argv=None):
     parser.error('pass --modern-python PY (or set FLAX_OPTIM_COMPAT_DEV_PYTHON)')
   for module, extra in (('gen_trajectories', []), ('gen_pmap', []),
                         ('gen_checkpoints', ['--modern-python', args.modern_python]),
+                        ('gen_convert', ['--modern-python', args.modern_python]),
                         ('gen_migrate_corpus', [])):
     print(f'== tools.oracle.{module}', flush=True)
     subprocess.run([sys.executable, '-m', f'tools.oracle.{module}'] + extra, cwd=oracle.ROOT,

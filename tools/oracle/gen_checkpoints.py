@@ -52,9 +52,6 @@ from tests import checkpoint_specs as specs  # noqa: E402
 OUT = os.path.join(oracle.FIXTURES, 'checkpoints')
 STEP = specs.STEPS_BEFORE
 
-# case -> extra legacy file saved after the eager continuation (legacy then stores an int64 step).
-EAGER_FILES = {'Adam': 'Adam-after-eager-steps'}
-
 
 def _side(optim, dynamic_scale_cls):
   kw = dict(jax=jax, freeze=freeze)
@@ -125,8 +122,9 @@ def generate(names, modern_python, out):
     for mode in specs.modes(case):
       restored = checkpoints.restore_checkpoint(directory, target=create(case))
       after, continued[mode] = run(restored, case, specs.AFTER, jit=mode == 'jit')
-      if mode == 'eager' and name in EAGER_FILES:
-        checkpoints.save_checkpoint(_fresh_dir(os.path.join(out, 'legacy', EAGER_FILES[name])),
+      eager_file = catalogue.CHECKPOINTS[name].eager_file
+      if mode == 'eager' and eager_file:
+        checkpoints.save_checkpoint(_fresh_dir(os.path.join(out, 'legacy', eager_file)),
                                     after, STEP + specs.STEPS_AFTER)
     expected[name] = {'case': case, 'file': os.path.relpath(path, out), 'continued': continued,
                       # restore + continue vs never checkpointed, in the legacy library itself

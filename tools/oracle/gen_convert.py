@@ -1,22 +1,26 @@
 """Golden fixtures for flax_optim_compat.convert, made with the REAL legacy flax.optim.
 
-Run in the legacy oracle venv (see ../shared/legacy-oracle/setup.sh), from the repo root:
+Run in the legacy oracle venv, from the repository root::
 
-    ~/.cache/legacy-flax-oracle/bin/python tools/gen_convert.py --modern-python .venv/bin/python
+    ~/.cache/legacy-flax-oracle/bin/python -m tools.oracle.gen_convert \\
+        [--modern-python PY] [CASE ...]
 
 Inputs are the committed legacy checkpoints tests/fixtures/checkpoints/legacy/<case>/ (written
-by flax 0.5.3, see tools/gen_checkpoints.py; not modified here). For every case of ``CASES``:
+by flax 0.5.3 with tools/oracle/gen_checkpoints.py; not modified here). The cases are
+``catalogue.CONVERT``: the checkpoint cases of one built-in alone or a MultiOptimizer of built-ins
+(train-state cases also round-trip, see ``ROUND_TRIPS``). For every case
 
 1. the legacy library restores the file and continues ``STEPS`` steps with fresh gradients
    (jit): the trajectory a converted optax run must reproduce;
-2. this script runs itself in the modern venv (``--write-ours``): ``convert.to_train_state``
-   of the legacy file, ``BACK_AFTER`` optax steps on the same gradients, then
+2. this module runs itself in the modern venv (``--write-ours``; PY is ``--modern-python`` or
+   ``FLAX_OPTIM_COMPAT_DEV_PYTHON``): ``convert.to_train_state`` of the legacy file,
+   ``BACK_AFTER`` optax steps on the same gradients, then
    ``convert.to_legacy(..., path=tests/fixtures/convert/ours/<case>.msgpack)``;
 3. the legacy library restores that file (``flax.serialization.from_bytes`` into a fresh
    legacy optimizer), records what it restored, and continues the remaining steps.
 
-Everything is stored in tests/fixtures/convert/expected.msgpack; tests/test_convert.py checks
-our conversions against it without the oracle venv.
+Everything is stored in tests/fixtures/convert/expected.msgpack (cases not named keep their
+entries); tests/test_convert.py checks our conversions against it without the oracle venv.
 """
 import argparse
 import json
@@ -26,74 +30,31 @@ import sys
 import tempfile
 import warnings
 
-os.environ.setdefault('JAX_PLATFORMS', 'cpu')
+from tools import oracle
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
-sys.path.insert(0, ROOT)
+os.environ.setdefault('JAX_PLATFORMS', 'cpu')
 warnings.simplefilter('ignore')
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from flax import serialization  # noqa: E402
 
-OUT = os.path.join(ROOT, 'tests', 'fixtures', 'convert')
-LEGACY = os.path.join(ROOT, 'tests', 'fixtures', 'checkpoints', 'legacy')
+from tests import catalogue  # noqa: E402
+
+ROOT = oracle.ROOT
+OUT = os.path.join(oracle.FIXTURES, 'convert')
+LEGACY = os.path.join(oracle.FIXTURES, 'checkpoints', 'legacy')
 STEPS = 6        # legacy steps after the restore (and optax steps after the conversion)
 BACK_AFTER = 3   # optax steps before converting back to a legacy file
 
 
-def _spec(name, **kwargs):
-  return {'name': name, 'kwargs': kwargs}
+def _spec(name):
+  return catalogue.CONVERT[name].spec
 
-
-_ADAM = _spec('Adam', learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6, weight_decay=0.01)
-_MOMENTUM = _spec('Momentum', learning_rate=0.05, beta=0.8, weight_decay=0.01, nesterov=True)
-
-# Legacy fixture directory -> the optimizer that wrote it (the hyper-params of
-# tools/gen_checkpoints.py): every single-optimizer case with an optax transform.
-# TrainState-Adam's optimizer sits inside a train state; Replicated-Momentum's file holds one
-# copy (no device axis).
-CASES = {
-    'GradientDescent': _spec('GradientDescent', learning_rate=0.1),
-    'Momentum': _MOMENTUM,
-    'Adam': _ADAM,
-    'AdaBelief': _spec('AdaBelief', learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-10,
-                       weight_decay=0.01),
-    'Adadelta': _spec('Adadelta', learning_rate=0.5, rho=0.85, eps=1e-5, weight_decay=0.01),
-    'Adafactor': _spec('Adafactor', learning_rate=0.05, beta1=0.9, decay_rate=0.7,
-                       min_dim_size_to_factor=2, weight_decay_rate=1e-3),
-    'Adafactor-defaults': _spec('Adafactor', learning_rate=0.05),
-    'Adagrad': _spec('Adagrad', learning_rate=0.1, eps=0.01),
-    'LAMB': _spec('LAMB', learning_rate=0.01, beta1=0.85, beta2=0.99, weight_decay=0.01,
-                  eps=1e-5),
-    'LARS': _spec('LARS', learning_rate=0.1, beta=0.8, weight_decay=0.01, trust_coefficient=0.01,
-                  eps=1e-6, nesterov=True),
-    'RMSProp': _spec('RMSProp', learning_rate=0.01, beta2=0.85),
-    'RMSProp-centered': _spec('RMSProp', learning_rate=0.01, beta2=0.85, eps=1e-3, centered=True),
-    'TrainState-Adam': _ADAM,
-    'Replicated-Momentum': _MOMENTUM,
-    # MultiOptimizer files (the checkpoint cases of tests/catalogue.py): kernels Adam, biases
-    # Momentum, /scale selected by no group; GradientDescent's `()` states beside `None`.
-    'MultiOptimizer': {'name': 'MultiOptimizer', 'groups': [
-        [{'kind': 'path_regex', 'value': '/kernel$'}, _ADAM],
-        [{'kind': 'path_regex', 'value': '/bias$'}, _MOMENTUM]]},
-    'MultiOptimizer-GradientDescent': {'name': 'MultiOptimizer', 'groups': [
-        [{'kind': 'path_regex', 'value': '^/dense/'}, _spec('GradientDescent', learning_rate=0.1)]]},
-    'TrainState-MultiOptimizer': {'name': 'MultiOptimizer', 'groups': [
-        [{'kind': 'path_regex', 'value': '/kernel$'}, _MOMENTUM]]},
-}
 
 # Train-state files: their conversion (flat, and with keep_layout) converted back by
 # `convert.legacy_from_converted` must restore into the original dataclass in flax 0.5.3.
-ROUND_TRIPS = ('TrainState-Adam', 'TrainState-MultiOptimizer')
-
-
-def build_def(optim, spec):
-  """The same on both sides: ``optim`` is ``flax.optim`` or ``flax_optim_compat``."""
-  if spec['name'] == 'MultiOptimizer':
-    from tests import catalogue  # pylint: disable=g-import-not-at-top
-    return catalogue.build_def(optim, spec)
-  return getattr(optim, spec['name'])(**spec['kwargs'])
+ROUND_TRIPS = tuple(name for name, case in catalogue.CONVERT.items() if case.kind == 'train_state')
 
 
 def cli_string(spec):
@@ -127,7 +88,7 @@ def _like(rng, tree):
 def make_inputs(name):
   rng = np.random.RandomState(1000 + sum(map(ord, name)))
   params = optimizer_state_dict(load(legacy_file(name)))['target']
-  return {'optimizer': CASES[name], 'cli': cli_string(CASES[name]),
+  return {'optimizer': _spec(name), 'cli': cli_string(_spec(name)),
           'file': os.path.relpath(legacy_file(name), ROOT),
           'grads': {str(i): _like(rng, params) for i in range(STEPS)}}
 
@@ -145,7 +106,7 @@ def write_ours(inputs_file):
   inputs = load(inputs_file)
   report = {}
   for name, item in inputs.items():
-    opt_def = build_def(optim, item['optimizer'])
+    opt_def = catalogue.build_def(optim, item['optimizer'])
     state = convert.to_train_state(legacy_file(name), opt_def)
     step = jax.jit(lambda s, g: s.apply_gradients(grads=g))
     for i in range(BACK_AFTER):
@@ -175,7 +136,7 @@ def generate(names, modern_python):
   apply = jax.jit(lambda opt, g: opt.apply_gradient(g))
 
   def fresh(item, params):
-    return build_def(optim, item['optimizer']).create(
+    return catalogue.build_def(optim, item['optimizer']).create(
         jax.tree_util.tree_map(jax.numpy.asarray, params))
 
   def continue_(opt, item, steps):
@@ -209,7 +170,8 @@ def generate(names, modern_python):
     with open(inputs_file, 'wb') as f:
       f.write(serialization.msgpack_serialize(inputs))
     env = dict(os.environ, PYTHONPATH=ROOT)
-    done = subprocess.run([modern_python, os.path.abspath(__file__), '--write-ours', inputs_file],
+    done = subprocess.run([modern_python, '-m', 'tools.oracle.gen_convert', '--write-ours',
+                           inputs_file],
                           env=env, cwd=ROOT, capture_output=True, text=True)
     if done.returncode:
       sys.exit(f'--write-ours failed:\n{done.stderr}')
@@ -244,16 +206,23 @@ def generate(names, modern_python):
   print(f'{path}: {len(previous)} cases, {os.path.getsize(path)} bytes')
 
 
-if __name__ == '__main__':
-  parser = argparse.ArgumentParser()
-  parser.add_argument('--write-ours', metavar='INPUTS_FILE')
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--write-ours', metavar='INPUTS_FILE', help=argparse.SUPPRESS)
   parser.add_argument('--modern-python', default=os.environ.get('FLAX_OPTIM_COMPAT_DEV_PYTHON'),
                       help='python of a venv with flax_optim_compat installed (.ci/run makes .venv)')
-  parser.add_argument('cases', nargs='*')
-  args = parser.parse_args()
+  parser.add_argument('cases', nargs='*', help='cases of catalogue.CONVERT (default: all)')
+  args = parser.parse_args(argv)
+  unknown = sorted(set(args.cases) - set(catalogue.CONVERT))
+  if unknown:
+    parser.error(f'unknown cases {unknown}; known: {sorted(catalogue.CONVERT)}')
   if args.write_ours:
     write_ours(args.write_ours)
   elif not args.modern_python:
     parser.error('pass --modern-python PY (or set FLAX_OPTIM_COMPAT_DEV_PYTHON)')
   else:
-    generate(args.cases or list(CASES), args.modern_python)
+    generate(args.cases or list(catalogue.CONVERT), args.modern_python)
+
+
+if __name__ == '__main__':
+  main()
