@@ -45,7 +45,6 @@ sys.path.insert(0, os.path.join(HERE, 'prototypes'))
 
 import flax  # pylint: disable=g-import-not-at-top
 import jax  # pylint: disable=g-import-not-at-top
-import numpy as np  # pylint: disable=g-import-not-at-top
 import optax  # pylint: disable=g-import-not-at-top
 from flax import serialization  # pylint: disable=g-import-not-at-top
 from flax.training import checkpoints  # pylint: disable=g-import-not-at-top

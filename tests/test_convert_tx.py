@@ -26,7 +26,6 @@ import optax
 import pytest
 from flax import serialization
 
-import flax_optim_compat as optim
 from flax_optim_compat import _cli
 from flax_optim_compat import _expr
 from flax_optim_compat import convert

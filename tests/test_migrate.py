@@ -7,7 +7,6 @@ examples live with the corpus tests.
 """
 import difflib
 import inspect
-import io
 import json
 import os
 import subprocess

@@ -41,12 +41,7 @@ ORACLE_RTOL, ORACLE_ATOL = 1e-5, 1e-6
 # NOT_MIGRATED: scripts the tool refuses; WRONG_NUMBERS: migrated, but not within the claimed
 # exactness.
 NOT_MIGRATED = {}
-WRONG_NUMBERS = {
-    'learning_rate_none.py': 'the report claims bit-exact for optax.inject_hyperparams('
-                             'optax.rmsprop, ...); measured 9.5e-7 max abs over 24 steps (1 ulp '
-                             'from step 5): inject_hyperparams(rmsprop) rounds differently from '
-                             'rmsprop with its learning rate fixed, so the class is 1e-6',
-}
+WRONG_NUMBERS = {}
 
 
 def _script_params(names, gaps):

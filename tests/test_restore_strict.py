@@ -24,7 +24,6 @@ from flax import struct
 from flax.training import checkpoints
 
 import flax_optim_compat as optim
-from flax_optim_compat import _restore
 from flax_optim_compat.dynamic_scale import DynamicScale
 
 # flax warns on its msgpack backend; orbax warns when restoring without a target (it reads the

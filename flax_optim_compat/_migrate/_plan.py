@@ -430,6 +430,11 @@ def _plan_create(project, site, plan, call, mode, schedule, plain_optax, records
   if mode == 'inject':
     expression = _optax.inject(expression, initial)
     plan.needs.add('jnp')
+    if exact == 'bit-exact':
+      # Measured: optax.inject_hyperparams(optax.rmsprop) rounds 1 ulp away from legacy from
+      # step 5 on (legacy with the same per-step learning rate equals plain optax.rmsprop).
+      exact = '1e-6'
+      notes.append('the injected learning rate is a traced value: the last bit may differ')
   cmd_sources = _optax.command_sources(call, cmd_lr)
   if mode == 'inject':
     cmd_sources['learning_rate'] = 'learning_rate'
