@@ -1,5 +1,6 @@
 """Tree assertions, fixture loading and trace counting: the one helper module of the suite."""
 import functools
+import hashlib
 import importlib.metadata
 import importlib.util
 import os
@@ -14,6 +15,35 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures')
 # steps, and optax associates some products differently from legacy, so a
 # tighter bound than 1e-5 is not meaningful.
 RTOL = 1e-5
+
+# The checkpoints flax 0.5.3 wrote (tools/oracle/gen_checkpoints.py): one folder per case.
+LEGACY_CHECKPOINTS = os.path.join(FIXTURES, 'checkpoints', 'legacy')
+
+
+def legacy_checkpoint(name):
+  """The path of the one checkpoint file flax 0.5.3 wrote for checkpoint case ``name``."""
+  directory = os.path.join(LEGACY_CHECKPOINTS, name)
+  (file_name,) = os.listdir(directory)
+  return os.path.join(directory, file_name)
+
+
+def legacy_checkpoint_tree(name):
+  """That file's state dict, as ``flax.serialization.msgpack_restore`` reads it."""
+  with open(legacy_checkpoint(name), 'rb') as f:
+    return serialization.msgpack_restore(f.read())
+
+
+def run_cli(capsys, *argv):
+  """``(exit code, stdout, stderr)`` of ``flax-optim-compat ARGV...`` run in this process."""
+  from flax_optim_compat import _cli  # pylint: disable=g-import-not-at-top
+  code = _cli.main(list(argv))
+  out, err = capsys.readouterr()
+  return code, out, err
+
+
+def sha256(path):
+  with open(path, 'rb') as f:
+    return hashlib.sha256(f.read()).hexdigest()
 
 
 def load_fixture(*parts):

@@ -3,7 +3,6 @@
 Every bad input exits with status 2 and one line on stderr naming what is wrong (no
 traceback), writes nothing and leaves the input as it was.
 """
-import hashlib
 import io
 import json
 import os
@@ -20,21 +19,14 @@ from tests import _utils
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
-LEGACY = os.path.join(_utils.FIXTURES, 'checkpoints', 'legacy')
+LEGACY = _utils.LEGACY_CHECKPOINTS
 ADAM_DIR = os.path.join(LEGACY, 'Adam')
 ADAM_FILE = os.path.join(ADAM_DIR, 'checkpoint_3')
 ADAM = 'Adam(learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6, weight_decay=0.01)'
 
 
-def _run(capsys, *argv):
-  code = _cli.main(list(argv))
-  out, err = capsys.readouterr()
-  return code, out, err
-
-
-def _digest(path):
-  with open(path, 'rb') as f:
-    return hashlib.sha256(f.read()).hexdigest()
+_run = _utils.run_cli
+_digest = _utils.sha256
 
 
 def _assert_bad_input(capsys, tmp_path, argv, match):

@@ -18,16 +18,13 @@ from tests import _utils
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
-LEGACY = os.path.join(_utils.FIXTURES, 'checkpoints', 'legacy')
+LEGACY = _utils.LEGACY_CHECKPOINTS
 ADAM_FILE = os.path.join(LEGACY, 'Adam', 'checkpoint_3')
 ADAM = 'Adam(learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6, weight_decay=0.01)'
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _run(capsys, *argv):
-  code = _cli.main(list(argv))
-  out, err = capsys.readouterr()
-  return code, out, err
+_run = _utils.run_cli
 
 
 def _refused(capsys, tmp_path, argv, match):

@@ -36,7 +36,7 @@ from tests import checkpoint_specs
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
-LEGACY = os.path.join(_utils.FIXTURES, 'checkpoints', 'legacy')
+LEGACY = _utils.LEGACY_CHECKPOINTS
 OURS = os.path.join(_utils.FIXTURES, 'convert', 'ours')
 EXPECTED = _utils.load_fixture('convert', 'expected.msgpack')
 CONVERTED = sorted(EXPECTED)
@@ -112,15 +112,8 @@ for _name, _case in catalogue.CHECKPOINTS.items():
     FAMILIES[_case.eager_file] = FAMILIES[_name]
 
 
-def _file(name):
-  directory = os.path.join(LEGACY, name)
-  (file_name,) = os.listdir(directory)
-  return os.path.join(directory, file_name)
-
-
-def _raw(name):
-  with open(_file(name), 'rb') as f:
-    return serialization.msgpack_restore(f.read())
+_file = _utils.legacy_checkpoint
+_raw = _utils.legacy_checkpoint_tree
 
 
 def _flat(tree, path=''):

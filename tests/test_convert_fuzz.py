@@ -19,7 +19,6 @@ from tests import _utils
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
-LEGACY = os.path.join(_utils.FIXTURES, 'checkpoints', 'legacy')
 EXPECTED = _utils.load_fixture('convert', 'expected.msgpack')
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEED = 20231
@@ -28,10 +27,7 @@ CONVERTED_CASES = 80  # converted files x (load_converted, to_legacy)
 CASE_SECONDS = 60     # a case that takes longer hangs
 
 
-def _legacy_file(name):
-  directory = os.path.join(LEGACY, name)
-  (file_name,) = os.listdir(directory)
-  return os.path.join(directory, file_name)
+_legacy_file = _utils.legacy_checkpoint
 
 
 @pytest.fixture(scope='module')

@@ -7,7 +7,6 @@ replicated file is the committed Momentum file with every leaf stacked 4 times (
 ``jax_utils.replicate(optimizer)`` saved without unreplicating holds), so converting it must
 give what the unreplicated file gives.
 """
-import hashlib
 import json
 import os
 
@@ -23,7 +22,6 @@ from tests._isolated import run_isolated
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
-LEGACY = os.path.join(_utils.FIXTURES, 'checkpoints', 'legacy')
 OURS = os.path.join(_utils.FIXTURES, 'convert', 'ours')
 EXPECTED = _utils.load_fixture('convert', 'expected.msgpack')
 MULTI = sorted(n for n in EXPECTED if EXPECTED[n]['optimizer']['name'] == 'MultiOptimizer')
@@ -32,26 +30,10 @@ STEPS = 6
 REL = 1e-6
 
 
-def _file(name):
-  directory = os.path.join(LEGACY, name)
-  (file_name,) = os.listdir(directory)
-  return os.path.join(directory, file_name)
-
-
-def _raw(name):
-  with open(_file(name), 'rb') as f:
-    return serialization.msgpack_restore(f.read())
-
-
-def _run(capsys, *argv):
-  code = _cli.main(list(argv))
-  out, err = capsys.readouterr()
-  return code, out, err
-
-
-def _digest(path):
-  with open(path, 'rb') as f:
-    return hashlib.sha256(f.read()).hexdigest()
+_file = _utils.legacy_checkpoint
+_raw = _utils.legacy_checkpoint_tree
+_run = _utils.run_cli
+_digest = _utils.sha256
 
 
 def _assert_bad_input(capsys, tmp_path, argv, match):

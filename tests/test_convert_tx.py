@@ -16,7 +16,6 @@ Tolerance of a continuation: 1e-6 of each leaf's max |value| (measured worst: 2.
 today's jax rounds a few products differently from flax 0.5.3 on jax 0.4.13).
 """
 import json
-import os
 import warnings
 
 import jax
@@ -34,7 +33,6 @@ from tests._isolated import run_isolated
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
-LEGACY = os.path.join(_utils.FIXTURES, 'checkpoints', 'legacy')
 EXPECTED = _utils.load_fixture('convert', 'expected.msgpack')
 STEPS = 6
 REL = 1e-6
@@ -45,15 +43,8 @@ EXACT = [n for n in SINGLE if n not in NOT_EXACT]
 NO_INJECT = ('Adafactor', 'Adafactor-defaults')
 
 
-def _file(name):
-  directory = os.path.join(LEGACY, name)
-  (file_name,) = os.listdir(directory)
-  return os.path.join(directory, file_name)
-
-
-def _raw(name):
-  with open(_file(name), 'rb') as f:
-    return serialization.msgpack_restore(f.read())
+_file = _utils.legacy_checkpoint
+_raw = _utils.legacy_checkpoint_tree
 
 
 def _opt_def(name):
