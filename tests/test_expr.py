@@ -108,7 +108,7 @@ def test_multi_optimizer_selects_by_regular_expression():
           " (optim.ModelParamTraversal('^/dense/b'), GradientDescent(0.1)))")
   opt_def = _expr_optimizer.parse_optimizer(text)
   assert _expr_optimizer.path_regexes(opt_def) == (_expr_optimizer.PathRegex('kernel$'),
-                                         _expr_optimizer.PathRegex('^/dense/b'))
+                                                   _expr_optimizer.PathRegex('^/dense/b'))
   assert all(isinstance(t, optim.ModelParamTraversal) for t in opt_def.traversals)
   expected = optim.MultiOptimizer((_traversal('kernel$'), optim.Adam(1e-2, beta1=0.8)),
                                   (_traversal('^/dense/b'), optim.GradientDescent(0.1)))
@@ -512,12 +512,11 @@ def test_hostile_strings_never_evaluate(parse, tmp_path, monkeypatch):
 
 
 def test_size_limits_are_checked_before_parsing():
-  assert 'is 100000 characters long; at most 4096' in _message(_expr_optimizer.parse_optimizer,
-                                                               '(' * 100_000)
-  assert 'nests brackets more than 24 deep' in _message(_expr_optimizer.parse_optimizer, 'Adam(' * 30)
-  assert 'has more than 1000 tokens' in _message(_expr_tx.parse_tx, '-' * 3000 + '1')
-  assert 'nests more than 64 levels deep' in _message(_expr_tx.parse_tx, 'optax.sgd(' + '-' * 100
-                                                      + '1)')
+  parse_optimizer, parse_tx = _expr_optimizer.parse_optimizer, _expr_tx.parse_tx
+  assert 'is 100000 characters long; at most 4096' in _message(parse_optimizer, '(' * 100_000)
+  assert 'nests brackets more than 24 deep' in _message(parse_optimizer, 'Adam(' * 30)
+  assert 'has more than 1000 tokens' in _message(parse_tx, '-' * 3000 + '1')
+  assert 'nests more than 64 levels deep' in _message(parse_tx, 'optax.sgd(' + '-' * 100 + '1)')
   # Real expressions are far from the limits: a MultiOptimizer of 20 groups.
   groups = ', '.join(f"(ModelParamTraversal('^/layer_{i}/'), Adam(1e-3, beta1=0.9, "
                      'weight_decay=1e-4))' for i in range(20))
