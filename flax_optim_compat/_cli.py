@@ -22,10 +22,10 @@ from . import _deprecation
 from . import convert
 from . import demo
 from ._expr import UsageError
-from ._expr import canonical_tx
-from ._expr import parse_optimizer
-from ._expr import parse_tx
-from ._expr import path_regexes
+from ._expr_optimizer import parse_optimizer
+from ._expr_optimizer import path_regexes
+from ._expr_tx import canonical_tx
+from ._expr_tx import parse_tx
 
 _PROG = 'flax-optim-compat'
 _PROGRESS_MIN_BYTES = 100 << 20

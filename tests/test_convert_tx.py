@@ -26,7 +26,7 @@ import pytest
 from flax import serialization
 
 from flax_optim_compat import _cli
-from flax_optim_compat import _expr
+from flax_optim_compat import _expr_tx
 from flax_optim_compat import convert
 from tests import _utils
 from tests._isolated import run_isolated
@@ -177,7 +177,7 @@ def loaded(tmp_path_factory):
     manifest.append(_item(f'{name}/default', name, path, 'msgpack', default.load_with))
     if name not in NO_INJECT and not default.load_with.startswith('optax.chain('):
       text = _injected(default.load_with)
-      injected = convert.convert_checkpoint(_file(name), opt_def, tx=_expr.parse_tx(text))
+      injected = convert.convert_checkpoint(_file(name), opt_def, tx=_expr_tx.parse_tx(text))
       path = tmp_path / f'{name}.inject.msgpack'
       convert.write_msgpack(path, serialization.to_state_dict(injected.state_dict))
       manifest.append(_item(f'{name}/inject', name, path, 'msgpack', text))
@@ -254,7 +254,7 @@ def test_no_exact_plain_optax(name, closest, field, sign, tmp_path):
   # is the legacy state mapped by meaning.
   with pytest.warns(convert.ConversionWarning, match='not exact') as caught:
     closest_result = convert.convert_checkpoint(_file(name), opt_def,
-                                                tx=_expr.parse_tx(closest))
+                                                tx=_expr_tx.parse_tx(closest))
   assert len(caught) == 1 and '\n' not in str(caught[0].message)
   path = tmp_path / f'{name}.msgpack'
   convert.write_msgpack(path, serialization.to_state_dict(closest_result.state_dict))

@@ -4,6 +4,7 @@ Expected values come from writing the same thing in Python: the hand-written leg
 hand-written optax expression, run on a tiny tree.
 """
 import builtins
+import functools
 import inspect
 import os
 import pickle
@@ -20,7 +21,9 @@ import pytest
 
 import flax_optim_compat as optim
 from flax_optim_compat import _cli
-from flax_optim_compat import _expr
+from flax_optim_compat import _expr_optax
+from flax_optim_compat import _expr_optimizer
+from flax_optim_compat import _expr_tx
 from flax_optim_compat._expr import ExpressionError
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
@@ -79,7 +82,7 @@ OPTIMIZERS = [
 
 @pytest.mark.parametrize('text, hand_written', OPTIMIZERS, ids=[t for t, _ in OPTIMIZERS])
 def test_optimizer_equals_the_python_it_writes(text, hand_written):
-  opt_def, expected = _expr.parse_optimizer(text), hand_written()
+  opt_def, expected = _expr_optimizer.parse_optimizer(text), hand_written()
   assert type(opt_def) is type(expected)
   assert opt_def.hyper_params == expected.hyper_params
   assert repr(opt_def) == repr(expected)
@@ -103,9 +106,9 @@ def _step_both(opt_def, expected_def):
 def test_multi_optimizer_selects_by_regular_expression():
   text = ("MultiOptimizer((ModelParamTraversal('kernel$'), Adam(1e-2, beta1=0.8)),"
           " (optim.ModelParamTraversal('^/dense/b'), GradientDescent(0.1)))")
-  opt_def = _expr.parse_optimizer(text)
-  assert _expr.path_regexes(opt_def) == (_expr.PathRegex('kernel$'),
-                                         _expr.PathRegex('^/dense/b'))
+  opt_def = _expr_optimizer.parse_optimizer(text)
+  assert _expr_optimizer.path_regexes(opt_def) == (_expr_optimizer.PathRegex('kernel$'),
+                                                   _expr_optimizer.PathRegex('^/dense/b'))
   assert all(isinstance(t, optim.ModelParamTraversal) for t in opt_def.traversals)
   expected = optim.MultiOptimizer((_traversal('kernel$'), optim.Adam(1e-2, beta1=0.8)),
                                   (_traversal('^/dense/b'), optim.GradientDescent(0.1)))
@@ -124,12 +127,12 @@ def test_multi_optimizer_selects_by_regular_expression():
 
 def test_weight_norm_steps_like_the_python_it_writes():
   text = 'WeightNorm(Momentum(0.1, beta=0.8), wn_decay=1e-3)'
-  _step_both(_expr.parse_optimizer(text),
+  _step_both(_expr_optimizer.parse_optimizer(text),
              optim.WeightNorm(optim.Momentum(0.1, beta=0.8), wn_decay=1e-3))
 
 
 def test_optimizer_names_come_from_the_package():
-  names = _expr.optimizer_classes()
+  names = _expr_optimizer.optimizer_classes()
   public = {name for name in optim.__all__ if isinstance(getattr(optim, name), type)
             and issubclass(getattr(optim, name), optim.OptimizerDef)}
   assert set(names) == public - {'OptimizerDef', 'ReplicatedOptimizer'}
@@ -198,7 +201,7 @@ def test_optimizer_names_come_from_the_package():
      'MultiOptimizer can only be the outermost optimizer'),
 ])
 def test_refused_optimizer(text, culprit):
-  _assert_refused(_expr.parse_optimizer, text, culprit, '--optimizer')
+  _assert_refused(_expr_optimizer.parse_optimizer, text, culprit, '--optimizer')
 
 
 # ----------------------------------------------------------------------------- --tx
@@ -286,7 +289,7 @@ def _assert_equal(actual, expected):
 
 @pytest.mark.parametrize('text, hand_written', TX, ids=[t[:60] for t, _ in TX])
 def test_tx_equals_the_python_it_writes(text, hand_written):
-  tx, expected = _expr.parse_tx(text), hand_written()
+  tx, expected = _expr_tx.parse_tx(text), hand_written()
   assert isinstance(tx, optax.GradientTransformation)
   state, expected_state = tx.init(PARAMS), expected.init(PARAMS)
   assert jax.tree_util.tree_structure(state) == jax.tree_util.tree_structure(expected_state)
@@ -310,14 +313,14 @@ def test_tx_equals_the_python_it_writes(text, hand_written):
      "optax.multi_transform({'a': optax.sgd(0.1)}, {'dense': 'a', 'scale': 'a'})"),
 ])
 def test_canonical_tx(text, canonical):
-  assert _expr.canonical_tx(text) == canonical
+  assert _expr_tx.canonical_tx(text) == canonical
   # The canonical text is itself accepted and builds the same structure.
-  assert (jax.tree_util.tree_structure(_expr.parse_tx(canonical).init(PARAMS))
-          == jax.tree_util.tree_structure(_expr.parse_tx(text).init(PARAMS)))
+  assert (jax.tree_util.tree_structure(_expr_tx.parse_tx(canonical).init(PARAMS))
+          == jax.tree_util.tree_structure(_expr_tx.parse_tx(text).init(PARAMS)))
 
 
 def test_tx_names_come_from_optax():
-  names = _expr.optax_names()
+  names = _expr_optax.optax_names()
   for name in ('adam', 'adamw', 'sgd', 'lamb', 'lars', 'rmsprop', 'adagrad', 'adafactor',
                'adabelief', 'adadelta', 'noisy_sgd', 'chain', 'multi_transform', 'scale_by_adam',
                'add_decayed_weights', 'scale', 'scale_by_learning_rate', 'trace', 'set_to_zero',
@@ -330,6 +333,44 @@ def test_tx_names_come_from_optax():
     assert not name.startswith('_') and callable(getattr(optax, name))
   for name in ('global_norm', 'apply_updates', 'softmax_cross_entropy', 'tree_map_params'):
     assert name not in names['transformations'] + names['schedules']
+
+
+@pytest.mark.parametrize('name', _expr_optax.UNANNOTATED_TRANSFORMS)
+def test_listed_unannotated_transforms_are_optax_transforms(name):
+  """A listed name exists in the installed optax, --tx takes it, and it builds a transformation."""
+  assert name in _expr_optax.optax_names()['transformations']
+  assert isinstance(getattr(optax, name)(), optax.GradientTransformation)
+  assert isinstance(_expr_tx.parse_tx(f'optax.{name}()'), optax.GradientTransformation)
+
+
+def _unannotated_public_optax_functions():
+  """``{name: function}``: optax's public functions (or partials) without a return annotation."""
+  found = {}
+  for name in dir(optax):
+    if name.startswith('_'):
+      continue
+    with warnings.catch_warnings():
+      warnings.simplefilter('ignore')   # reading a deprecated alias may warn
+      fn = getattr(optax, name)
+    if not (inspect.isfunction(fn) or isinstance(fn, functools.partial)):
+      continue   # classes, typing aliases, jitted helpers
+    if inspect.signature(fn).return_annotation is inspect.Signature.empty:
+      found[name] = fn
+  return found
+
+
+def test_every_unannotated_optax_transform_is_listed():
+  """Every unannotated public optax function that builds a GradientTransformation from its
+  defaults is on the list, so a new one in optax is not silently refused by --tx."""
+  builds_a_transform = []
+  for name, fn in _unannotated_public_optax_functions().items():
+    parameters = inspect.signature(fn).parameters.values()
+    if any(p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+           for p in parameters):
+      continue   # needs arguments (optax.monitor: functions; bias_correction: arrays)
+    if isinstance(fn(), optax.GradientTransformation):
+      builds_a_transform.append(name)
+  assert sorted(builds_a_transform) == sorted(_expr_optax.UNANNOTATED_TRANSFORMS)
 
 
 @pytest.mark.parametrize('text, culprit', [
@@ -399,12 +440,12 @@ def test_tx_names_come_from_optax():
     ('', 'is empty'),
 ])
 def test_refused_tx(text, culprit):
-  _assert_refused(_expr.parse_tx, text, culprit, '--tx')
+  _assert_refused(_expr_tx.parse_tx, text, culprit, '--tx')
 
 
 def test_optax_errors_are_one_line():
   """optax's own argument checks, raised while building, come back as one line."""
-  message = _assert_refused(_expr.parse_tx, "optax.adam(1e-3, mu_dtype='float7')",
+  message = _assert_refused(_expr_tx.parse_tx, "optax.adam(1e-3, mu_dtype='float7')",
                             "optax.adam: TypeError: data type 'float7' not understood", '--tx')
   assert 'Traceback' not in message
 
@@ -452,7 +493,7 @@ HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize('parse', [_expr.parse_optimizer, _expr.parse_tx],
+@pytest.mark.parametrize('parse', [_expr_optimizer.parse_optimizer, _expr_tx.parse_tx],
                          ids=['optimizer', 'tx'])
 def test_hostile_strings_never_evaluate(parse, tmp_path, monkeypatch):
   def never(*args, **kwargs):
@@ -471,16 +512,15 @@ def test_hostile_strings_never_evaluate(parse, tmp_path, monkeypatch):
 
 
 def test_size_limits_are_checked_before_parsing():
-  assert 'is 100000 characters long; at most 4096' in _message(_expr.parse_optimizer,
-                                                               '(' * 100_000)
-  assert 'nests brackets more than 24 deep' in _message(_expr.parse_optimizer, 'Adam(' * 30)
-  assert 'has more than 1000 tokens' in _message(_expr.parse_tx, '-' * 3000 + '1')
-  assert 'nests more than 64 levels deep' in _message(_expr.parse_tx, 'optax.sgd(' + '-' * 100
-                                                      + '1)')
+  parse_optimizer, parse_tx = _expr_optimizer.parse_optimizer, _expr_tx.parse_tx
+  assert 'is 100000 characters long; at most 4096' in _message(parse_optimizer, '(' * 100_000)
+  assert 'nests brackets more than 24 deep' in _message(parse_optimizer, 'Adam(' * 30)
+  assert 'has more than 1000 tokens' in _message(parse_tx, '-' * 3000 + '1')
+  assert 'nests more than 64 levels deep' in _message(parse_tx, 'optax.sgd(' + '-' * 100 + '1)')
   # Real expressions are far from the limits: a MultiOptimizer of 20 groups.
   groups = ', '.join(f"(ModelParamTraversal('^/layer_{i}/'), Adam(1e-3, beta1=0.9, "
                      'weight_decay=1e-4))' for i in range(20))
-  assert len(_expr.parse_optimizer(f'MultiOptimizer({groups})').sub_optimizers) == 20
+  assert len(_expr_optimizer.parse_optimizer(f'MultiOptimizer({groups})').sub_optimizers) == 20
 
 
 def _message(parse, text):
@@ -490,7 +530,7 @@ def _message(parse, text):
 
 
 def test_undecodable_bytes_are_named():
-  message = _message(_expr.parse_optimizer, 'Adam(0.1\udcff)')
+  message = _message(_expr_optimizer.parse_optimizer, 'Adam(0.1\udcff)')
   assert message == ("--optimizer 'Adam(0.1\\udcff)': is not valid UTF-8 text (the undecodable "
                      'byte 0xff at position 8).')
 
@@ -498,30 +538,30 @@ def test_undecodable_bytes_are_named():
 def test_errors_are_value_errors_and_cli_usage_errors():
   assert issubclass(ExpressionError, ValueError)
   assert issubclass(ExpressionError, _cli.UsageError)
-  assert _cli.parse_optimizer is _expr.parse_optimizer
+  assert _cli.parse_optimizer is _expr_optimizer.parse_optimizer
 
 
 # ----------------------------------------------------------------------------- PathRegex
 
 
 def test_path_regex_is_a_value():
-  regex = _expr.PathRegex('kernel$')
+  regex = _expr_optimizer.PathRegex('kernel$')
   assert regex('/dense/kernel') and regex('/dense/kernel', object())
   assert not regex('/dense/kernel_2') and not regex('/dense/bias')
   assert regex.matches_keys(('dense', 'kernel')) and regex.pattern == 'kernel$'
-  assert regex == _expr.PathRegex('kernel$') != _expr.PathRegex('bias$')
-  assert hash(regex) == hash(_expr.PathRegex('kernel$'))
+  assert regex == _expr_optimizer.PathRegex('kernel$') != _expr_optimizer.PathRegex('bias$')
+  assert hash(regex) == hash(_expr_optimizer.PathRegex('kernel$'))
   assert pickle.loads(pickle.dumps(regex)) == regex
   assert repr(regex) == "PathRegex('kernel$')"
   with pytest.raises(AttributeError):
     regex.pattern = 'x'
   with pytest.raises(re.error):
-    _expr.PathRegex('(')
+    _expr_optimizer.PathRegex('(')
 
 
 def test_path_is_the_traversal_path():
   """The pattern is searched in the path ModelParamTraversal builds: '/' + keys joined by '/'."""
-  opt_def = _expr.parse_optimizer(
+  opt_def = _expr_optimizer.parse_optimizer(
       "MultiOptimizer((ModelParamTraversal('^/dense/(kernel|bias)$'), GradientDescent(1.0)))")
   selected = list(opt_def.traversals[0].iterate(
       {'dense': {'kernel': 1, 'bias': 2, 'kernel_2': 3}, 'dense2': {'kernel': 4}}))
@@ -530,11 +570,11 @@ def test_path_is_the_traversal_path():
 
 def test_path_regexes_only_for_regex_traversals():
   hand_written = optim.MultiOptimizer((_traversal('kernel'), optim.Adam(1e-3)))
-  assert _expr.path_regexes(hand_written) is None
-  assert _expr.path_regexes(optim.Adam(1e-3)) is None
+  assert _expr_optimizer.path_regexes(hand_written) is None
+  assert _expr_optimizer.path_regexes(optim.Adam(1e-3)) is None
   with pytest.raises(TypeError, match='RegexTraversal takes a PathRegex'), warnings.catch_warnings():
     warnings.simplefilter('ignore', DeprecationWarning)
-    _expr.RegexTraversal('kernel')
+    _expr_optimizer.RegexTraversal('kernel')
 
 
 # ----------------------------------------------------------------------------- the CLI

@@ -157,10 +157,10 @@ def test_report_commands_parse(code, example):
     tx = eval(tx_text, {'optax': optax, 'jnp': jnp})  # pylint: disable=eval-used
     assert isinstance(tx, optax.GradientTransformation)
     try:
-      from flax_optim_compat import _expr  # pylint: disable=g-import-not-at-top
+      from flax_optim_compat import _expr_tx  # pylint: disable=g-import-not-at-top
     except ImportError:
       continue
-    _expr.parse_tx(tx_text)
+    _expr_tx.parse_tx(tx_text)
 
 
 def test_report_command_keeps_layout_for_a_dataclass_field():

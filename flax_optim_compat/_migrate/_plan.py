@@ -10,6 +10,7 @@ import libcst as cst
 from libcst import metadata as meta
 
 from .. import _expr
+from .. import _expr_tx
 from . import _optax
 from . import _project
 from . import _refusals
@@ -465,7 +466,7 @@ def _plan_create(project, site, plan, call, mode, schedule, plain_optax, records
   command = (f'flax-optim-compat convert <IN> --optimizer "{_optax.command_optimizer(call)}" '
              f'--tx "{cmd_tx}" --to train-state --out <OUT>{keep}')
   try:
-    _expr.parse_tx(cmd_tx)
+    _expr_tx.parse_tx(cmd_tx)
   except _expr.ExpressionError as e:
     command = ''
     notes.append(f'no convert command: its --tx cannot be written on the command line ({e})')
