@@ -668,7 +668,9 @@ def optimize_shape(unit: Unit, call: cst.CSTNode) -> Optional[str]:
           and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
     return f'{code}: not the value of a statement new, loss[, aux] = ... of its own'
   elements = assign.targets[0].target.elements
-  if len(elements) not in (2, 3) or any(isinstance(e, cst.StarredElement) for e in elements):
+  if any(isinstance(e, cst.StarredElement) for e in elements):
+    return f'{code}: assigned to starred targets, not new, loss[, aux]'
+  if len(elements) not in (2, 3):
     return f'{code}: assigned to {len(elements)} targets, not new, loss[, aux]'
   if not isinstance(elements[0].value, (cst.Name, cst.Attribute)) or _is_module_like(
       unit, elements[0].value):
