@@ -599,3 +599,14 @@ def test_a_marker_on_an_optimize_statement_goes_above_its_first_half_once():
   assert 'o2 = optim.Adam(0.1).create(p)' in new
   again, _ = migrate_source(new)
   assert again == new and again.count('# TODO(flax-optim-compat)') == 1
+
+
+def test_a_legacy_name_inside_a_gradient_statement_is_still_rewritten():
+  source = ('from flax import optim\n\n\ndef step(opt, make_loss):\n'
+            '  new, loss = opt.optimize(make_loss(optim.DynamicScale()))\n'
+            '  loss, g = new.compute_gradient(make_loss(optim.DynamicScale()))\n'
+            '  return new\n\n\ndef run(p, f):\n  return step(optim.Adam(0.1).create(p), f)\n')
+  new, report = migrate_source(source)
+  assert report.exit_status() == 1, report.summary(False)
+  assert new.count('make_loss(dynamic_scale_lib.DynamicScale())') == 2
+  assert 'optim' not in new.replace('optimize', '')

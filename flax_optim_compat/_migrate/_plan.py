@@ -100,6 +100,9 @@ def _leftovers(unit, plan, handled, records):
   unit.module.visit(_LeftoverVisitor(unit, plan, handled, records))
 
 
+_STATEMENT_RULES = ('FOM011', 'FOM012')
+
+
 class _LeftoverVisitor(cst.CSTVisitor):
 
   def __init__(self, unit, plan, handled, records):
@@ -108,7 +111,9 @@ class _LeftoverVisitor(cst.CSTVisitor):
 
   def on_visit(self, node) -> bool:
     unit, plan = self.unit, self.plan
-    if id(node) in self.handled or id(node) in plan.edits or isinstance(
+    edit = plan.edits.get(id(node))
+    # A gradient statement (FOM011, FOM012) is rebuilt from its rewritten parts: look inside.
+    if id(node) in self.handled or (edit and edit.rule not in _STATEMENT_RULES) or isinstance(
         node, (cst.Import, cst.ImportFrom)):
       return False
     if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node) == 'DynamicScale':
@@ -265,7 +270,7 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
         if len(lrs) != 1 or not (lrs <= {None} or _optax.is_literal(next(iter(lrs)))):
           site.refusal = _refusals.LR_NONE
           site.message = 'applied without learning_rate= while other sites set it'
-      if not _pure(site.node.func.value):
+      if not _project.plain_reference(site.node.func.value):
         site.refusal = _refusals.ESCAPE
         site.message = 'the learning rate is set on a computed value'
   elif mode == 'none':
@@ -416,12 +421,6 @@ def _fresh_name(unit, node, base) -> str:
 
 def _members(project, root):
   return [s for s in project.optimizer_slots if project.groups.find(s) == root]
-
-
-def _pure(node) -> bool:
-  if isinstance(node, cst.Name):
-    return True
-  return isinstance(node, cst.Attribute) and _pure(node.value)
 
 
 def _plan_create(project, site, plan, call, mode, schedule, plain_optax, records, conversions,

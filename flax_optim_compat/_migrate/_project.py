@@ -659,7 +659,7 @@ def optimize_shape(unit: Unit, call: cst.CSTNode) -> Optional[str]:
   if not args or args[0].keyword is not None or any(a.star for a in args) or any(
       a.keyword is None for a in args[1:]):
     return f'{code}: not optimize(loss_fn[, name=value...])'
-  if not _plain_reference(receiver):
+  if not plain_reference(receiver):
     return f'{code}: the optimizer is not a name or attribute'
   assign = unit.parent(call)
   line = unit.parent(assign)
@@ -684,10 +684,11 @@ def optimize_shape(unit: Unit, call: cst.CSTNode) -> Optional[str]:
   return None
 
 
-def _plain_reference(node) -> bool:
+def plain_reference(node) -> bool:
+  """Whether ``node`` is a name or a chain of attributes of one (``state.optimizer``)."""
   if isinstance(node, cst.Name):
     return True
-  return isinstance(node, cst.Attribute) and _plain_reference(node.value)
+  return isinstance(node, cst.Attribute) and plain_reference(node.value)
 
 
 def mentioned_names(unit: Unit, node: cst.CSTNode) -> Set[str]:
