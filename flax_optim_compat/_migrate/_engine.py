@@ -32,13 +32,21 @@ class _Apply(cst.CSTTransformer):
       updated_node = _rules.by_code[edit.rule].rewrite(original_node, updated_node, edit.data,
                                                        self.context)
     markers = self.plan.markers.get(id(original_node))
+    if markers and isinstance(updated_node, cst.FlattenSentinel):   # a statement split in two
+      first, *rest = updated_node.nodes
+      return cst.FlattenSentinel([_with_markers(first, markers), *rest])
     if markers:
-      present = {line.comment.value for line in updated_node.leading_lines if line.comment}
-      new = [cst.EmptyLine(comment=cst.Comment(text)) for text in markers if text not in present]
-      if new:
-        updated_node = updated_node.with_changes(
-            leading_lines=[*updated_node.leading_lines, *new])
+      updated_node = _with_markers(updated_node, markers)
     return updated_node
+
+
+def _with_markers(node, markers):
+  """``node`` with each marker line above it that is not there yet."""
+  present = {line.comment.value for line in node.leading_lines if line.comment}
+  new = [cst.EmptyLine(comment=cst.Comment(text)) for text in markers if text not in present]
+  if new:
+    node = node.with_changes(leading_lines=[*node.leading_lines, *new])
+  return node
 
 
 def _bound_names(module: cst.Module):

@@ -101,6 +101,9 @@ def _leftovers(unit, plan, handled, records):
   unit.module.visit(_LeftoverVisitor(unit, plan, handled, records))
 
 
+_STATEMENT_RULES = ('FOM011', 'FOM012')
+
+
 class _LeftoverVisitor(cst.CSTVisitor):
 
   def __init__(self, unit, plan, handled, records):
@@ -109,7 +112,9 @@ class _LeftoverVisitor(cst.CSTVisitor):
 
   def on_visit(self, node) -> bool:
     unit, plan = self.unit, self.plan
-    if id(node) in self.handled or id(node) in plan.edits or isinstance(
+    edit = plan.edits.get(id(node))
+    # A gradient statement (FOM011, FOM012) is rebuilt from its rewritten parts: look inside.
+    if id(node) in self.handled or (edit and edit.rule not in _STATEMENT_RULES) or isinstance(
         node, (cst.Import, cst.ImportFrom)):
       return False
     if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node) == 'DynamicScale':
@@ -229,14 +234,17 @@ def _accesses(unit, name: cst.Name):
 def _plan_group(project, group, files, records, conversions, plain_optax):
   multis = _def_site_check(project, group, files)
   creates = [s for s in group.sites if s.kind == 'create']
-  applies = [s for s in group.sites if s.kind == 'apply']
+  # ``optimize(loss_fn, **overrides)`` applies the gradient as ``apply_gradient`` does: the same
+  # overrides, learning-rate mode and gradient average (one whose shape is refused is left out).
+  applies = [s for s in group.sites
+             if s.kind == 'apply' or (s.kind == 'optimize' and s.refusal is None)]
   # Learning-rate overrides and other hyper-parameter overrides.
   overrides = {}
   for site in applies:
     lr = None
     for arg in site.node.args[1:]:
       if arg.keyword is None or arg.keyword.value != 'learning_rate':
-        if arg.keyword is not None and arg.keyword.value == 'grads':
+        if site.kind == 'apply' and arg.keyword is not None and arg.keyword.value == 'grads':
           continue
         site.refusal, site.message = _refusals.OVERRIDE, site.unit.code(arg)
         if arg.keyword is not None and arg.keyword.value == 'hyper_params':
@@ -263,7 +271,7 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
         if len(lrs) != 1 or not (lrs <= {None} or _optax.is_literal(next(iter(lrs)))):
           site.refusal = _refusals.LR_NONE
           site.message = 'applied without learning_rate= while other sites set it'
-      if not _pure(site.node.func.value):
+      if not _project.plain_reference(site.node.func.value):
         site.refusal = _refusals.ESCAPE
         site.message = 'the learning rate is set on a computed value'
   elif mode == 'none':
@@ -303,22 +311,29 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
       records.append(Record.of(site, 'rewritten', code='FOM007',
                                message=f'{site.unit.code(site.node)} -> '
                                        f'jax_utils.{site.kind}(...)'))
-    elif site.kind == 'apply':
-      plan.edits[id(site.node)] = Edit('FOM004', {'lr': overrides[id(site)] if mode == 'inject'
-                                                  else None, 'mode': mode,
-                                                  'pmean': pmeans.get(id(site))})
+    elif site.kind in ('apply', 'optimize'):
+      data = {'lr': overrides[id(site)] if mode == 'inject' else None, 'mode': mode,
+              'pmean': pmeans.get(id(site))}
       if pmeans.get(id(site)):
         plan.needs.add('jax')
       if mode == 'inject':
         lr = overrides[id(site)]
         if lr is None:
           lr_text = next(iter({calls[id(c)].sources.get('learning_rate') for c in creates}))
-          plan.edits[id(site.node)].data['lr_text'] = lr_text
-      records.append(Record.of(site, 'rewritten', code='FOM004',
-                               message='apply_gradient -> apply_gradients'
-                               + ({'schedule': ' (learning rate from the schedule in tx)',
-                                   'inject': ' (learning rate set in opt_state.hyperparams)'
-                                   }.get(mode, ''))))
+          data['lr_text'] = lr_text
+      how = {'schedule': ' (learning rate from the schedule in tx)',
+             'inject': ' (learning rate set in opt_state.hyperparams)'}.get(mode, '')
+      if site.kind == 'apply':
+        plan.edits[id(site.node)] = Edit('FOM004', data)
+        records.append(Record.of(site, 'rewritten', code='FOM004',
+                                 message='apply_gradient -> apply_gradients' + how))
+      else:   # the statement ``new, loss[, aux] = opt.optimize(...)`` becomes two
+        data['grads'] = _fresh_name(site.unit, site.node, 'grads')
+        plan.edits[id(_statement_of(site.unit, site.node))] = Edit('FOM012', data)
+        plan.needs.add('jax')
+        records.append(Record.of(site, 'rewritten', code='FOM012',
+                                 message='optimize -> jax.value_and_grad, then apply_gradients'
+                                 + how))
       if mode != 'none':
         plan.needs.add('jnp' if mode == 'inject' else 'optax')
     elif site.kind in ('target', 'step', 'replace', 'annotation'):
@@ -362,7 +377,8 @@ def _replication(project, group, applies):
   for site in applies:
     fdef = site.unit.enclosing(site.node, (cst.FunctionDef,))
     if fdef is not None and axis in project.pmap_axes.get(id(fdef), ()):
-      grads = next((a.value for a in site.node.args if a.keyword is None), None)
+      grads = next((a.value for a in site.node.args if a.keyword is None), None) if (
+          site.kind == 'apply') else None   # optimize's gradient is the rewrite's own
       if not _averaged(project, site.unit, fdef, grads, axis):
         pmeans[id(site)] = axis
   if not any(axis in project.pmap_axes.get(id(site.unit.enclosing(site.node, (cst.FunctionDef,))),
@@ -389,14 +405,23 @@ def _averaged(project, unit, fdef, grads, axis) -> bool:
   return False
 
 
+def _fresh_name(unit, node, base) -> str:
+  """``base``, or ``base_1``, ...: a variable name that nothing in ``node``'s scope mentions.
+
+  The scope is the enclosing function (nested functions and comprehensions included, so no
+  closure sees the new variable), or the whole module at module level.
+  """
+  scope = unit.enclosing(node, (cst.FunctionDef,)) or unit.module
+  used = _project.mentioned_names(unit, scope)
+  name, i = base, 0
+  while name in used:
+    i += 1
+    name = f'{base}_{i}'
+  return name
+
+
 def _members(project, root):
   return [s for s in project.optimizer_slots if project.groups.find(s) == root]
-
-
-def _pure(node) -> bool:
-  if isinstance(node, cst.Name):
-    return True
-  return isinstance(node, cst.Attribute) and _pure(node.value)
 
 
 def _plan_create(project, site, plan, call, mode, schedule, plain_optax, records, conversions,

@@ -412,6 +412,13 @@ class Project:
       if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
         for t, v in zip(elements, value.elements):
           changed |= self._bind_targets(unit, t, v.value, value_slot_of)
+      elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
+          value.func.attr.value == 'optimize'):
+        # ``new, loss[, aux] = opt.optimize(loss_fn)``: the first target is the new optimizer.
+        slot = value_slot_of(value.func.value)
+        tslot = self._target_slot(unit, elements[0]) if elements else None
+        if slot and tslot:
+          changed |= self._mark(tslot, slot)
       elif isinstance(value, cst.Call):
         callee = self.resolve_callable(unit, value.func)
         if callee is not None and isinstance(callee[1], cst.FunctionDef):
@@ -567,6 +574,12 @@ class Project:
             and len(assign.targets[0].target.elements) in (2, 3) and len(grand.args) == 1
             and grand.args[0].keyword is None):
           return Site(unit, grand, 'compute_gradient', group)
+      if attr == 'optimize':
+        call = grand if isinstance(grand, cst.Call) and grand.func is parent else parent
+        why = optimize_shape(unit, call)
+        if why:
+          return Site(unit, call, 'optimize', group, _refusals.OPTIMIZE, why)
+        return Site(unit, call, 'optimize', group)
       if attr in ('optimizer_def', 'hyper_params', 'state_dict', 'restore_state'):
         return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
       return Site(unit, parent, 'escape', group, _refusals.ESCAPE,
@@ -628,6 +641,66 @@ class Project:
     if isinstance(target, (cst.Tuple, cst.List)):
       return all(self._target_ok(unit, e.value) for e in target.elements)
     return self._target_slot(unit, target) is not None
+
+
+def optimize_shape(unit: Unit, call: cst.CSTNode) -> Optional[str]:
+  """Why ``call`` (an ``opt.optimize`` use) cannot be rewritten; None when it can.
+
+  The rewrite splits ``new, loss[, aux] = opt.optimize(loss_fn, **overrides)`` into a
+  ``jax.value_and_grad`` statement and an ``apply_gradients`` statement, so the call must be the
+  whole value of a statement of its own, its first target a place for the new optimizer, and
+  the second statement must not read what the first one assigns.
+  """
+  code = unit.code(call)
+  if not isinstance(call, cst.Call):
+    return f'{code} is not called'
+  receiver = call.func.value
+  args = call.args
+  if not args or args[0].keyword is not None or any(a.star for a in args) or any(
+      a.keyword is None for a in args[1:]):
+    return f'{code}: not optimize(loss_fn[, name=value...])'
+  if not plain_reference(receiver):
+    return f'{code}: the optimizer is not a name or attribute'
+  assign = unit.parent(call)
+  line = unit.parent(assign)
+  if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+          and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
+          and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+    return f'{code}: not the value of a statement new, loss[, aux] = ... of its own'
+  elements = assign.targets[0].target.elements
+  if any(isinstance(e, cst.StarredElement) for e in elements):
+    return f'{code}: assigned to starred targets, not new, loss[, aux]'
+  if len(elements) not in (2, 3):
+    return f'{code}: assigned to {len(elements)} targets, not new, loss[, aux]'
+  if not isinstance(elements[0].value, (cst.Name, cst.Attribute)) or _is_module_like(
+      unit, elements[0].value):
+    return f'{code}: the new optimizer goes to {unit.code(elements[0].value)}'
+  assigned = set().union(*(mentioned_names(unit, e.value) for e in elements[1:]))
+  read = mentioned_names(unit, receiver).union(
+      *(mentioned_names(unit, a.value) for a in args[1:]))
+  if assigned & read:
+    return (f'{code}: the optimizer or an override reads {", ".join(sorted(assigned & read))}, '
+            'which the gradient statement would assign first')
+  return None
+
+
+def plain_reference(node) -> bool:
+  """Whether ``node`` is a name or a chain of attributes of one (``state.optimizer``)."""
+  if isinstance(node, cst.Name):
+    return True
+  return isinstance(node, cst.Attribute) and plain_reference(node.value)
+
+
+def mentioned_names(unit: Unit, node: cst.CSTNode) -> Set[str]:
+  """The variable names ``node`` mentions (not attribute or keyword names)."""
+  names = set()
+  for n in walk(node):
+    parent = unit.parent(n)
+    if isinstance(n, cst.Name) and not (
+        isinstance(parent, cst.Attribute) and parent.attr is n) and not (
+            isinstance(parent, cst.Arg) and parent.keyword is n):
+      names.add(n.value)
+  return names
 
 
 def _pass_through_arg(unit: Unit, call: cst.Call) -> Optional[cst.BaseExpression]:

@@ -29,18 +29,21 @@ ESCAPE = Refusal('FOM107', 'the optimizer reaches code the analysis cannot follo
                  'its uses can be rewritten')
 LR_NONE = Refusal('FOM108', 'a learning_rate=None optimizer applied without a learning_rate= '
                   'override has no learning rate')
-OVERRIDE = Refusal('FOM109', 'an apply_gradient override of a hyper-parameter other than '
-                   'learning_rate')
+OVERRIDE = Refusal('FOM109', 'an apply_gradient / optimize override of a hyper-parameter other '
+                   'than learning_rate')
 UNKNOWN_DEF = Refusal('FOM110', 'an optimizer def that is not one of the built-in flax.optim '
                       'optimizers')
 MULTI = Refusal('FOM111', 'a MultiOptimizer whose traversals or groups are not literal '
                 '(ModelParamTraversal(filter) with a built-in optimizer)')
 UNFOLLOWED = Refusal('FOM112', 'a flax.optim name is used where the analysis cannot follow it '
                      '(e.g. a def passed to a function), so it was left as it is')
+OPTIMIZE = Refusal('FOM113', 'optimizer.optimize(loss_fn) is rewritten only as a statement of its '
+                   'own, new, loss[, aux] = opt.optimize(loss_fn[, learning_rate=lr]), on a name '
+                   'or attribute')
 FAILED = Refusal('FOM199', 'the rewritten file did not compile, so it was left as it was')
 
 ALL = (SUBCLASS, GROUP_HYPER_PARAMS, WEIGHT_NORM, READ, PRE_LINEN, REPLICATE, ESCAPE, LR_NONE,
-       OVERRIDE, UNKNOWN_DEF, MULTI, UNFOLLOWED, FAILED)
+       OVERRIDE, UNKNOWN_DEF, MULTI, UNFOLLOWED, OPTIMIZE, FAILED)
 
 
 def marker_text(refusal: Refusal) -> str:

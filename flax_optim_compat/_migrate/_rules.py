@@ -81,6 +81,34 @@ def _compute_gradient(original, updated, data, ctx):
       f'({receiver}.params)\n').body[0]
 
 
+def _optimize(original, updated, data, ctx):
+  """``new, loss[, aux] = opt.optimize(f, **overrides)`` (a statement line) -> two statements.
+
+  The gradient statement is FOM011's; the apply statement is FOM004's rewrite of
+  ``opt.apply_gradient(<grads>, **overrides)``, so a learning-rate override becomes the same
+  schedule or injected value as it would there.
+  """
+  assign = updated.body[0]
+  call = assign.value
+  new, *outputs = [_code(e.value) for e in assign.targets[0].target.elements]
+  grads = data['grads']
+  receiver = call.func.value
+  fn = _code(call.args[0].value)
+  if len(outputs) == 1:
+    gradient = f'{outputs[0]}, {grads} = jax.value_and_grad({fn})({_code(receiver)}.params)'
+  else:
+    gradient = (f'({outputs[0]}, {outputs[1]}), {grads} = jax.value_and_grad({fn}, '
+                f'has_aux=True)({_code(receiver)}.params)')
+  apply_gradient = call.with_changes(
+      func=call.func.with_changes(attr=cst.Name('apply_gradient')),
+      args=[cst.Arg(cst.Name(grads)), *call.args[1:]])
+  apply = f'{new} = {_code(_apply(None, apply_gradient, data, ctx))}'
+  return cst.FlattenSentinel([
+      cst.parse_statement(gradient + '\n').with_changes(leading_lines=updated.leading_lines),
+      cst.parse_statement(apply + '\n').with_changes(
+          trailing_whitespace=updated.trailing_whitespace)])
+
+
 def _dynamic_scale(original, updated, data, ctx):
   return cst.parse_expression('dynamic_scale_lib.DynamicScale')
 
@@ -1047,6 +1075,155 @@ COMPUTE_GRADIENT = Rule('FOM011', 'loss, grad = optimizer.compute_gradient(loss_
                         'jax.value_and_grad(loss_fn)(state.params) (has_aux=True for three '
                         'targets)', _compute_gradient, (_COMPUTE_GRADIENT,))
 
+_OPTIMIZE = Example(
+    'optimize',
+    before='''\
+import json
+
+import jax.numpy as jnp
+from flax import optim
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = optim.Adam(learning_rate=0.05, beta1=0.8).create(params)
+
+  def loss_fn(params):
+    return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+  def loss_and_aux(params):
+    loss = loss_fn(params)
+    return loss, {'half': 0.5 * loss}
+
+  trajectory = []
+  for step in range(20):
+    if step % 2:
+      new_optimizer, loss = optimizer.optimize(loss_fn)
+    else:
+      new_optimizer, loss, aux = optimizer.optimize(loss_and_aux)
+      loss = loss + 0.0 * aux['half']
+    optimizer = new_optimizer
+    trajectory.append(float(loss))
+  print(json.dumps(trajectory + [float(v) for v in optimizer.target['w']]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax.numpy as jnp
+import jax
+import optax
+from flax.training import train_state
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(learning_rate=0.05, b1=0.8, b2=0.999, eps=1e-08))
+
+  def loss_fn(params):
+    return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+  def loss_and_aux(params):
+    loss = loss_fn(params)
+    return loss, {'half': 0.5 * loss}
+
+  trajectory = []
+  for step in range(20):
+    if step % 2:
+      loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+      new_optimizer = optimizer.apply_gradients(grads=grads)
+    else:
+      (loss, aux), grads = jax.value_and_grad(loss_and_aux, has_aux=True)(optimizer.params)
+      new_optimizer = optimizer.apply_gradients(grads=grads)
+      loss = loss + 0.0 * aux['half']
+    optimizer = new_optimizer
+    trajectory.append(float(loss))
+  print(json.dumps(trajectory + [float(v) for v in optimizer.params['w']]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='1e-6')
+
+_OPTIMIZE_INJECTED_LR = Example(
+    'optimize_injected_lr',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+@jax.jit
+def train_step(optimizer, lr):
+  optimizer, loss = optimizer.optimize(loss_fn, learning_rate=lr)
+  return optimizer, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = optim.Momentum(beta=0.8).create(params)
+  trajectory = []
+  for epoch in range(4):
+    for _ in range(5):
+      optimizer, loss = train_step(optimizer, 0.1 * 0.5 ** epoch)
+      trajectory.append(float(loss))
+  print(json.dumps(trajectory + [float(v) for v in optimizer.target['w']]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+@jax.jit
+def train_step(optimizer, lr):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+  optimizer = optimizer.replace(opt_state=optimizer.opt_state._replace(hyperparams=dict(optimizer.opt_state.hyperparams, learning_rate=lr))).apply_gradients(grads=grads)
+  return optimizer, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.inject_hyperparams(optax.sgd, hyperparam_dtype=jnp.float32)(learning_rate=0.0, momentum=0.8, nesterov=False))
+  trajectory = []
+  for epoch in range(4):
+    for _ in range(5):
+      optimizer, loss = train_step(optimizer, 0.1 * 0.5 ** epoch)
+      trajectory.append(float(loss))
+  print(json.dumps(trajectory + [float(v) for v in optimizer.params['w']]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='bit-exact')
+
+OPTIMIZE = Rule('FOM012', 'new, loss = optimizer.optimize(loss_fn, learning_rate=...) -> '
+                'loss, grads = jax.value_and_grad(loss_fn)(state.params) (has_aux=True for three '
+                'targets), then new = state.apply_gradients(grads=grads) as FOM004 writes it',
+                _optimize, (_OPTIMIZE, _OPTIMIZE_INJECTED_LR))
+
 all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION, REPLICATE, MULTI, DYNAMIC_SCALE,
-             COMPUTE_GRADIENT)
+             COMPUTE_GRADIENT, OPTIMIZE)
 by_code = {rule.code: rule for rule in all_rules}
