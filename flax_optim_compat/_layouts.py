@@ -46,12 +46,12 @@ def register(name: str, fields: Iterable[str], wraps: Optional[str] = None) -> N
   Registering the same name and fields again changes nothing.
   """
   fields = frozenset(fields)
+  if wraps is not None and wraps not in fields:  # checked before anything is recorded
+    raise ValueError(f'register({name!r}): wraps={wraps!r} is not one of its fields '
+                     f'{sorted(fields)}.')
   if name not in _NAMES:
     _NAMES.append(name)
   if wraps is not None:
-    if wraps not in fields:
-      raise ValueError(f'register({name!r}): wraps={wraps!r} is not one of its fields '
-                       f'{sorted(fields)}.')
     _WRAPPERS[fields] = (name, wraps)
     return
   names = _REGISTERED.setdefault(fields, [])

@@ -222,6 +222,7 @@ def test_layout_table_names_builtins_and_wrappers():
   assert _layouts.name_leaf_state(wn) == 'WeightNorm(Adagrad)'
   with pytest.raises(ValueError, match='wraps'):
     _layouts.register('Bad', ['a'], wraps='b')
+  assert 'Bad' not in _layouts.optimizer_names()   # a refused registration records nothing
 
 
 # ----------------------------------------------------------------------------- loading
