@@ -2,10 +2,11 @@
 
 A converted checkpoint (msgpack or orbax, flat or ``keep_layout``) holds one train state node;
 its ``opt_state`` is restored against the transformation the legacy optimizer was converted
-into (``_conversion.targets``). An empty optax state (``optax.EmptyState()``) is stored as
-``{}`` by msgpack and read back as None by orbax: both read alike here.
+into (``_conversion.targets``). For ``convert.diff``, a legacy tree is lined up with a
+converted one. An empty optax state (``optax.EmptyState()``) is stored as ``{}`` by msgpack and
+read back as None by orbax: both read alike here.
 """
-from typing import Any, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -28,7 +29,7 @@ class ConvertedCheckpoint(NamedTuple):
   step: Any
 
 
-def is_train_state(node) -> bool:
+def _is_train_state(node) -> bool:
   """Whether ``node`` is a converted train state: a dict with ``params`` and ``opt_state``."""
   return isinstance(node, dict) and {'params', 'opt_state'} <= set(node)
 
@@ -43,10 +44,10 @@ def _empty_as_dict(raw, like):
   return raw
 
 
-def empty_as_none(tree):
+def _empty_as_none(tree):
   """Empty dicts as None: an empty optax state reads back as ``{}`` from msgpack, None from orbax."""
   if isinstance(tree, dict):
-    return {k: empty_as_none(v) for k, v in tree.items()} if tree else None
+    return {k: _empty_as_none(v) for k, v in tree.items()} if tree else None
   return tree
 
 
@@ -60,7 +61,7 @@ def _read(source, optimizer_def, tx):
   if _state_dict.find_optimizers(tree):
     raise CheckpointError(f'{where} is already a legacy checkpoint; --to legacy converts what '
                           '`convert --to optax|train-state|orbax` wrote.')
-  found = _state_dict.find(tree, is_train_state) if isinstance(tree, dict) else []
+  found = _state_dict.find(tree, _is_train_state) if isinstance(tree, dict) else []
   if len(found) != 1:
     raise CheckpointError(
         f'{where} has {"no" if not found else len(found)} {{"params", "opt_state"}} node'
@@ -72,7 +73,8 @@ def _read(source, optimizer_def, tx):
   if tx is None:
     full_tx, state_tx = _conversion.default_targets(optimizer_def)[:2]
   else:
-    full_tx, state_tx = _conversion.targets(optimizer_def, tx)[:2]
+    # The warning points at convert.py's public function (two calls up from here).
+    full_tx, state_tx = _conversion.targets(optimizer_def, tx, stacklevel=4)[:2]
   try:
     template = jax.eval_shape(full_tx.init, params)
     raw = _empty_as_dict(node['opt_state'], serialization.to_state_dict(template))
@@ -100,6 +102,8 @@ def legacy_tree(source, optimizer_def, *, tx, step, optimizer_key: str) -> dict:
   Its train state node becomes the legacy optimizer; the keys carried beside it (flat layout)
   go back beside the optimizer, under ``optimizer_key``.
   """
+  if isinstance(source, Mapping):
+    source = serialization.to_state_dict(dict(source))
   tree, where, node_path, params, opt_state, state_tx = _read(source, optimizer_def, tx)
   node = _state_dict.at(tree, node_path)
   if step is None and _tree.first_count(opt_state) is None:
@@ -116,3 +120,24 @@ def legacy_tree(source, optimizer_def, *, tx, step, optimizer_key: str) -> dict:
     legacy = {'step': node.get('step', legacy['state']['step']), optimizer_key: legacy,
               **siblings}
   return _state_dict.replace_at(tree, node_path, legacy)
+
+
+def aligned(trees, optimizer_def) -> list:
+  """Two state dicts as ``convert.diff`` compares them given ``optimizer_def``.
+
+  A legacy side becomes its conversion's ``{'step', 'params', 'opt_state', ...}`` (without
+  ``step`` when the other side is a ``to_optax`` output, which has none); empty dicts become
+  None on both sides.
+  """
+  legacy = [bool(_state_dict.find_optimizers(tree)) for tree in trees]
+  trees = list(trees)
+  for i, tree in enumerate(trees):
+    if legacy[i]:
+      converted = serialization.to_state_dict(_conversion.convert_tree(
+          *_sources.read(tree, mode='jax'), optimizer_def, tx=None, keep_layout=False,
+          replica=None, apply_fn=None).state_dict)
+      other = trees[1 - i]
+      if not legacy[1 - i] and isinstance(other, dict) and 'step' not in other:
+        converted.pop('step', None)  # a to_optax output: {params, opt_state}
+      trees[i] = converted
+  return [_empty_as_none(tree) for tree in trees]

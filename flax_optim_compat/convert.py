@@ -7,42 +7,28 @@ dict. The optimizer is found wherever it sits: a bare ``{'target', 'state'}`` as
 'model_state', ...}``) at any depth. Replicated optimizers are stored as one copy (no device
 axis), so they read like plain ones.
 
-* :func:`inspect` reports the tree (paths, shapes, dtypes, bytes), the step, where the optimizer
-  sits and which optimizer wrote it (per group for ``MultiOptimizer`` / ``focus=``), without
-  building the optimizer (and without materialising arrays when given a path).
-* :func:`to_optax`, :func:`to_train_state` and :func:`to_orbax` restore the file through the
-  strict restore of ``optimizer_def`` (a mismatching optimizer fails with a message naming the
-  optimizer the file looks like) and hand back ``optimizer_def.optax_transform()`` with the
-  file's state as its optax state, so training continues with the legacy numbers.
-* :func:`to_legacy` goes back: params and optax state to a legacy state dict (and a msgpack
-  file) that flax 0.5.3 itself restores.
-* :func:`diff` compares two checkpoints leaf by leaf.
+:func:`inspect` reports the tree (paths, shapes, dtypes, bytes), the step, where the optimizer
+sits and which optimizer wrote it (per group for ``MultiOptimizer`` / ``focus=``), without
+building the optimizer (or materialising arrays, given a path). :func:`convert_checkpoint`
+(:func:`to_optax`, :func:`to_train_state`, :func:`to_orbax`) restores the file through the
+strict restore of ``optimizer_def`` (a mismatch names the optimizer the file looks like) and
+gives its state to an optax transformation: training continues with the legacy numbers.
+:func:`to_legacy` and :func:`legacy_from_converted` go back (flax 0.5.3 restores the result);
+:func:`diff` compares two checkpoints leaf by leaf.
 
 Files are not trusted (every record is checked before anything is allocated; failures are
 :class:`CheckpointError` naming the file, the path inside it and the byte offset) and outputs
-are all or nothing and never replace an existing path.
-
-The same is available from the command line: ``python -m flax_optim_compat --help``.
+are all or nothing and never replace an existing path. The same is available from the
+command line: ``python -m flax_optim_compat --help``.
 """
 import os
 from typing import Mapping, Optional, Union
 
-from flax import serialization
 from flax.training import train_state as flax_train_state
 
-from . import _codec
-from . import _conversion
-from . import _converted
-from . import _diff
-from . import _inspect
-from . import _orbax_io
-from . import _outputs
-from . import _sources
-from . import _state_dict
+from . import _codec, _conversion, _converted, _diff, _inspect, _orbax_io, _outputs, _sources
 from ._codec import CheckpointError
-from ._conversion import Conversion
-from ._conversion import ConversionWarning
-from ._conversion import OptaxCheckpoint
+from ._conversion import Conversion, ConversionWarning, OptaxCheckpoint
 from ._converted import ConvertedCheckpoint
 from ._diff import DiffResult
 from ._inspect import CheckpointInfo
@@ -54,9 +40,6 @@ __all__ = ['CheckpointError', 'CheckpointInfo', 'DiffResult', 'Conversion', 'Con
            'diff', 'write_msgpack', 'check_new_output', 'checkpoint_file']
 
 Source = Union[str, os.PathLike, bytes, bytearray, memoryview, Mapping]
-
-
-# ----------------------------------------------------------------------------- reading
 
 
 def load(source: Source) -> dict:
@@ -101,8 +84,6 @@ def checkpoint_file(source: Union[str, os.PathLike]) -> str:
   return _sources.msgpack_file(source)
 
 
-# ----------------------------------------------------------------------------- inspect
-
 def inspect(source: Source, *, progress=None) -> CheckpointInfo:
   """Describes a legacy checkpoint: tree, step, where the optimizer sits, which optimizer wrote it.
 
@@ -130,9 +111,6 @@ def inspect(source: Source, *, progress=None) -> CheckpointInfo:
   """
   tree, _, name = _sources.read_named(source, mode='meta', progress=progress)
   return _inspect.describe(tree, name)
-
-
-# ----------------------------------------------------------------------------- to optax
 
 
 def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
@@ -195,10 +173,9 @@ def to_optax(source: Source, optimizer_def: OptimizerDef, *, tx=None,
              replica: Optional[int] = None, progress=None) -> OptaxCheckpoint:
   """``(params, tx, opt_state)`` continuing the legacy run in plain optax.
 
-  ``tx`` is the transformation converted into (default: the optimizer's ``plain_optax()``
-  expression, see :func:`convert_checkpoint`) and ``opt_state`` the file's optimizer state as
-  its state; ``optax.apply_updates(params, tx.update(grads, opt_state, params)[0])`` is then
-  the legacy ``apply_gradient``.
+  ``opt_state`` is the file's optimizer state as a state of ``tx`` (default: the optimizer's
+  ``plain_optax()`` expression), so that the legacy ``apply_gradient`` is
+  ``optax.apply_updates(params, tx.update(grads, opt_state, params)[0])``.
 
   Args:
     source: a path, msgpack bytes or a state dict holding one legacy optimizer.
@@ -239,11 +216,10 @@ def to_train_state(source: Source, optimizer_def: OptimizerDef, apply_fn=None, *
   """A ``flax.training.train_state.TrainState`` continuing the legacy run.
 
   ``step`` is the legacy step (the train state's own where the file has one beside the
-  optimizer), ``params`` the legacy target, ``tx`` the transformation converted into (default:
-  the optimizer's ``plain_optax()`` expression, see :func:`convert_checkpoint`) and
-  ``opt_state`` the legacy state as its state: ``state.apply_gradients(grads=grads)`` is then
-  the legacy ``apply_gradient``. Keys beside the optimizer (model state, ...) are in
-  :func:`convert_checkpoint`'s ``state_dict``.
+  optimizer), ``params`` the legacy target and ``opt_state`` the legacy state as a state of
+  ``tx`` (default: the optimizer's ``plain_optax()`` expression), so that
+  ``state.apply_gradients(grads=grads)`` is the legacy ``apply_gradient``. Keys beside the
+  optimizer (model state, ...) are in :func:`convert_checkpoint`'s ``state_dict``.
 
   Args:
     source: a path, msgpack bytes or a state dict holding one legacy optimizer.
@@ -289,17 +265,13 @@ def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, 
   """Writes the conversion of ``source`` as an orbax checkpoint in ``directory``.
 
   The checkpoint holds :func:`convert_checkpoint`'s ``state_dict``: ``{'step', 'params',
-  'opt_state'}`` and every key that sat beside the optimizer. Plain orbax and flax restore it
-  into a template made with the expression of ``load_with``::
-
-    template = TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(...))
-    state = ocp.StandardCheckpointer().restore(directory, template)
-    state = flax.training.checkpoints.restore_checkpoint(directory, target=template)
-
-  where ``TrainState`` is flax's, or a subclass declaring the keys carried beside it (e.g.
-  ``model_state``); ``restore_checkpoint`` also restores the train state alone into flax's own
-  ``TrainState``. It is written to a temporary directory next to ``directory`` and renamed
-  when complete; ``directory`` must not exist.
+  'opt_state'}`` and every key that sat beside the optimizer. Plain orbax
+  (``ocp.StandardCheckpointer().restore(directory, template)``, as below) and flax
+  (``flax.training.checkpoints.restore_checkpoint(directory, target=template)``) restore it
+  into a template made with the expression of ``load_with``: flax's ``TrainState``, or a
+  subclass declaring the keys carried beside it (e.g. ``model_state``; ``restore_checkpoint``
+  also restores the train state alone into flax's own ``TrainState``). It is written to a
+  temporary directory next to ``directory`` and renamed when complete (it must not exist).
 
   Args:
     source: a path, msgpack bytes or a state dict holding one legacy optimizer.
@@ -339,9 +311,6 @@ def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, 
                               replica=replica, progress=progress)
   _orbax_io.write(directory, result.state_dict)
   return result
-
-
-# ----------------------------------------------------------------------------- back to legacy
 
 
 def to_legacy(params, opt_state, optimizer_def: OptimizerDef, *, step=None, tx=None,
@@ -385,8 +354,7 @@ def to_legacy(params, opt_state, optimizer_def: OptimizerDef, *, step=None, tx=N
     (['grad_ema', 'grad_sq_ema'], 0)
   """
   _conversion.check_def(optimizer_def)
-  if path is not None:
-    path = check_new_output(path)
+  path = None if path is None else check_new_output(path)
   state_dict = _conversion.legacy_state_dict(params, opt_state, optimizer_def, step=step, tx=tx)
   if path is not None:
     write_msgpack(path, state_dict)
@@ -400,8 +368,7 @@ def load_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None) -> C
     source: what :func:`convert_checkpoint` wrote (msgpack or orbax, either layout), or such
       a state dict.
     optimizer_def: the legacy optimizer.
-    tx: the transformation it was converted into (default: the default of
-      :func:`convert_checkpoint`).
+    tx: the transformation it was converted into (default as :func:`convert_checkpoint`).
 
   Returns:
     A :class:`ConvertedCheckpoint` ``(params, opt_state, step)``; ``step`` is None when the
@@ -461,18 +428,12 @@ def legacy_from_converted(source: Source, optimizer_def: OptimizerDef, *, tx=Non
     >>> sorted(back), sorted(back['optimizer'])
     (['bn', 'optimizer', 'step'], ['state', 'target'])
   """
-  if path is not None:
-    path = check_new_output(path)
-  if isinstance(source, Mapping):
-    source = serialization.to_state_dict(dict(source))
+  path = None if path is None else check_new_output(path)
   result = _converted.legacy_tree(source, optimizer_def, tx=tx, step=step,
                                    optimizer_key=optimizer_key)
   if path is not None:
     write_msgpack(path, result)
   return result
-
-
-# ----------------------------------------------------------------------------- writing
 
 
 def write_msgpack(path: Union[str, os.PathLike], state_dict: dict) -> None:
@@ -501,20 +462,16 @@ def write_msgpack(path: Union[str, os.PathLike], state_dict: dict) -> None:
   _outputs.write_file(path, lambda f: _codec.encode(f, state_dict))
 
 
-# ----------------------------------------------------------------------------- diff
-
-
 def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> DiffResult:
   """Per-leaf differences of two checkpoints.
 
   Each side is a legacy or converted msgpack checkpoint (path or bytes), an orbax directory,
-  or a state dict. With ``optimizer_def``, legacy sides are first converted to the
-  ``{'step', 'params', 'opt_state'}`` layout of :func:`to_train_state` (without ``step`` when
-  the other side is a :func:`to_optax` output, which has none), so a legacy file compares with
-  its conversion; without it, trees compare as stored.
-
-  Float leaves compare within a tolerance (NaN equals NaN, inf equals inf at the same place);
-  integer and bool leaves exactly, whatever their width; other leaves by value.
+  or a state dict. With ``optimizer_def``, legacy sides are first converted to the ``{'step',
+  'params', 'opt_state'}`` layout of :func:`to_train_state` (without ``step`` when the other
+  side is a :func:`to_optax` output, which has none), so a legacy file compares with its
+  conversion; without it, trees compare as stored. Float leaves compare within a tolerance
+  (NaN equals NaN, inf equals inf at the same place); integer and bool leaves exactly,
+  whatever their width; other leaves by value.
 
   Args:
     a: the first checkpoint.
@@ -537,16 +494,7 @@ def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> 
     >>> convert.diff({'step': np.int32(3)}, {'step': 3}).same()
     True
   """
-  trees = [_sources.read_any(a), _sources.read_any(b)]
+  trees = [_sources.read_any(a)[0], _sources.read_any(b)[0]]
   if optimizer_def is not None:
-    legacy = [bool(_state_dict.find_optimizers(tree)) for tree, _ in trees]
-    for i, (tree, where) in enumerate(trees):
-      if legacy[i]:
-        converted = serialization.to_state_dict(
-            convert_checkpoint(tree, optimizer_def).state_dict)
-        other = trees[1 - i][0]
-        if not legacy[1 - i] and isinstance(other, dict) and 'step' not in other:
-          converted.pop('step', None)  # a to_optax output: {params, opt_state}
-        trees[i] = converted, where
-    trees = [(_converted.empty_as_none(tree), where) for tree, where in trees]
-  return _diff.compare(trees[0][0], trees[1][0])
+    trees = _converted.aligned(trees, optimizer_def)
+  return _diff.compare(*trees)
