@@ -19,13 +19,18 @@ def is_optimizer(node) -> bool:
       {'step', 'param_states'} <= set(state) or _layouts.is_per_group_multi_state(state))
 
 
-def find_optimizers(tree, path=()) -> List[Tuple[str, ...]]:
-  """The key paths of every legacy optimizer in ``tree`` (outermost ones; not inside another)."""
-  if is_optimizer(tree):
+def find(tree, is_node, path=()) -> List[Tuple[str, ...]]:
+  """The key paths of every node of ``tree`` for which ``is_node`` holds (outermost ones)."""
+  if is_node(tree):
     return [path]
   if isinstance(tree, dict):
-    return [p for k, v in tree.items() for p in find_optimizers(v, path + (str(k),))]
+    return [p for k, v in tree.items() for p in find(v, is_node, path + (str(k),))]
   return []
+
+
+def find_optimizers(tree) -> List[Tuple[str, ...]]:
+  """The key paths of every legacy optimizer in ``tree`` (outermost ones; not inside another)."""
+  return find(tree, is_optimizer)
 
 
 def at(tree, path):
@@ -33,6 +38,13 @@ def at(tree, path):
   for key in path:
     tree = tree[key]
   return tree
+
+
+def replace_at(tree, path, value):
+  """A copy of ``tree`` (the dicts along ``path`` rebuilt) with ``value`` at the key path ``path``."""
+  if not path:
+    return value
+  return {k: (replace_at(v, path[1:], value) if k == path[0] else v) for k, v in tree.items()}
 
 
 def locate(tree: dict, where: str) -> Tuple[str, ...]:

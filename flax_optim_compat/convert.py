@@ -7,49 +7,31 @@ dict. The optimizer is found wherever it sits: a bare ``{'target', 'state'}`` as
 'model_state', ...}``) at any depth. Replicated optimizers are stored as one copy (no device
 axis), so they read like plain ones.
 
-* :func:`inspect` reports the tree (paths, shapes, dtypes, bytes), the step, where the optimizer
-  sits and which optimizer wrote it (per group for ``MultiOptimizer`` / ``focus=``), without
-  building the optimizer (and without materialising arrays when given a path).
-* :func:`to_optax`, :func:`to_train_state` and :func:`to_orbax` restore the file through the
-  strict restore of ``optimizer_def`` (a mismatching optimizer fails with a message naming the
-  optimizer the file looks like) and hand back ``optimizer_def.optax_transform()`` with the
-  file's state as its optax state, so training continues with the legacy numbers.
-* :func:`to_legacy` goes back: params and optax state to a legacy state dict (and a msgpack
-  file) that flax 0.5.3 itself restores.
-* :func:`diff` compares two checkpoints leaf by leaf.
+:func:`inspect` reports the tree (paths, shapes, dtypes, bytes), the step, where the optimizer
+sits and which optimizer wrote it (per group for ``MultiOptimizer`` / ``focus=``), without
+building the optimizer (or materialising arrays, given a path). :func:`convert_checkpoint`
+(:func:`to_optax`, :func:`to_train_state`, :func:`to_orbax`) restores the file through the
+strict restore of ``optimizer_def`` (a mismatch names the optimizer the file looks like) and
+gives its state to an optax transformation: training continues with the legacy numbers.
+:func:`to_legacy` and :func:`legacy_from_converted` go back (flax 0.5.3 restores the result);
+:func:`diff` compares two checkpoints leaf by leaf.
 
 Files are not trusted (every record is checked before anything is allocated; failures are
 :class:`CheckpointError` naming the file, the path inside it and the byte offset) and outputs
-are all or nothing and never replace an existing path.
-
-The same is available from the command line: ``python -m flax_optim_compat --help``.
+are all or nothing and never replace an existing path. The same is available from the
+command line: ``python -m flax_optim_compat --help``.
 """
 import os
-import warnings
-from typing import Any, List, Mapping, NamedTuple, Optional, Tuple, Union
+from typing import Mapping, Optional, Union
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
-from flax import serialization
 from flax.training import train_state as flax_train_state
 
-from . import _codec
-from . import _diff
-from . import _inspect
-from . import _layouts
-from . import _orbax_io
-from . import _outputs
-from . import _replicas
-from . import _sources
-from . import _state_dict
-from . import _tree
+from . import _codec, _conversion, _converted, _diff, _inspect, _orbax_io, _outputs, _sources
 from ._codec import CheckpointError
+from ._conversion import Conversion, ConversionWarning, OptaxCheckpoint
+from ._converted import ConvertedCheckpoint
 from ._diff import DiffResult
 from ._inspect import CheckpointInfo
-from .base import MultiOptimizer
-from .base import Optimizer
 from .base import OptimizerDef
 
 __all__ = ['CheckpointError', 'CheckpointInfo', 'DiffResult', 'Conversion', 'ConversionWarning',
@@ -58,9 +40,6 @@ __all__ = ['CheckpointError', 'CheckpointInfo', 'DiffResult', 'Conversion', 'Con
            'diff', 'write_msgpack', 'check_new_output', 'checkpoint_file']
 
 Source = Union[str, os.PathLike, bytes, bytearray, memoryview, Mapping]
-
-
-# ----------------------------------------------------------------------------- reading
 
 
 def load(source: Source) -> dict:
@@ -86,7 +65,6 @@ def load(source: Source) -> dict:
   return _sources.read(source)[0]
 
 
-
 def checkpoint_file(source: Union[str, os.PathLike]) -> str:
   """The msgpack file a path source reads: the file itself, or a directory's latest checkpoint.
 
@@ -105,8 +83,6 @@ def checkpoint_file(source: Union[str, os.PathLike]) -> str:
   """
   return _sources.msgpack_file(source)
 
-
-# ----------------------------------------------------------------------------- inspect
 
 def inspect(source: Source, *, progress=None) -> CheckpointInfo:
   """Describes a legacy checkpoint: tree, step, where the optimizer sits, which optimizer wrote it.
@@ -135,136 +111,6 @@ def inspect(source: Source, *, progress=None) -> CheckpointInfo:
   """
   tree, _, name = _sources.read_named(source, mode='meta', progress=progress)
   return _inspect.describe(tree, name)
-
-
-# ----------------------------------------------------------------------------- to optax
-
-
-class ConversionWarning(UserWarning):
-  """A conversion that works but does not continue the legacy numbers exactly (one line why)."""
-
-
-def _restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, Tuple[str, ...]]:
-  if not isinstance(opt_def, OptimizerDef):
-    raise TypeError(f'optimizer_def must be an OptimizerDef (e.g. optim.Adam(1e-3)), not '
-                    f'{type(opt_def).__name__}.')
-  path = _state_dict.locate(tree, where)
-  node = _state_dict.at(tree, path)
-  if _layouts.is_per_group_multi_state(node['state']):
-    raise CheckpointError(f'{where}: the optimizer at {_tree.join_keys(path)} has the '
-                          'MultiOptimizer layout of flax < 0.3.3, which later versions cannot '
-                          'restore.')
-  _state_dict.check_leaves(node, path, where)
-  target = node['target']
-  bad = [p for p, leaf in _state_dict.leaves(target)
-         if not isinstance(leaf, (np.ndarray, np.generic, jax.Array))]
-  if bad:
-    leaf_path = _tree.join_keys(path + ('target',) + bad[0])
-    raise CheckpointError(f'{where}: the target leaf at {leaf_path} is not an array.')
-  template = _state_dict.abstract_optimizer(opt_def, target)
-  try:
-    restored = serialization.from_state_dict(template, node, name=_tree.join_keys(path).lstrip('/'))
-  except ValueError as e:
-    raise CheckpointError(f'{where}: {e}') from None
-  return restored, path
-
-
-_ORDER = ('bit-exact', '1e-6', 'not exact')
-
-
-def _plain_of(opt_def) -> Optional[Any]:
-  try:
-    return opt_def.plain_optax()
-  except (NotImplementedError, ValueError):
-    return None
-
-
-def _default_target(opt_def):
-  """``(tx, expression, not-exact note)`` to convert ``opt_def`` into when no ``tx`` is given.
-
-  The plain optax expression of :meth:`plain_optax` where it continues the legacy numbers
-  (bit-exact or to 1e-6), else the def's own ``optax_transform()``.
-  """
-  plain = _plain_of(opt_def)
-  if plain is not None and plain.exact != 'not exact':
-    return opt_def.plain_optax_transform(), plain.expression, None
-  what = (f'no plain optax continues {opt_def!r} exactly ({plain.difference})'
-          if plain is not None else f'{opt_def!r} has no plain optax expression')
-  return (opt_def.optax_transform(), f'optim.{opt_def!r}.optax_transform()',
-          f'{what}: the state is that of optim.{opt_def!r}.optax_transform(), so loading it '
-          'needs flax_optim_compat')
-
-
-def _targets(opt_def, tx):
-  """``(tx of the TrainState, tx argument of optax_state, load-with text, notes)``."""
-  notes = []
-  multi = isinstance(opt_def, MultiOptimizer)
-  if multi:
-    defs = list(opt_def.sub_optimizers)
-    given = None if tx is None else tx
-    if given is not None and not isinstance(given, (list, tuple)):
-      raise TypeError(f'a MultiOptimizer converts with one optax transformation per group: '
-                      f'tx=[tx_0, ..., tx_{len(defs) - 1}], got {type(given).__name__}.')
-  else:
-    defs = [opt_def]
-    given = None if tx is None else [tx]
-  if given is not None and len(given) != len(defs):
-    raise ValueError(f'MultiOptimizer with {len(defs)} groups: tx needs {len(defs)} '
-                     f'transformations (one per group, in order), got {len(given)}.')
-  txs, texts = [], []
-  for i, sub in enumerate(defs):
-    where = f'group {i} ({sub!r}): ' if multi else ''
-    if given is None:
-      sub_tx, text, note = _default_target(sub)
-      if note:
-        notes.append(where + note)
-    else:
-      sub_tx, text = given[i], None
-      plain = _plain_of(sub)
-      if plain is not None and plain.exact == 'not exact':
-        warnings.warn(f'{where}{sub!r}: continuing in this transformation is not exact '
-                      f'({plain.difference}).', ConversionWarning, stacklevel=3)
-    txs.append(sub_tx)
-    texts.append(text)
-  if not multi:
-    return txs[0], txs[0], texts[0], notes
-  load_with = None
-  if all(t is not None for t in texts):
-    inner = ', '.join(f"'{i}': {t}" for i, t in enumerate(texts))
-    load_with = (f"optax.multi_transform({{{inner}, 'unmatched': optax.set_to_zero()}}, "
-                 'param_labels)')
-  return opt_def.optax_transform(group_txs=txs), txs, load_with, notes
-
-
-def _layout_notes(node, opt_def) -> List[str]:
-  """A note when the file's fields fit several optimizers (Adam, AdaBelief, LAMB; Momentum, LARS)."""
-  name = _layouts.name_param_states(node['target'], node['state'].get('param_states'))
-  if name and ' or ' in name:
-    return [f'the state fields fit {name} alike: converted as {opt_def!r}, as given (the file '
-            'cannot tell them apart; check it is the optimizer that wrote it)']
-  return []
-
-
-class Conversion(NamedTuple):
-  """What :func:`convert_checkpoint` produced.
-
-  Attributes:
-    train_state: the ``flax.training.train_state.TrainState`` continuing the legacy run (its
-      ``step`` is the train state's own ``step`` where the file has one beside the optimizer).
-    state_dict: the tree the writers store: ``{'step', 'params', 'opt_state', ...}`` with every
-      key that sat beside the optimizer (flat layout), or the file's own tree with the
-      optimizer node replaced by ``{'step', 'params', 'opt_state'}`` (``keep_layout``);
-      ``opt_state`` is the optax state itself (NamedTuples), as orbax and flax restore it.
-    load_with: the optax expression whose state ``opt_state`` is, as Python source (None for
-      a ``tx`` given as an object); a MultiOptimizer's reads
-      ``optax.multi_transform({'0': ..., 'unmatched': optax.set_to_zero()}, param_labels)``.
-    notes: one-line remarks: fields that fit several optimizers, no exact plain optax,
-      replicas reduced, keys carried beside the train state.
-  """
-  train_state: Any
-  state_dict: Any
-  load_with: Optional[str]
-  notes: Tuple[str, ...]
 
 
 def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
@@ -318,78 +164,18 @@ def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
     (['opt_state', 'params', 'rng', 'step'], 'the state fields fit Momentum or LARS al')
   """
   tree, where = _sources.read(source, mode='jax', progress=progress)
-  path = _state_dict.locate(tree, where)
-  notes = []
-  replicas = _replicas.count(_state_dict.at(tree, path))
-  if replicas is not None:
-    tree = _replicas.take(tree, replicas, replica, where)
-    notes.append(f'the file holds {replicas} replicas (a leading device axis on every leaf): '
-                 f'converted replica {0 if replica is None else replica}'
-                 + (', all replicas being equal' if replica is None else ''))
-  elif replica is not None:
-    raise CheckpointError(f'{where} is not replicated (its step has no device axis); drop '
-                          '--replica.')
-  optimizer, path = _restore(tree, where, optimizer_def)
-  notes += _layout_notes(_state_dict.at(tree, path), optimizer_def)
-  try:
-    full_tx, state_tx, load_with, target_notes = _targets(optimizer_def, tx)
-    notes += target_notes
-    if tx is None and not isinstance(optimizer_def, MultiOptimizer):
-      notes += optimizer_def.plain_optax_notes(optimizer.target)
-    opt_state = optimizer_def.optax_state(optimizer.target, optimizer.state, tx=state_tx)
-  except NotImplementedError as e:
-    raise CheckpointError(f'{type(optimizer_def).__name__} cannot be converted to optax: {e}') from None
-  except ValueError as e:
-    raise CheckpointError(f'{where}: {e}') from None
-  parent = _state_dict.at(tree, path[:-1]) if path else None
-  outer_step = parent.get('step') if parent is not None and not keep_layout else None
-  step = jnp.asarray(optimizer.state.step if outer_step is None else outer_step)
-  train_state = flax_train_state.TrainState(step=step, apply_fn=apply_fn, params=optimizer.target,
-                                            tx=full_tx, opt_state=opt_state)
-  core = {'step': step, 'params': optimizer.target, 'opt_state': opt_state}
-  if not path:
-    state_dict = core
-  elif keep_layout:
-    state_dict = _replace_at(tree, path, dict(core, step=optimizer.state.step))
-  else:
-    clash = sorted({'params', 'opt_state'} & set(parent))
-    if clash:
-      raise CheckpointError(f'{where}: the optimizer sits beside a key {clash[0]!r}, which the '
-                            'flat TrainState layout needs; use keep_layout (--keep-layout).')
-    if (outer_step is not None and _tree.first_count(opt_state) is None
-        and int(np.asarray(outer_step)) != int(optimizer.state.step)):
-      notes.append(f'the optimizer\'s own step ({int(optimizer.state.step)}) differs from the '
-                   f'train state\'s ({int(np.asarray(outer_step))}) and this optax state keeps no '
-                   'count: converted back, the optimizer gets the train state\'s step '
-                   '(keep_layout / --keep-layout keeps both)')
-    siblings = {k: v for k, v in parent.items() if k not in (path[-1], 'step')}
-    if siblings:
-      notes.append(f'carried beside the train state: {", ".join(sorted(map(str, siblings)))}')
-    state_dict = _replace_at(tree, path[:-1], dict(core, **siblings))
-  return Conversion(train_state, state_dict, load_with, tuple(notes))
-
-
-def _replace_at(tree, path, value):
-  if not path:
-    return value
-  return {k: (_replace_at(v, path[1:], value) if k == path[0] else v) for k, v in tree.items()}
-
-
-class OptaxCheckpoint(NamedTuple):
-  """``(params, tx, opt_state)``: what :func:`to_optax` returns."""
-  params: Any
-  tx: optax.GradientTransformation
-  opt_state: optax.OptState
+  return Conversion(*_conversion.convert_tree(tree, where, optimizer_def, tx=tx,
+                                               keep_layout=keep_layout, replica=replica,
+                                               apply_fn=apply_fn))
 
 
 def to_optax(source: Source, optimizer_def: OptimizerDef, *, tx=None,
              replica: Optional[int] = None, progress=None) -> OptaxCheckpoint:
   """``(params, tx, opt_state)`` continuing the legacy run in plain optax.
 
-  ``tx`` is the transformation converted into (default: the optimizer's ``plain_optax()``
-  expression, see :func:`convert_checkpoint`) and ``opt_state`` the file's optimizer state as
-  its state; ``optax.apply_updates(params, tx.update(grads, opt_state, params)[0])`` is then
-  the legacy ``apply_gradient``.
+  ``opt_state`` is the file's optimizer state as a state of ``tx`` (default: the optimizer's
+  ``plain_optax()`` expression), so that the legacy ``apply_gradient`` is
+  ``optax.apply_updates(params, tx.update(grads, opt_state, params)[0])``.
 
   Args:
     source: a path, msgpack bytes or a state dict holding one legacy optimizer.
@@ -430,11 +216,10 @@ def to_train_state(source: Source, optimizer_def: OptimizerDef, apply_fn=None, *
   """A ``flax.training.train_state.TrainState`` continuing the legacy run.
 
   ``step`` is the legacy step (the train state's own where the file has one beside the
-  optimizer), ``params`` the legacy target, ``tx`` the transformation converted into (default:
-  the optimizer's ``plain_optax()`` expression, see :func:`convert_checkpoint`) and
-  ``opt_state`` the legacy state as its state: ``state.apply_gradients(grads=grads)`` is then
-  the legacy ``apply_gradient``. Keys beside the optimizer (model state, ...) are in
-  :func:`convert_checkpoint`'s ``state_dict``.
+  optimizer), ``params`` the legacy target and ``opt_state`` the legacy state as a state of
+  ``tx`` (default: the optimizer's ``plain_optax()`` expression), so that
+  ``state.apply_gradients(grads=grads)`` is the legacy ``apply_gradient``. Keys beside the
+  optimizer (model state, ...) are in :func:`convert_checkpoint`'s ``state_dict``.
 
   Args:
     source: a path, msgpack bytes or a state dict holding one legacy optimizer.
@@ -480,17 +265,13 @@ def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, 
   """Writes the conversion of ``source`` as an orbax checkpoint in ``directory``.
 
   The checkpoint holds :func:`convert_checkpoint`'s ``state_dict``: ``{'step', 'params',
-  'opt_state'}`` and every key that sat beside the optimizer. Plain orbax and flax restore it
-  into a template made with the expression of ``load_with``::
-
-    template = TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(...))
-    state = ocp.StandardCheckpointer().restore(directory, template)
-    state = flax.training.checkpoints.restore_checkpoint(directory, target=template)
-
-  where ``TrainState`` is flax's, or a subclass declaring the keys carried beside it (e.g.
-  ``model_state``); ``restore_checkpoint`` also restores the train state alone into flax's own
-  ``TrainState``. It is written to a temporary directory next to ``directory`` and renamed
-  when complete; ``directory`` must not exist.
+  'opt_state'}`` and every key that sat beside the optimizer. Plain orbax
+  (``ocp.StandardCheckpointer().restore(directory, template)``, as below) and flax
+  (``flax.training.checkpoints.restore_checkpoint(directory, target=template)``) restore it
+  into a template made with the expression of ``load_with``: flax's ``TrainState``, or a
+  subclass declaring the keys carried beside it (e.g. ``model_state``; ``restore_checkpoint``
+  also restores the train state alone into flax's own ``TrainState``). It is written to a
+  temporary directory next to ``directory`` and renamed when complete (it must not exist).
 
   Args:
     source: a path, msgpack bytes or a state dict holding one legacy optimizer.
@@ -530,9 +311,6 @@ def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, 
                               replica=replica, progress=progress)
   _orbax_io.write(directory, result.state_dict)
   return result
-
-
-# ----------------------------------------------------------------------------- back to legacy
 
 
 def to_legacy(params, opt_state, optimizer_def: OptimizerDef, *, step=None, tx=None,
@@ -575,86 +353,12 @@ def to_legacy(params, opt_state, optimizer_def: OptimizerDef, *, step=None, tx=N
     >>> sorted(sd['state']['param_states']['w']), int(sd['state']['step'])
     (['grad_ema', 'grad_sq_ema'], 0)
   """
-  if not isinstance(optimizer_def, OptimizerDef):
-    raise TypeError(f'optimizer_def must be an OptimizerDef, not {type(optimizer_def).__name__}.')
-  if path is not None:
-    path = check_new_output(path)
-  if step is not None:
-    step = _state_dict.check_step(step, 'to_legacy')
-  params = jax.tree_util.tree_map(jnp.asarray, params)
-  if tx is None:
-    with warnings.catch_warnings():
-      warnings.simplefilter('ignore', ConversionWarning)
-      tx = _targets(optimizer_def, None)[1]
-  try:
-    state = optimizer_def.legacy_state(params, opt_state, step=step, tx=tx)
-  except NotImplementedError as e:
-    raise CheckpointError(f'{type(optimizer_def).__name__} has no optax state: {e}') from None
-  except ValueError as e:
-    raise CheckpointError(f'opt_state does not fit {optimizer_def!r}: {e}') from None
-  state_dict = optimizer_def.state_dict(params, state)
+  _conversion.check_def(optimizer_def)
+  path = None if path is None else check_new_output(path)
+  state_dict = _conversion.legacy_state_dict(params, opt_state, optimizer_def, step=step, tx=tx)
   if path is not None:
     write_msgpack(path, state_dict)
   return state_dict
-
-
-class ConvertedCheckpoint(NamedTuple):
-  """``(params, opt_state, step)``: what :func:`load_converted` returns."""
-  params: Any
-  opt_state: optax.OptState
-  step: Any
-
-
-def _find_train_states(tree, path=()) -> List[Tuple[str, ...]]:
-  if isinstance(tree, dict) and {'params', 'opt_state'} <= set(tree):
-    return [path]
-  if isinstance(tree, dict):
-    return [p for k, v in tree.items() for p in _find_train_states(v, path + (str(k),))]
-  return []
-
-
-def _empty_as_dict(raw, like):
-  """``raw`` with ``{}`` where ``like`` has ``{}`` and ``raw`` None (orbax reads an empty
-  NamedTuple such as ``optax.EmptyState()`` back as None, msgpack as ``{}``)."""
-  if raw is None and like == {}:
-    return {}
-  if isinstance(raw, dict) and isinstance(like, dict):
-    return {k: _empty_as_dict(v, like.get(k)) for k, v in raw.items()}
-  return raw
-
-
-def _read_converted(source, optimizer_def, tx):
-  """``(tree, where, path of the train state, params, opt_state, tx)`` of a converted file."""
-  tree, where = _sources.read_any(source, mode='jax')
-  if _state_dict.find_optimizers(tree):
-    raise CheckpointError(f'{where} is already a legacy checkpoint; --to legacy converts what '
-                          '`convert --to optax|train-state|orbax` wrote.')
-  found = _find_train_states(tree) if isinstance(tree, dict) else []
-  if len(found) != 1:
-    raise CheckpointError(
-        f'{where} has {"no" if not found else len(found)} {{"params", "opt_state"}} node'
-        f'{"s" if found else ""}: --to legacy converts what `convert --to '
-        'optax|train-state|orbax` wrote.')
-  node = _state_dict.at(tree, found[0])
-  _state_dict.check_arrays(node['params'], found[0] + ('params',), where)
-  params = jax.tree_util.tree_map(jnp.asarray, node['params'])
-  if tx is None:
-    with warnings.catch_warnings():
-      warnings.simplefilter('ignore', ConversionWarning)
-      full_tx, state_tx = _targets(optimizer_def, None)[:2]
-  else:
-    full_tx, state_tx = _targets(optimizer_def, tx)[:2]
-  try:
-    template = jax.eval_shape(full_tx.init, params)
-    raw = _empty_as_dict(node['opt_state'], serialization.to_state_dict(template))
-    raw = _state_dict.check_like(serialization.to_state_dict(template), raw,
-                                 found[0] + ('opt_state',), where)
-    opt_state = serialization.from_state_dict(template, raw, name='opt_state')
-  except (ValueError, KeyError, TypeError) as e:
-    raise CheckpointError(f'{where}: its opt_state does not fit {optimizer_def!r} converted '
-                          f'as by default or with this tx ({type(e).__name__}: {e}).') from None
-  opt_state = jax.tree_util.tree_map(jnp.asarray, opt_state)
-  return tree, where, found[0], params, opt_state, state_tx
 
 
 def load_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None) -> ConvertedCheckpoint:
@@ -664,8 +368,7 @@ def load_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None) -> C
     source: what :func:`convert_checkpoint` wrote (msgpack or orbax, either layout), or such
       a state dict.
     optimizer_def: the legacy optimizer.
-    tx: the transformation it was converted into (default: the default of
-      :func:`convert_checkpoint`).
+    tx: the transformation it was converted into (default as :func:`convert_checkpoint`).
 
   Returns:
     A :class:`ConvertedCheckpoint` ``(params, opt_state, step)``; ``step`` is None when the
@@ -685,10 +388,7 @@ def load_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None) -> C
     >>> sorted(convert.to_legacy(params, opt_state, optim.Adam(0.1), step=step)['state'])
     ['param_states', 'step']
   """
-  tree, _, path, params, opt_state, _ = _read_converted(source, optimizer_def, tx)
-  step = _state_dict.at(tree, path).get('step')
-  return ConvertedCheckpoint(params, opt_state,
-                             None if step is None else _state_dict.check_step(step, 'the file'))
+  return _converted.load(source, optimizer_def, tx)
 
 
 def legacy_from_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None, step=None,
@@ -728,31 +428,12 @@ def legacy_from_converted(source: Source, optimizer_def: OptimizerDef, *, tx=Non
     >>> sorted(back), sorted(back['optimizer'])
     (['bn', 'optimizer', 'step'], ['state', 'target'])
   """
-  if path is not None:
-    path = check_new_output(path)
-  if isinstance(source, Mapping):
-    source = serialization.to_state_dict(dict(source))
-  tree, where, node_path, params, opt_state, state_tx = _read_converted(
-      source, optimizer_def, tx)
-  node = _state_dict.at(tree, node_path)
-  if step is None and _tree.first_count(opt_state) is None:
-    step = node.get('step')
-  if step is None and _tree.first_count(opt_state) is None:
-    raise CheckpointError(f'{where}: the optax state has no `count` and the file no `step`; '
-                          'give the legacy step (--step, step=).')
-  legacy = to_legacy(params, opt_state, optimizer_def,
-                     step=None if step is None else np.asarray(step), tx=state_tx)
-  siblings = {k: v for k, v in node.items() if k not in ('step', 'params', 'opt_state')}
-  if siblings:
-    legacy = {'step': node.get('step', legacy['state']['step']), optimizer_key: legacy,
-              **siblings}
-  result = _replace_at(tree, node_path, legacy)
+  path = None if path is None else check_new_output(path)
+  result = _converted.legacy_tree(source, optimizer_def, tx=tx, step=step,
+                                   optimizer_key=optimizer_key)
   if path is not None:
     write_msgpack(path, result)
   return result
-
-
-# ----------------------------------------------------------------------------- writing
 
 
 def write_msgpack(path: Union[str, os.PathLike], state_dict: dict) -> None:
@@ -781,34 +462,16 @@ def write_msgpack(path: Union[str, os.PathLike], state_dict: dict) -> None:
   _outputs.write_file(path, lambda f: _codec.encode(f, state_dict))
 
 
-# ----------------------------------------------------------------------------- diff
-
-
-def _as_train_state_dict(tree: dict, where: str, optimizer_def: OptimizerDef) -> dict:
-  if _state_dict.find_optimizers(tree):
-    return serialization.to_state_dict(
-        convert_checkpoint(tree, optimizer_def).state_dict)
-  return tree
-
-
-def _empty_as_none(tree):
-  """Empty dicts as None: an empty optax state reads back as ``{}`` from msgpack, None from orbax."""
-  if isinstance(tree, dict):
-    return {k: _empty_as_none(v) for k, v in tree.items()} if tree else None
-  return tree
-
-
 def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> DiffResult:
   """Per-leaf differences of two checkpoints.
 
   Each side is a legacy or converted msgpack checkpoint (path or bytes), an orbax directory,
-  or a state dict. With ``optimizer_def``, legacy sides are first converted to the
-  ``{'step', 'params', 'opt_state'}`` layout of :func:`to_train_state` (without ``step`` when
-  the other side is a :func:`to_optax` output, which has none), so a legacy file compares with
-  its conversion; without it, trees compare as stored.
-
-  Float leaves compare within a tolerance (NaN equals NaN, inf equals inf at the same place);
-  integer and bool leaves exactly, whatever their width; other leaves by value.
+  or a state dict. With ``optimizer_def``, legacy sides are first converted to the ``{'step',
+  'params', 'opt_state'}`` layout of :func:`to_train_state` (without ``step`` when the other
+  side is a :func:`to_optax` output, which has none), so a legacy file compares with its
+  conversion; without it, trees compare as stored. Float leaves compare within a tolerance
+  (NaN equals NaN, inf equals inf at the same place); integer and bool leaves exactly,
+  whatever their width; other leaves by value.
 
   Args:
     a: the first checkpoint.
@@ -831,15 +494,7 @@ def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> 
     >>> convert.diff({'step': np.int32(3)}, {'step': 3}).same()
     True
   """
-  trees = [_sources.read_any(a), _sources.read_any(b)]
+  trees = [_sources.read_any(a)[0], _sources.read_any(b)[0]]
   if optimizer_def is not None:
-    legacy = [bool(_state_dict.find_optimizers(tree)) for tree, _ in trees]
-    for i, (tree, where) in enumerate(trees):
-      if legacy[i]:
-        converted = _as_train_state_dict(tree, where, optimizer_def)
-        other = trees[1 - i][0]
-        if not legacy[1 - i] and isinstance(other, dict) and 'step' not in other:
-          converted.pop('step', None)  # a to_optax output: {params, opt_state}
-        trees[i] = converted, where
-    trees = [(_empty_as_none(tree), where) for tree, where in trees]
-  return _diff.compare(trees[0][0], trees[1][0])
+    trees = _converted.aligned(trees, optimizer_def)
+  return _diff.compare(*trees)

@@ -116,7 +116,7 @@ def test_no_import_cycle():
     ('_orbax_io', set(MODULES) - {'_orbax_io', '_codec', '_outputs'}),
     ('_sources', set(MODULES) - {'_sources', '_codec', '_orbax_io', '_outputs'}),
     ('_cli', {'_codec', '_outputs', '_orbax_io', '_sources', '_state_dict', '_diff', '_inspect',
-              '_restore'}),
+              '_restore', '_conversion', '_converted'}),
 ])
 def test_the_checkpoint_wing_keeps_its_own_order(module, forbidden):
   assert not _package_imports(module) & forbidden

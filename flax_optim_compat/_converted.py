@@ -1,0 +1,143 @@
+"""Reading back what ``convert`` wrote: the one ``{'params', 'opt_state'}`` node and its optax state.
+
+A converted checkpoint (msgpack or orbax, flat or ``keep_layout``) holds one train state node;
+its ``opt_state`` is restored against the transformation the legacy optimizer was converted
+into (``_conversion.targets``). For ``convert.diff``, a legacy tree is lined up with a
+converted one. An empty optax state (``optax.EmptyState()``) is stored as ``{}`` by msgpack and
+read back as None by orbax: both read alike here.
+"""
+from typing import Any, Mapping, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import serialization
+
+from . import _conversion
+from . import _sources
+from . import _state_dict
+from . import _tree
+from ._codec import CheckpointError
+
+
+class ConvertedCheckpoint(NamedTuple):
+  """``(params, opt_state, step)``: what :func:`load_converted` returns."""
+  __module__ = 'flax_optim_compat.convert'
+  params: Any
+  opt_state: optax.OptState
+  step: Any
+
+
+def _is_train_state(node) -> bool:
+  """Whether ``node`` is a converted train state: a dict with ``params`` and ``opt_state``."""
+  return isinstance(node, dict) and {'params', 'opt_state'} <= set(node)
+
+
+def _empty_as_dict(raw, like):
+  """``raw`` with ``{}`` where ``like`` has ``{}`` and ``raw`` None (orbax reads an empty
+  NamedTuple such as ``optax.EmptyState()`` back as None, msgpack as ``{}``)."""
+  if raw is None and like == {}:
+    return {}
+  if isinstance(raw, dict) and isinstance(like, dict):
+    return {k: _empty_as_dict(v, like.get(k)) for k, v in raw.items()}
+  return raw
+
+
+def _empty_as_none(tree):
+  """Empty dicts as None: an empty optax state reads back as ``{}`` from msgpack, None from orbax."""
+  if isinstance(tree, dict):
+    return {k: _empty_as_none(v) for k, v in tree.items()} if tree else None
+  return tree
+
+
+def _read(source, optimizer_def, tx):
+  """``(tree, where, path of the train state, params, opt_state, tx)`` of a converted file.
+
+  The last ``tx`` is the one its ``opt_state`` belongs to, as ``optimizer_def.legacy_state``
+  takes it (a list per group for a MultiOptimizer).
+  """
+  tree, where = _sources.read_any(source, mode='jax')
+  if _state_dict.find_optimizers(tree):
+    raise CheckpointError(f'{where} is already a legacy checkpoint; --to legacy converts what '
+                          '`convert --to optax|train-state|orbax` wrote.')
+  found = _state_dict.find(tree, _is_train_state) if isinstance(tree, dict) else []
+  if len(found) != 1:
+    raise CheckpointError(
+        f'{where} has {"no" if not found else len(found)} {{"params", "opt_state"}} node'
+        f'{"s" if found else ""}: --to legacy converts what `convert --to '
+        'optax|train-state|orbax` wrote.')
+  node = _state_dict.at(tree, found[0])
+  _state_dict.check_arrays(node['params'], found[0] + ('params',), where)
+  params = jax.tree_util.tree_map(jnp.asarray, node['params'])
+  if tx is None:
+    full_tx, state_tx = _conversion.default_targets(optimizer_def)[:2]
+  else:
+    # The warning points at convert.py's public function (two calls up from here).
+    full_tx, state_tx = _conversion.targets(optimizer_def, tx, stacklevel=4)[:2]
+  try:
+    template = jax.eval_shape(full_tx.init, params)
+    raw = _empty_as_dict(node['opt_state'], serialization.to_state_dict(template))
+    raw = _state_dict.check_like(serialization.to_state_dict(template), raw,
+                                 found[0] + ('opt_state',), where)
+    opt_state = serialization.from_state_dict(template, raw, name='opt_state')
+  except (ValueError, KeyError, TypeError) as e:
+    raise CheckpointError(f'{where}: its opt_state does not fit {optimizer_def!r} converted '
+                          f'as by default or with this tx ({type(e).__name__}: {e}).') from None
+  opt_state = jax.tree_util.tree_map(jnp.asarray, opt_state)
+  return tree, where, found[0], params, opt_state, state_tx
+
+
+def load(source, optimizer_def, tx) -> ConvertedCheckpoint:
+  """``(params, opt_state, step)`` of a converted source (``step`` None where it has none)."""
+  tree, _, path, params, opt_state, _ = _read(source, optimizer_def, tx)
+  step = _state_dict.at(tree, path).get('step')
+  return ConvertedCheckpoint(params, opt_state,
+                             None if step is None else _state_dict.check_step(step, 'the file'))
+
+
+def legacy_tree(source, optimizer_def, *, tx, step, optimizer_key: str) -> dict:
+  """The legacy tree of a converted source, as ``convert.legacy_from_converted`` describes it.
+
+  Its train state node becomes the legacy optimizer; the keys carried beside it (flat layout)
+  go back beside the optimizer, under ``optimizer_key``.
+  """
+  if isinstance(source, Mapping):
+    source = serialization.to_state_dict(dict(source))
+  tree, where, node_path, params, opt_state, state_tx = _read(source, optimizer_def, tx)
+  node = _state_dict.at(tree, node_path)
+  if step is None and _tree.first_count(opt_state) is None:
+    step = node.get('step')
+  if step is None and _tree.first_count(opt_state) is None:
+    raise CheckpointError(f'{where}: the optax state has no `count` and the file no `step`; '
+                          'give the legacy step (--step, step=).')
+  _conversion.check_def(optimizer_def)
+  legacy = _conversion.legacy_state_dict(params, opt_state, optimizer_def,
+                                         step=None if step is None else np.asarray(step),
+                                         tx=state_tx)
+  siblings = {k: v for k, v in node.items() if k not in ('step', 'params', 'opt_state')}
+  if siblings:
+    legacy = {'step': node.get('step', legacy['state']['step']), optimizer_key: legacy,
+              **siblings}
+  return _state_dict.replace_at(tree, node_path, legacy)
+
+
+def aligned(trees, optimizer_def) -> list:
+  """Two state dicts as ``convert.diff`` compares them given ``optimizer_def``.
+
+  A legacy side becomes its conversion's ``{'step', 'params', 'opt_state', ...}`` (without
+  ``step`` when the other side is a ``to_optax`` output, which has none); empty dicts become
+  None on both sides.
+  """
+  legacy = [bool(_state_dict.find_optimizers(tree)) for tree in trees]
+  trees = list(trees)
+  for i, tree in enumerate(trees):
+    if legacy[i]:
+      converted = serialization.to_state_dict(_conversion.convert_tree(
+          *_sources.read(tree, mode='jax'), optimizer_def, tx=None, keep_layout=False,
+          replica=None, apply_fn=None).state_dict)
+      other = trees[1 - i]
+      if not legacy[1 - i] and isinstance(other, dict) and 'step' not in other:
+        converted.pop('step', None)  # a to_optax output: {params, opt_state}
+      trees[i] = converted
+  return [_empty_as_none(tree) for tree in trees]
