@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import errno
 import json
+import logging
 import os
 import signal
 import sys
@@ -381,19 +382,36 @@ def _without_closed_loop_noise(previous):
   return hook
 
 
+class _WithoutUnretrievedFutures(logging.Filter):
+  """Drops asyncio's reports of futures whose exception nobody read.
+
+  When orbax's save fails (a full disk), the futures of its failed writes are collected
+  later, at a moment of the garbage collector's choosing, and asyncio then logs each one
+  ('Future exception was never retrieved' with a traceback) after the one line that said it.
+  """
+
+  def filter(self, record):
+    return not record.getMessage().endswith('exception was never retrieved')
+
+
+_QUIET_FUTURES = _WithoutUnretrievedFutures()
+
+
 def main(argv: Optional[List[str]] = None) -> int:
   """Runs the command line; returns the exit status (see the module docstring).
 
   As the program (``argv`` None) it keeps stderr to its one line for the rest of the process;
-  called with ``argv`` it leaves the interpreter's hooks as they were.
+  called with ``argv`` it leaves the interpreter's hooks and asyncio's logger as they were.
   """
   previous_hook = sys.unraisablehook
   sys.unraisablehook = _without_closed_loop_noise(previous_hook)
+  logging.getLogger('asyncio').addFilter(_QUIET_FUTURES)  # once, however often main runs
   try:
     return _main(argv)
   finally:
     if argv is not None:
       sys.unraisablehook = previous_hook
+      logging.getLogger('asyncio').removeFilter(_QUIET_FUTURES)
 
 
 def _main(argv: Optional[List[str]]) -> int:

@@ -17,6 +17,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from typing import Callable
 
 from ._codec import CheckpointError
@@ -180,6 +181,21 @@ def write_file(path, write: Callable) -> None:
           os.unlink(tmp)
 
 
+def _remove_when_settled(path, settle: float = 0.2, timeout: float = 10.0) -> None:
+  """Removes ``path`` and makes sure it stays removed, for at most ``timeout`` seconds.
+
+  After a failed write a library's own threads may still finish writes they had started
+  (tensorstore, under orbax, creates the folders it writes into): remove, wait ``settle``
+  seconds, and again while the path has come back.
+  """
+  deadline = time.monotonic() + timeout
+  while True:
+    shutil.rmtree(path, ignore_errors=True)
+    time.sleep(settle)
+    if not os.path.lexists(path) or time.monotonic() > deadline:
+      return
+
+
 def write_directory(directory, write: Callable, stop: Callable = lambda: None) -> None:
   """Calls ``write(tmp)`` for a path in a temporary directory; renames it to ``directory``.
 
@@ -203,6 +219,7 @@ def write_directory(directory, write: Callable, stop: Callable = lambda: None) -
     except BaseException:
       with deferred_interrupt():
         stop()
+        _remove_when_settled(tmp_parent)
       raise
     with deferred_interrupt() as interrupted:
       _rename_no_replace(tmp, directory)
