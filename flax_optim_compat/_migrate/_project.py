@@ -318,12 +318,13 @@ class Project:
       if self.is_create(unit, node):
         return ('create', unit.path, unit.line(node), id(node))
       func = node.func
-      if isinstance(func, cst.Attribute) and func.attr.value in (
-          'apply_gradient', 'replace', 'replicate', 'unreplicate'):
-        return self.slot_of(unit, func.value)
+      # Before the methods: ``jax_utils.replicate(x)`` is a library call, not ``x.replicate()``.
       arg = _pass_through_arg(unit, node)
       if arg is not None:
         return self.slot_of(unit, arg)
+      if isinstance(func, cst.Attribute) and func.attr.value in (
+          'apply_gradient', 'replace', 'replicate', 'unreplicate'):
+        return self.slot_of(unit, func.value)
       target = self.resolve_callable(unit, func)
       if target is not None and isinstance(target[1], cst.FunctionDef):
         slot = ('return', target[0].path, target[1].name.value, id(target[1]), None)
@@ -535,63 +536,74 @@ class Project:
         slot = self.slot_of(unit, node)
         if slot is None:
           continue
-        site = self._classify(unit, node, slot)
-        if site is not None:
+        for site in self._classify(unit, node, slot):
           found.append(site)
           if site.kind in ('step',):
             seen.add(id(site.node))
     return found
 
-  def _classify(self, unit: Unit, node: cst.CSTNode, slot: tuple) -> Optional[Site]:
+  def _classify(self, unit: Unit, node: cst.CSTNode, slot: tuple) -> List[Site]:
+    """The sites of the optimizer value ``node``: its creation, and its use by its parent.
+
+    A ``create(...)`` call is both: ``optim.Adam(0.1).create(p).replicate()`` creates the
+    optimizer and calls a method on it, and each of the two is rewritten by its own rule.
+    """
     parent = unit.parent(node)
-    group = slot
     if isinstance(node, cst.Call) and self.is_create(unit, node):
       if not self._flows_ok(unit, node, parent):
-        return Site(unit, node, 'escape', group, _refusals.ESCAPE,
-                    f'{unit.code(node)} is used where the analysis cannot follow it')
-      return Site(unit, node, 'create', group)
+        return [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
+                     f'{unit.code(node)} is used where the analysis cannot follow it')]
+      create = Site(unit, node, 'create', slot)
+      if isinstance(parent, cst.Attribute) and parent.value is node:
+        return [create, self._member(unit, node, slot)]
+      return [create]
     if isinstance(parent, cst.Attribute) and parent.value is node:
-      attr = parent.attr.value
-      grand = unit.parent(parent)
-      if attr == 'target':
-        return Site(unit, parent, 'target', group)
-      if attr == 'state':
-        if (isinstance(grand, cst.Attribute) and grand.value is parent
-            and grand.attr.value == 'step'):
-          return Site(unit, grand, 'step', group)
-        return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
-      if attr in ('apply_gradient', 'replace', 'replicate', 'unreplicate') and isinstance(
-          grand, cst.Call) and grand.func is parent:
-        kind = {'apply_gradient': 'apply'}.get(attr, attr)
-        if not self._flows_ok(unit, grand, unit.parent(grand)):
-          return Site(unit, grand, 'escape', group, _refusals.ESCAPE,
-                      f'the result of {attr}() is used where the analysis cannot follow it')
-        return Site(unit, grand, kind, group)
-      if attr == 'compute_gradient' and isinstance(grand, cst.Call) and grand.func is parent:
-        assign = unit.parent(grand)
-        if (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-            and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
-            and len(assign.targets[0].target.elements) in (2, 3) and len(grand.args) == 1
-            and grand.args[0].keyword is None):
-          return Site(unit, grand, 'compute_gradient', group)
-      if attr == 'optimize':
-        call = grand if isinstance(grand, cst.Call) and grand.func is parent else parent
-        why = optimize_shape(unit, call)
-        if why:
-          return Site(unit, call, 'optimize', group, _refusals.OPTIMIZE, why)
-        return Site(unit, call, 'optimize', group)
-      if attr in ('optimizer_def', 'hyper_params', 'state_dict', 'restore_state'):
-        return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
-      return Site(unit, parent, 'escape', group, _refusals.ESCAPE,
-                  f'uses {unit.code(parent)}, which a TrainState does not have')
+      return [self._member(unit, node, slot)]
     if isinstance(node, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
       if isinstance(parent, cst.Attribute) and parent.attr is node:
-        return None
+        return []
       if self._flows_ok(unit, node, parent):
-        return None
-      return Site(unit, node, 'escape', group, _refusals.ESCAPE,
-                  f'{unit.code(node)} is used where the analysis cannot follow it')
-    return None
+        return []
+      return [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
+                   f'{unit.code(node)} is used where the analysis cannot follow it')]
+    return []
+
+  def _member(self, unit: Unit, node: cst.CSTNode, group: tuple) -> Site:
+    """The site of ``node.<attribute>``, where ``node`` (any expression) is an optimizer."""
+    parent = unit.parent(node)
+    attr = parent.attr.value
+    grand = unit.parent(parent)
+    if attr == 'target':
+      return Site(unit, parent, 'target', group)
+    if attr == 'state':
+      if (isinstance(grand, cst.Attribute) and grand.value is parent
+          and grand.attr.value == 'step'):
+        return Site(unit, grand, 'step', group)
+      return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
+    if attr in ('apply_gradient', 'replace', 'replicate', 'unreplicate') and isinstance(
+        grand, cst.Call) and grand.func is parent:
+      kind = {'apply_gradient': 'apply'}.get(attr, attr)
+      if not self._flows_ok(unit, grand, unit.parent(grand)):
+        return Site(unit, grand, 'escape', group, _refusals.ESCAPE,
+                    f'the result of {attr}() is used where the analysis cannot follow it')
+      return Site(unit, grand, kind, group)
+    if attr == 'compute_gradient' and isinstance(grand, cst.Call) and grand.func is parent:
+      assign = unit.parent(grand)
+      if (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+          and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
+          and len(assign.targets[0].target.elements) in (2, 3) and len(grand.args) == 1
+          and grand.args[0].keyword is None):
+        return Site(unit, grand, 'compute_gradient', group)
+    if attr == 'optimize':
+      call = grand if isinstance(grand, cst.Call) and grand.func is parent else parent
+      why = optimize_shape(unit, call)
+      if why:
+        return Site(unit, call, 'optimize', group, _refusals.OPTIMIZE, why)
+      return Site(unit, call, 'optimize', group)
+    if attr in ('optimizer_def', 'hyper_params', 'state_dict', 'restore_state'):
+      return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
+    return Site(unit, parent, 'escape', group, _refusals.ESCAPE,
+                f'uses {unit.code(parent)}, which a TrainState does not have')
 
   def _flows_ok(self, unit: Unit, node: cst.CSTNode, parent: cst.CSTNode) -> bool:
     """Whether the optimizer value ``node`` goes somewhere the analysis follows."""

@@ -760,9 +760,89 @@ if __name__ == '__main__':
 ''',
     exact='bit-exact')
 
+# The optimizer replicated where it is created, and unreplicated where it is read: each call
+# on a create(...) or on a method's result is rewritten as on a name.
+_REPLICATE_CHAINED = Example(
+    'replicate_chained',
+    before='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def loss_fn(params, x):
+  return jnp.sum((params['w'] * x - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def train_step(optimizer, x):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.target, x)
+  optimizer = optimizer.apply_gradient(grads)
+  return optimizer, jax.lax.pmean(loss, axis_name='batch')
+
+
+p_train_step = jax.pmap(train_step, axis_name='batch')
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  devices = jax.local_device_count()
+  x = 1.0 + 0.25 * jnp.arange(devices * 3, dtype=jnp.float32).reshape(devices, 3)
+  optimizer = optim.Adam(learning_rate=0.05).create(params).replicate()
+  losses = []
+  for _ in range(20):
+    optimizer, loss = p_train_step(optimizer, x)
+    losses.append(float(loss[0]))
+  print(json.dumps(losses + [float(v) for v in optimizer.unreplicate().target['w']]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    after='''\
+import json
+
+import jax
+import jax.numpy as jnp
+from flax import jax_utils
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params, x):
+  return jnp.sum((params['w'] * x - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def train_step(optimizer, x):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.params, x)
+  optimizer = optimizer.apply_gradients(grads=jax.lax.pmean(grads, axis_name='batch'))
+  return optimizer, jax.lax.pmean(loss, axis_name='batch')
+
+
+p_train_step = jax.pmap(train_step, axis_name='batch')
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  devices = jax.local_device_count()
+  x = 1.0 + 0.25 * jnp.arange(devices * 3, dtype=jnp.float32).reshape(devices, 3)
+  optimizer = jax_utils.replicate(train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(learning_rate=0.05, b1=0.9, b2=0.999, eps=1e-08)))
+  losses = []
+  for _ in range(20):
+    optimizer, loss = p_train_step(optimizer, x)
+    losses.append(float(loss[0]))
+  print(json.dumps(losses + [float(v) for v in jax_utils.unreplicate(optimizer).params['w']]))
+
+
+if __name__ == '__main__':
+  main()
+''',
+    exact='bit-exact')
+
 REPLICATE = Rule('FOM007', 'optimizer.replicate() / .unreplicate() -> jax_utils.replicate / '
                  'unreplicate, the gradient average moved to the apply site under pmap',
-                 _replicate, (_REPLICATE_PMAP,))
+                 _replicate, (_REPLICATE_PMAP, _REPLICATE_CHAINED))
 
 _MULTI_OPTIMIZER = Example(
     'multi_optimizer',
