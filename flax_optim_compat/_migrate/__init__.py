@@ -8,7 +8,7 @@ trajectory); ``_refusals.ALL`` lists the refusal codes.
 from ._engine import migrate_source as migrate_source
 from ._engine import migrate_sources as migrate_sources
 from ._refusals import ALL as all_refusals
-from ._rules import Example as Example
+from ._examples import Example as Example
 from ._rules import Rule as Rule
 from ._rules import all_rules as all_rules
 
