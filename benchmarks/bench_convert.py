@@ -13,6 +13,8 @@ each measurement in a fresh interpreter (so peak RSS is its own):
 * ``to_optax``: ``convert.to_optax(path, Adam(...))`` (jax arrays in memory);
 * ``--to optax`` / ``--to train-state`` / ``--to orbax``: the CLI's ``convert PATH --to ...
   --out OUT`` (read, restore, write);
+* ``orbax_save``: ``msgpack_restore`` of the file, then orbax's ``StandardCheckpointer().save``
+  of the same arrays: what plain orbax alone takes to write them (``--to orbax``'s floor);
 * ``--to legacy``: the CLI's ``convert`` of the ``--to train-state`` output back to a legacy
   file (its input is that file, about the size of the legacy one).
 
@@ -82,6 +84,16 @@ def measure(what: str, path: str, out: str) -> dict:
     mid = time.perf_counter()
     serialization.msgpack_restore(data)  # the tree is dropped at once
     result['restore_only_s'] = time.perf_counter() - mid
+  elif what == 'orbax_save':
+    # The plain-orbax floor of `--to orbax`: parse the file, save the same arrays with orbax's
+    # StandardCheckpointer (no conversion).
+    import orbax.checkpoint as ocp
+    with open(path, 'rb') as f:
+      tree = serialization.msgpack_restore(f.read())
+    checkpointer = ocp.StandardCheckpointer()
+    checkpointer.save(out, tree)
+    checkpointer.wait_until_finished()
+    checkpointer.close()
   elif what == 'inspect':
     info = convert.inspect(path)
     result['summary'] = info.summary()
@@ -120,7 +132,7 @@ def main():
           f'{os.path.getsize(converted) / 1e6:,.0f} MB')
     rows = {}
     for what in ('msgpack_restore', 'inspect', 'to_optax', '--to optax', '--to train-state',
-                 '--to orbax', '--to legacy'):
+                 '--to orbax', 'orbax_save', '--to legacy'):
       source = converted if what == '--to legacy' else path
       best = None
       for _ in range(args.repeat):
@@ -140,7 +152,8 @@ def main():
       print(f'{what:18s} {r["seconds"]:8.2f} {r["seconds"] / ref:10.2f} '
             f'{r["peak_extra_bytes"] / 1e6:10,.0f} MB {r["peak_extra_bytes"] / r["input_bytes"]:8.2f}')
     print(f'(msgpack_restore alone, file already in memory: '
-          f'{rows["msgpack_restore"]["restore_only_s"]:.2f} s)')
+          f'{rows["msgpack_restore"]["restore_only_s"]:.2f} s; --to orbax / orbax_save: '
+          f'{rows["--to orbax"]["seconds"] / rows["orbax_save"]["seconds"]:.2f})')
     if args.json:
       with open(args.json, 'w') as f:
         json.dump({'file_bytes': size, 'rows': rows}, f, indent=1)
