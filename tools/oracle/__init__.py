@@ -39,6 +39,20 @@ def write_msgpack(path, tree, what=''):
   print(f'{path}: {what}{os.path.getsize(path)} bytes')
 
 
+def update_msgpack(path, entries):
+  """Merges ``entries`` into the msgpack dict at ``path`` (created if absent): regenerating some
+  cases keeps the others. Prints the path, the number of cases and the size."""
+  from flax import serialization  # pylint: disable=g-import-not-at-top
+  previous = {}
+  if os.path.exists(path):
+    with open(path, 'rb') as f:
+      previous = serialization.msgpack_restore(f.read())
+  previous.update(entries)
+  with open(path, 'wb') as f:
+    f.write(serialization.msgpack_serialize(previous))
+  print(f'{path}: {len(previous)} cases, {os.path.getsize(path)} bytes')
+
+
 def main_over(doc, known, generate, out_dir, what, argv=None):
   """Command line of a generator: ``[--out DIR] [NAME ...]``, NAMEs from ``known`` (default
   all); calls ``generate(name, out)`` for each."""

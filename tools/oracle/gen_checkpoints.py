@@ -160,15 +160,7 @@ def generate(names, modern_python, out):
     expected[name]['from_ours'] = result
     print(f'{name}: ours {status}')
 
-  path = os.path.join(out, 'expected.msgpack')
-  previous = {}
-  if os.path.exists(path):
-    with open(path, 'rb') as f:
-      previous = serialization.msgpack_restore(f.read())
-  previous.update(expected)
-  with open(path, 'wb') as f:
-    f.write(serialization.msgpack_serialize(previous))
-  print(f'{path}: {len(previous)} cases, {os.path.getsize(path)} bytes')
+  oracle.update_msgpack(os.path.join(out, 'expected.msgpack'), expected)
 
 
 def main(argv=None):

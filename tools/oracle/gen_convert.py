@@ -198,12 +198,7 @@ def generate(names, modern_python):
         expected[name]['round_trip'][layout] = serialization.to_state_dict(restored)
       print(f'{name}: legacy restored both round trips into its train-state dataclass')
 
-  path = os.path.join(OUT, 'expected.msgpack')
-  previous = load(path) if os.path.exists(path) else {}
-  previous.update(expected)
-  with open(path, 'wb') as f:
-    f.write(serialization.msgpack_serialize(previous))
-  print(f'{path}: {len(previous)} cases, {os.path.getsize(path)} bytes')
+  oracle.update_msgpack(os.path.join(OUT, 'expected.msgpack'), expected)
 
 
 def main(argv=None):
