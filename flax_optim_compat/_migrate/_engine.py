@@ -11,17 +11,19 @@ import libcst as cst
 from libcst import codemod
 from libcst.codemod import visitors
 
+from . import _edits
 from . import _plan
 from . import _project
 from . import _refusals
 from . import _rules
+from . import _unit
 from ._report import Record, Report
 
 
 class _Apply(cst.CSTTransformer):
   """Rewrites the plan's nodes with their rules; adds the plan's markers (once)."""
 
-  def __init__(self, plan: _plan.FilePlan, context: _rules.Context):
+  def __init__(self, plan: _edits.FilePlan, context: _rules.Context):
     super().__init__()
     self.plan = plan
     self.context = context
@@ -50,10 +52,10 @@ def _with_markers(node, markers):
 
 
 def _bound_names(module: cst.Module):
-  return {n.value for n in _project.walk(module) if isinstance(n, cst.Name)}
+  return {n.value for n in _unit.walk(module) if isinstance(n, cst.Name)}
 
 
-def _rewrite(plan: _plan.FilePlan) -> str:
+def _rewrite(plan: _edits.FilePlan) -> str:
   unit = plan.unit
   if not plan.edits and not plan.markers:
     return unit.source

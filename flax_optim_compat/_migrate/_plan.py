@@ -1,40 +1,27 @@
 """Decisions per optimizer object: rewrite all of its sites, or refuse and mark the blockers.
 
 The plan maps each original node to the rule that rewrites it (and what that rule needs to
-know), each statement to the markers above it, and lists one report record per site.
+know), each statement to the markers above it (``_edits``), and lists one report record per
+site. An object is refused as a whole when one of its sites is: a def the tool does not
+rewrite, a hyper-parameter override, a replication without its pmap, a use the analysis cannot
+follow. Otherwise every site gets its edit here; the learning-rate mode comes from
+``_learning_rate``, and the create sites' optax expression and convert command from ``_create``.
 """
 import dataclasses
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List
 
 import libcst as cst
 from libcst import metadata as meta
 
-from .. import _expr
-from .. import _expr_tx
+from . import _create
+from . import _learning_rate
 from . import _optax
 from . import _project
 from . import _refusals
+from . import _sites
+from . import _unit
+from ._edits import Edit, FilePlan, statement_of
 from ._report import Record, Conversion
-
-
-@dataclasses.dataclass
-class Edit:
-  rule: str          # the Rule.code that rewrites the node
-  data: dict
-
-
-@dataclasses.dataclass
-class FilePlan:
-  unit: _project.Unit
-  edits: Dict[int, Edit] = dataclasses.field(default_factory=dict)
-  markers: Dict[int, List[str]] = dataclasses.field(default_factory=dict)
-  needs: Set[str] = dataclasses.field(default_factory=set)   # imports: 'optax', 'jnp', ...
-
-  def mark(self, node: cst.CSTNode, text: str):
-    stmt = _statement_of(self.unit, node)
-    texts = self.markers.setdefault(id(stmt), [])
-    if text not in texts:
-      texts.append(text)
 
 
 @dataclasses.dataclass
@@ -44,18 +31,11 @@ class Plan:
   conversions: List[Conversion]
 
 
-def _statement_of(unit, node):
-  while node is not None and not isinstance(
-      node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-    node = unit.parent(node)
-  return node
-
-
 class _Group:
 
   def __init__(self, root):
     self.root = root
-    self.sites: List[_project.Site] = []
+    self.sites: List[_sites.Site] = []
 
   @property
   def refused(self):
@@ -67,8 +47,8 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   records: List[Record] = []
   conversions: List[Conversion] = []
   groups: Dict[tuple, _Group] = {}
-  loose: List[_project.Site] = []
-  for site in project.sites():
+  loose: List[_sites.Site] = []
+  for site in _sites.sites(project):
     if site.slot is None:
       loose.append(site)
       continue
@@ -83,9 +63,9 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   for group in groups.values():
     for site in group.sites:
       if group.refused:
-        refused_nodes.update({id(site.node), id(_statement_of(site.unit, site.node))})
+        refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
   for site in loose:
-    refused_nodes.update({id(site.node), id(_statement_of(site.unit, site.node))})
+    refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
   for unit in project.units:
     _leftovers(unit, files[unit.path], refused_nodes, records)
   records.sort(key=lambda r: (r.path, r.line))
@@ -163,11 +143,11 @@ def _def_site_check(project, group, files) -> dict:
       multis[id(site)] = _multi_groups(project, unit, pairs) if pairs else None
       if multis[id(site)] is None or len(site.node.args) != 1:
         site.refusal, site.message = _refusals.MULTI, unit.code(call)
-    elif name not in _project.BUILTIN_DEFS:
+    elif name not in _unit.BUILTIN_DEFS:
       site.refusal, site.message = _refusals.UNKNOWN_DEF, unit.code(call)
     elif any(a.keyword and a.keyword.value == 'focus' for a in site.node.args) or len(
         site.node.args) > 1:
-      focus = _project.call_arg(site.node, 1, 'focus')
+      focus = _unit.call_arg(site.node, 1, 'focus')
       multis[id(site)] = _multi_groups(project, unit, [(focus, call)])
       if multis[id(site)] is None or len(site.node.args) != 2:
         site.refusal, site.message = _refusals.MULTI, 'create(..., focus=...)'
@@ -210,7 +190,7 @@ def _multi_groups(project, unit, pairs):
       if not isinstance(fn, (cst.Name, cst.Attribute)):
         filter_source = f'({filter_source})'
     name = unit.legacy(def_node.func) if isinstance(def_node, cst.Call) else None
-    if name not in _project.BUILTIN_DEFS:
+    if name not in _unit.BUILTIN_DEFS:
       return None
     call = _optax.def_call(name, def_node, unit.module)
     if call is None or call.sources.get('learning_rate', 'None') == 'None':
@@ -263,7 +243,7 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
       call = project.def_call(site.unit, site.node.func.value)
       calls[id(site)] = _optax.def_call(site.unit.legacy(call.func), call, site.unit.module)
   pmeans = _replication(project, group, applies)
-  mode, schedule = _lr_mode(project, group, applies, overrides, creates)
+  mode, schedule = _learning_rate.lr_mode(project, applies, overrides, creates)
   if mode == 'inject':
     for site in applies:
       if overrides[id(site)] is None:
@@ -271,7 +251,7 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
         if len(lrs) != 1 or not (lrs <= {None} or _optax.is_literal(next(iter(lrs)))):
           site.refusal = _refusals.LR_NONE
           site.message = 'applied without learning_rate= while other sites set it'
-      if not _project.plain_reference(site.node.func.value):
+      if not _unit.plain_reference(site.node.func.value):
         site.refusal = _refusals.ESCAPE
         site.message = 'the learning rate is set on a computed value'
   elif mode == 'none':
@@ -295,10 +275,10 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
   for site in group.sites:
     plan = files[site.unit.path]
     if site.kind == 'create' and id(site) in multis:
-      _plan_multi(project, site, plan, multis[id(site)], plain_optax, records, conversions)
+      _create.plan_multi(project, site, plan, multis[id(site)], plain_optax, records, conversions)
     elif site.kind == 'create':
-      _plan_create(project, site, plan, calls[id(site)], mode, schedule, plain_optax,
-                   records, conversions, keep_layout)
+      _create.plan_create(project, site, plan, calls[id(site)], mode, schedule, plain_optax,
+                          records, conversions, keep_layout)
     elif site.kind == 'compute_gradient':
       assign = site.unit.parent(site.node)
       plan.edits[id(assign)] = Edit('FOM011', {})
@@ -329,7 +309,7 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
                                  message='apply_gradient -> apply_gradients' + how))
       else:   # the statement ``new, loss[, aux] = opt.optimize(...)`` becomes two
         data['grads'] = _fresh_name(site.unit, site.node, 'grads')
-        plan.edits[id(_statement_of(site.unit, site.node))] = Edit('FOM012', data)
+        plan.edits[id(statement_of(site.unit, site.node))] = Edit('FOM012', data)
         plan.needs.add('jax')
         records.append(Record.of(site, 'rewritten', code='FOM012',
                                  message='optimize -> jax.value_and_grad, then apply_gradients'
@@ -360,7 +340,7 @@ def _replication(project, group, applies):
     return {}
   axes = set()
   for site in replicates:
-    axis = _project.call_arg(site.node, 1, 'axis_name')
+    axis = _unit.call_arg(site.node, 1, 'axis_name')
     if axis is None:
       axes.add('batch')
     elif isinstance(axis, cst.SimpleString):
@@ -394,12 +374,12 @@ def _averaged(project, unit, fdef, grads, axis) -> bool:
   """Whether ``grads`` (a name) is assigned ``jax.lax.pmean(..., axis_name=axis)`` in ``fdef``."""
   if not isinstance(grads, cst.Name):
     return False
-  for node in _project.walk(fdef):
+  for node in _unit.walk(fdef):
     if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
         isinstance(t.target, cst.Name) and t.target.value == grads.value for t in node.targets):
       call = node.value
       if 'jax.lax.pmean' in unit.names(call.func) or 'jax.lax.pmean' in unit.names(call):
-        name = _project.call_arg(call, 1, 'axis_name')
+        name = _unit.call_arg(call, 1, 'axis_name')
         if isinstance(name, cst.SimpleString) and name.evaluated_value == axis:
           return True
   return False
@@ -412,7 +392,7 @@ def _fresh_name(unit, node, base) -> str:
   closure sees the new variable), or the whole module at module level.
   """
   scope = unit.enclosing(node, (cst.FunctionDef,)) or unit.module
-  used = _project.mentioned_names(unit, scope)
+  used = _unit.mentioned_names(unit, scope)
   name, i = base, 0
   while name in used:
     i += 1
@@ -424,289 +404,3 @@ def _members(project, root):
   return [s for s in project.optimizer_slots if project.groups.find(s) == root]
 
 
-def _plan_create(project, site, plan, call, mode, schedule, plain_optax, records, conversions,
-                 keep_layout):
-  unit = site.unit
-  sources = dict(call.sources)
-  notes = []
-  cmd_lr = None
-  if mode == 'schedule':
-    sources['learning_rate'] = schedule
-    cmd_lr = _optax.SCHEDULE_STAND_IN
-    notes.append(f'the learning rate is the schedule {schedule}; the command uses '
-                 f'{_optax.SCHEDULE_STAND_IN} (same state layout)')
-  elif mode == 'inject':
-    initial = sources.get('learning_rate', 'None')
-    if initial == 'None':
-      initial = '0.0'
-      notes.append('learning_rate=None: the injected learning rate starts at 0.0 and is set at '
-                   'every apply site')
-    sources['learning_rate'] = 'learning_rate'
-  result = _optax.plain(call.name, sources)
-  expression, exact = result.expression, result.exact
-  flagged = None
-  if exact == 'not exact':
-    if plain_optax or mode != 'none':
-      flagged = f'FOM009 the plain optax expression is not exact: {result.difference}'
-    else:
-      optim_alias = _optim_alias(unit, project.def_call(unit, site.node.func.value))
-      expression = _optax.exact_transform(call, call.sources, optim_alias)
-      flagged = (f'FOM009 {call.name} has no exact plain optax expression '
-                 f'({result.difference}); this is the package\'s exact transform')
-  if mode == 'inject':
-    expression = _optax.inject(expression, initial)
-    plan.needs.add('jnp')
-    if exact == 'bit-exact':
-      # Measured: optax.inject_hyperparams(optax.rmsprop) rounds 1 ulp away from legacy from
-      # step 5 on (legacy with the same per-step learning rate equals plain optax.rmsprop).
-      exact = '1e-6'
-      notes.append('the injected learning rate is a traced value: the last bit may differ')
-  cmd_sources = _optax.command_sources(call, cmd_lr)
-  if mode == 'inject':
-    cmd_sources['learning_rate'] = 'learning_rate'
-  cmd_tx = _optax.plain(call.name, cmd_sources).expression
-  if mode == 'inject':
-    cmd_tx = _optax.inject(cmd_tx, _optax.LR_STAND_IN)
-  stand_ins = _optax.stand_ins(call)
-  if stand_ins:
-    notes.append('run-time values replaced in the command by same-layout stand-ins: '
-                 + ', '.join(f'{k}={v}' for k, v in stand_ins.items()))
-  receiver = site.node.func.value
-  def_assign = None
-  if isinstance(receiver, cst.Name):
-    values = project.assignment_values(unit, receiver)
-    def_assign = values[0] if values else None
-  plan.edits[id(site.node)] = Edit('FOM001', {'tx': None if def_assign is not None else expression})
-  if def_assign is not None:
-    plan.edits[id(def_assign)] = Edit('FOM001', {'def_tx': expression})
-  plan.needs.update({'optax', 'train_state'})
-  if flagged:
-    plan.mark(site.node, f'{_refusals.MARKER} {flagged}')
-  status = 'flagged' if flagged else 'rewritten'
-  message = f'{unit.code(project.def_call(unit, receiver))}.create -> TrainState.create'
-  if notes:
-    message += '; ' + '; '.join(notes)
-  records.append(Record.of(site, status, code='FOM001', exact=exact, message=message))
-  keep = ' --keep-layout' if keep_layout else ''
-  command = (f'flax-optim-compat convert <IN> --optimizer "{_optax.command_optimizer(call)}" '
-             f'--tx "{cmd_tx}" --to train-state --out <OUT>{keep}')
-  try:
-    _expr_tx.parse_tx(cmd_tx)
-  except _expr.ExpressionError as e:
-    command = ''
-    notes.append(f'no convert command: its --tx cannot be written on the command line ({e})')
-  conversions.append(Conversion(unit.path, site.line, expression, exact, command, notes))
-
-
-def _group_tx(project, site, call, plain_optax):
-  """(expression, exact, marker text or None) of one built-in def call."""
-  result = _optax.plain(call.name, call.sources)
-  if result.exact != 'not exact':
-    return result.expression, result.exact, None
-  if plain_optax:
-    return (result.expression, result.exact,
-            f'FOM009 the plain optax expression is not exact: {result.difference}')
-  optim_alias = _optim_alias(site.unit, project.def_call(site.unit, site.node.func.value))
-  return (_optax.exact_transform(call, call.sources, optim_alias), result.exact,
-          f'FOM009 {call.name} has no exact plain optax expression ({result.difference}); '
-          'this is the package\'s exact transform')
-
-
-_RANK = {'bit-exact': 0, '1e-6': 1, 'not exact': 2}
-
-
-def _plan_multi(project, site, plan, groups, plain_optax, records, conversions):
-  """``MultiOptimizer`` / ``create(focus=...)`` -> ``optax.multi_transform``.
-
-  Legacy's traversal calls ``filter_fn('/' + '/'.join(keys), value)``; each leaf gets the label
-  of the first pair whose filter selects it (legacy refuses overlaps), and a leaf no traversal
-  selects stays untouched: ``optax.set_to_zero()``, never the masked chain, which moves it.
-  The labels are the package's own (``'0'``, ``'1'``, ..., ``'unmatched'``).
-  """
-  unit = site.unit
-  transforms, exact, markers = [], 'bit-exact', []
-  label = "'unmatched'"
-  for i, (filter_source, rewrite, fn, call) in reversed(list(enumerate(groups))):
-    label = f"'{i}' if {filter_source}('/' + '/'.join(path), value) else {label}"
-    if rewrite is not None:
-      plan.edits[id(rewrite)] = Edit('FOM008', {'filter': unit.code(fn)})
-  for i, (_, _, _, call) in enumerate(groups):
-    expression, group_exact, marker = _group_tx(project, site, call, plain_optax)
-    transforms.append(f"'{i}': {expression}")
-    exact = max(exact, group_exact, key=_RANK.get)
-    if marker:
-      markers.append(marker)
-  transforms.append("'unmatched': optax.set_to_zero()")
-  expression = (f"optax.multi_transform({{{', '.join(transforms)}}}, lambda params: "
-                f"traverse_util.path_aware_map(lambda path, value: {label}, params))")
-  receiver = site.node.func.value
-  values = project.assignment_values(unit, receiver) if isinstance(receiver, cst.Name) else None
-  if values:   # ``opt_def = optim.MultiOptimizer(...)``: the variable holds the transform
-    plan.edits[id(values[0])] = Edit('FOM008', {'def_tx': expression})
-    plan.edits[id(site.node)] = Edit('FOM008', {'tx': unit.code(receiver)})
-  else:
-    plan.edits[id(site.node)] = Edit('FOM008', {'tx': expression})
-  plan.needs.update({'optax', 'train_state', 'traverse_util'})
-  for marker in markers:
-    plan.mark(site.node, f'{_refusals.MARKER} {marker}')
-  message = (f'{unit.code(project.def_call(unit, site.node.func.value))} -> '
-             'optax.multi_transform with labels from the traversals')
-  notes = ['the labels come from a function of the params, which --tx cannot write: convert '
-           'this checkpoint per group (see the migration guide) or with the package\'s '
-           'MultiOptimizer transform']
-  records.append(Record.of(site, 'flagged' if markers else 'rewritten', code='FOM008',
-                           exact=exact, message=message))
-  conversions.append(Conversion(unit.path, site.line, expression, exact, '', notes))
-
-
-def _optim_alias(unit, call) -> str:
-  func = call.func
-  if isinstance(func, cst.Attribute):
-    return unit.code(func.value)
-  return 'optim'
-
-
-def _lr_mode(project, group, applies, overrides, creates) -> Tuple[str, Optional[str]]:
-  """('none' | 'schedule' | 'inject', the schedule's source)."""
-  if not applies or all(overrides[id(s)] is None for s in applies):
-    return 'none', None
-  if any(overrides[id(s)] is None for s in applies):
-    return 'inject', None
-  schedules = set()
-  for site in applies:
-    text = _schedule(project, site.unit, overrides[id(site)], site.node.func.value, creates)
-    if text is None:
-      return 'inject', None
-    schedules.add(text)
-  if len(schedules) != 1:
-    return 'inject', None
-  return 'schedule', schedules.pop()
-
-
-def _schedule(project, unit, lr, receiver, creates) -> Optional[str]:
-  """``lr`` as a function of the receiver's step, or None when it is not provably one."""
-  globals_used: List[cst.CSTNode] = []
-  body = _step_function(project, unit, lr, receiver, globals_used, 0)
-  if body is None:
-    return None
-  for c in creates:
-    if c.unit is not unit:
-      return None
-    if not _all_defined_before(unit, globals_used, c.node):
-      return None
-  code = cst.Module([]).code_for_node(body)
-  if (isinstance(body, cst.Call) and len(body.args) == 1
-      and isinstance(body.args[0].value, cst.Name)
-      and body.args[0].value.value == _COUNT and body.args[0].keyword is None
-      and not _mentions_count(body.func)):
-    return cst.Module([]).code_for_node(body.func)
-  return f'lambda {_COUNT}: {code}'
-
-
-_COUNT = 'count'
-
-
-def _mentions_count(node) -> bool:
-  if isinstance(node, cst.Name) and node.value == _COUNT:
-    return True
-  return any(_mentions_count(c) for c in node.children)
-
-
-def _all_defined_before(unit, names, create) -> bool:
-  in_function = unit.enclosing(create, (cst.FunctionDef,)) is not None
-  if in_function:
-    return True
-  line = unit.line(create)
-  for name in names:
-    scope = unit.scopes.get(name)
-    for a in scope[name.value]:
-      if isinstance(a, meta.Assignment) and unit.line(a.node) >= line:
-        return False
-  return True
-
-
-def _is_step_of(node, receiver) -> bool:
-  return (isinstance(node, cst.Attribute) and node.attr.value == 'step'
-          and isinstance(node.value, cst.Attribute) and node.value.attr.value == 'state'
-          and node.value.value.deep_equals(receiver))
-
-
-def _step_function(project, unit, expr, receiver, globals_used, depth):
-  """``expr`` with the receiver's ``state.step`` as ``count``; None if anything else varies."""
-  if depth > 6:
-    return None
-  if _is_step_of(expr, receiver):
-    return cst.Name(_COUNT)
-  if isinstance(expr, cst.Name):
-    if expr.value == _COUNT:
-      return None
-    scope = unit.scopes.get(expr)
-    if scope is None:
-      return None
-    assignments = list(scope[expr.value])
-    if all(isinstance(a, meta.BuiltinAssignment) for a in assignments) and assignments:
-      return expr
-    if assignments and all(isinstance(a.scope, meta.GlobalScope) for a in assignments):
-      globals_used.append(expr)
-      return expr
-    values = project.assignment_values(unit, expr)
-    if values is None or len(values) != 1:
-      return None
-    inner = _step_function(project, unit, values[0], receiver, globals_used, depth + 1)
-    if inner is None:
-      return None
-    if isinstance(inner, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer,
-                          cst.Float)) or inner.lpar:
-      return inner
-    return inner.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-  if isinstance(expr, cst.Attribute):
-    base = _step_function(project, unit, expr.value, receiver, globals_used, depth)
-    return None if base is None else expr.with_changes(value=base)
-  if isinstance(expr, (cst.Lambda, cst.NamedExpr, cst.Await, cst.Yield, cst.GeneratorExp,
-                       cst.ListComp, cst.DictComp, cst.SetComp)):
-    return None
-  if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
-    return expr
-  replaced = {}
-  for child in _expressions_in(expr):
-    new = _step_function(project, unit, child, receiver, globals_used, depth)
-    if new is None:
-      return None
-    replaced[id(child)] = new
-  return expr.visit(_Replace(replaced))
-
-
-def _expressions_in(node):
-  """The direct sub-expressions of ``node`` that are evaluated (not keyword names)."""
-  found = []
-  for child in node.children:
-    if isinstance(child, cst.Arg):
-      found.append(child.value)
-    elif isinstance(child, cst.BaseExpression):
-      found.append(child)
-    elif isinstance(child, (cst.Arg, cst.Element, cst.SubscriptElement, cst.Index,
-                            cst.ComparisonTarget, cst.BaseSlice)):
-      found.extend(_expressions_in(child))
-    elif isinstance(child, (cst.LeftParen, cst.RightParen, cst.BaseParenthesizableWhitespace,
-                            cst.BaseBinaryOp, cst.BaseUnaryOp, cst.BaseCompOp,
-                            cst.BaseBooleanOp, cst.Comma, cst.Colon, cst.LeftSquareBracket,
-                            cst.RightSquareBracket, cst.AssignEqual, cst.Dot)):
-      continue
-    elif isinstance(child, cst.Name):
-      continue
-    else:
-      found.extend(_expressions_in(child))
-  return found
-
-
-class _Replace(cst.CSTTransformer):
-
-  def __init__(self, replaced):
-    super().__init__()
-    self.replaced = replaced
-
-  def on_visit(self, node):
-    return id(node) not in self.replaced
-
-  def on_leave(self, original_node, updated_node):
-    return self.replaced.get(id(original_node), updated_node)

@@ -1,4 +1,4 @@
-"""Whole-project analysis: which values are legacy optimizers, and every place one is used.
+"""Whole-project analysis: which values are legacy optimizers, across the project's files.
 
 Names are resolved, never matched as text: LibCST's ``FullyQualifiedNameProvider`` (through a
 ``FullRepoManager``, so imports between the project's own files resolve) says what each name
@@ -9,25 +9,17 @@ arguments of the project's own functions (also through ``jax.jit`` / ``jax.pmap`
 ``.replace(field=...)``, ``field: optim.Optimizer`` annotations), and the library calls that
 hand back what they are given (``jax_utils.replicate``, ``checkpoints.restore_checkpoint``, ...).
 Every storage place (a variable, a function's return, a field name) is a *slot*; slots joined
-by a flow are one *object*, rewritten entirely or not at all.
+by a flow are one *object*, rewritten entirely or not at all. What the code does with each
+optimizer value (its *sites*) is classified in ``_sites``.
 """
-import dataclasses
 import os
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst import metadata as meta
 
-import flax_optim_compat as _optim
-from .. import _adapter
-from .. import _layouts
-from . import _refusals
-
-LEGACY_PREFIXES = ('flax.optim.', 'flax_optim_compat.')
-# The built-in optimizers (flax.optim's own, each with its optax form), as registered.
-BUILTIN_DEFS = tuple(name for name in _layouts.optimizer_names()
-                     if issubclass(getattr(_optim, name), _adapter.OptaxBackedDef))
-OPTIMIZER_CLASSES = ('Optimizer',)
+from . import _unit
+from ._unit import Unit
 
 # Function wrappers whose result is called with the wrapped function's arguments.
 _WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'flax.jax_utils.pad_shard_unpad'})
@@ -46,94 +38,7 @@ _PASS_THROUGH = {
     'jax.tree.map': (1, 'tree'),
 }
 # Of these, every positional argument after the function is a tree of the same structure.
-_TREE_MAPS = frozenset({'jax.tree_util.tree_map', 'jax.tree.map'})
-# Calls that read an optimizer as a plain pytree (any pytree works, a TrainState too).
-_SINKS = {
-    'flax.serialization.to_bytes': (0, 'target'),
-    'flax.serialization.to_state_dict': (0, 'target'),
-    'flax.serialization.msgpack_serialize': (0, 'pytree'),
-    'flax.training.checkpoints.save_checkpoint': (1, 'target'),
-    'jax.tree_util.tree_leaves': (0, 'tree'),
-    'jax.tree.leaves': (0, 'tree'),
-    'jax.tree_util.tree_structure': (0, 'tree'),
-    'jax.tree.structure': (0, 'tree'),
-}
-
-
-# The names of flax.optim (flax 0.5.3), at the package or in its modules.
-LEGACY_NAMES = frozenset(BUILTIN_DEFS + (
-    'Optimizer', 'OptimizerDef', 'OptimizerState', 'MultiOptimizer', 'ModelParamTraversal',
-    'WeightNorm', 'DynamicScale', 'ReplicatedOptimizer'))
-
-
-def legacy_name(names: Iterable[str]) -> Optional[str]:
-  """``'Adam'`` for ``flax.optim.Adam`` / ``flax.optim.adam.Adam`` / ``flax_optim_compat.Adam``.
-
-  Only flax.optim's own names: the package's private modules (``flax_optim_compat._restore``)
-  and its additions (``from_optax``) are not legacy uses.
-  """
-  for name in names:
-    if name.startswith(LEGACY_PREFIXES):
-      parts = name.split('.')
-      prefix = 2 if parts[0] == 'flax' else 1
-      last = parts[-1]
-      modules = parts[prefix:-1]
-      if last in LEGACY_NAMES and len(modules) <= 1 and not any(
-          m.startswith('_') for m in modules):
-        return last
-  return None
-
-
-class Unit:
-  """One parsed file with the metadata the analysis reads."""
-
-  def __init__(self, path: str, source: str, wrapper: meta.MetadataWrapper):
-    self.path = path
-    self.source = source
-    self.wrapper = wrapper
-    self.module = wrapper.module
-    self.fqnames = wrapper.resolve(meta.FullyQualifiedNameProvider)
-    self.scopes = wrapper.resolve(meta.ScopeProvider)
-    self.parents = wrapper.resolve(meta.ParentNodeProvider)
-    self.positions = wrapper.resolve(meta.PositionProvider)
-    self.module_name = next(iter(self.fqnames.get(self.module, ())), None)
-    self.module_name = self.module_name.name if self.module_name else ''
-    self.nodes = walk(self.module)   # one walk, reused by every pass of the analysis
-
-  def names(self, node: cst.CSTNode) -> Set[str]:
-    return {q.name for q in self.fqnames.get(node, ())}
-
-  def legacy(self, node: cst.CSTNode) -> Optional[str]:
-    return legacy_name(self.names(node))
-
-  def line(self, node: cst.CSTNode) -> int:
-    return self.positions[node].start.line
-
-  def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-    return self.parents.get(node)
-
-  def code(self, node: cst.CSTNode) -> str:
-    return self.module.code_for_node(node)
-
-  def enclosing(self, node, types):
-    while node is not None and not isinstance(node, types):
-      node = self.parents.get(node)
-    return node
-
-
-@dataclasses.dataclass
-class Site:
-  """One use of a legacy optimizer (or of a legacy name) in one file."""
-  unit: Unit
-  node: cst.CSTNode
-  kind: str                 # create / def / target / step / apply / replace / annotation / flow
-  slot: Optional[tuple] = None
-  refusal: Optional[_refusals.Refusal] = None
-  message: str = ''
-
-  @property
-  def line(self) -> int:
-    return self.unit.line(self.node)
+TREE_MAPS = frozenset({'jax.tree_util.tree_map', 'jax.tree.map'})
 
 
 class _UnionFind:
@@ -218,7 +123,7 @@ class Project:
       for node in unit.nodes:
         if isinstance(node, cst.Call) and 'jax.pmap' in unit.names(node.func) and node.args:
           callee = self.resolve_callable(unit, node.args[0].value)
-          axis = call_arg(node, 1, 'axis_name')
+          axis = _unit.call_arg(node, 1, 'axis_name')
           if callee is not None and isinstance(axis, cst.SimpleString):
             self.pmap_axes.setdefault(id(callee[1]), set()).add(axis.evaluated_value)
     self.groups = _UnionFind()
@@ -319,7 +224,7 @@ class Project:
         return ('create', unit.path, unit.line(node), id(node))
       func = node.func
       # Before the methods: ``jax_utils.replicate(x)`` is a library call, not ``x.replicate()``.
-      arg = _pass_through_arg(unit, node)
+      arg = pass_through_arg(unit, node)
       if arg is not None:
         return self.slot_of(unit, arg)
       if isinstance(func, cst.Attribute) and func.attr.value in (
@@ -335,7 +240,7 @@ class Project:
       return slot if slot in self.optimizer_slots else None
     if isinstance(node, cst.Attribute):
       slot = ('field', node.attr.value)
-      if slot in self.optimizer_slots and not _is_module_like(unit, node.value):
+      if slot in self.optimizer_slots and not _unit.is_module_like(unit, node.value):
         return slot
       return None
     if isinstance(node, cst.Subscript) and len(node.slice) == 1:
@@ -381,8 +286,8 @@ class Project:
     for unit in self.units:
       for node in unit.nodes:
         if isinstance(node, cst.Annotation) and unit.legacy(
-            annotation_head(node.annotation)) in OPTIMIZER_CLASSES:
-          slot = self._annotated_slot(unit, node)
+            _unit.annotation_head(node.annotation)) in _unit.OPTIMIZER_CLASSES:
+          slot = self.annotated_slot(unit, node)
           if slot:
             self._mark(slot)
     for _ in range(50):
@@ -393,7 +298,7 @@ class Project:
       if not changed:
         break
 
-  def _annotated_slot(self, unit: Unit, annotation: cst.Annotation) -> Optional[tuple]:
+  def annotated_slot(self, unit: Unit, annotation: cst.Annotation) -> Optional[tuple]:
     owner = unit.parent(annotation)
     if isinstance(owner, cst.Param):
       return self.var_slot(unit, owner.name)
@@ -417,7 +322,7 @@ class Project:
           value.func.attr.value == 'optimize'):
         # ``new, loss[, aux] = opt.optimize(loss_fn)``: the first target is the new optimizer.
         slot = value_slot_of(value.func.value)
-        tslot = self._target_slot(unit, elements[0]) if elements else None
+        tslot = self.target_slot(unit, elements[0]) if elements else None
         if slot and tslot:
           changed |= self._mark(tslot, slot)
       elif isinstance(value, cst.Call):
@@ -425,7 +330,7 @@ class Project:
         if callee is not None and isinstance(callee[1], cst.FunctionDef):
           for i, t in enumerate(elements):
             rslot = ('return', callee[0].path, callee[1].name.value, id(callee[1]), i)
-            tslot = self._target_slot(unit, t)
+            tslot = self.target_slot(unit, t)
             if tslot and rslot in self.optimizer_slots:
               changed |= self._mark(tslot, rslot)
             elif tslot and tslot in self.optimizer_slots:
@@ -433,15 +338,15 @@ class Project:
               pass
       return changed
     slot = value_slot_of(value)
-    tslot = self._target_slot(unit, target)
+    tslot = self.target_slot(unit, target)
     if slot and tslot:
       changed |= self._mark(tslot, slot)
     return changed
 
-  def _target_slot(self, unit: Unit, target: cst.BaseExpression) -> Optional[tuple]:
+  def target_slot(self, unit: Unit, target: cst.BaseExpression) -> Optional[tuple]:
     if isinstance(target, cst.Name):
       return self.var_slot(unit, target)
-    if isinstance(target, cst.Attribute) and not _is_module_like(unit, target.value):
+    if isinstance(target, cst.Attribute) and not _unit.is_module_like(unit, target.value):
       return ('field', target.attr.value)
     return None
 
@@ -462,7 +367,7 @@ class Project:
           slot = slot_of(v)
           if slot:
             changed |= self._mark(('return', unit.path, fdef.name.value, id(fdef), i), slot)
-    elif isinstance(node, cst.Call) and unit.names(node.func) & _TREE_MAPS:
+    elif isinstance(node, cst.Call) and unit.names(node.func) & TREE_MAPS:
       slots = [slot_of(a.value) for a in node.args[1:] if a.keyword is None and not a.star]
       slots = [s for s in slots if s]
       for other in slots[1:]:
@@ -511,263 +416,11 @@ class Project:
           changed |= self._mark(pslot, slot)
     return changed
 
-  # -------------------------------------------------------------------- sites
 
-  def sites(self) -> List[Site]:
-    """Every use of an optimizer value and every legacy name, classified."""
-    found: List[Site] = []
-    for unit in self.units:
-      seen: Set[int] = set()
-      for node in unit.nodes:
-        if id(node) in seen:
-          continue
-        if isinstance(node, cst.ClassDef):
-          for base in node.bases:
-            if unit.legacy(base.value) and unit.legacy(base.value) != 'Optimizer':
-              found.append(Site(unit, node, 'subclass', None, _refusals.SUBCLASS,
-                                f'class {node.name.value}({unit.code(base.value)})'))
-        if isinstance(node, cst.Annotation):
-          head = annotation_head(node.annotation)
-          if unit.legacy(head) in OPTIMIZER_CLASSES:
-            found.append(Site(unit, node, 'annotation', self._annotated_slot(unit, node)))
-          continue
-        if not isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
-          continue
-        slot = self.slot_of(unit, node)
-        if slot is None:
-          continue
-        for site in self._classify(unit, node, slot):
-          found.append(site)
-          if site.kind in ('step',):
-            seen.add(id(site.node))
-    return found
-
-  def _classify(self, unit: Unit, node: cst.CSTNode, slot: tuple) -> List[Site]:
-    """The sites of the optimizer value ``node``: its creation, and its use by its parent.
-
-    A ``create(...)`` call is both: ``optim.Adam(0.1).create(p).replicate()`` creates the
-    optimizer and calls a method on it, and each of the two is rewritten by its own rule.
-    """
-    parent = unit.parent(node)
-    if isinstance(node, cst.Call) and self.is_create(unit, node):
-      if not self._flows_ok(unit, node, parent):
-        return [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
-                     f'{unit.code(node)} is used where the analysis cannot follow it')]
-      create = Site(unit, node, 'create', slot)
-      if isinstance(parent, cst.Attribute) and parent.value is node:
-        return [create, self._member(unit, node, slot)]
-      return [create]
-    if isinstance(parent, cst.Attribute) and parent.value is node:
-      return [self._member(unit, node, slot)]
-    if isinstance(node, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
-      if isinstance(parent, cst.Attribute) and parent.attr is node:
-        return []
-      if self._flows_ok(unit, node, parent):
-        return []
-      return [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
-                   f'{unit.code(node)} is used where the analysis cannot follow it')]
-    return []
-
-  def _member(self, unit: Unit, node: cst.CSTNode, group: tuple) -> Site:
-    """The site of ``node.<attribute>``, where ``node`` (any expression) is an optimizer."""
-    parent = unit.parent(node)
-    attr = parent.attr.value
-    grand = unit.parent(parent)
-    if attr == 'target':
-      return Site(unit, parent, 'target', group)
-    if attr == 'state':
-      if (isinstance(grand, cst.Attribute) and grand.value is parent
-          and grand.attr.value == 'step'):
-        return Site(unit, grand, 'step', group)
-      return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
-    if attr in ('apply_gradient', 'replace', 'replicate', 'unreplicate') and isinstance(
-        grand, cst.Call) and grand.func is parent:
-      kind = {'apply_gradient': 'apply'}.get(attr, attr)
-      if not self._flows_ok(unit, grand, unit.parent(grand)):
-        return Site(unit, grand, 'escape', group, _refusals.ESCAPE,
-                    f'the result of {attr}() is used where the analysis cannot follow it')
-      return Site(unit, grand, kind, group)
-    if attr == 'compute_gradient' and isinstance(grand, cst.Call) and grand.func is parent:
-      assign = unit.parent(grand)
-      if (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-          and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
-          and len(assign.targets[0].target.elements) in (2, 3) and len(grand.args) == 1
-          and grand.args[0].keyword is None):
-        return Site(unit, grand, 'compute_gradient', group)
-    if attr == 'optimize':
-      call = grand if isinstance(grand, cst.Call) and grand.func is parent else parent
-      why = optimize_shape(unit, call)
-      if why:
-        return Site(unit, call, 'optimize', group, _refusals.OPTIMIZE, why)
-      return Site(unit, call, 'optimize', group)
-    if attr in ('optimizer_def', 'hyper_params', 'state_dict', 'restore_state'):
-      return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
-    return Site(unit, parent, 'escape', group, _refusals.ESCAPE,
-                f'uses {unit.code(parent)}, which a TrainState does not have')
-
-  def _flows_ok(self, unit: Unit, node: cst.CSTNode, parent: cst.CSTNode) -> bool:
-    """Whether the optimizer value ``node`` goes somewhere the analysis follows."""
-    if isinstance(parent, (cst.AssignTarget, cst.Param)):
-      return True
-    if isinstance(parent, cst.Assign) and parent.value is node:
-      return all(self._target_ok(unit, t.target) for t in parent.targets)
-    if isinstance(parent, cst.AnnAssign):
-      return True
-    if isinstance(parent, cst.Return):
-      return True
-    if isinstance(parent, (cst.Element,)):
-      container = unit.parent(parent)
-      outer = unit.parent(container)
-      if isinstance(container, cst.Tuple) and isinstance(outer, cst.Return):
-        return True
-      if isinstance(container, cst.Tuple) and isinstance(outer, cst.Assign):
-        return True
-      return isinstance(container, cst.Tuple) and isinstance(outer, cst.AssignTarget)
-    if isinstance(parent, cst.Attribute):
-      return True   # its own attribute uses are classified on their own
-    if isinstance(parent, cst.Arg):
-      call = unit.parent(parent)
-      if not isinstance(call, cst.Call):
-        return False
-      names = unit.names(call.func)
-      if _pass_through_arg(unit, call) is node or _sink_arg(unit, call) is node:
-        return True
-      if names & _TREE_MAPS and parent.keyword is None and call.args[0] is not parent:
-        return True
-      if names & {'print', 'builtins.print'}:
-        return True
-      callee = self.resolve_callable(unit, call.func)
-      if callee is not None:
-        return True
-      if isinstance(call.func, cst.Attribute) and call.func.attr.value == 'replace' and (
-          parent.keyword is not None):
-        return True
-      return False
-    if isinstance(parent, cst.Expr):
-      return True
-    if isinstance(parent, cst.Subscript):
-      return True
-    return False
-
-  def _target_ok(self, unit: Unit, target) -> bool:
-    if isinstance(target, (cst.Tuple, cst.List)):
-      return all(self._target_ok(unit, e.value) for e in target.elements)
-    return self._target_slot(unit, target) is not None
-
-
-def optimize_shape(unit: Unit, call: cst.CSTNode) -> Optional[str]:
-  """Why ``call`` (an ``opt.optimize`` use) cannot be rewritten; None when it can.
-
-  The rewrite splits ``new, loss[, aux] = opt.optimize(loss_fn, **overrides)`` into a
-  ``jax.value_and_grad`` statement and an ``apply_gradients`` statement, so the call must be the
-  whole value of a statement of its own, its first target a place for the new optimizer, and
-  the second statement must not read what the first one assigns.
-  """
-  code = unit.code(call)
-  if not isinstance(call, cst.Call):
-    return f'{code} is not called'
-  receiver = call.func.value
-  args = call.args
-  if not args or args[0].keyword is not None or any(a.star for a in args) or any(
-      a.keyword is None for a in args[1:]):
-    return f'{code}: not optimize(loss_fn[, name=value...])'
-  if not plain_reference(receiver):
-    return f'{code}: the optimizer is not a name or attribute'
-  assign = unit.parent(call)
-  line = unit.parent(assign)
-  if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-          and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
-          and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
-    return f'{code}: not the value of a statement new, loss[, aux] = ... of its own'
-  elements = assign.targets[0].target.elements
-  if any(isinstance(e, cst.StarredElement) for e in elements):
-    return f'{code}: assigned to starred targets, not new, loss[, aux]'
-  if len(elements) not in (2, 3):
-    return f'{code}: assigned to {len(elements)} targets, not new, loss[, aux]'
-  if not isinstance(elements[0].value, (cst.Name, cst.Attribute)) or _is_module_like(
-      unit, elements[0].value):
-    return f'{code}: the new optimizer goes to {unit.code(elements[0].value)}'
-  assigned = set().union(*(mentioned_names(unit, e.value) for e in elements[1:]))
-  read = mentioned_names(unit, receiver).union(
-      *(mentioned_names(unit, a.value) for a in args[1:]))
-  if assigned & read:
-    return (f'{code}: the optimizer or an override reads {", ".join(sorted(assigned & read))}, '
-            'which the gradient statement would assign first')
-  return None
-
-
-def plain_reference(node) -> bool:
-  """Whether ``node`` is a name or a chain of attributes of one (``state.optimizer``)."""
-  if isinstance(node, cst.Name):
-    return True
-  return isinstance(node, cst.Attribute) and plain_reference(node.value)
-
-
-def mentioned_names(unit: Unit, node: cst.CSTNode) -> Set[str]:
-  """The variable names ``node`` mentions (not attribute or keyword names)."""
-  names = set()
-  for n in walk(node):
-    parent = unit.parent(n)
-    if isinstance(n, cst.Name) and not (
-        isinstance(parent, cst.Attribute) and parent.attr is n) and not (
-            isinstance(parent, cst.Arg) and parent.keyword is n):
-      names.add(n.value)
-  return names
-
-
-def _pass_through_arg(unit: Unit, call: cst.Call) -> Optional[cst.BaseExpression]:
+def pass_through_arg(unit: Unit, call: cst.Call) -> Optional[cst.BaseExpression]:
+  """The argument that ``call`` (``jax_utils.replicate(opt)``, ...) returns, else None."""
   for name in unit.names(call.func):
     if name in _PASS_THROUGH:
-      return call_arg(call, *_PASS_THROUGH[name])
+      return _unit.call_arg(call, *_PASS_THROUGH[name])
   return None
 
-
-def _sink_arg(unit: Unit, call: cst.Call) -> Optional[cst.BaseExpression]:
-  for name in unit.names(call.func):
-    if name in _SINKS:
-      return call_arg(call, *_SINKS[name])
-  return None
-
-
-def call_arg(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
-  positional = [a for a in call.args if a.keyword is None and not a.star]
-  for a in call.args:
-    if a.keyword is not None and a.keyword.value == keyword:
-      return a.value
-  return positional[position].value if position < len(positional) else None
-
-
-def _is_module_like(unit: Unit, node: cst.CSTNode) -> bool:
-  """Whether ``node`` names an imported module (``jax``, ``optim``), not a value."""
-  scope = unit.scopes.get(node)
-  if isinstance(node, cst.Name) and scope is not None:
-    return any(isinstance(a, meta.ImportAssignment) for a in scope[node.value])
-  if isinstance(node, cst.Attribute):
-    return _is_module_like(unit, node.value)
-  return False
-
-
-def annotation_head(node: cst.BaseExpression) -> cst.BaseExpression:
-  """``optim.Optimizer`` of ``Optional[optim.Optimizer]`` and of ``'optim.Optimizer'``."""
-  if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(
-      node.slice[0].slice, cst.Index):
-    return annotation_head(node.slice[0].slice.value)
-  return node
-
-
-class _Collect(cst.CSTVisitor):
-
-  def __init__(self):
-    super().__init__()
-    self.nodes: List[cst.CSTNode] = []
-
-  def on_visit(self, node):
-    self.nodes.append(node)
-    return True
-
-
-def walk(node: cst.CSTNode) -> List[cst.CSTNode]:
-  """Every node under ``node`` (itself included), parents before children."""
-  collect = _Collect()
-  node.visit(collect)
-  return collect.nodes

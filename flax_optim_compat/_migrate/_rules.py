@@ -15,7 +15,7 @@ import libcst as cst
 
 from . import _examples
 from ._examples import Example
-from ._project import annotation_head
+from ._unit import annotation_head
 
 
 @dataclasses.dataclass(frozen=True)

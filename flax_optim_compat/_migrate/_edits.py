@@ -1,0 +1,37 @@
+"""What the plan hands the rewrite, per file: the rule and data for each node to rewrite, the
+marker comments above each statement, and the imports the new code needs.
+"""
+import dataclasses
+from typing import Dict, List, Set
+
+import libcst as cst
+
+from ._unit import Unit
+
+
+@dataclasses.dataclass
+class Edit:
+  rule: str          # the Rule.code that rewrites the node
+  data: dict
+
+
+@dataclasses.dataclass
+class FilePlan:
+  unit: Unit
+  edits: Dict[int, Edit] = dataclasses.field(default_factory=dict)
+  markers: Dict[int, List[str]] = dataclasses.field(default_factory=dict)
+  needs: Set[str] = dataclasses.field(default_factory=set)   # imports: 'optax', 'jnp', ...
+
+  def mark(self, node: cst.CSTNode, text: str):
+    stmt = statement_of(self.unit, node)
+    texts = self.markers.setdefault(id(stmt), [])
+    if text not in texts:
+      texts.append(text)
+
+
+def statement_of(unit: Unit, node: cst.CSTNode) -> cst.CSTNode:
+  """The statement that holds ``node`` (the line a marker goes above)."""
+  while node is not None and not isinstance(
+      node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+    node = unit.parent(node)
+  return node

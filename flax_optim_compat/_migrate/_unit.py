@@ -1,0 +1,146 @@
+"""One parsed file of the project, and what its names refer to.
+
+A ``Unit`` holds a file's LibCST tree with the metadata the analysis reads: fully qualified
+names (``optim.Adam`` after ``from flax import optim`` is ``flax.optim.Adam``), scopes, parents
+and positions. ``legacy_name`` says which names are flax.optim's own, however they are spelled
+(``'Adam'`` for each of ``flax.optim.Adam``, ``flax.optim.adam.Adam``,
+``flax_optim_compat.Adam``). The small helpers below read one node of a file; the analysis,
+the classification of sites, the plan and the rules share them.
+"""
+from typing import Iterable, List, Optional, Set
+
+import libcst as cst
+from libcst import metadata as meta
+
+import flax_optim_compat as _optim
+from .. import _adapter
+from .. import _layouts
+
+LEGACY_PREFIXES = ('flax.optim.', 'flax_optim_compat.')
+# The built-in optimizers (flax.optim's own, each with its optax form), as registered.
+BUILTIN_DEFS = tuple(name for name in _layouts.optimizer_names()
+                     if issubclass(getattr(_optim, name), _adapter.OptaxBackedDef))
+OPTIMIZER_CLASSES = ('Optimizer',)
+
+# The names of flax.optim (flax 0.5.3), at the package or in its modules.
+LEGACY_NAMES = frozenset(BUILTIN_DEFS + (
+    'Optimizer', 'OptimizerDef', 'OptimizerState', 'MultiOptimizer', 'ModelParamTraversal',
+    'WeightNorm', 'DynamicScale', 'ReplicatedOptimizer'))
+
+
+def legacy_name(names: Iterable[str]) -> Optional[str]:
+  """``'Adam'`` for ``flax.optim.Adam`` / ``flax.optim.adam.Adam`` / ``flax_optim_compat.Adam``.
+
+  Only flax.optim's own names: the package's private modules (``flax_optim_compat._restore``)
+  and its additions (``from_optax``) are not legacy uses.
+  """
+  for name in names:
+    if name.startswith(LEGACY_PREFIXES):
+      parts = name.split('.')
+      prefix = 2 if parts[0] == 'flax' else 1
+      last = parts[-1]
+      modules = parts[prefix:-1]
+      if last in LEGACY_NAMES and len(modules) <= 1 and not any(
+          m.startswith('_') for m in modules):
+        return last
+  return None
+
+
+class Unit:
+  """One parsed file with the metadata the analysis reads."""
+
+  def __init__(self, path: str, source: str, wrapper: meta.MetadataWrapper):
+    self.path = path
+    self.source = source
+    self.wrapper = wrapper
+    self.module = wrapper.module
+    self.fqnames = wrapper.resolve(meta.FullyQualifiedNameProvider)
+    self.scopes = wrapper.resolve(meta.ScopeProvider)
+    self.parents = wrapper.resolve(meta.ParentNodeProvider)
+    self.positions = wrapper.resolve(meta.PositionProvider)
+    self.module_name = next(iter(self.fqnames.get(self.module, ())), None)
+    self.module_name = self.module_name.name if self.module_name else ''
+    self.nodes = walk(self.module)   # one walk, reused by every pass of the analysis
+
+  def names(self, node: cst.CSTNode) -> Set[str]:
+    return {q.name for q in self.fqnames.get(node, ())}
+
+  def legacy(self, node: cst.CSTNode) -> Optional[str]:
+    return legacy_name(self.names(node))
+
+  def line(self, node: cst.CSTNode) -> int:
+    return self.positions[node].start.line
+
+  def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    return self.parents.get(node)
+
+  def code(self, node: cst.CSTNode) -> str:
+    return self.module.code_for_node(node)
+
+  def enclosing(self, node, types):
+    while node is not None and not isinstance(node, types):
+      node = self.parents.get(node)
+    return node
+
+
+def plain_reference(node) -> bool:
+  """Whether ``node`` is a name or a chain of attributes of one (``state.optimizer``)."""
+  if isinstance(node, cst.Name):
+    return True
+  return isinstance(node, cst.Attribute) and plain_reference(node.value)
+
+
+def mentioned_names(unit: Unit, node: cst.CSTNode) -> Set[str]:
+  """The variable names ``node`` mentions (not attribute or keyword names)."""
+  names = set()
+  for n in walk(node):
+    parent = unit.parent(n)
+    if isinstance(n, cst.Name) and not (
+        isinstance(parent, cst.Attribute) and parent.attr is n) and not (
+            isinstance(parent, cst.Arg) and parent.keyword is n):
+      names.add(n.value)
+  return names
+
+
+def call_arg(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
+  positional = [a for a in call.args if a.keyword is None and not a.star]
+  for a in call.args:
+    if a.keyword is not None and a.keyword.value == keyword:
+      return a.value
+  return positional[position].value if position < len(positional) else None
+
+
+def is_module_like(unit: Unit, node: cst.CSTNode) -> bool:
+  """Whether ``node`` names an imported module (``jax``, ``optim``), not a value."""
+  scope = unit.scopes.get(node)
+  if isinstance(node, cst.Name) and scope is not None:
+    return any(isinstance(a, meta.ImportAssignment) for a in scope[node.value])
+  if isinstance(node, cst.Attribute):
+    return is_module_like(unit, node.value)
+  return False
+
+
+def annotation_head(node: cst.BaseExpression) -> cst.BaseExpression:
+  """``optim.Optimizer`` of ``Optional[optim.Optimizer]`` and of ``'optim.Optimizer'``."""
+  if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(
+      node.slice[0].slice, cst.Index):
+    return annotation_head(node.slice[0].slice.value)
+  return node
+
+
+class _Collect(cst.CSTVisitor):
+
+  def __init__(self):
+    super().__init__()
+    self.nodes: List[cst.CSTNode] = []
+
+  def on_visit(self, node):
+    self.nodes.append(node)
+    return True
+
+
+def walk(node: cst.CSTNode) -> List[cst.CSTNode]:
+  """Every node under ``node`` (itself included), parents before children."""
+  collect = _Collect()
+  node.visit(collect)
+  return collect.nodes
