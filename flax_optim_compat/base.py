@@ -217,7 +217,7 @@ class _ShapeDtype:
   """Legacy internal name (``flax.optim.base._ShapeDtype``), kept importable for old code.
 
   Legacy MultiOptimizer wrapped each leaf in one to record which traversals matched it; ours
-  labels leaves in ``_multi`` instead and does not use this class.
+  labels leaves in ``_groups`` instead and does not use this class.
   """
   shape: Any
   dtype: Any

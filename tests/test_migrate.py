@@ -509,7 +509,7 @@ def test_a_schedule_defined_after_a_module_level_create_is_injected():
 
 def test_the_packages_own_private_modules_and_additions_are_not_legacy_names():
   source = ('import flax_optim_compat as optim\nfrom flax_optim_compat import _restore\n\n\n'
-            'def f(path, tx):\n  return _restore.read_msgpack(path), optim.from_optax(tx)\n')
+            'def f(path, tx):\n  return _restore.restore_target_and_state(path), optim.from_optax(tx)\n')
   new, report = migrate_source(source)
   assert new == source and report.exit_status() == 0
 
