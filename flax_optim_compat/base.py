@@ -505,7 +505,7 @@ class MultiOptimizer(OptimizerDef):
       self._labels_cache[key] = _groups.param_labels(self.traversals, params)
     return self._labels_cache[key]
 
-  def _groups(self, params):
+  def _active_groups(self, params):
     """``(treedef, labels, [(index, label, sub-optimizer) of every group with a leaf])``."""
     labels = self._labels(params)
     present = set(labels)
@@ -548,7 +548,8 @@ class MultiOptimizer(OptimizerDef):
     merged = [None] * len(labels)
     for i, (opt, group_state) in enumerate(zip(self.sub_optimizers, group_states)):
       if group_state is not None:
-        for j, s in _groups.group_leaves(treedef, labels, str(i), group_state, f'({opt!r}) states'):
+        for j, s in _groups.group_leaves(treedef, labels, str(i), group_state,
+                                         f'({opt!r}) states'):
           merged[j] = s
     return treedef.unflatten(merged)
 
@@ -560,7 +561,7 @@ class MultiOptimizer(OptimizerDef):
     return _groups.group_transforms(self.sub_optimizers, txs, hps)
 
   def _group_params(self, params):
-    treedef, labels, _ = self._groups(params)
+    treedef, labels, _ = self._active_groups(params)
     leaves = treedef.flatten_up_to(params)
     return treedef, labels, [_groups.masked(treedef, labels, str(i), leaves)
                              for i in range(len(self.sub_optimizers))]
@@ -606,7 +607,7 @@ class MultiOptimizer(OptimizerDef):
     group_states = [state.replace(param_states=s)
                     for s in self._split_states(treedef, labels, state.param_states)]
     return _groups.optax_state(self.sub_optimizers, self._group_txs(hyper_params, tx),
-                                    self._label_tree, params, group_params, group_states)
+                               self._label_tree, params, group_params, group_states)
 
   def legacy_state(self, params, opt_state, step=None, tx=None) -> OptimizerState:
     """The legacy ``OptimizerState`` held by a state of :meth:`optax_transform` (its inverse)."""
@@ -616,16 +617,17 @@ class MultiOptimizer(OptimizerDef):
       raise ValueError('the MultiOptimizer optax state keeps no `count`; give the legacy step.')
     treedef, labels, group_params = self._group_params(params)
     group_states = _groups.legacy_states(self.sub_optimizers, txs, group_params, opt_state,
-                                              step)
+                                         step)
     return OptimizerState(jnp.asarray(step, jnp.int32),
                           self._join_states(treedef, labels, group_states))
 
   def init_state(self, params) -> OptimizerState:
-    treedef, labels, groups = self._groups(params)
+    treedef, labels, groups = self._active_groups(params)
     leaves = treedef.flatten_up_to(params)
     group_states = [None] * len(self.sub_optimizers)
     for i, label, opt in groups:
-      group_states[i] = opt.init_state(_groups.masked(treedef, labels, label, leaves)).param_states
+      group_states[i] = opt.init_state(
+          _groups.masked(treedef, labels, label, leaves)).param_states
     return OptimizerState(jnp.asarray(0, dtype=jnp.int32),
                           self._join_states(treedef, labels, group_states))
 
@@ -639,7 +641,7 @@ class MultiOptimizer(OptimizerDef):
     """
     hyper_params = self._checked(hyper_params)
     _tree.check_grads(params, grads)
-    treedef, labels, groups = self._groups(params)
+    treedef, labels, groups = self._active_groups(params)
     param_leaves, grad_leaves = treedef.flatten_up_to(params), treedef.flatten_up_to(grads)
     group_states = self._split_states(treedef, labels, state.param_states)
     new_params = list(param_leaves)
@@ -652,7 +654,8 @@ class MultiOptimizer(OptimizerDef):
       except _hyper.MissingLearningRateError as e:
         raise _hyper.MissingLearningRateError(
             f'{e} (sub-optimizer {i} of the MultiOptimizer, {opt!r})') from None
-      for j, p in _groups.group_leaves(treedef, labels, label, group_params, f'({opt!r}) params'):
+      for j, p in _groups.group_leaves(treedef, labels, label, group_params,
+                                       f'({opt!r}) params'):
         new_params[j] = p
       group_states[i] = group_state.param_states
     return treedef.unflatten(new_params), OptimizerState(
@@ -679,9 +682,7 @@ class MultiOptimizer(OptimizerDef):
 
   def current_hyper_params(self, target, state) -> list:
     """One ``{name: value}`` dict per group (see ``Optimizer.current_hyper_params``)."""
-    treedef, labels, _ = self._groups(target)
-    leaves = treedef.flatten_up_to(target)
+    treedef, labels, group_params = self._group_params(target)
     group_states = self._split_states(treedef, labels, state.param_states)
-    return [opt.current_hyper_params(_groups.masked(treedef, labels, str(i), leaves),
-                                     OptimizerState(state.step, group_states[i]))
+    return [opt.current_hyper_params(group_params[i], OptimizerState(state.step, group_states[i]))
             for i, opt in enumerate(self.sub_optimizers)]
