@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+import flax_optim_compat as optim_lib
 from flax_optim_compat import _cli
 from flax_optim_compat._migrate import all_refusals, all_rules, migrate_source, migrate_sources
 
@@ -186,6 +187,57 @@ def test_schedule_offset_and_stand_in():
   _, report = migrate_source(example.before, 'x.py')
   assert 'optax.constant_schedule(0.0)' in report.conversions[0].command
   assert any('constant_schedule' in note for note in report.conversions[0].notes)
+
+
+def test_a_run_time_weight_decay_keeps_the_codes_state_layout_in_the_command():
+  """The code gets optax.adamw for a weight decay known only at run time; a zero stand-in in
+  the command would write optax.adam's state (2 entries, not adamw's 3), which the migrated
+  code could not restore."""
+  source = ('import jax.numpy as jnp\nfrom flax import optim\n\n\n'
+            'def make(config, params):\n'
+            "  return optim.Adam(config['lr'], weight_decay=config['wd']).create(params)\n")
+  new, report = migrate_source(source, 'x.py')
+  (conversion,) = report.conversions
+  assert "optax.adamw(learning_rate=config['lr']" in new
+  tx_text = conversion.command.split('--tx "')[1].split('" --to')[0]
+  assert tx_text.startswith('optax.adamw(')
+  params = {'w': jnp.ones(2)}
+  code_tx = optax.adamw(learning_rate=0.1, weight_decay=0.3)   # any values: the layout
+  command_tx = eval(tx_text, {'optax': optax})  # pylint: disable=eval-used
+  assert (jax.tree_util.tree_structure(command_tx.init(params))
+          == jax.tree_util.tree_structure(code_tx.init(params)))
+  assert any('weight_decay=0.0001' in note for note in conversion.notes)
+
+
+def test_a_crlf_file_keeps_its_line_endings(tmp_path, capsys):
+  source = ('import jax\nfrom flax import optim\n\n\n'
+            'def make(params):\n  return optim.Adam(learning_rate=0.01).create(params)\n')
+  path = tmp_path / 'crlf.py'
+  path.write_bytes(source.replace('\n', '\r\n').encode())
+  assert _cli.main(['migrate', str(path), '--write']) == 1
+  capsys.readouterr()
+  written = path.read_bytes()
+  assert b'optax.adam(' in written
+  assert written.count(b'\n') == written.count(b'\r\n') > 0
+
+def test_lamb_is_flagged_not_exact_for_all_zero_params():
+  """Legacy LAMB keeps an all-zero param (a zero-initialised bias) at zero; optax.lamb moves
+  it: the plain expression stays (the command targets its state), flagged and not exact."""
+  source = ('import jax.numpy as jnp\nfrom flax import optim\n\n\n'
+            'def make(params):\n'
+            '  return optim.LAMB(learning_rate=0.01, weight_decay=0.01).create(params)\n')
+  new, report = migrate_source(source, 'x.py')
+  assert 'tx=optax.lamb(learning_rate=0.01' in new
+  assert new.count('FOM009') == 1 and 'all zeros' in new
+  (conversion,) = report.conversions
+  assert conversion.exactness == 'not exact'
+  legacy = optim_lib.LAMB(learning_rate=0.01, weight_decay=0.01).create(
+      {'w': jnp.ones(2), 'b': jnp.zeros(2)}).apply_gradient({'w': jnp.ones(2), 'b': jnp.ones(2)})
+  tx = optax.lamb(learning_rate=0.01, weight_decay=0.01)
+  params = {'w': jnp.ones(2), 'b': jnp.zeros(2)}
+  updates, _ = tx.update({'w': jnp.ones(2), 'b': jnp.ones(2)}, tx.init(params), params)
+  assert float(jnp.abs(legacy.target['b']).max()) == 0.0    # hand math: ratio 0 keeps it
+  assert float(jnp.abs(updates['b']).max()) > 0.0           # optax's ratio 1 moves it
 
 
 # ------------------------------------------------------------------------------ names

@@ -17,7 +17,7 @@ from . import _project
 def _read(paths) -> Dict[str, str]:
   sources = {}
   for path in _project.python_files(paths):
-    with open(path, encoding='utf-8') as f:
+    with open(path, encoding='utf-8', newline='') as f:  # keep the file's own line endings
       sources[path] = f.read()
   return sources
 

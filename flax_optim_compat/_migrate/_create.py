@@ -42,8 +42,10 @@ def plan_create(project, site, plan, call, mode, schedule, plain_optax, records,
     sources['learning_rate'] = 'learning_rate'
   result = _optax.plain(call.name, sources)
   expression, exact = result.expression, result.exact
-  flagged = None
-  if exact == 'not exact':
+  flagged = _zero_params_marker(call.name) if exact != 'not exact' else None
+  if flagged:
+    exact = 'not exact'
+  elif exact == 'not exact':
     if plain_optax or mode != 'none':
       flagged = f'FOM009 the plain optax expression is not exact: {result.difference}'
     else:
@@ -96,11 +98,22 @@ def plan_create(project, site, plan, call, mode, schedule, plain_optax, records,
   conversions.append(Conversion(unit.path, site.line, expression, exact, command, notes))
 
 
+def _zero_params_marker(name):
+  """FOM009 for a plain form that moves all-zero params (kept: the package's transform has
+  another state layout, which no convert command could target), or None."""
+  difference = _optax.zero_params_difference(name)
+  if difference is None:
+    return None
+  return (f'FOM009 the plain optax expression is not exact for a param that is all zeros (a '
+          f'bias initialised to zeros): {difference}')
+
+
 def _group_tx(project, site, call, plain_optax):
   """(expression, exact, marker text or None) of one built-in def call."""
   result = _optax.plain(call.name, call.sources)
   if result.exact != 'not exact':
-    return result.expression, result.exact, None
+    marker = _zero_params_marker(call.name)
+    return result.expression, 'not exact' if marker else result.exact, marker
   if plain_optax:
     return (result.expression, result.exact,
             f'FOM009 the plain optax expression is not exact: {result.difference}')

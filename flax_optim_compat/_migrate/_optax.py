@@ -11,6 +11,7 @@ import warnings
 from typing import Dict, NamedTuple, Optional
 
 import libcst as cst
+import numpy as np
 
 from .. import _deprecation
 import flax_optim_compat as _optim
@@ -18,6 +19,8 @@ import flax_optim_compat as _optim
 # A learning rate known only at run time: the optax state does not depend on its value.
 LR_STAND_IN = '0.1'
 SCHEDULE_STAND_IN = 'optax.constant_schedule(0.0)'
+# Any other number known only at run time whose default is zero (weight decays).
+NONZERO_STAND_IN = 1e-4
 
 
 class DefCall(NamedTuple):
@@ -59,6 +62,17 @@ def _instance(name: str):
 def plain(name: str, sources: Dict[str, str]):
   """The def's ``PlainOptax`` (expression, exact, difference) for these argument sources."""
   return _instance(name).plain_optax(sources)
+
+
+def zero_params_difference(name: str) -> Optional[str]:
+  """How the def's plain optax form moves an all-zero param where legacy did not, or None.
+
+  The params are not known here, and flax's layers initialise biases to zeros, so a plain form
+  that treats an all-zero param differently (``optax.lamb``'s trust ratio) is not exact for
+  the code being migrated.
+  """
+  notes = _instance(name).plain_optax_notes({'zeros': np.zeros((1,), np.float32)})
+  return notes[0].split(': ', 1)[1] if notes else None
 
 
 def exact_transform(call: DefCall, sources: Dict[str, str], optim_alias: str) -> str:
@@ -105,8 +119,7 @@ def command_optimizer(call: DefCall) -> str:
     elif key == 'learning_rate':
       parts.append(f'{key}={LR_STAND_IN}')
     else:
-      default = params[key].default
-      parts.append(f'{key}={default!r}')
+      parts.append(f'{key}={_stand_in(params[key].default)}')
   if 'learning_rate' not in call.sources:
     parts.insert(0, f'learning_rate={LR_STAND_IN}')
   return f'{call.name}({", ".join(parts)})'
@@ -122,7 +135,7 @@ def command_sources(call: DefCall, learning_rate: Optional[str]) -> Dict[str, st
     elif key == 'learning_rate':
       sources[key] = LR_STAND_IN
     else:
-      sources[key] = repr(params[key].default)
+      sources[key] = _stand_in(params[key].default)
   if learning_rate is not None:
     sources['learning_rate'] = learning_rate
   elif 'learning_rate' not in sources:
@@ -133,5 +146,14 @@ def command_sources(call: DefCall, learning_rate: Optional[str]) -> Dict[str, st
 def stand_ins(call: DefCall) -> Dict[str, str]:
   """The run-time arguments the command replaces with stand-ins, and by what."""
   params = inspect.signature(getattr(_optim, call.name)).parameters
-  return {key: (LR_STAND_IN if key == 'learning_rate' else repr(params[key].default))
+  return {key: (LR_STAND_IN if key == 'learning_rate' else _stand_in(params[key].default))
           for key, literal in call.literal.items() if not literal}
+
+
+def _stand_in(default) -> str:
+  """A stand-in for a hyper-parameter known only at run time: its default, but never a
+  numeric zero. The code's expression takes the form right for every value (``optax.adamw``
+  for a run-time ``weight_decay``), and zero would select another state layout (``optax.adam``)."""
+  if isinstance(default, (int, float)) and not isinstance(default, bool) and default == 0:
+    return repr(NONZERO_STAND_IN)
+  return repr(default)
