@@ -51,6 +51,7 @@ def plan_create(project, site, plan, call, mode, schedule, plain_optax, records,
     else:
       optim_alias = _optim_alias(unit, project.def_call(unit, site.node.func.value))
       expression = _optax.exact_transform(call, call.sources, optim_alias)
+      exact = 'bit-exact'   # the very transform the legacy def runs on this package
       flagged = (f'FOM009 {call.name} has no exact plain optax expression '
                  f'({result.difference}); this is the package\'s exact transform')
   if mode == 'inject':
@@ -118,7 +119,7 @@ def _group_tx(project, site, call, plain_optax):
     return (result.expression, result.exact,
             f'FOM009 the plain optax expression is not exact: {result.difference}')
   optim_alias = _optim_alias(site.unit, project.def_call(site.unit, site.node.func.value))
-  return (_optax.exact_transform(call, call.sources, optim_alias), result.exact,
+  return (_optax.exact_transform(call, call.sources, optim_alias), 'bit-exact',
           f'FOM009 {call.name} has no exact plain optax expression ({result.difference}); '
           'this is the package\'s exact transform')
 
