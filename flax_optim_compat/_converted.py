@@ -57,7 +57,7 @@ def _read(source, optimizer_def, tx):
   The last ``tx`` is the one its ``opt_state`` belongs to, as ``optimizer_def.legacy_state``
   takes it (a list per group for a MultiOptimizer).
   """
-  tree, where = _sources.read_any(source, mode='jax')
+  tree, where = _sources.read(source, mode='jax')
   if _state_dict.find_optimizers(tree):
     raise CheckpointError(f'{where} is already a legacy checkpoint; --to legacy converts what '
                           '`convert --to optax|train-state|orbax` wrote.')

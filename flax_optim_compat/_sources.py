@@ -13,40 +13,37 @@ from ._codec import CheckpointError
 _CHECKPOINT_FILE = re.compile(r'^(.*?)_?(\d+)$')
 
 
-def latest_file(directory: str) -> str:
-  """The latest flax checkpoint file in ``directory`` (``checkpoint_3`` < ``checkpoint_10``)."""
+def latest_checkpoint(directory: str) -> str:
+  """The latest flax checkpoint in ``directory`` (``checkpoint_3`` < ``checkpoint_10``): a
+  msgpack file, or an orbax directory (flax's ``save_checkpoint`` writes those by default
+  today, also for legacy code running unchanged on this package); ``directory`` itself when it
+  is an orbax checkpoint."""
   if _orbax_io.is_orbax_dir(directory):
-    raise CheckpointError(
-        f'{directory!r} is an orbax checkpoint directory, but a legacy msgpack checkpoint (a '
-        'file, or a directory of flax `checkpoint_<N>` files) was expected.')
+    return directory
   candidates = []
   for name in os.listdir(directory):
     match = _CHECKPOINT_FILE.match(name)
     full = os.path.join(directory, name)
-    if match and not name.startswith('.') and 'tmp' not in name:
-      if os.path.isdir(full) and _orbax_io.is_orbax_dir(full):
-        raise CheckpointError(
-            f'{full!r} is an orbax checkpoint directory, but a legacy msgpack checkpoint was '
-            'expected (flax wrote it with orbax checkpointing on).')
-      if os.path.isfile(full):
-        candidates.append((int(match.group(2)), name))
+    if match and not name.startswith('.') and 'tmp' not in name and (
+        os.path.isfile(full) or (os.path.isdir(full) and _orbax_io.is_orbax_dir(full))):
+      candidates.append((int(match.group(2)), name))
   if not candidates:
-    raise CheckpointError(f'{directory!r} holds no checkpoint: no `checkpoint_<N>` file '
-                          f'(found {sorted(os.listdir(directory))[:8]}).')
+    raise CheckpointError(f'{directory!r} holds no checkpoint: no `checkpoint_<N>` file or '
+                          f'orbax directory (found {sorted(os.listdir(directory))[:8]}).')
   return os.path.join(directory, max(candidates)[1])
 
 
-def msgpack_file(path) -> str:
-  """The msgpack file a path source reads: the path, or the latest file of a directory."""
+def checkpoint_path(path) -> str:
+  """What a path source reads: the file, an orbax directory, or a directory's latest of them."""
   path = os.fspath(path)
   if not os.path.exists(path):
     raise CheckpointError(f'{path!r} does not exist.')
-  return latest_file(path) if os.path.isdir(path) else path
+  return latest_checkpoint(path) if os.path.isdir(path) else path
 
 
 def read(source, mode: str = 'numpy', progress=None) -> Tuple[dict, str]:
-  """``(state dict, description of the source for messages)`` of a msgpack source; ``mode``
-  as :func:`_codec.decode`."""
+  """``(state dict, description of the source for messages)`` of a source; ``mode`` as
+  :func:`_codec.decode` (an orbax directory is read whole, by orbax)."""
   tree, where, _ = read_named(source, mode, progress)
   return tree, where
 
@@ -65,18 +62,12 @@ def read_named(source, mode: str = 'numpy', progress=None) -> Tuple[dict, str, s
     if not len(source):
       raise CheckpointError('the bytes are empty: not a checkpoint.')
     return _codec.decode_bytes(source, 'the bytes', mode=mode), 'the bytes', 'the bytes'
-  path = msgpack_file(source)
+  path = checkpoint_path(source)
+  if os.path.isdir(path):
+    return _orbax_io.read(path), repr(path), path
   size = os.path.getsize(path)
   if size == 0:
     raise CheckpointError(f'{path!r} is empty (0 bytes): not a checkpoint.')
   with open(path, 'rb') as f:
     tree = _codec.decode(f, repr(path), mode=mode, total=size, progress=progress)
   return tree, repr(path), path
-
-
-def read_any(source, mode: str = 'numpy') -> Tuple[dict, str]:
-  """A state dict from msgpack (file, dir, bytes), an orbax directory, or a dict."""
-  if isinstance(source, (str, os.PathLike)) and os.path.isdir(source) and _orbax_io.is_orbax_dir(
-      os.fspath(source)):
-    return _orbax_io.read(os.fspath(source)), repr(os.fspath(source))
-  return read(source, mode)

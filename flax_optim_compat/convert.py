@@ -66,11 +66,11 @@ def load(source: Source) -> dict:
 
 
 def checkpoint_file(source: Union[str, os.PathLike]) -> str:
-  """The msgpack file a path source reads: the file itself, or a directory's latest checkpoint.
+  """The checkpoint a path source reads: the file or orbax directory itself, or a directory's
+  latest ``checkpoint_<N>`` (a msgpack file, or an orbax directory as flax writes by default).
 
   Raises:
-    CheckpointError: the path does not exist, or the directory holds no ``checkpoint_<N>``
-      file (or is an orbax directory).
+    CheckpointError: the path does not exist, or the directory holds no ``checkpoint_<N>``.
 
   Examples:
     >>> import os, tempfile
@@ -81,7 +81,7 @@ def checkpoint_file(source: Union[str, os.PathLike]) -> str:
     >>> os.path.basename(convert.checkpoint_file(d))
     'checkpoint_10'
   """
-  return _sources.msgpack_file(source)
+  return _sources.checkpoint_path(source)
 
 
 def inspect(source: Source, *, progress=None) -> CheckpointInfo:
@@ -494,7 +494,7 @@ def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> 
     >>> convert.diff({'step': np.int32(3)}, {'step': 3}).same()
     True
   """
-  trees = [_sources.read_any(a)[0], _sources.read_any(b)[0]]
+  trees = [_sources.read(a)[0], _sources.read(b)[0]]
   if optimizer_def is not None:
     trees = _converted.aligned(trees, optimizer_def)
   return _diff.compare(*trees)

@@ -9,10 +9,13 @@ import os
 import subprocess
 import sys
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import serialization
 
+import flax_optim_compat as optim
 from flax_optim_compat import _cli
 from flax_optim_compat import convert
 from tests import _utils
@@ -88,12 +91,47 @@ def test_missing_path(capsys, tmp_path):
   _assert_bad_input(capsys, tmp_path, ['inspect', str(tmp_path / 'nope')], 'does not exist')
 
 
-def test_orbax_directory_where_msgpack_expected(capsys, tmp_path, orbax_dir):
-  for argv in (['inspect', orbax_dir],
-               ['convert', orbax_dir, '--optimizer', ADAM, '--to', 'optax',
-                '--out', str(tmp_path / 'out')]):
-    _assert_bad_input(capsys, tmp_path, argv, 'is an orbax checkpoint directory, but a legacy '
-                                              'msgpack checkpoint')
+def test_converted_orbax_directory_where_a_legacy_checkpoint_is_expected(capsys, tmp_path,
+                                                                         orbax_dir):
+  _assert_bad_input(capsys, tmp_path, ['convert', orbax_dir, '--optimizer', ADAM, '--to',
+                                       'optax', '--out', str(tmp_path / 'out')],
+                    'holds no legacy optimizer')
+
+
+def test_a_legacy_checkpoint_flax_saved_with_orbax_converts_like_its_msgpack_twin(
+    capsys, tmp_path):
+  """Legacy code running unchanged on today's flax saves orbax directories by default
+  (`checkpoints.save_checkpoint`); converting one gives what converting the same optimizer
+  saved as msgpack gives (that path is checked against flax 0.5.3 in test_convert_tx)."""
+  import warnings  # pylint: disable=g-import-not-at-top
+  from flax.training import checkpoints  # pylint: disable=g-import-not-at-top
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', optim.FlaxOptimDeprecationWarning)
+    opt_def = optim.Adam(learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6,
+                         weight_decay=0.01)
+  params = {'dense': {'kernel': jnp.linspace(-1.0, 1.0, 6).reshape(2, 3),
+                      'bias': jnp.zeros(3)}}
+  optimizer = opt_def.create(params)
+  for k in range(3):
+    optimizer = optimizer.apply_gradient(
+        jax.tree_util.tree_map(lambda p, k=k: jnp.sin(p + k) + 0.1, params))
+  checkpoints.save_checkpoint(str(tmp_path / 'orbax_run'), optimizer, 3)
+  assert os.path.isdir(tmp_path / 'orbax_run' / 'checkpoint_3')     # orbax: a directory
+  (tmp_path / 'msgpack_run').mkdir()
+  (tmp_path / 'msgpack_run' / 'checkpoint_3').write_bytes(serialization.to_bytes(optimizer))
+  code, out, _ = _run(capsys, 'inspect', str(tmp_path / 'orbax_run'))
+  assert code == 0 and out.startswith('Adam, AdaBelief or LAMB at step 3'), out
+  outputs = {}
+  for run in ('orbax_run', 'msgpack_run'):
+    outputs[run] = str(tmp_path / f'{run}.msgpack')
+    code, out, err = _run(capsys, 'convert', str(tmp_path / run), '--optimizer', ADAM, '--to',
+                          'train-state', '--out', outputs[run])
+    assert code == 0, err
+  with open(outputs['orbax_run'], 'rb') as a, open(outputs['msgpack_run'], 'rb') as b:
+    from_orbax = serialization.msgpack_restore(a.read())
+    from_msgpack = serialization.msgpack_restore(b.read())
+  jax.tree_util.tree_map(np.testing.assert_array_equal, from_orbax, from_msgpack)
+  assert int(from_orbax['step']) == 3
 
 
 def test_legacy_msgpack_where_converted_checkpoint_expected(capsys, tmp_path):
