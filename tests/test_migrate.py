@@ -220,6 +220,16 @@ def test_a_crlf_file_keeps_its_line_endings(tmp_path, capsys):
   assert b'optax.adam(' in written
   assert written.count(b'\n') == written.count(b'\r\n') > 0
 
+def test_comment_lines_above_a_removed_import_stay():
+  source = ('"""Optimizer helpers."""\n# Copyright 2021 The Flax Authors.\n'
+            '# Optimizers live here.\nfrom flax import optim  # legacy API\nimport jax\n\n\n'
+            'def make(params):\n  return optim.Adam(learning_rate=0.01).create(params)\n')
+  new, _ = migrate_source(source, 'x.py')
+  assert 'from flax import optim' not in new
+  assert new.startswith('"""Optimizer helpers."""\n# Copyright 2021 The Flax Authors.\n'
+                        '# Optimizers live here.\nimport jax\n'), new
+  assert migrate_source(new, 'x.py')[0] == new
+
 def test_lamb_is_flagged_not_exact_for_all_zero_params():
   """Legacy LAMB keeps an all-zero param (a zero-initialised bias) at zero; optax.lamb moves
   it: the plain expression stays (the command targets its state), flagged and not exact."""
@@ -561,7 +571,8 @@ def test_a_schedule_defined_after_a_module_level_create_is_injected():
 
 def test_the_packages_own_private_modules_and_additions_are_not_legacy_names():
   source = ('import flax_optim_compat as optim\nfrom flax_optim_compat import _restore\n\n\n'
-            'def f(path, tx):\n  return _restore.restore_target_and_state(path), optim.from_optax(tx)\n')
+            'def f(path, tx):\n'
+            '  return _restore.restore_target_and_state(path), optim.from_optax(tx)\n')
   new, report = migrate_source(source)
   assert new == source and report.exit_status() == 0
 

@@ -100,8 +100,58 @@ def _rewrite(plan: _edits.FilePlan) -> str:
         if full.startswith(('flax.optim', 'flax_optim_compat')):
           asname = a.asname.name.value if a.asname else None
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, full, None, asname)
-  module = visitors.RemoveImportsVisitor(ctx).transform_module(module)
-  return module.code
+  return _remove_imports(module, ctx).code
+
+
+def _import_lines(module: cst.Module) -> set:
+  """The code of every statement line holding an import (its comment lines above left out)."""
+  lines = set()
+
+  class _Collect(cst.CSTVisitor):
+    def visit_SimpleStatementLine(self, node):
+      if any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in node.body):
+        lines.add(module.code_for_node(node.with_changes(leading_lines=())))
+  module.visit(_Collect())
+  return lines
+
+
+class _CommentsToNext(cst.CSTTransformer):
+  """Moves the comment lines above the given statement lines onto the statement after them."""
+
+  def __init__(self, module, lines):
+    super().__init__()
+    self._module, self._lines = module, lines
+
+  def _moved(self, body):
+    out, carry = [], []
+    for statement in body:
+      if carry:
+        statement = statement.with_changes(leading_lines=(*carry, *statement.leading_lines))
+        carry = []
+      if (isinstance(statement, cst.SimpleStatementLine) and statement.leading_lines and
+          self._module.code_for_node(statement.with_changes(leading_lines=())) in self._lines):
+        carry = list(statement.leading_lines)
+        statement = statement.with_changes(leading_lines=())
+      out.append(statement)
+    return out, carry
+
+  def leave_Module(self, original_node, updated_node):
+    body, carry = self._moved(updated_node.body)
+    return updated_node.with_changes(body=body, footer=(*carry, *updated_node.footer))
+
+  def leave_IndentedBlock(self, original_node, updated_node):
+    body, carry = self._moved(updated_node.body)
+    return updated_node.with_changes(body=body, footer=(*carry, *updated_node.footer))
+
+
+def _remove_imports(module: cst.Module, ctx) -> cst.Module:
+  """LibCST's ``RemoveImportsVisitor``, keeping the comment lines above an import line it
+  removes (it drops a statement's leading lines with it): they move onto the next statement."""
+  removed = _import_lines(module) - _import_lines(
+      visitors.RemoveImportsVisitor(ctx).transform_module(module))
+  if removed:
+    module = module.visit(_CommentsToNext(module, removed))
+  return visitors.RemoveImportsVisitor(ctx).transform_module(module)
 
 
 def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
