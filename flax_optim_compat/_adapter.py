@@ -246,6 +246,13 @@ class OptaxBackedDef(OptimizerDef):
     """
     if not self.plain_optax_forms:
       raise NotImplementedError(f'{type(self).__name__} declares no plain optax expression.')
+    if (getattr(self.hyper_params, 'learning_rate', 0) is None
+        and 'learning_rate' not in (arg_sources or {})):
+      # optax reads learning_rate=None as "no scaling": the update would climb the gradient.
+      raise ValueError(f'{self!r} has no learning rate (legacy took one per step, '
+                       'apply_gradient(grads, learning_rate=lr)); optax needs it in the '
+                       'transformation: give the rate (any value: the state does not depend '
+                       'on it) or its source text.')
     return _plain.render(self, self.plain_optax_forms, arg_sources)
 
   def plain_optax_transform(self) -> optax.GradientTransformation:

@@ -102,6 +102,12 @@ def _default_target(opt_def):
   The plain optax expression of :meth:`plain_optax` where it continues the legacy numbers
   (bit-exact or to 1e-6), else the def's own ``optax_transform()``.
   """
+  if getattr(opt_def.hyper_params, 'learning_rate', 0) is None:
+    raise CheckpointError(
+        f'{opt_def!r} has no learning rate (legacy took one per step), and the optax '
+        'transformation needs it: give the rate your run used in --optimizer (any value: the '
+        'state does not depend on it; e.g. learning_rate=0.1), or a --tx such as '
+        'optax.inject_hyperparams(optax.X)(learning_rate=...) to set it per step.')
   plain = _plain_of(opt_def)
   if plain is not None and plain.exact != 'not exact':
     return opt_def.plain_optax_transform(), plain.expression, None

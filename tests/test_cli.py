@@ -98,6 +98,22 @@ def test_converted_orbax_directory_where_a_legacy_checkpoint_is_expected(capsys,
                     'holds no legacy optimizer')
 
 
+def test_an_optimizer_without_a_learning_rate_needs_one_or_a_tx(capsys, tmp_path):
+  """optax reads learning_rate=None as no scaling at all (a step would climb the gradient), so
+  the default conversion refuses; with a --tx the state converts as with the rate given."""
+  no_lr = 'Adam(beta1=0.85, beta2=0.99, eps=1e-6, weight_decay=0.01)'
+  _assert_bad_input(capsys, tmp_path, ['convert', ADAM_DIR, '--optimizer', no_lr, '--to',
+                                       'train-state', '--out', str(tmp_path / 'out')],
+                    'has no learning rate')
+  tx = 'optax.adamw(learning_rate=0.01, b1=0.85, b2=0.99, eps=1e-6, weight_decay=0.01)'
+  for name, optimizer in (('given', ADAM), ('tx', no_lr)):
+    code, _, err = _run(capsys, 'convert', ADAM_DIR, '--optimizer', optimizer, '--tx', tx,
+                        '--to', 'train-state', '--out', str(tmp_path / name))
+    assert code == 0, err
+  assert (tmp_path / 'given').read_bytes() == (tmp_path / 'tx').read_bytes()
+  with pytest.raises(ValueError, match='has no learning rate'):
+    optim.Momentum(beta=0.9).plain_optax()
+
 def test_a_legacy_checkpoint_flax_saved_with_orbax_converts_like_its_msgpack_twin(
     capsys, tmp_path):
   """Legacy code running unchanged on today's flax saves orbax directories by default

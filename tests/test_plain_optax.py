@@ -81,9 +81,9 @@ def test_arg_sources_are_used_verbatim_and_choose_conservatively():
   plain = optim.Adam().plain_optax({'learning_rate': 'config.lr', 'beta1': '0.95'})
   assert plain.expression == 'optax.adam(learning_rate=config.lr, b1=0.95, b2=0.999, eps=1e-08)'
   # The decay is only source text: adamw is right for every value (0 included).
-  plain = optim.Adam().plain_optax({'weight_decay': 'config.wd'})
+  plain = optim.Adam(0.1).plain_optax({'weight_decay': 'config.wd'})
   assert plain.expression.startswith('optax.adamw(') and 'weight_decay=config.wd' in plain.expression
-  assert optim.Adam().plain_optax({'weight_decay': '0.0'}).expression.startswith('optax.adam(')
+  assert optim.Adam(0.1).plain_optax({'weight_decay': '0.0'}).expression.startswith('optax.adam(')
   plain = optim.LARS(0.1).plain_optax({'weight_decay': 'wd'})
   assert plain.exact == 'not exact' and 'weight_decay=wd' in plain.expression
   assert optim.LARS(0.1).plain_optax().exact == '1e-6'
