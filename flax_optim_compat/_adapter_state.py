@@ -359,6 +359,10 @@ def _check_shapes(opt_def, params, field_trees, specs, what):
       raise StateMappingError(f'{type(opt_def).__name__}: the {what} field {name!r} does not '
                               'mirror the params.') from None
     for path, g, w in zip(paths, got, want):
+      if not hasattr(w, 'shape'):  # e.g. optax.MaskedNode: the tx keeps no state there
+        raise StateMappingError(
+            f'{type(opt_def).__name__}: the {what} keeps no {name!r} for {path!r} (a mask?), '
+            'where the legacy state has one: a different algorithm for that param.')
       if np.shape(g) != tuple(w.shape):
         raise StateMappingError(
             f'{type(opt_def).__name__}: {name!r} of {path!r} has shape {np.shape(g)} but the '

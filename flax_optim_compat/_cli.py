@@ -427,6 +427,12 @@ def _main(argv: Optional[List[str]]) -> int:
   except (convert.CheckpointError, UsageError) as e:
     sys.stderr.write(_one_line(f'{prefix}: error: {e}'))
     return 2
+  except (ValueError, TypeError) as e:
+    # What the optimizer def, the tx or jax refuse (overlapping traversals, a tx whose init
+    # cannot be traced, ...): their first line names the problem; nothing was written.
+    first = (str(e).splitlines() or [''])[0]
+    sys.stderr.write(_one_line(f'{prefix}: error: {type(e).__name__}: {first}'))
+    return 2
   except KeyboardInterrupt:
     sys.stderr.write(_one_line(f'{prefix}: interrupted'))
     return 130

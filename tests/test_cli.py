@@ -114,6 +114,21 @@ def test_an_optimizer_without_a_learning_rate_needs_one_or_a_tx(capsys, tmp_path
   with pytest.raises(ValueError, match='has no learning rate'):
     optim.Momentum(beta=0.9).plain_optax()
 
+@pytest.mark.parametrize('optimizer, tx, match', [
+    # A leaf both traversals select: the def's own refusal, as one line.
+    ("MultiOptimizer((ModelParamTraversal('kernel'), Adam(0.01)), "
+     "(ModelParamTraversal('kernel|bias'), Momentum(0.1)))", None,
+     'ValueError: Multiple optimizers match the same leaves'),
+    # A mask that drops a param the legacy state holds moments for.
+    (ADAM, "optax.masked(optax.adamw(0.01), {'conv': {'kernel': True}, "
+           "'dense': {'kernel': True, 'bias': False}, 'scale': True})",
+     "keeps no 'mu' for '/dense/bias'"),
+])
+def test_refusals_of_the_def_or_the_tx_are_one_line(capsys, tmp_path, optimizer, tx, match):
+  argv = ['convert', ADAM_DIR, '--optimizer', optimizer, '--to', 'train-state',
+          '--out', str(tmp_path / 'out')]
+  _assert_bad_input(capsys, tmp_path, argv + (['--tx', tx] if tx else []), match)
+
 def test_a_legacy_checkpoint_flax_saved_with_orbax_converts_like_its_msgpack_twin(
     capsys, tmp_path):
   """Legacy code running unchanged on today's flax saves orbax directories by default
