@@ -26,7 +26,8 @@ from . import _tree
 from .base import OptimizerState
 
 __all__ = ['StateMappingError', 'as_dtype', 'optax_fields', 'read_optax_state', 'to_param_states',
-           'legacy_to_optax', 'to_any_optax_state', 'from_any_optax_state']
+           'legacy_to_optax', 'to_any_optax_state', 'from_any_optax_state',
+           'injected_differences']
 
 
 # ----------------------------------------------------------------------------- cast helper
@@ -291,6 +292,25 @@ def _injected_values(tx, params, template) -> List[dict]:
   if not _collect_hyperparams(template):
     return []
   return jax.jit(lambda p: _collect_hyperparams(tx.init(p)))(params)
+
+
+def injected_differences(tx, params, opt_state) -> List[str]:
+  """``'name=file value (the tx says v)'`` for each injected hyper-param of a converted
+  ``opt_state`` that differs from what ``tx.init`` injects (the state keeps the file's)."""
+  kept = _collect_hyperparams(opt_state)
+  if not kept:
+    return []
+  try:
+    given = jax.jit(lambda p: _collect_hyperparams(tx.init(p)))(params)
+  except Exception:  # pylint: disable=broad-except  # then nothing to compare with
+    return []
+  out = []
+  for mine, theirs in zip(kept, given):
+    for name in mine:
+      a, b = np.asarray(mine[name]), np.asarray(theirs.get(name, mine[name]))
+      if a.shape == b.shape == () and float(a) != float(b):
+        out.append(f'{name}={float(a):g} (the tx says {float(b):g})')
+  return out
 
 
 def _step_signs(opt_def, tx, params) -> Dict[str, float]:

@@ -17,6 +17,7 @@ import optax
 from flax import serialization
 from flax.training import train_state as flax_train_state
 
+from . import _adapter_state
 from . import _layouts
 from . import _replicas
 from . import _state_dict
@@ -203,6 +204,11 @@ def convert_tree(tree: dict, where: str, optimizer_def: OptimizerDef, *, tx, kee
     if tx is None and not isinstance(optimizer_def, MultiOptimizer):
       notes += optimizer_def.plain_optax_notes(optimizer.target)
     opt_state = optimizer_def.optax_state(optimizer.target, optimizer.state, tx=state_tx)
+    if tx is not None:
+      kept = _adapter_state.injected_differences(full_tx, optimizer.target, opt_state)
+      if kept:
+        notes.append(f'the injected hyper-parameters keep the file\'s values: {", ".join(kept)};'
+                     ' training resumes with them (set opt_state.hyperparams to change them)')
   except NotImplementedError as e:
     raise CheckpointError(f'{type(optimizer_def).__name__} cannot be converted to optax: {e}') from None
   except ValueError as e:
@@ -231,6 +237,10 @@ def convert_tree(tree: dict, where: str, optimizer_def: OptimizerDef, *, tx, kee
     siblings = {k: v for k, v in parent.items() if k not in (path[-1], 'step')}
     if siblings:
       notes.append(f'carried beside the train state: {", ".join(sorted(map(str, siblings)))}')
+    else:
+      notes.append(f'the optimizer sat at {_tree.join_keys(path)} with nothing but a step '
+                   'beside it: the output is a plain TrainState, which converts back to a bare '
+                   'optimizer (keep_layout / --keep-layout keeps the outer layout)')
     state_dict = _state_dict.replace_at(tree, path[:-1], dict(core, **siblings))
   return Conversion(train_state, state_dict, load_with, tuple(notes))
 

@@ -129,6 +129,17 @@ def test_refusals_of_the_def_or_the_tx_are_one_line(capsys, tmp_path, optimizer,
           '--out', str(tmp_path / 'out')]
   _assert_bad_input(capsys, tmp_path, argv + (['--tx', tx] if tx else []), match)
 
+def test_an_injected_tx_with_other_values_is_told_the_state_keeps_the_files(capsys, tmp_path):
+  tx = ('optax.inject_hyperparams(optax.adamw)(learning_rate=0.03, b1=0.85, b2=0.99, eps=1e-6, '
+        'weight_decay=0.01)')
+  code, out, err = _run(capsys, 'convert', ADAM_DIR, '--optimizer', ADAM, '--tx', tx, '--to',
+                        'train-state', '--out', str(tmp_path / 'out'))
+  assert code == 0, err
+  assert "keep the file's values: learning_rate=0.01 (the tx says 0.03)" in out
+  with open(tmp_path / 'out', 'rb') as f:
+    hyperparams = serialization.msgpack_restore(f.read())['opt_state']['hyperparams']
+  assert float(hyperparams['learning_rate']) == np.float32(0.01)
+
 def test_a_legacy_checkpoint_flax_saved_with_orbax_converts_like_its_msgpack_twin(
     capsys, tmp_path):
   """Legacy code running unchanged on today's flax saves orbax directories by default
