@@ -144,6 +144,9 @@ def _labels_text(opt_def) -> Optional[str]:
 
 
 def _cmd_convert(args, out) -> int:
+  if args.step is not None and args.to != 'legacy':
+    raise UsageError('--step applies to --to legacy (the legacy step of a converted file); a '
+                     'legacy input has its own step.')
   opt_def = parse_optimizer(args.optimizer)
   tx, tx_text = _target_txs(args, opt_def)
   progress = _progress_for(args.path)

@@ -140,6 +140,11 @@ def test_an_injected_tx_with_other_values_is_told_the_state_keeps_the_files(caps
     hyperparams = serialization.msgpack_restore(f.read())['opt_state']['hyperparams']
   assert float(hyperparams['learning_rate']) == np.float32(0.01)
 
+def test_step_is_for_to_legacy_only(capsys, tmp_path):
+  _assert_bad_input(capsys, tmp_path, ['convert', ADAM_DIR, '--optimizer', ADAM, '--to', 'optax',
+                                       '--out', str(tmp_path / 'out'), '--step', '5'],
+                    '--step applies to --to legacy')
+
 def test_a_legacy_checkpoint_flax_saved_with_orbax_converts_like_its_msgpack_twin(
     capsys, tmp_path):
   """Legacy code running unchanged on today's flax saves orbax directories by default
