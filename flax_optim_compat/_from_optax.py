@@ -292,12 +292,19 @@ class FromOptax(OptimizerDef):
           'in its state; pass them to optax_state(params, state, hyper_params).')
     return optax.inject_hyperparams(self.factory)(**{**self.factory_kwargs, **hyper_params})
 
-  def optax_state(self, params, state, hyper_params=None):
+  def optax_state(self, params, state, hyper_params=None, tx=None):
     """The optax state of :meth:`optax_transform`: ``state.param_states`` itself.
 
     With ``hyper_params``, the injected constants are set to them (checked as overrides).
+    A ``tx`` must keep a state of the same structure (the state is not translated).
     """
-    del params
+    if tx is not None:
+      want = jax.tree_util.tree_structure(jax.eval_shape(tx.init, params))
+      have = jax.tree_util.tree_structure(state.param_states)
+      if want != have:
+        raise ValueError('a from_optax optimizer\'s state is its own transformation\'s state, '
+                         'kept as it is: tx must keep a state of the same structure (the '
+                         f'state is {have}, tx.init gives {want}).')
     if hyper_params is None:
       return state.param_states
     hyper_params = self.update_hyper_params(hyper_params=hyper_params)

@@ -204,6 +204,11 @@ class OptimizerDef:
         f'{type(self).__name__} has no plain optax expression (only the built-in optimizers '
         'have one).')
 
+  def plain_optax_notes(self, params) -> list:
+    """Lines naming the params whose plain-optax continuation differs (the built-ins' LAMB)."""
+    del params
+    return []
+
   def optax_state(self, params, state, hyper_params=None, tx=None) -> optax.OptState:
     """The state of :meth:`optax_transform` holding the legacy ``state`` for ``params``."""
     del params, state, hyper_params, tx

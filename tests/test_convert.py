@@ -456,3 +456,18 @@ def test_write_msgpack_array_encodings(tmp_path):
           'step': np.int64(7), 'none': None, 'py': 3, 'empty': {}, 'zero': np.zeros((0, 3))}
   convert.write_msgpack(tmp_path / 'out', tree)
   assert (tmp_path / 'out').read_bytes() == serialization.msgpack_serialize(tree)
+
+
+def test_a_from_optax_optimizer_converts_to_its_own_state():
+  """A from_optax optimizer's param_states is its optax state: converted as it is (into the
+  same transformation), and a tx of another state structure is refused by name."""
+  opt_def = optim.from_optax(optax.adamw, learning_rate=1e-2, weight_decay=1e-3)
+  optimizer = opt_def.create({'w': jnp.ones(2)}).apply_gradient({'w': jnp.ones(2)})
+  conversion = convert.convert_checkpoint(serialization.to_bytes(optimizer), opt_def)
+  assert (jax.tree_util.tree_structure(conversion.train_state.opt_state)
+          == jax.tree_util.tree_structure(optimizer.state.param_states))
+  jax.tree_util.tree_map(np.testing.assert_array_equal, conversion.train_state.opt_state,
+                         optimizer.state.param_states)
+  with pytest.raises(convert.CheckpointError, match='same structure'):
+    convert.convert_checkpoint(serialization.to_bytes(optimizer), opt_def,
+                               tx=optax.sgd(0.1, momentum=0.9))
