@@ -394,7 +394,8 @@ class _WithoutUnretrievedFutures(logging.Filter):
   """
 
   def filter(self, record):
-    return not record.getMessage().endswith('exception was never retrieved')
+    first_line = record.getMessage().split('\n', 1)[0]   # then 'future: <...>' lines
+    return not first_line.endswith('exception was never retrieved')
 
 
 _QUIET_FUTURES = _WithoutUnretrievedFutures()
