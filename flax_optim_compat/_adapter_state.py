@@ -15,7 +15,7 @@ Everything here runs at trace time under ``jax.jit``.
 """
 import dataclasses
 import functools
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -117,19 +117,25 @@ def _fill_optax_state(template, step, field_trees: Dict[str, Any], opt_def,
   return _map_state(template, on_field)
 
 
-def read_optax_state(opt_state, wanted) -> Dict[str, Any]:
-  """``{optax field: value}`` of the fields named in ``wanted``, anywhere in the state."""
-  found: Dict[str, Any] = {}
+def _find_fields(opt_state, keep) -> List[Tuple[str, Any]]:
+  """``(name, value)`` of every field of the state with ``keep(name, value)``, anywhere in it,
+  in the walk's order (a kept field is not looked into)."""
+  found = []
 
   def on_field(name, child, where):
-    if name in wanted:
-      found[name] = child
+    if keep(name, child):
+      found.append((name, child))
     elif _is_namedtuple(child) or isinstance(child, (tuple, list, dict)):
       _map_state(child, on_field, where + '/')
     return child
 
   _map_state(opt_state, on_field)
   return found
+
+
+def read_optax_state(opt_state, wanted) -> Dict[str, Any]:
+  """``{optax field: value}`` of the fields named in ``wanted``, anywhere in the state."""
+  return dict(_find_fields(opt_state, lambda name, _: name in wanted))
 
 
 # ----------------------------------------------------------------------------- legacy <-> optax
@@ -270,17 +276,8 @@ def _hyperparam_values(opt_def) -> Dict[str, Any]:
 
 def _collect_hyperparams(opt_state) -> List[dict]:
   """The ``hyperparams`` dicts of the ``inject_hyperparams`` states, in the walk's order."""
-  found = []
-
-  def on_field(name, child, where):
-    if name == 'hyperparams' and isinstance(child, dict):
-      found.append(child)
-    elif _is_namedtuple(child) or isinstance(child, (tuple, list, dict)):
-      _map_state(child, on_field, where + '/')
-    return child
-
-  _map_state(opt_state, on_field)
-  return found
+  return [child for _, child in _find_fields(
+      opt_state, lambda name, child: name == 'hyperparams' and isinstance(child, dict))]
 
 
 def _injected_values(tx, params, template) -> List[dict]:
@@ -298,10 +295,8 @@ def injected_differences(tx, params, opt_state) -> List[str]:
   """``'name=file value (the tx says v)'`` for each injected hyper-param of a converted
   ``opt_state`` that differs from what ``tx.init`` injects (the state keeps the file's)."""
   kept = _collect_hyperparams(opt_state)
-  if not kept:
-    return []
   try:
-    given = jax.jit(lambda p: _collect_hyperparams(tx.init(p)))(params)
+    given = _injected_values(tx, params, opt_state)
   except Exception:  # pylint: disable=broad-except  # then nothing to compare with
     return []
   out = []
