@@ -70,7 +70,7 @@ def measure(what: str, path: str, out: str) -> dict:
   import warnings
   from flax import serialization
   import flax_optim_compat as optim
-  from flax_optim_compat import _cli
+  from flax_optim_compat._cli import _main as _cli
   from flax_optim_compat import convert
 
   warnings.simplefilter('ignore', optim.FlaxOptimDeprecationWarning)

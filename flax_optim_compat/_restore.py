@@ -65,8 +65,8 @@ from flax import core as flax_core
 from flax import serialization
 
 from . import _layouts
-from . import _orbax_io
-from . import _state_dict
+from ._checkpoint import _orbax_io
+from ._checkpoint import _state_dict
 from . import _tree
 
 __all__ = ['restore_target_and_state', 'check_single_copy']

@@ -26,12 +26,12 @@ from typing import Mapping, Optional, Union
 
 from flax.training import train_state as flax_train_state
 
-from . import _codec, _conversion, _converted, _diff, _inspect, _orbax_io, _outputs, _sources
-from ._codec import CheckpointError
-from ._conversion import Conversion, ConversionWarning, OptaxCheckpoint
-from ._converted import ConvertedCheckpoint
-from ._diff import DiffResult
-from ._inspect import CheckpointInfo
+from ._checkpoint import _codec, _conversion, _converted, _diff, _inspect, _orbax_io, _outputs, _sources
+from ._checkpoint._codec import CheckpointError
+from ._checkpoint._conversion import Conversion, ConversionWarning, OptaxCheckpoint
+from ._checkpoint._converted import ConvertedCheckpoint
+from ._checkpoint._diff import DiffResult
+from ._checkpoint._inspect import CheckpointInfo
 from .base import OptimizerDef
 
 __all__ = ['CheckpointError', 'CheckpointInfo', 'DiffResult', 'Conversion', 'ConversionWarning',

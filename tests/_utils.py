@@ -35,7 +35,7 @@ def legacy_checkpoint_tree(name):
 
 def run_cli(capsys, *argv):
   """``(exit code, stdout, stderr)`` of ``flax-optim-compat ARGV...`` run in this process."""
-  from flax_optim_compat import _cli  # pylint: disable=g-import-not-at-top
+  from flax_optim_compat._cli import _main as _cli  # pylint: disable=g-import-not-at-top
   code = _cli.main(list(argv))
   out, err = capsys.readouterr()
   return code, out, err

@@ -1,6 +1,5 @@
 """The package's layering (ARCHITECTURE.md): imports point one way, public optax only."""
 import ast
-import os
 import pathlib
 import re
 
@@ -8,37 +7,67 @@ import pytest
 
 import flax_optim_compat
 
-PACKAGE_DIR = os.path.dirname(flax_optim_compat.__file__)
-REPO = os.path.dirname(PACKAGE_DIR)
-MODULES = sorted(name[:-3] for name in os.listdir(PACKAGE_DIR) if name.endswith('.py'))
+PACKAGE_DIR = pathlib.Path(flax_optim_compat.__file__).parent
+REPO = PACKAGE_DIR.parent
+
+
+def _module_name(path: pathlib.Path) -> str:
+  """A module's name inside the package: ``base``, ``_checkpoint._codec``, ``_migrate`` (a
+  sub-package's ``__init__.py``); the package's own ``__init__.py`` is ``__init__``."""
+  parts = list(path.relative_to(PACKAGE_DIR).with_suffix('').parts)
+  if parts[-1] == '__init__' and len(parts) > 1:
+    parts.pop()
+  return '.'.join(parts)
+
+
+FILES = {_module_name(path): path for path in PACKAGE_DIR.rglob('*.py')}
+MODULES = sorted(FILES)
 
 
 def _tree(module):
-  with open(os.path.join(PACKAGE_DIR, module + '.py'), encoding='utf-8') as f:
-    return ast.parse(f.read())
+  return ast.parse(FILES[module].read_text(encoding='utf-8'))
+
+
+def _package_of(module):
+  """The package a module's relative imports start from, as a list of names."""
+  parts = [] if module == '__init__' else module.split('.')
+  return parts if FILES[module].name == '__init__.py' else parts[:-1]
 
 
 def _package_imports(module):
   """Modules of the package that ``module`` imports, at any level of the file
   (``import flax_optim_compat`` counts as importing ``__init__``)."""
   found = set()
+
+  def add(parts):
+    name = '.'.join(parts) or '__init__'
+    if name in FILES:
+      found.add(name)
+
   for node in ast.walk(_tree(module)):
     if isinstance(node, ast.ImportFrom):
-      if node.level == 1 and node.module:          # from .x import y
-        found.add(node.module.split('.')[0])
-      elif node.level == 1:                        # from . import x
-        found.update(alias.name for alias in node.names)
-      elif (node.module or '').startswith('flax_optim_compat.'):
-        found.add(node.module.split('.')[1])
-      elif node.module == 'flax_optim_compat':
-        found.update(alias.name for alias in node.names)
+      if node.level:
+        package = _package_of(module)
+        base = package[:len(package) - node.level + 1]
+      elif (node.module or '').split('.')[0] == 'flax_optim_compat':
+        base = []
+      else:
+        continue
+      named = (node.module or '').split('.')
+      if not node.level:
+        named = named[1:]
+      parts = base + [part for part in named if part]
+      for alias in node.names:                     # from .x import y: y may be a module
+        if '.'.join(parts + [alias.name]) in FILES:
+          add(parts + [alias.name])
+        else:
+          add(parts)
     elif isinstance(node, ast.Import):
       for alias in node.names:
-        if alias.name.startswith('flax_optim_compat.'):
-          found.add(alias.name.split('.')[1])
-        elif alias.name == 'flax_optim_compat':
-          found.add('__init__')
-  return found & set(MODULES)
+        if alias.name.split('.')[0] == 'flax_optim_compat':
+          add(alias.name.split('.')[1:])
+  found.discard(module)
+  return found
 
 
 def _declared_layers():
@@ -46,7 +75,8 @@ def _declared_layers():
 
   In the diagram's code block a line starting in column 0 opens a layer (its name is the text
   before the first run of two spaces); every ``*.py`` word, on that line or on the indented
-  lines below it, is a module of that layer.
+  lines below it, is a module of that layer (``_checkpoint/_codec.py``), and ``_migrate/*.py``
+  names every module of that folder.
   """
   text = pathlib.Path(REPO, 'ARCHITECTURE.md').read_text(encoding='utf-8')
   block = text.split('```\n', 2)[1]
@@ -57,7 +87,11 @@ def _declared_layers():
     for word in line.split():
       if word.endswith('.py'):
         assert layers, f'ARCHITECTURE.md: {word} comes before any layer name'
-        layers[-1][1].add(word[:-3])
+        if word.endswith('/*.py'):
+          folder = word[:-len('/*.py')]
+          layers[-1][1].update(m for m in FILES if m == folder or m.startswith(folder + '.'))
+        else:
+          layers[-1][1].add(_module_name(PACKAGE_DIR / word))
   return layers[::-1]
 
 
@@ -70,11 +104,11 @@ def test_the_diagram_names_every_module_once():
   declared = [module for _, modules in LAYERS for module in modules]
   assert len(declared) == len(set(declared)), 'ARCHITECTURE.md: a module in two layers'
   missing = sorted(set(MODULES) - set(declared))
-  assert not missing, (f'flax_optim_compat/{missing[0]}.py is in no layer of ARCHITECTURE.md\'s '
+  assert not missing, (f'flax_optim_compat: {missing[0]} is in no layer of ARCHITECTURE.md\'s '
                        'diagram: add it to the layer it belongs to (it may import only modules '
                        'of that layer and the ones below).')
   stale = sorted(set(declared) - set(MODULES))
-  assert not stale, f'ARCHITECTURE.md names {stale[0]}.py, which the package does not have.'
+  assert not stale, f'ARCHITECTURE.md names {stale[0]}, which the package does not have.'
 
 
 @pytest.mark.parametrize('module', MODULES)
@@ -110,13 +144,16 @@ def test_no_import_cycle():
 
 # Inside the layers: the codec knows only tree helpers; file and directory plumbing knows no
 # optimizer; the CLI reaches the checkpoint wing through convert's public API only.
+_CK = '_checkpoint.'
+
+
 @pytest.mark.parametrize('module, forbidden', [
-    ('_codec', set(MODULES) - {'_codec', '_tree'}),
-    ('_outputs', set(MODULES) - {'_outputs', '_codec'}),
-    ('_orbax_io', set(MODULES) - {'_orbax_io', '_codec', '_outputs'}),
-    ('_sources', set(MODULES) - {'_sources', '_codec', '_orbax_io', '_outputs'}),
-    ('_cli', {'_codec', '_outputs', '_orbax_io', '_sources', '_state_dict', '_diff', '_inspect',
-              '_restore', '_conversion', '_converted'}),
+    (_CK + '_codec', set(MODULES) - {_CK + '_codec', '_tree'}),
+    (_CK + '_outputs', set(MODULES) - {_CK + '_outputs', _CK + '_codec'}),
+    (_CK + '_orbax_io', set(MODULES) - {_CK + '_orbax_io', _CK + '_codec', _CK + '_outputs'}),
+    (_CK + '_sources', set(MODULES) - {_CK + '_sources', _CK + '_codec', _CK + '_orbax_io',
+                                        _CK + '_outputs'}),
+    ('_cli._main', {m for m in MODULES if m.startswith(_CK)} | {'_restore'}),
 ])
 def test_the_checkpoint_wing_keeps_its_own_order(module, forbidden):
   assert not _package_imports(module) & forbidden
@@ -124,8 +161,7 @@ def test_the_checkpoint_wing_keeps_its_own_order(module, forbidden):
 
 @pytest.mark.parametrize('module', MODULES)
 def test_public_optax_only_and_no_method_identity_checks(module):
-  with open(os.path.join(PACKAGE_DIR, module + '.py'), encoding='utf-8') as f:
-    source = f.read()
+  source = FILES[module].read_text(encoding='utf-8')
   assert 'optax._src' not in source
   for node in ast.walk(ast.parse(source)):
     if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot))
@@ -138,7 +174,7 @@ def test_public_optax_only_and_no_method_identity_checks(module):
 
 
 def test_cli_uses_public_names_of_convert_only():
-  for node in ast.walk(_tree('_cli')):
+  for node in ast.walk(_tree('_cli._main')):
     if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
         and node.value.id == 'convert'):
-      assert not node.attr.startswith('_'), f'_cli.py:{node.lineno} uses convert.{node.attr}'
+      assert not node.attr.startswith('_'), f'_cli/_main.py:{node.lineno} uses convert.{node.attr}'

@@ -16,7 +16,7 @@ import pytest
 from flax import serialization
 
 import flax_optim_compat as optim
-from flax_optim_compat import _cli
+from flax_optim_compat._cli import _main as _cli
 from flax_optim_compat import convert
 from tests import _utils
 
@@ -353,7 +353,7 @@ def test_console_script_entry_point():
   config = configparser.ConfigParser()
   config.read(os.path.join(os.path.dirname(_utils.FIXTURES), '..', 'setup.cfg'))
   scripts = config['options.entry_points']['console_scripts']
-  assert 'flax-optim-compat = flax_optim_compat._cli:main' in scripts
+  assert 'flax-optim-compat = flax_optim_compat._cli._main:main' in scripts
 
 
 def test_convert_back_needs_a_step_when_the_optax_state_has_none(capsys, tmp_path):

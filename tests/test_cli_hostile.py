@@ -11,7 +11,7 @@ import pytest
 from flax import serialization
 
 import flax_optim_compat as optim
-from flax_optim_compat import _cli
+from flax_optim_compat._cli import _main as _cli
 from flax_optim_compat import convert
 from tests import _hostile
 from tests import _utils

@@ -13,9 +13,9 @@ import pytest
 from flax import serialization
 
 import flax_optim_compat as optim
-from flax_optim_compat import _cli
-from flax_optim_compat import _codec
-from flax_optim_compat import _outputs
+from flax_optim_compat._cli import _main as _cli
+from flax_optim_compat._checkpoint import _codec
+from flax_optim_compat._checkpoint import _outputs
 from flax_optim_compat import convert
 from tests import _utils
 
@@ -184,7 +184,7 @@ def small_disk(tmp_path):
 _FULL_DISK_CHILD = r'''
 import json, sys, warnings
 warnings.simplefilter('ignore')
-from flax_optim_compat import _cli
+from flax_optim_compat._cli import _main as _cli
 source, converted, disk = sys.argv[1:4]
 codes = []
 for to in ('optax', 'train-state', 'orbax', 'legacy'):
@@ -248,7 +248,8 @@ _INTERRUPTED_CHILD = r'''
 import json, os, signal, sys, warnings
 warnings.simplefilter('ignore')
 import orbax.checkpoint as ocp
-from flax_optim_compat import _cli, _codec, _outputs
+from flax_optim_compat._cli import _main as _cli
+from flax_optim_compat._checkpoint import _codec, _outputs
 
 source, work = sys.argv[1], sys.argv[2]
 

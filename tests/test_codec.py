@@ -9,7 +9,7 @@ import pytest
 from flax import serialization
 
 import flax_optim_compat as optim
-from flax_optim_compat import _codec
+from flax_optim_compat._checkpoint import _codec
 from tests import _hostile
 
 

@@ -26,9 +26,9 @@ from flax import serialization
 from flax.training import train_state as flax_train_state
 
 import flax_optim_compat as optim
-from flax_optim_compat import _cli
+from flax_optim_compat._cli import _main as _cli
 from flax_optim_compat import _layouts
-from flax_optim_compat import _codec
+from flax_optim_compat._checkpoint import _codec
 from flax_optim_compat import convert
 from tests import _utils
 from tests import catalogue

@@ -11,8 +11,8 @@ import sys
 import pytest
 from flax import serialization
 
-from flax_optim_compat import _cli
-from flax_optim_compat import _codec
+from flax_optim_compat._cli import _main as _cli
+from flax_optim_compat._checkpoint import _codec
 from flax_optim_compat import convert
 from tests import _hostile
 from tests import _utils

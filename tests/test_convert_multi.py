@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from flax import serialization
 
-from flax_optim_compat import _cli
+from flax_optim_compat._cli import _main as _cli
 from flax_optim_compat import convert
 from tests import _utils
 from tests._isolated import run_isolated

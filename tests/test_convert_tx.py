@@ -25,8 +25,8 @@ import optax
 import pytest
 from flax import serialization
 
-from flax_optim_compat import _cli
-from flax_optim_compat import _expr_tx
+from flax_optim_compat._cli import _main as _cli
+from flax_optim_compat._expr import _tx as _expr_tx
 from flax_optim_compat import convert
 from tests import _utils
 from tests._isolated import run_isolated

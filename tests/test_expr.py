@@ -20,11 +20,11 @@ import optax
 import pytest
 
 import flax_optim_compat as optim
-from flax_optim_compat import _cli
-from flax_optim_compat import _expr_optax
-from flax_optim_compat import _expr_optimizer
-from flax_optim_compat import _expr_tx
-from flax_optim_compat._expr import ExpressionError
+from flax_optim_compat._cli import _main as _cli
+from flax_optim_compat._expr import _optax as _expr_optax
+from flax_optim_compat._expr import _optimizer as _expr_optimizer
+from flax_optim_compat._expr import _tx as _expr_tx
+from flax_optim_compat._expr._core import ExpressionError
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 

@@ -23,7 +23,7 @@ import numpy as np
 import optax
 
 import flax_optim_compat as optim_lib
-from flax_optim_compat import _cli
+from flax_optim_compat._cli import _main as _cli
 from flax_optim_compat._migrate import all_refusals, all_rules, migrate_source, migrate_sources
 
 EXAMPLES = [(rule.code, ex) for rule in all_rules for ex in rule.examples]
@@ -166,7 +166,7 @@ def test_report_commands_parse(code, example):
     tx = eval(tx_text, {'optax': optax, 'jnp': jnp})  # pylint: disable=eval-used
     assert isinstance(tx, optax.GradientTransformation)
     try:
-      from flax_optim_compat import _expr_tx  # pylint: disable=g-import-not-at-top
+      from flax_optim_compat._expr import _tx as _expr_tx  # pylint: disable=g-import-not-at-top
     except ImportError:
       continue
     _expr_tx.parse_tx(tx_text)
@@ -504,7 +504,7 @@ def test_cli_refusal_exit_status_and_missing_path(tmp_path, capsys):
 
 def test_without_libcst_the_package_imports_and_migrate_says_how_to_install(tmp_path):
   code = ('import sys\nsys.modules["libcst"] = None\n'
-          'import flax_optim_compat, flax_optim_compat._cli as cli\n'
+          'import flax_optim_compat, flax_optim_compat._cli._main as cli\n'
           f'sys.exit(cli.main(["migrate", {str(tmp_path)!r}]))\n')
   env = dict(os.environ, PYTHONWARNINGS='ignore')
   result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env,

@@ -9,7 +9,7 @@ import optax
 import pytest
 
 import flax_optim_compat as optim
-from flax_optim_compat import _expr_tx
+from flax_optim_compat._expr import _tx as _expr_tx
 from flax_optim_compat._adapter import PlainOptax
 
 with warnings.catch_warnings():

@@ -8,8 +8,8 @@ set one), the edits of the create call and of the def's variable, the report rec
 """
 import libcst as cst
 
-from .. import _expr
-from .. import _expr_tx
+from .._expr import _core as _expr
+from .._expr import _tx as _expr_tx
 from . import _optax
 from . import _refusals
 from ._edits import Edit

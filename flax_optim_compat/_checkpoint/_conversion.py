@@ -17,15 +17,15 @@ import optax
 from flax import serialization
 from flax.training import train_state as flax_train_state
 
-from . import _adapter_state
-from . import _layouts
+from .. import _adapter_state
+from .. import _layouts
 from . import _replicas
 from . import _state_dict
-from . import _tree
+from .. import _tree
 from ._codec import CheckpointError
-from .base import MultiOptimizer
-from .base import Optimizer
-from .base import OptimizerDef
+from ..base import MultiOptimizer
+from ..base import Optimizer
+from ..base import OptimizerDef
 
 
 class ConversionWarning(UserWarning):

@@ -5,7 +5,7 @@ from typing import Optional
 import numpy as np
 
 from . import _state_dict
-from . import _tree
+from .. import _tree
 from ._codec import CheckpointError
 
 

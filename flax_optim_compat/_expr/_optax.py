@@ -206,8 +206,8 @@ def optax_names() -> Dict[str, List[str]]:
   (:data:`UNANNOTATED_TRANSFORMS`), plus ``inject_hyperparams``.
 
   Examples:
-    >>> from flax_optim_compat import _expr_optax
-    >>> names = _expr_optax.optax_names()
+    >>> from flax_optim_compat._expr import _optax
+    >>> names = _optax.optax_names()
     >>> 'adamw' in names['transformations'], 'exponential_decay' in names['schedules']
     (True, True)
   """

@@ -17,7 +17,7 @@ from flax import serialization
 from . import _conversion
 from . import _sources
 from . import _state_dict
-from . import _tree
+from .. import _tree
 from ._codec import CheckpointError
 
 

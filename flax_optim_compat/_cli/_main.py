@@ -19,14 +19,14 @@ from typing import List, Optional
 from flax import serialization
 
 import flax_optim_compat as optim
-from . import _deprecation
-from . import convert
-from . import demo
-from ._expr import UsageError
-from ._expr_optimizer import parse_optimizer
-from ._expr_optimizer import path_regexes
-from ._expr_tx import canonical_tx
-from ._expr_tx import parse_tx
+from .. import _deprecation
+from .. import convert
+from . import _demo as demo
+from .._expr._core import UsageError
+from .._expr._optimizer import parse_optimizer
+from .._expr._optimizer import path_regexes
+from .._expr._tx import canonical_tx
+from .._expr._tx import parse_tx
 
 _PROG = 'flax-optim-compat'
 _PROGRESS_MIN_BYTES = 100 << 20

@@ -18,7 +18,7 @@ import msgpack
 import numpy as np
 from flax import serialization
 
-from . import _tree
+from .. import _tree
 
 # flax's msgpack extension types (flax.serialization._MsgpackExtType) and chunked-array key.
 EXT_NDARRAY, EXT_COMPLEX, EXT_NPSCALAR = 1, 2, 3
@@ -375,7 +375,7 @@ def decode_bytes(data, where: str = 'the bytes', *, mode: str = 'numpy') -> dict
 
   Examples:
     >>> from flax import serialization
-    >>> from flax_optim_compat import _codec
+    >>> from flax_optim_compat._checkpoint import _codec
     >>> _codec.decode_bytes(serialization.msgpack_serialize({'step': 3}))
     {'step': 3}
     >>> _codec.decode_bytes(b'\\x82', "'ckpt/checkpoint_1'")
@@ -444,7 +444,7 @@ def encode(f, state_dict: dict) -> None:
   Examples:
     >>> import io, numpy as np
     >>> from flax import serialization
-    >>> from flax_optim_compat import _codec
+    >>> from flax_optim_compat._checkpoint import _codec
     >>> tree = {'w': np.arange(3.0), 'step': 2}
     >>> f = io.BytesIO()
     >>> _codec.encode(f, tree)

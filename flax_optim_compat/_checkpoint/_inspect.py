@@ -6,10 +6,10 @@ import jax
 import numpy as np
 
 from . import _codec
-from . import _layouts
+from .. import _layouts
 from . import _replicas
 from . import _state_dict
-from . import _tree
+from .. import _tree
 
 
 def _leaf_summary(leaf) -> Tuple[Optional[Tuple[int, ...]], Optional[str], int]:

@@ -19,10 +19,10 @@ import jax.numpy as jnp
 from flax import traverse_util
 
 import flax_optim_compat
-from . import _deprecation
-from . import _expr
-from . import _hyper
-from . import base
+from .. import _deprecation
+from . import _core
+from .. import _hyper
+from .. import base
 
 __all__ = ['PathRegex', 'RegexTraversal', 'optimizer_classes', 'parse_optimizer',
            'path_regexes']
@@ -48,7 +48,7 @@ class PathRegex:
     re.error: the pattern does not compile.
 
   Examples:
-    >>> from flax_optim_compat._expr_optimizer import PathRegex
+    >>> from flax_optim_compat._expr._optimizer import PathRegex
     >>> kernels = PathRegex('kernel$')
     >>> kernels('/dense/kernel', None), kernels('/dense/bias', None)
     (True, False)
@@ -98,7 +98,7 @@ class RegexTraversal(traverse_util.ModelParamTraversal):
 
   Examples:
     >>> import warnings
-    >>> from flax_optim_compat._expr_optimizer import PathRegex, RegexTraversal
+    >>> from flax_optim_compat._expr._optimizer import PathRegex, RegexTraversal
     >>> with warnings.catch_warnings():  # flax deprecates its traversals
     ...   warnings.simplefilter('ignore', DeprecationWarning)
     ...   kernels = RegexTraversal(PathRegex('kernel$'))
@@ -127,11 +127,11 @@ def path_regexes(opt_def) -> Optional[Tuple[PathRegex, ...]]:
     a ``MultiOptimizer`` and every traversal is a :class:`RegexTraversal`; else None.
 
   Examples:
-    >>> from flax_optim_compat import _expr_optimizer
-    >>> _expr_optimizer.path_regexes(_expr_optimizer.parse_optimizer(
+    >>> from flax_optim_compat._expr import _optimizer
+    >>> _optimizer.path_regexes(_optimizer.parse_optimizer(
     ...     "MultiOptimizer((ModelParamTraversal('kernel$'), Adam(1e-3)))"))
     (PathRegex('kernel$'),)
-    >>> _expr_optimizer.path_regexes(_expr_optimizer.parse_optimizer('Adam(1e-3)')) is None
+    >>> _optimizer.path_regexes(_optimizer.parse_optimizer('Adam(1e-3)')) is None
     True
   """
   traversals = getattr(opt_def, 'traversals', None) if isinstance(
@@ -156,8 +156,8 @@ def optimizer_classes() -> Dict[str, type]:
   """The optimizer classes ``--optimizer`` accepts, by name: the package's public defs.
 
   Examples:
-    >>> from flax_optim_compat import _expr_optimizer
-    >>> 'Adam' in _expr_optimizer.optimizer_classes(), 'OptimizerDef' in _expr_optimizer.optimizer_classes()
+    >>> from flax_optim_compat._expr import _optimizer
+    >>> 'Adam' in _optimizer.optimizer_classes(), 'OptimizerDef' in _optimizer.optimizer_classes()
     (True, False)
   """
   return dict(_optimizer_classes())
@@ -180,7 +180,7 @@ def _hyper_param_kinds(annotation) -> Optional[frozenset]:
   return _hyper.allowed_kinds(annotation)
 
 
-def _check_hyper_params(opt_def, ctx: _expr.Context, name: str) -> None:
+def _check_hyper_params(opt_def, ctx: _core.Context, name: str) -> None:
   """The package's own check of a def's hyper-params, as an :class:`ExpressionError`."""
   try:
     _hyper.check_fields(type(opt_def).__name__, opt_def.hyper_params)
@@ -236,30 +236,30 @@ def _def_argument_kinds(opt_def, param: inspect.Parameter) -> Optional[frozenset
   return None
 
 
-def _def_literal(node, param: inspect.Parameter, name: str, ctx: _expr.Context):
+def _def_literal(node, param: inspect.Parameter, name: str, ctx: _core.Context):
   """The value of a literal argument of optimizer ``name``, before the def is built."""
   where = f'{name} argument {ascii(param.name)}'
-  value = _expr.literal(node)
-  if value is _expr.NOT_LITERAL:
-    dtype = _expr.dtype_of(node, ctx)
+  value = _core.literal(node)
+  if value is _core.NOT_LITERAL:
+    dtype = _core.dtype_of(node, ctx)
     if dtype is not None and param.default is not param.empty and _is_dtype(param.default):
       return dtype
-    if isinstance(node, ast.Call) and _expr.name_in(node.func, _PACKAGE_PREFIXES) in dict(
+    if isinstance(node, ast.Call) and _core.name_in(node.func, _PACKAGE_PREFIXES) in dict(
         _optimizer_classes()):
       raise ctx.fail(f'{where}: only {" and ".join(_wrappers())} takes an optimizer argument.')
     if isinstance(node, (ast.List, ast.Tuple, ast.Dict, ast.Set)):
-      raise ctx.fail(f'{where} takes a single literal, not {_expr.describe(node)}.')
+      raise ctx.fail(f'{where} takes a single literal, not {_core.describe(node)}.')
     raise ctx.fail(f'{where}: only literal arguments are allowed (numbers, strings, '
-                   f'True/False/None), not {_expr.describe(node)}.')
-  _expr.refuse_literal_kind(value, where, ctx)
+                   f'True/False/None), not {_core.describe(node)}.')
+  _core.refuse_literal_kind(value, where, ctx)
   if isinstance(value, str) and param.default is not param.empty and _is_dtype(param.default):
-    dtype = _expr.dtype_of(node, ctx)
+    dtype = _core.dtype_of(node, ctx)
     if dtype is None:
-      raise ctx.fail(f'{where} takes a dtype ({", ".join(_expr.DTYPES)}), got '
-                     f'{_expr.value_words(value)}.')
+      raise ctx.fail(f'{where} takes a dtype ({", ".join(_core.DTYPES)}), got '
+                     f'{_core.value_words(value)}.')
     return dtype
   if isinstance(value, (int, float)) and not isinstance(value, bool):
-    _expr.check_number(value, where, ctx)
+    _core.check_number(value, where, ctx)
   return value
 
 
@@ -270,7 +270,7 @@ def _is_dtype(value) -> bool:
     return False
 
 
-def _construct(cls, args, kwargs, name: str, ctx: _expr.Context):
+def _construct(cls, args, kwargs, name: str, ctx: _core.Context):
   try:
     with warnings.catch_warnings():
       warnings.simplefilter('ignore', _deprecation.FlaxOptimDeprecationWarning)
@@ -280,34 +280,34 @@ def _construct(cls, args, kwargs, name: str, ctx: _expr.Context):
     raise ctx.fail(f'{name}: {e}') from None
 
 
-def _build_def(node, ctx: _expr.Context, outermost: bool):
+def _build_def(node, ctx: _core.Context, outermost: bool):
   """The OptimizerDef of one optimizer call node."""
   if not isinstance(node, ast.Call):
     raise ctx.fail('expected a call such as "Adam(learning_rate=1e-3)", got '
-                   f'{_expr.source_of(node)}.')
-  name = _expr.name_in(node.func, _PACKAGE_PREFIXES)
+                   f'{_core.source_of(node)}.')
+  name = _core.name_in(node.func, _PACKAGE_PREFIXES)
   classes = dict(_optimizer_classes())
   if name not in classes:
-    raise ctx.fail(f'unknown optimizer {_expr.source_of(node.func)}; one of {", ".join(classes)}.')
+    raise ctx.fail(f'unknown optimizer {_core.source_of(node.func)}; one of {", ".join(classes)}.')
   cls = classes[name]
   if cls is base.MultiOptimizer:
     if not outermost:
       raise ctx.fail('MultiOptimizer can only be the outermost optimizer.')
     return _build_multi(node, ctx)
-  bound = _expr.bind(inspect.signature(cls), name, node, ctx)
+  bound = _core.bind(inspect.signature(cls), name, node, ctx)
   given = {}   # param name -> (param, value) of literal arguments
 
   def build_one(param, value_node):
     if _takes_def(param):
       if not isinstance(value_node, ast.Call):
         raise ctx.fail(f'{name} argument {ascii(param.name)} takes an optimizer such as '
-                       f'Adam(1e-3), got {_expr.describe(value_node)}.')
+                       f'Adam(1e-3), got {_core.describe(value_node)}.')
       return _build_def(value_node, ctx, outermost=False)
     value = _def_literal(value_node, param, name, ctx)
     given[param.name] = (param, value)
     return value
 
-  args, kwargs = _expr.build_each(bound, build_one)
+  args, kwargs = _core.build_each(bound, build_one)
   opt_def = _construct(cls, args, kwargs, name, ctx)
   for param, value in given.values():
     kinds = _def_argument_kinds(opt_def, param)
@@ -316,21 +316,21 @@ def _build_def(node, ctx: _expr.Context, outermost: bool):
     if kinds is None:
       if isinstance(value, str):
         raise ctx.fail(f'{name} argument {ascii(param.name)} takes no string, got '
-                       f'{_expr.value_words(value)}.')
+                       f'{_core.value_words(value)}.')
       continue
     if not _admits(kinds, value):
       raise ctx.fail(f'{name} argument {ascii(param.name)} takes {_kinds_words(kinds)}, '
-                     f'got {_expr.value_words(value)}.')
+                     f'got {_core.value_words(value)}.')
   _check_hyper_params(opt_def, ctx, name)
   return opt_def
 
 
-def _build_traversal(node, ctx: _expr.Context, index: int):
+def _build_traversal(node, ctx: _core.Context, index: int):
   where = f'MultiOptimizer group {index}'
   if not (isinstance(node, ast.Call)
-          and _expr.name_in(node.func, _TRAVERSAL_PREFIXES) == 'ModelParamTraversal'):
+          and _core.name_in(node.func, _TRAVERSAL_PREFIXES) == 'ModelParamTraversal'):
     raise ctx.fail(f'{where}: expected ModelParamTraversal(\'REGEX\') first, got '
-                   f'{_expr.describe(node)}.')
+                   f'{_core.describe(node)}.')
   if (len(node.args) + len(node.keywords) != 1
       or any(k.arg != 'filter_fn' for k in node.keywords)):
     raise ctx.fail(f'{where}: ModelParamTraversal takes one argument, a regular expression '
@@ -338,11 +338,11 @@ def _build_traversal(node, ctx: _expr.Context, index: int):
   arg = node.args[0] if node.args else node.keywords[0].value
   if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
     raise ctx.fail(f'{where}: ModelParamTraversal takes a regular expression string (a '
-                   f'function cannot be given on the command line), got {_expr.describe(arg)}.')
+                   f'function cannot be given on the command line), got {_core.describe(arg)}.')
   try:
     filter_fn = PathRegex(arg.value)
   except (re.error, RecursionError, OverflowError) as e:
-    raise ctx.fail(f'{where}: ModelParamTraversal({_expr.quote(arg.value, 40)}): not a valid '
+    raise ctx.fail(f'{where}: ModelParamTraversal({_core.quote(arg.value, 40)}): not a valid '
                    f'regular expression ({e}).') from None
   with warnings.catch_warnings():
     # flax deprecates its traversals; the CLI only uses this one to select groups.
@@ -350,7 +350,7 @@ def _build_traversal(node, ctx: _expr.Context, index: int):
     return RegexTraversal(filter_fn)
 
 
-def _build_multi(node, ctx: _expr.Context):
+def _build_multi(node, ctx: _core.Context):
   if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
     raise ctx.fail('MultiOptimizer takes only (ModelParamTraversal(\'REGEX\'), optimizer) '
                    'pairs, no keywords or *args.')
@@ -361,7 +361,7 @@ def _build_multi(node, ctx: _expr.Context):
   for i, pair in enumerate(node.args):
     if not isinstance(pair, (ast.Tuple, ast.List)) or len(pair.elts) != 2:
       raise ctx.fail(f'MultiOptimizer group {i} must be a (ModelParamTraversal(\'REGEX\'), '
-                     f'optimizer) pair, got {_expr.describe(pair)}.')
+                     f'optimizer) pair, got {_core.describe(pair)}.')
     traversal_node, def_node = pair.elts
     traversal = _build_traversal(traversal_node, ctx, i)
     ctx.where = f'MultiOptimizer group {i}: '
@@ -392,20 +392,20 @@ def parse_optimizer(text: str, *, source: str = '--optimizer'):
     ExpressionError: anything else, in one line naming what is wrong.
 
   Examples:
-    >>> from flax_optim_compat import _expr_optimizer
-    >>> _expr_optimizer.parse_optimizer('WeightNorm(Momentum(0.1, beta=0.8), wn_decay=1e-3)')
+    >>> from flax_optim_compat._expr import _optimizer
+    >>> _optimizer.parse_optimizer('WeightNorm(Momentum(0.1, beta=0.8), wn_decay=1e-3)')
     WeightNorm(Momentum(learning_rate=0.1, beta=0.8, weight_decay=0, nesterov=False), wn_decay=0.001, wn_eps=1e-08)
-    >>> multi = _expr_optimizer.parse_optimizer(
+    >>> multi = _optimizer.parse_optimizer(
     ...     "MultiOptimizer((ModelParamTraversal('kernel$'), Adam(1e-3)),"
     ...     " (ModelParamTraversal('bias$'), GradientDescent(0.1)))")
     >>> multi.traversals
     (ModelParamTraversal('kernel$'), ModelParamTraversal('bias$'))
-    >>> _expr_optimizer.path_regexes(multi)
+    >>> _optimizer.path_regexes(multi)
     (PathRegex('kernel$'), PathRegex('bias$'))
-    >>> _expr_optimizer.parse_optimizer("Adam(learning_rate='fast')")
+    >>> _optimizer.parse_optimizer("Adam(learning_rate='fast')")
     Traceback (most recent call last):
     ...
-    flax_optim_compat._expr.ExpressionError: --optimizer "Adam(learning_rate='fast')": Adam argument 'learning_rate' takes a number or None, got the string 'fast'.
+    flax_optim_compat._expr._core.ExpressionError: --optimizer "Adam(learning_rate='fast')": Adam argument 'learning_rate' takes a number or None, got the string 'fast'.
   """
-  ctx = _expr.Context(text, source)
-  return _build_def(_expr.parse_expression(text, ctx), ctx, outermost=True)
+  ctx = _core.Context(text, source)
+  return _build_def(_core.parse_expression(text, ctx), ctx, outermost=True)

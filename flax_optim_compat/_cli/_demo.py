@@ -8,7 +8,7 @@
 4. A plain flax/optax script, in a process where this package cannot be imported, loads the
    converted file with ``serialization.from_bytes`` and keeps training: the same numbers.
 
-:func:`train` is a small legacy-API example (``python -m flax_optim_compat.demo`` runs it and
+:func:`train` is a small legacy-API example (``python -m flax_optim_compat._cli._demo`` runs it and
 prints the loss going down).
 """
 import contextlib

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _codec
 from . import _state_dict
-from . import _tree
+from .. import _tree
 
 
 @dataclasses.dataclass

@@ -5,8 +5,8 @@ import jax
 import numpy as np
 from flax import serialization
 
-from . import _layouts
-from . import _tree
+from .. import _layouts
+from .. import _tree
 from ._codec import CheckpointError
 
 

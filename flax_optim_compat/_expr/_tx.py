@@ -11,13 +11,13 @@ from typing import Optional
 
 import optax
 
-from . import _expr
-from . import _expr_optax
+from . import _core
+from . import _optax
 
 __all__ = ['parse_tx', 'canonical_tx']
 
 
-def _call(fn, args, kwargs, what: str, ctx: _expr.Context):
+def _call(fn, args, kwargs, what: str, ctx: _core.Context):
   try:
     return fn(*args, **kwargs)
   except Exception as e:  # pylint: disable=broad-except
@@ -26,14 +26,14 @@ def _call(fn, args, kwargs, what: str, ctx: _expr.Context):
 
 
 def _optax_name(func) -> Optional[str]:
-  if isinstance(func, ast.Attribute) and _expr.dotted(func.value) == 'optax':
+  if isinstance(func, ast.Attribute) and _core.dotted(func.value) == 'optax':
     return func.attr
   return None
 
 
-def _tx_call(node: ast.Call, ctx: _expr.Context):
+def _tx_call(node: ast.Call, ctx: _core.Context):
   """``(kind, value)`` of an optax call node: kind 'transform' or 'schedule'."""
-  transforms, schedules = _expr_optax.callables()
+  transforms, schedules = _optax.callables()
   if isinstance(node.func, ast.Call):
     return 'transform', _inject_call(node, ctx)
   name = _optax_name(node.func)
@@ -45,24 +45,24 @@ def _tx_call(node: ast.Call, ctx: _expr.Context):
   elif name in schedules:
     kind, fn = 'schedule', schedules[name]
   else:
-    what = f'optax.{name}' if name else _expr.source_of(node.func)
+    what = f'optax.{name}' if name else _core.source_of(node.func)
     raise ctx.fail(f'{what} is not an optax transformation or '
                    'schedule; expected e.g. optax.adamw(1e-3), optax.chain(...), '
                    'optax.inject_hyperparams(optax.adam)(learning_rate=1e-3).')
   label = f'optax.{name}'
-  bound = _expr.bind(_expr_optax.signature(fn), label, node, ctx)
+  bound = _core.bind(_optax.signature(fn), label, node, ctx)
 
   def build_one(param, value_node):
-    accepts = _expr_optax.accepts(param.annotation)
+    accepts = _optax.accepts(param.annotation)
     return _tx_value(value_node, accepts, _argument(label, param), ctx)
 
-  args, kwargs = _expr.build_each(bound, build_one)
+  args, kwargs = _core.build_each(bound, build_one)
   if name in ('multi_transform', 'partition'):
     _check_labels(bound, args, kwargs, label, ctx)
   return kind, _call(fn, args, kwargs, label, ctx)
 
 
-def _check_labels(bound, args, kwargs, label: str, ctx: _expr.Context):
+def _check_labels(bound, args, kwargs, label: str, ctx: _core.Context):
   """Every label of a multi_transform's labels tree names one of its transforms."""
   values = dict(zip(bound.signature.parameters, args), **kwargs)
   transforms, labels = values.get('transforms'), values.get('param_labels')
@@ -80,7 +80,7 @@ def _check_labels(bound, args, kwargs, label: str, ctx: _expr.Context):
       seen.append(item)
   for item in seen:
     if not isinstance(item, str) and not isinstance(item, int):
-      raise ctx.fail(f'{label}: a label must be a string, got {_expr.value_words(item)} (a label '
+      raise ctx.fail(f'{label}: a label must be a string, got {_core.value_words(item)} (a label '
                      'function cannot be given on the command line; write the labels as a '
                      "nested dict, e.g. {'dense': {'kernel': 'decay', 'bias': 'plain'}}).")
     if item not in transforms:
@@ -88,15 +88,15 @@ def _check_labels(bound, args, kwargs, label: str, ctx: _expr.Context):
                      f'are {", ".join(ascii(k) for k in transforms)}).')
 
 
-def _inject_call(node: ast.Call, ctx: _expr.Context):
+def _inject_call(node: ast.Call, ctx: _core.Context):
   """``optax.inject_hyperparams(optax.X, ...)(hyper-params)``."""
   inner = node.func
   if _optax_name(inner.func) != 'inject_hyperparams':
     raise ctx.fail(f'only optax.inject_hyperparams(...)(...) may be called twice, not '
-                   f'{_expr.source_of(inner.func)}.')
-  transforms, _ = _expr_optax.callables()
+                   f'{_core.source_of(inner.func)}.')
+  transforms, _ = _optax.callables()
   label = 'optax.inject_hyperparams'
-  bound = _expr.bind(_expr_optax.signature(optax.inject_hyperparams), label, inner, ctx)
+  bound = _core.bind(_optax.signature(optax.inject_hyperparams), label, inner, ctx)
   factory_name = None
 
   def build_one(param, value_node):
@@ -105,23 +105,23 @@ def _inject_call(node: ast.Call, ctx: _expr.Context):
       factory_name = _optax_name(value_node)
       if factory_name not in transforms or factory_name in ('chain', 'multi_transform'):
         raise ctx.fail(f'{label} takes an optax transformation function such as optax.adam '
-                       f'(not called), got {_expr.describe(value_node)}.')
+                       f'(not called), got {_core.describe(value_node)}.')
       return transforms[factory_name]
-    return _tx_value(value_node, _expr_optax.accepts(param.annotation),
+    return _tx_value(value_node, _optax.accepts(param.annotation),
                      _argument(label, param), ctx)
 
-  args, kwargs = _expr.build_each(bound, build_one)
+  args, kwargs = _core.build_each(bound, build_one)
   factory = _call(optax.inject_hyperparams, args, kwargs, label, ctx)
   inner_label = f'optax.inject_hyperparams(optax.{factory_name})'
-  bound = _expr.bind(_expr_optax.signature(transforms[factory_name]), inner_label, node, ctx)
+  bound = _core.bind(_optax.signature(transforms[factory_name]), inner_label, node, ctx)
 
   def build_hyper(param, value_node):
-    accepts = _expr_optax.accepts(param.annotation)
+    accepts = _optax.accepts(param.annotation)
     if accepts.real:   # injected numeric hyper-params may be schedules of the step
       accepts = dataclasses.replace(accepts, schedule=True)
     return _tx_value(value_node, accepts, _argument(inner_label, param), ctx)
 
-  args, kwargs = _expr.build_each(bound, build_hyper)
+  args, kwargs = _core.build_each(bound, build_hyper)
   return _call(factory, args, kwargs, inner_label, ctx)
 
 
@@ -131,19 +131,19 @@ def _argument(label: str, param: inspect.Parameter) -> str:
   return f'{label} argument {ascii(param.name)}'
 
 
-def _tx_value(node, accepts: _expr_optax.Accepts, where: str, ctx: _expr.Context):
+def _tx_value(node, accepts: _optax.Accepts, where: str, ctx: _core.Context):
   """The value of an argument node, checked against what the parameter ``accepts``."""
   if isinstance(node, ast.Call):
     if not isinstance(node.func, ast.Call) and not _optax_name(node.func):
       raise ctx.fail(f'{where}: only literals and optax calls are allowed, not '
-                     f'{_expr.describe(node)}.')
+                     f'{_core.describe(node)}.')
     kind, value = _tx_call(node, ctx)
     if not getattr(accepts, kind):
       kind_words = 'transformation' if kind == 'transform' else kind
       raise ctx.fail(f'{where} takes {accepts.words()}, not the optax {kind_words} '
-                     f'{_expr.source_of(node)}.')
+                     f'{_core.source_of(node)}.')
     return value
-  transforms, schedules = _expr_optax.callables()
+  transforms, schedules = _optax.callables()
   if _optax_name(node) in transforms or _optax_name(node) in schedules:
     raise ctx.fail(f'{where}: optax.{node.attr} must be called, e.g. optax.{node.attr}(...).')
   if isinstance(node, (ast.Tuple, ast.List)):
@@ -153,35 +153,35 @@ def _tx_value(node, accepts: _expr_optax.Accepts, where: str, ctx: _expr.Context
                        f'{len(node.elts)}.')
       items = [_tx_value(e, a, where, ctx) for e, a in zip(node.elts, accepts.fixed_items)]
     elif accepts.items is not None or accepts.anything:
-      items = [_tx_value(e, accepts.items or _expr_optax.ANYTHING, where, ctx) for e in node.elts]
+      items = [_tx_value(e, accepts.items or _optax.ANYTHING, where, ctx) for e in node.elts]
     else:
-      raise ctx.fail(f'{where} takes {accepts.words()}, not {_expr.describe(node)}.')
+      raise ctx.fail(f'{where} takes {accepts.words()}, not {_core.describe(node)}.')
     return tuple(items) if isinstance(node, ast.Tuple) else items
   if isinstance(node, ast.Dict):
     if accepts.values is None and not accepts.anything:
-      raise ctx.fail(f'{where} takes {accepts.words()}, not {_expr.describe(node)}.')
+      raise ctx.fail(f'{where} takes {accepts.words()}, not {_core.describe(node)}.')
     result = {}
     for key_node, value_node in zip(node.keys, node.values):
-      key = _expr.literal(key_node) if key_node is not None else _expr.NOT_LITERAL
+      key = _core.literal(key_node) if key_node is not None else _core.NOT_LITERAL
       if isinstance(key, bool) or not isinstance(key, (str, int)):
         raise ctx.fail(f'{where}: dict keys must be strings or integers, not '
-                       f'{_expr.describe(key_node) if key_node is not None else "**"}.')
-      keys = accepts.keys or _expr_optax.ANYTHING
+                       f'{_core.describe(key_node) if key_node is not None else "**"}.')
+      keys = accepts.keys or _optax.ANYTHING
       if not keys.anything and not (keys.string if isinstance(key, str) else
                                     keys.integer or keys.real):
-        raise ctx.fail(f'{where}: a key must be {keys.words()}, got {_expr.value_words(key)}.')
-      result[key] = _tx_value(value_node, accepts.values or _expr_optax.ANYTHING, where, ctx)
+        raise ctx.fail(f'{where}: a key must be {keys.words()}, got {_core.value_words(key)}.')
+      result[key] = _tx_value(value_node, accepts.values or _optax.ANYTHING, where, ctx)
     return result
   # A dtype name: jnp.float32 wherever a value may be one, 'float32' where a dtype is declared.
   if accepts.dtype or (accepts.anything and isinstance(node, ast.Attribute)):
-    dtype = _expr.dtype_of(node, ctx)
+    dtype = _core.dtype_of(node, ctx)
     if dtype is not None:
       return dtype
-  value = _expr.literal(node)
-  if value is _expr.NOT_LITERAL:
+  value = _core.literal(node)
+  if value is _core.NOT_LITERAL:
     raise ctx.fail(f'{where}: only literals and optax calls are allowed, not '
-                   f'{_expr.describe(node)}.')
-  _expr.refuse_literal_kind(value, where, ctx)
+                   f'{_core.describe(node)}.')
+  _core.refuse_literal_kind(value, where, ctx)
   if value is None:
     ok = accepts.none or accepts.anything
   elif isinstance(value, bool):
@@ -195,29 +195,29 @@ def _tx_value(node, accepts: _expr_optax.Accepts, where: str, ctx: _expr.Context
           or accepts.anything)
   if not ok:
     if accepts.dtype and isinstance(value, str):
-      raise ctx.fail(f'{where} takes {accepts.words()}; {_expr.value_words(value)} is not one of '
-                     f'{", ".join(_expr.DTYPES)}.')
-    raise ctx.fail(f'{where} takes {accepts.words()}, got {_expr.value_words(value)}.')
+      raise ctx.fail(f'{where} takes {accepts.words()}; {_core.value_words(value)} is not one of '
+                     f'{", ".join(_core.DTYPES)}.')
+    raise ctx.fail(f'{where} takes {accepts.words()}, got {_core.value_words(value)}.')
   if isinstance(value, (int, float)) and not isinstance(value, bool):
-    _expr.check_number(value, where, ctx)
+    _core.check_number(value, where, ctx)
   return value
 
 
 def _parse_tx(text: str, source: str):
-  ctx = _expr.Context(text, source)
-  node = _expr.parse_expression(text, ctx)
-  if _optax_name(node) in _expr_optax.callables()[0]:
+  ctx = _core.Context(text, source)
+  node = _core.parse_expression(text, ctx)
+  if _optax_name(node) in _optax.callables()[0]:
     raise ctx.fail(f'optax.{node.attr} must be called, e.g. optax.{node.attr}(...).')
   if not isinstance(node, ast.Call):
     raise ctx.fail(f'expected an optax transformation such as "optax.adamw(1e-3)", got '
-                   f'{_expr.describe(node)}.')
+                   f'{_core.describe(node)}.')
   if not isinstance(node.func, ast.Call) and not _optax_name(node.func):
-    raise ctx.fail(f'{_expr.source_of(node.func)} is not an optax transformation; expected e.g. '
+    raise ctx.fail(f'{_core.source_of(node.func)} is not an optax transformation; expected e.g. '
                    'optax.adamw(1e-3), optax.chain(...), '
                    'optax.inject_hyperparams(optax.adam)(learning_rate=1e-3).')
   kind, tx = _tx_call(node, ctx)
   if kind != 'transform':
-    raise ctx.fail(f'expected an optax transformation, got the schedule {_expr.source_of(node)}.')
+    raise ctx.fail(f'expected an optax transformation, got the schedule {_core.source_of(node)}.')
   return tx, node, ctx
 
 
@@ -253,15 +253,15 @@ def parse_tx(text: str, *, source: str = '--tx') -> optax.GradientTransformation
 
   Examples:
     >>> import jax.numpy as jnp
-    >>> from flax_optim_compat import _expr_tx
-    >>> tx = _expr_tx.parse_tx('optax.chain(optax.trace(decay=0.9), optax.scale(-0.5))')
+    >>> from flax_optim_compat._expr import _tx
+    >>> tx = _tx.parse_tx('optax.chain(optax.trace(decay=0.9), optax.scale(-0.5))')
     >>> updates, _ = tx.update({'w': jnp.array([4.0])}, tx.init({'w': jnp.array([1.0])}))
     >>> updates['w']
     Array([-2.], dtype=float32)
-    >>> _expr_tx.parse_tx('optax.adam(1e-3, beta1=0.9)')
+    >>> _tx.parse_tx('optax.adam(1e-3, beta1=0.9)')
     Traceback (most recent call last):
     ...
-    flax_optim_compat._expr.ExpressionError: --tx 'optax.adam(1e-3, beta1=0.9)': optax.adam got an unexpected keyword argument 'beta1' (it takes learning_rate, b1, b2, eps, eps_root, mu_dtype, nesterov).
+    flax_optim_compat._expr._core.ExpressionError: --tx 'optax.adam(1e-3, beta1=0.9)': optax.adam got an unexpected keyword argument 'beta1' (it takes learning_rate, b1, b2, eps, eps_root, mu_dtype, nesterov).
   """
   return _parse_tx(text, source)[0]
 
@@ -285,8 +285,8 @@ def canonical_tx(text: str, *, source: str = '--tx') -> str:
   Spacing and quotes as ``ast.unparse`` writes them; dtypes as ``jnp.float32``.
 
   Examples:
-    >>> from flax_optim_compat import _expr_tx
-    >>> _expr_tx.canonical_tx('optax.inject_hyperparams(optax.sgd, hyperparam_dtype="float32")'
+    >>> from flax_optim_compat._expr import _tx
+    >>> _tx.canonical_tx('optax.inject_hyperparams(optax.sgd, hyperparam_dtype="float32")'
     ...                    '( learning_rate = 0.1 )')
     'optax.inject_hyperparams(optax.sgd, hyperparam_dtype=jnp.float32)(learning_rate=0.1)'
   """
