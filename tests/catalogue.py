@@ -10,7 +10,7 @@ user-written per-leaf optimizer) holds all of that optimizer's cases:
 * ``checkpoints``: checkpoint cases (tests/fixtures/checkpoints, tests/test_checkpoints.py);
 * ``pmap``: data-parallel cases (tests/fixtures/pmap, tests/test_pmap.py, tests/test_mesh.py);
 * ``optax_state``: defs whose state is continued in plain optax (tests/test_optax_state.py);
-* ``guide``: rows of migration_guide.md's table (tools/guide_table.py);
+* ``guide``: rows of docs/optimizers.md's table (tools/guide_table.py);
 
 and, derived from those: the eager-path tests (tests/test_eager.py, the generic cases), the
 convert goldens (``CONVERT``: checkpoint cases of one built-in alone; tools/oracle/gen_convert.py)
@@ -234,7 +234,7 @@ class Checkpoint:
 
 @dataclasses.dataclass(frozen=True)
 class GuideRow:
-  """A row of migration_guide.md's table: a legacy def next to its closest optax expression.
+  """A row of docs/optimizers.md's table: a legacy def next to its closest optax expression.
 
   ``legacy``, ``optax`` and ``overrides`` are Python expressions evaluated by
   tools/guide_table.py, so the table shows what was run.

@@ -669,7 +669,7 @@ def test_a_marker_on_an_optimize_statement_goes_above_its_first_half_once():
   new, report = migrate_source(source)
   assert report.exit_status() == 2
   assert ('FOM107 the optimizer reaches code the analysis cannot follow, so not all of its uses '
-          'can be rewritten (see migration_guide.md, "Source migration")\n'
+          'can be rewritten (see docs/migrate.md)\n'
           '  loss, grads = jax.value_and_grad(make_loss(o2))(opt.params)\n'
           '  new = opt.apply_gradients(grads=grads)\n') in new
   assert 'o2 = optim.Adam(0.1).create(p)' in new

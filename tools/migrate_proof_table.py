@@ -1,4 +1,4 @@
-"""The migration guide's §9.4 table: the corpus migrated by `migrate`, run both ways, measured.
+"""The tables of docs/migrate.md, "How it is proven": the corpus migrated by `migrate`, run both ways, measured.
 
 Usage: python tools/migrate_proof_table.py   (from the repository root; a few minutes on 2
 CPU cores; needs LibCST)
