@@ -14,7 +14,7 @@ user-written per-leaf optimizer) holds all of that optimizer's cases:
 
 and, derived from those: the eager-path tests (tests/test_eager.py, the generic cases), the
 convert goldens (``CONVERT``: checkpoint cases of one built-in alone; tools/oracle/gen_convert.py)
-and what ``convert.inspect`` must say about each checkpoint file (tests/test_convert.py).
+and what ``convert.inspect`` must say about each checkpoint file (tests/checkpoint/test_convert.py).
 
 Adding an optimizer = its module, the ``__init__`` lines (its import, ``__all__``, its place in
 ``register_classes``), one entry here, then the fixtures regenerated with ``python -m

@@ -2,8 +2,8 @@
 
 Each ``before`` runs on this package (legacy ``flax.optim`` code), each ``after`` is what
 ``migrate`` writes for it and runs on plain optax; the last line either prints is its
-trajectory (tests/test_migrate_equivalence.py runs both ways and compares them within
-``exact``; tests/test_migrate.py checks that ``migrate`` turns ``before`` into ``after``).
+trajectory (tests/migrate/test_migrate_equivalence.py runs both ways and compares them within
+``exact``; tests/migrate/test_migrate.py checks that ``migrate`` turns ``before`` into ``after``).
 """
 from typing import NamedTuple
 

@@ -20,7 +20,7 @@ from tests import _utils
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
 EXPECTED = _utils.load_fixture('convert', 'expected.msgpack')
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEED = 20231
 CASES = 240           # legacy files x (load, inspect, to_optax, diff, diff --optimizer)
 CONVERTED_CASES = 80  # converted files x (load_converted, to_legacy)

@@ -32,7 +32,7 @@ PARAMS = {'dense': {'kernel': jnp.array([[1.0, -2.0], [0.5, 3.0]]), 'bias': jnp.
           'scale': jnp.array([2.0])}
 GRADS = [jax.tree_util.tree_map(lambda p, i=i: jnp.cos(p * (i + 1)) - 0.3 * i, PARAMS)
          for i in range(3)]
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _traversal(pattern):

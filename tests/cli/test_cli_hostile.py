@@ -21,7 +21,7 @@ pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDepr
 LEGACY = _utils.LEGACY_CHECKPOINTS
 ADAM_FILE = os.path.join(LEGACY, 'Adam', 'checkpoint_3')
 ADAM = 'Adam(learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6, weight_decay=0.01)'
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 _run = _utils.run_cli

@@ -515,7 +515,7 @@ def test_without_libcst_the_package_imports_and_migrate_says_how_to_install(tmp_
 
 
 def test_the_packages_own_legacy_script_migrates_whole():
-  path = os.path.join(os.path.dirname(__file__), 'legacy_scripts', 'train_mlp_legacy.py')
+  path = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'legacy_scripts', 'train_mlp_legacy.py')
   with open(path, encoding='utf-8') as f:
     source = f.read()
   new, report = migrate_source(source, path)
