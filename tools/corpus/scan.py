@@ -6,9 +6,10 @@ Standalone and stdlib only (it never imports jax or flax): it parses every ``.py
 ``from jax import tree_multimap``, ``from flax import nn``) to full dotted names before it
 compares them with the table ``NAMES`` below.
 
-Layout of the root folder: one sub-folder per program, ``ROOT/<program>/...``; every ``.py``
-file below ``ROOT/<program>`` belongs to that program. ``--depth 2`` treats
-``ROOT/<group>/<a>/<b>/...`` as program ``<group>/<a>/<b>`` (e.g. ``flax@v0.3.6/examples/wmt``).
+Layout of the root folder: one sub-folder per program, ``ROOT/<program>/...``. By default the
+programs are the rows of ``programs.tsv`` next to this file (id = folder below ROOT, plus the
+row's directories); ``--depth N`` instead makes every folder N levels below ROOT one program
+(``--depth 3``: ``flax@v0.3.6/examples/wmt``).
 
     python tools/corpus/scan.py ROOT                 # table: name, #programs, #files
     python tools/corpus/scan.py ROOT --by-program    # per program: the names it uses
@@ -92,12 +93,27 @@ NAMES = [
     ('jax.config.FLAGS', 'removed', 'jax.config.update(...) / environment variables'),
     ('jax.mask', 'removed', 'none (masking was removed); jax.export shape polymorphism'),
     ('jax.profiler.StepTraceContext', 'removed', 'jax.profiler.StepTraceAnnotation'),
-    ('jax.test_util.JaxTestCase', 'removed', 'absltest.TestCase (jax._src.test_util is private)'),
+    ('jax.test_util', 'removed', 'absltest.TestCase / numpy.testing (JaxTestCase, JaxTestLoader are private now)'),
+    ('jax.custom_transforms', 'removed', 'jax.custom_jvp / jax.custom_vjp'),
+    ('jax.defvjp_all', 'removed', 'jax.custom_vjp'),
+    ('jax.core.NamedShape', 'removed', 'none (named shapes were dropped)'),
+    ('jax.core.as_named_shape', 'removed', 'none (named shapes were dropped)'),
+    ('jax.experimental.pjit.PartitionSpec', 'removed', 'jax.sharding.PartitionSpec'),
+    ('jax.experimental.pjit.with_sharding_constraint', 'removed', 'jax.lax.with_sharding_constraint'),
+    ('jax.experimental.pjit.pjit', 'changed', 'jax.jit (in_shardings=, out_shardings=)'),
+    ('jax.interpreters.sharded_jit', 'removed', 'jax.jit with shardings'),
+    ('jax.lib.xla_client', 'removed', 'jax.devices() / jax.Device; compiled.cost_analysis()'),
+    ('jax.prng', 'removed', 'jax.random.key(seed, impl=...) / jax.extend.random'),
+    ('jax.pxla', 'removed', 'jax.interpreters.pxla (itself mostly gone): jax.Array'),
+    ('jax.xla', 'removed', 'jax.interpreters.xla (itself mostly gone): jax.Array'),
+    ('jax.process_indexs', 'removed', 'a codemod typo for jax.host_ids in the source: list(range(jax.process_count()))'),
+    ('optax.differentially_private_aggregate', 'changed', 'optax.contrib.differentially_private_aggregate'),
     ('flax.testing', 'removed', 'removed (flax.testing.Benchmark)'),
     ('flax.training.common_utils.pmean', 'removed', 'jax.lax.pmean'),
     # flax
     ('flax.optim', 'removed', 'optax (or flax_optim_compat)'),
     ('flax.nn', 'removed', 'flax.linen (pre-Linen module system)'),
+    ('flax.deprecated.nn', 'removed', 'flax.linen (flax.nn moved here in flax 0.4.0, then dropped)'),
     ('flax.training.lr_schedule', 'changed', 'still there, deprecated (logs a warning): optax schedules'),
     ('flax.core.frozen_dict.unfreeze', 'changed', 'no-op on the plain dict that init returns (flax >= 0.7.1)'),
     ('flax.core.unfreeze', 'changed', 'no-op on the plain dict that init returns (flax >= 0.7.1)'),
@@ -119,10 +135,10 @@ NAMES = [
     ('flax.jax_utils.prefetch_to_device', 'kept',    'still there (flax.jax_utils)'),
     ('flax.optim.dynamic_scale', 'removed', 'flax.training.dynamic_scale'),
     ('flax.metrics.tensorboard', 'kept',    'still there; needs tensorflow'),
-    ('flax.deprecated', 'removed', 'removed'),
 ]
 
 ROOTS = ('jax', 'flax', 'optax', 'jaxlib')
+DEFAULT_TSV = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'programs.tsv')
 
 
 def _parse_key(key):
@@ -238,6 +254,27 @@ def match(fs):
   return hits
 
 
+def programs_from_tsv(root, tsv):
+  """{program id: [py files]} from a programs.tsv (id, ..., directory columns).
+
+  The id's first component is the program's folder below root; `directory` lists the
+  program's folders (comma-separated, '.' for the whole folder) inside it.
+  """
+  import csv
+  progs = {}
+  with open(tsv, newline='') as f:
+    for row in csv.DictReader(f, delimiter='\t'):
+      folder = row['id'].split('/')[0]
+      files = set()
+      for d in row['directory'].split(','):
+        base = os.path.join(os.path.abspath(root), folder, '' if d == '.' else d)
+        for dirpath, _, filenames in os.walk(base):
+          files.update(os.path.join(dirpath, fn) for fn in filenames if fn.endswith('.py'))
+      if files:
+        progs[row['id']] = sorted(files)
+  return progs
+
+
 def programs(root, depth):
   """{program id: [py files]}; a program is a folder `depth` levels below root."""
   progs = collections.defaultdict(list)
@@ -255,18 +292,40 @@ def programs(root, depth):
   return progs
 
 
+PRE_LINEN = ('flax.nn', 'flax.deprecated.nn')
+# Names that only a program built on the pre-Linen module system uses (flax.nn's activations
+# such as flax.nn.relu were also used by Linen programs, e.g. as gin configurables).
+PRE_LINEN_CORE = ('Module', 'Model', 'module', 'stochastic', 'make_rng', 'Collection',
+                  'base', 'capture_module_outputs', 'attention', 'linear', 'normalization',
+                  'recurrent', 'Dense', 'Conv', 'BatchNorm', 'LayerNorm', 'Embed', 'dropout',
+                  'stateful', 'utils')
+
+
+def _under(name, prefixes):
+  return any(name == p or name.startswith(p + '.') for p in prefixes)
+
+
 def kind_of(file_scans):
-  """linen | flax.nn | subclass | none, for one program (subclass wins, then flax.nn)."""
-  refs = set()
-  bases = []
+  """subclass | flax.nn | linen | none, for one program.
+
+  subclass: a class derives from flax.optim's OptimizerDef; flax.nn: the program defines or
+  builds models with the pre-Linen module system (flax.nn / flax.deprecated.nn); linen: it
+  uses flax.linen; none: neither (flax.optim on plain pytrees, or no flax models at all).
+  """
+  pre_linen = [p + '.' + c for p in PRE_LINEN for c in PRE_LINEN_CORE]
+  n_pre = n_linen = 0
   for fs in file_scans:
-    refs.update(fs.refs)
-    bases.extend(fs.subclasses)
-  if any(b and b.split('.')[-1] == 'OptimizerDef' for b in bases):
-    return 'subclass'
-  if any(r == 'flax.nn' or r.startswith('flax.nn.') for r in refs):
+    bases = [b for b in fs.subclasses if b]
+    if any(b.split('.')[-1] == 'OptimizerDef' for b in bases):
+      return 'subclass'
+    if any(_under(b, PRE_LINEN) for b in bases) or any(_under(r, pre_linen) for r in fs.refs):
+      n_pre += 1
+    if any(_under(r, ('flax.linen',)) for r in fs.refs):
+      n_linen += 1
+  # a leftover pre-Linen file in a Linen program does not make it a flax.nn program
+  if n_pre and n_pre >= n_linen:
     return 'flax.nn'
-  if any(r == 'flax.linen' or r.startswith('flax.linen.') for r in refs):
+  if n_linen:
     return 'linen'
   return 'none'
 
@@ -283,10 +342,11 @@ def optim_names(file_scans):
   return sorted(out)
 
 
-def scan(root, depth=1):
+def scan(root, depth=1, tsv=None):
   """{program: {'files': {path: FileScan|None}, 'hits': {key: set(files)}}}."""
   result = {}
-  for prog, files in sorted(programs(root, depth).items()):
+  progs = programs_from_tsv(root, tsv) if tsv else programs(root, depth)
+  for prog, files in sorted(progs.items()):
     scans = {}
     hits = collections.defaultdict(set)
     for p in files:
@@ -302,8 +362,10 @@ def scan(root, depth=1):
 def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   ap.add_argument('root')
-  ap.add_argument('--depth', type=int, default=1,
-                  help='folder levels below root that name one program (default 1)')
+  ap.add_argument('--depth', type=int, default=None,
+                  help='folder levels below root that name one program (instead of --programs)')
+  ap.add_argument('--programs', default=DEFAULT_TSV,
+                  help='programs.tsv naming the programs (default: the one next to this file)')
   ap.add_argument('--by-program', action='store_true')
   ap.add_argument('--refs', action='store_true',
                   help='every resolved jax/flax/optax dotted name: name, #programs, #files')
@@ -313,7 +375,8 @@ def main(argv=None):
   ap.add_argument('--files', action='store_true', help='after the table, the files using each name')
   args = ap.parse_args(argv)
 
-  res = scan(args.root, args.depth)
+  tsv = None if args.depth is not None or not os.path.exists(args.programs) else args.programs
+  res = scan(args.root, args.depth or 1, tsv)
   bad = [p for r in res.values() for p, fs in r['files'].items() if fs is None]
   n_files = sum(len(r['files']) for r in res.values())
 
