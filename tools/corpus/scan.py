@@ -50,7 +50,7 @@ NAMES = [
     ('jax.ops.index_min', 'removed', 'x.at[idx].min(y)'),
     ('jax.ops.index_max', 'removed', 'x.at[idx].max(y)'),
     ('jax.ops.index', 'removed', 'numpy-style index (jnp.index_exp)'),
-    ('jax.numpy.clip(a_min=,a_max=,a=)', 'changed', 'jnp.clip(x, min=, max=)'),
+    ('jax.numpy.clip(a_min=,a_max=,a=)', 'removed', 'jnp.clip(x, min=, max=)'),
     ('jax.lax.tie_in', 'removed', 'drop it: tie_in(x, y) returns y'),
     ('jax.numpy.DeviceArray', 'removed', 'jax.Array'),
     ('jax.interpreters.xla.DeviceArray', 'removed', 'jax.Array'),
@@ -108,7 +108,7 @@ NAMES = [
     ('jax.xla', 'removed', 'jax.interpreters.xla (itself mostly gone): jax.Array'),
     ('jax.process_indexs', 'removed', 'a codemod typo for jax.host_ids in the source: list(range(jax.process_count()))'),
     ('optax.differentially_private_aggregate', 'changed', 'optax.contrib.differentially_private_aggregate'),
-    ('flax.testing', 'removed', 'removed (flax.testing.Benchmark)'),
+    ('flax.testing', 'kept', 'still there; importing it needs the tensorboard package'),
     ('flax.training.common_utils.pmean', 'removed', 'jax.lax.pmean'),
     # flax
     ('flax.optim', 'removed', 'optax (or flax_optim_compat)'),
@@ -128,13 +128,13 @@ NAMES = [
     ('flax.training.checkpoints.natural_sort', 'changed', 'orbax-checkpoint'),
     ('flax.traverse_util.ModelParamTraversal', 'changed', 'optax.multi_transform with a label tree'),
     ('flax.struct.PyTreeNode', 'kept',    'still there'),
-    ('flax.linen.Module.initialize_carry', 'changed', 'cell.initialize_carry(rng, input_shape) (flax >= 0.7.1)'),
-    ('.initialize_carry()', 'changed', 'instance method taking (rng, input_shape) since flax 0.7.1'),
+    ('flax.linen.Module.initialize_carry', 'changed', 'cell.initialize_carry(rng, input_shape) (flax >= 0.7.0)'),
+    ('.initialize_carry()', 'changed', 'instance method taking (rng, input_shape) since flax 0.7.0'),
     ('flax.jax_utils.replicate', 'kept',    'still there (flax.jax_utils)'),
     ('flax.jax_utils.unreplicate', 'kept',    'still there (flax.jax_utils)'),
     ('flax.jax_utils.prefetch_to_device', 'kept',    'still there (flax.jax_utils)'),
     ('flax.optim.dynamic_scale', 'removed', 'flax.training.dynamic_scale'),
-    ('flax.metrics.tensorboard', 'kept',    'still there; needs tensorflow'),
+    ('flax.metrics.tensorboard', 'kept', 'still there; importing it needs tensorflow'),
 ]
 
 ROOTS = ('jax', 'flax', 'optax', 'jaxlib')
@@ -400,7 +400,7 @@ def main(argv=None):
           progs[ref].add(prog)
           files[ref].add(p)
     for ref in sorted(progs):
-      print(f'{ref}\t{len(progs[ref])}\t{len(files[ref])}')
+      print(f'{ref}\t{len(progs[ref])}\t{len(files[ref])}')  # files: distinct
     return 0
 
   rows = []
@@ -408,7 +408,7 @@ def main(argv=None):
     if status == 'kept' and not args.all:
       continue
     progs = [prog for prog, r in res.items() if key in r['hits']]
-    nfiles = sum(len(res[p]['hits'][key]) for p in progs)
+    nfiles = len(set().union(*(res[p]['hits'][key] for p in progs)))  # distinct files
     if progs or args.all:
       rows.append((key, status, len(progs), nfiles, note))
   rows.sort(key=lambda r: (-r[2], -r[3], r[0]))
