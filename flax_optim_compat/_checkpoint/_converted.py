@@ -29,11 +29,6 @@ class ConvertedCheckpoint(NamedTuple):
   step: Any
 
 
-def _is_train_state(node) -> bool:
-  """Whether ``node`` is a converted train state: a dict with ``params`` and ``opt_state``."""
-  return isinstance(node, dict) and {'params', 'opt_state'} <= set(node)
-
-
 def _empty_as_dict(raw, like):
   """``raw`` with ``{}`` where ``like`` has ``{}`` and ``raw`` None (orbax reads an empty
   NamedTuple such as ``optax.EmptyState()`` back as None, msgpack as ``{}``)."""
@@ -61,13 +56,15 @@ def _read(source, optimizer_def, tx):
   if _state_dict.find_optimizers(tree):
     raise CheckpointError(f'{where} is already a legacy checkpoint; --to legacy converts what '
                           '`convert --to optax|train-state|orbax` wrote.')
-  found = _state_dict.find(tree, _is_train_state) if isinstance(tree, dict) else []
+  found = _state_dict.find(tree, _state_dict.is_train_state) if isinstance(tree, dict) else []
   if len(found) != 1:
     raise CheckpointError(
         f'{where} has {"no" if not found else len(found)} {{"params", "opt_state"}} node'
         f'{"s" if found else ""}: --to legacy converts what `convert --to '
         'optax|train-state|orbax` wrote.')
   node = _state_dict.at(tree, found[0])
+  if 'step' in node:
+    _state_dict.check_step(node['step'], where, f'the step at {_tree.join_keys(found[0] + ("step",))}')
   _state_dict.check_arrays(node['params'], found[0] + ('params',), where)
   params = jax.tree_util.tree_map(jnp.asarray, node['params'])
   if tx is None:
@@ -84,6 +81,9 @@ def _read(source, optimizer_def, tx):
   except (ValueError, KeyError, TypeError) as e:
     raise CheckpointError(f'{where}: its opt_state does not fit {optimizer_def!r} converted '
                           f'as by default or with this tx ({type(e).__name__}: {e}).') from None
+  for key_path, leaf in _state_dict.leaves(raw, found[0] + ('opt_state',)):
+    if key_path[-1] == 'count':
+      _state_dict.check_step(leaf, where, f'the count at {_tree.join_keys(key_path)}')
   opt_state = jax.tree_util.tree_map(jnp.asarray, opt_state)
   return tree, where, found[0], params, opt_state, state_tx
 
