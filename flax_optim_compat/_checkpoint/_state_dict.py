@@ -185,7 +185,7 @@ def check_step(step, where: str, what: str = 'the step') -> np.ndarray:
              if not value.ndim else _what(step))
     raise CheckpointError(f'{where}: {what} must be an integer scalar, not {shown}.')
   if not 0 <= int(value) <= np.iinfo(np.int32).max:
-    raise CheckpointError(f'{where}: {what} is {int(value)}, not in [0, 2**31 - 1].')
+    raise CheckpointError(f'{where}: {what} {int(value)} is not in [0, 2**31 - 1].')
   return np.asarray(value, np.int32)
 
 
