@@ -266,6 +266,8 @@ _MOMENTUM = spec('Momentum', learning_rate=0.05, beta=0.8, weight_decay=0.01, ne
 _CUSTOM = spec('custom:SignMomentum', learning_rate=0.01, beta=0.8)
 _NO_SCALAR = {'dense': {'kernel': (3, 4), 'bias': (4,)}, 'conv': {'kernel': (2, 2, 3, 2)}}
 _TRAIN_STATE_SHAPES = {'dense': {'kernel': (3, 4), 'bias': (4,)}}
+# A module without params: flax 0.5.3 writes it as an empty dict (`'Dropout_0': {}`).
+_DROPOUT_SHAPES = {'dense': {'kernel': (3, 4), 'bias': (4,)}, 'Dropout_0': {}}
 
 # MultiOptimizer trajectories: leaves named kernel/bias in two layers, two leaves no traversal
 # selects (scale, embed/table) and an empty sub-dict; keys deliberately not in sorted order.
@@ -352,6 +354,8 @@ CATALOGUE = (
             'Adam-focus': Checkpoint(focused(_ADAM, path_regex('/kernel$'))),
             'Adam-frozen': Checkpoint(_ADAM, container='frozen'),
             'TrainState-Adam': Checkpoint(_ADAM, kind='train_state', shapes=_TRAIN_STATE_SHAPES),
+            'TrainState-Adam-Dropout': Checkpoint(_ADAM, kind='train_state',
+                                                  shapes=_DROPOUT_SHAPES),
             # Replicated-Momentum is the replicated convert golden.
             'Replicated-Adam': Checkpoint(_ADAM, kind='replicated', convert=False),
         },

@@ -281,8 +281,6 @@ def test_convert_and_back(capsys, tmp_path, to):
   with open(ADAM_FILE, 'rb') as f:
     original = serialization.msgpack_restore(f.read())
   restored = serialization.msgpack_restore(back.read_bytes())
-  if to == 'optax':  # no step in {params, opt_state}: the Adam count is the step
-    assert int(restored['state']['step']) == int(original['state']['step'])
   _utils.assert_trees_close(restored, original, rtol=0)
 
 
@@ -359,14 +357,25 @@ def test_console_script_entry_point():
 def test_convert_back_needs_a_step_when_the_optax_state_has_none(capsys, tmp_path):
   momentum_dir = os.path.join(LEGACY, 'Momentum')
   spec = 'Momentum(learning_rate=0.05, beta=0.8, weight_decay=0.01, nesterov=True)'
+  with open(os.path.join(momentum_dir, 'checkpoint_3'), 'rb') as f:
+    original = serialization.msgpack_restore(f.read())
   out = tmp_path / 'optax.msgpack'
   assert _run(capsys, 'convert', momentum_dir, '--optimizer', spec, '--to', 'optax',
               '--out', str(out))[0] == 0
-  argv = ['convert', str(out), '--optimizer', spec, '--to', 'legacy',
+  # --to optax keeps the step (Momentum's optax state has no count): back without --step.
+  assert int(serialization.msgpack_restore(out.read_bytes())['step']) == 3
+  assert _run(capsys, 'convert', str(out), '--optimizer', spec, '--to', 'legacy', '--out',
+              str(tmp_path / 'kept'))[0] == 0
+  _utils.assert_trees_close(serialization.msgpack_restore((tmp_path / 'kept').read_bytes()),
+                            original, rtol=0)
+  # A {params, opt_state} without a step (written by hand) needs --step.
+  stepless = tmp_path / 'stepless.msgpack'
+  raw = serialization.msgpack_restore(out.read_bytes())
+  stepless.write_bytes(serialization.msgpack_serialize({k: v for k, v in raw.items()
+                                                        if k != 'step'}))
+  argv = ['convert', str(stepless), '--optimizer', spec, '--to', 'legacy',
           '--out', str(tmp_path / 'back')]
   _assert_bad_input(capsys, tmp_path, argv, 'has no `count`')
   assert _run(capsys, *argv, '--step', '3')[0] == 0
-  with open(os.path.join(momentum_dir, 'checkpoint_3'), 'rb') as f:
-    original = serialization.msgpack_restore(f.read())
   _utils.assert_trees_close(serialization.msgpack_restore((tmp_path / 'back').read_bytes()),
                             original, rtol=0)
