@@ -3,6 +3,7 @@ every ``--to``, bad steps are refused, and the load code it prints (and the docs
 """
 import json
 import os
+import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +15,8 @@ from flax import serialization
 import flax_optim_compat as optim
 from flax_optim_compat._cli import _main as _cli
 from tests import _utils
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
@@ -213,43 +216,18 @@ def test_version(capsys):
 # ----------------------------------------------------------------------------- the docs' text
 
 # The README's (and the guide's) load snippet, as the docs show it: keep the two identical.
-README_LOAD = '''\
-import os
-from typing import Any
-import optax
-import orbax.checkpoint as ocp
-from flax import serialization
-from flax.training import train_state
+def _readme_block(name):
+  """The README's ```py block after its marker ``<!-- run by tests/cli/test_cli_converted.py:
+  NAME -->``: the docs hold the text, this test runs it as written."""
+  text = (pathlib.Path(REPO) / 'README.md').read_text(encoding='utf-8')
+  marker = f'<!-- run by tests/cli/test_cli_converted.py: {name} -->\n```py\n'
+  assert marker in text, f'README.md lost the {name} snippet marker'
+  return text.split(marker, 1)[1].split('```\n', 1)[0]
 
-class TrainState(train_state.TrainState):
-  model_state: Any = None          # one field per key convert carried beside the train state
 
-tx = optax.adamw(learning_rate=0.001, b1=0.9, b2=0.999, eps=1e-08, weight_decay=0.0001)
-template = TrainState.create(apply_fn=model.apply, params=params, tx=tx)
-with open('state.msgpack', 'rb') as f:
-  state = serialization.from_bytes(template, f.read())
-
-# --to orbax: orbax restores into a template of the same structure (the carried values
-# included) and takes an absolute path only
-template = TrainState.create(apply_fn=model.apply, params=params, tx=tx,
-                             model_state=model_state)
-state = ocp.StandardCheckpointer().restore(os.path.abspath('state_orbax'), template)
-'''
-
+README_LOAD = _readme_block('README_LOAD')
 # Nothing carried beside the train state (a bare optimizer): flax's own TrainState.
-README_LOAD_BARE = '''\
-import os
-import optax
-import orbax.checkpoint as ocp
-from flax import serialization
-from flax.training import train_state
-
-tx = optax.adamw(learning_rate=0.001, b1=0.9, b2=0.999, eps=1e-08, weight_decay=0.0001)
-template = train_state.TrainState.create(apply_fn=model.apply, params=params, tx=tx)
-with open('state.msgpack', 'rb') as f:
-  state = serialization.from_bytes(template, f.read())
-state = ocp.StandardCheckpointer().restore(os.path.abspath('state_orbax'), template)
-'''
+README_LOAD_BARE = _readme_block('README_LOAD_BARE')
 
 
 @pytest.mark.parametrize('snippet', ['README_LOAD', 'README_LOAD_BARE'])
