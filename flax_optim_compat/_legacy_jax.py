@@ -26,8 +26,9 @@ Examples:
   >>> entry = _legacy_jax.lookup('jax', 'tree_multimap')
   >>> entry.replacement
   'jax.tree_util.tree_map'
-  >>> sorted({e.kind for e in _legacy_jax.NAMES})
-  ['alias', 'at', 'config_module', 'keywords', 'module', 'second_argument']
+  >>> sorted({e.kind for e in _legacy_jax.NAMES})  # doctest: +NORMALIZE_WHITESPACE
+  ['alias', 'at', 'config_attribute', 'config_module', 'function', 'keywords', 'module',
+   'second_argument']
 """
 import functools
 import importlib
@@ -51,6 +52,8 @@ class LegacyName(NamedTuple):
       submodule's last component.
     kind: how it is given back (and how the codemod rewrites a use):
       ``'alias'``: the object at ``target`` (a rename);
+      ``'function'``: the function ``target`` of this module (a few lines of today's jax);
+      ``'config_attribute'``: that function, set on today's ``jax.config`` object;
       ``'at'``: ``f(x, idx, y)`` is ``x.at[idx].<target>(y)``;
       ``'second_argument'``: ``f(x, y)`` is ``y``;
       ``'keywords'``: the function at ``target`` with the keywords of ``keywords`` renamed;
@@ -102,8 +105,17 @@ NAMES = (
                'not yet'),
     LegacyName('jax', 'host_count', 'alias', 'jax.process_count', 'jax.process_count()',
                'not yet'),
-    LegacyName('jax', 'host_ids', 'alias', '_host_ids', 'range(jax.process_count())',
+    LegacyName('jax', 'host_ids', 'function', 'host_ids', 'range(jax.process_count())',
                'jax 0.4.32'),
+    LegacyName('jax.tree_util', 'tree_multimap', 'alias', 'jax.tree_util.tree_map',
+               'jax.tree_util.tree_map', 'jax 0.3.16'),
+    LegacyName('jax.random', 'shuffle', 'function', 'shuffle',
+               'jax.random.permutation(key, x, axis, independent=True)', 'jax 0.4.31'),
+    LegacyName('jax.profiler', 'StepTraceContext', 'alias', 'jax.profiler.StepTraceAnnotation',
+               'jax.profiler.StepTraceAnnotation', 'a jax after 0.2.12, which renamed it'),
+    LegacyName('jax.config', 'enable_omnistaging', 'config_attribute', 'enable_omnistaging',
+               'nothing (omnistaging is always on since jax 0.2.12): drop the call',
+               'a jax after 0.2.12'),
     _index('index_update', 'set'),
     _index('index_add', 'add'),
     _index('index_mul', 'multiply'),
@@ -143,7 +155,7 @@ for _entry in NAMES:
 _SUBMODULES = {entry.qualname: entry for entry in NAMES
                if entry.kind in ('module', 'config_module')}
 # Modules whose attributes we add: patched when they finish executing, or at activate().
-PATCHED_MODULES = frozenset(_BY_MODULE) | {'flax'}
+PATCHED_MODULES = (frozenset(_BY_MODULE) - {'jax.config'}) | {'flax'}
 
 _state = {'active': False}
 _warned = set()
@@ -201,9 +213,25 @@ def _resolve(path: str):
   return getattr(importlib.import_module(module_name), attr)
 
 
-def _host_ids():
+def host_ids():
+  """Legacy ``jax.host_ids()``: ``list(range(jax.process_count()))``."""
   import jax  # pylint: disable=import-outside-toplevel
   return list(range(jax.process_count()))
+
+
+def shuffle(key, x, axis=0):
+  """Legacy ``jax.random.shuffle``: each slice along ``axis`` shuffled on its own.
+
+  jax 0.4.13's ``shuffle`` and today's ``permutation(..., independent=True)`` are the same
+  sort-based shuffle (``jax.random.shuffle``'s own deprecation message names it).
+  """
+  import jax  # pylint: disable=import-outside-toplevel
+  return jax.random.permutation(key, x, axis=axis, independent=True)
+
+
+def enable_omnistaging():
+  """Legacy ``jax.config.enable_omnistaging()``: nothing to do, omnistaging is always on."""
+  _warn_once(lookup('jax.config', 'enable_omnistaging'))
 
 
 def _at_function(entry: LegacyName):
@@ -229,8 +257,8 @@ def _value(entry: LegacyName):
       value = tie_in
     elif entry.kind == 'module':
       value = importlib.import_module(entry.target)
-    elif entry.target == '_host_ids':
-      value = _host_ids
+    elif entry.kind in ('function', 'config_attribute'):
+      value = globals()[entry.target]
     else:
       value = _resolve(entry.target)
     _values[entry.qualname] = value
@@ -295,6 +323,13 @@ def _patch_flax(flax) -> None:
     config.update(flag, value)
 
 
+def _patch_config(config) -> None:
+  """Today's ``jax.config`` object gets the methods old code calls on it that it lost."""
+  for entry in _BY_MODULE.get('jax.config', {}).values():
+    if not _still_has(config, entry.name):
+      setattr(config, entry.name, _value(entry))
+
+
 def _patch(module: types.ModuleType) -> None:
   """Gives ``module`` the names of the table it misses (once; idempotent)."""
   if module.__dict__.get(_MARK) or not _state['active']:
@@ -303,6 +338,8 @@ def _patch(module: types.ModuleType) -> None:
   if module.__name__ == 'flax':
     _patch_flax(module)
     return
+  if module.__name__ == 'jax':
+    _patch_config(module.config)
   missing = {}
   for name, entry in _BY_MODULE.get(module.__name__, {}).items():
     if entry.kind == 'keywords':

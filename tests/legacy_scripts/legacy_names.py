@@ -16,6 +16,7 @@ from flax.training import checkpoints
 from jax.config import config
 from jax.experimental import optimizers
 
+config.enable_omnistaging()
 config.update('jax_enable_x64', False)
 out = {'x64': bool(config.jax_enable_x64)}
 
@@ -32,6 +33,7 @@ out['tree_structure'] = jax.tree_structure(tree).num_leaves
 pairs = [(1, 2), (3, 4), (5, 6)]
 out['tree_transpose'] = jax.tree_transpose(jax.tree_structure([0, 0, 0]),
                                            jax.tree_structure((0, 0)), pairs)
+out['tree_util_multimap'] = jax.tree_util.tree_multimap(lambda x, y: x * y, [2, 3], [4, 5])
 out['host'] = [jax.host_id(), jax.host_count()]
 
 # --- jax.ops.index_* ---------------------------------------------------------------------
@@ -57,6 +59,7 @@ def split(key: jax.random.KeyArray):  # the annotation is evaluated at definitio
 
 
 out['key_annotation'] = len(split(jax.random.PRNGKey(0)))
+out['shuffle'] = jax.random.shuffle(jax.random.PRNGKey(1), jnp.arange(12.0).reshape(4, 3)).tolist()
 init_fun, update_fun, get_params = optimizers.sgd(0.5)
 opt_state = update_fun(0, {'w': jnp.ones(2)}, init_fun({'w': jnp.ones(2)}))
 out['experimental_optimizers'] = get_params(opt_state)['w'].tolist()
@@ -85,8 +88,9 @@ def train_step(optimizer):
 
 
 optimizer = optim.Momentum(learning_rate=0.1, beta=0.9).create(params)
-for _ in range(5):
-  optimizer = train_step(optimizer)
+for step in range(5):
+  with jax.profiler.StepTraceContext('train', step_num=step):
+    optimizer = train_step(optimizer)
 out['trained'] = jax.tree_map(lambda a: np.asarray(a).tolist(), optimizer.target)
 out['loss'] = float(loss_fn(optimizer.target))
 checkpoints.save_checkpoint('ckpt', optimizer, step=5)

@@ -17,7 +17,10 @@ values are still computed by the oracle's jax and not by flax_optim_compat:
   (removed in jax 0.3.2): jax 0.2.22-0.3.1 computed them with the scatter of
   ``x.at[idx].set/add/multiply/min/max(y)``, and ``jax.ops.index`` returned its subscript;
 * ``jax.experimental.optimizers`` (removed in jax 0.3.16): jax 0.2.25-0.3.15 made it an alias of
-  ``jax.example_libraries.optimizers``.
+  ``jax.example_libraries.optimizers``;
+* ``jax.tree_util.tree_multimap`` (as ``jax.tree_multimap``), ``jax.profiler.StepTraceContext``
+  (renamed ``StepTraceAnnotation`` in jax 0.2.12) and ``jax.config.enable_omnistaging()`` (a
+  no-op once jax 0.2.12 made omnistaging permanent).
 """
 import json
 import os
@@ -57,6 +60,9 @@ def _at(method):
 for _name, _method in (('index_update', 'set'), ('index_add', 'add'),
                        ('index_mul', 'multiply'), ('index_min', 'min'), ('index_max', 'max')):
   setattr(jax.ops, _name, _at(_method))
+jax.tree_util.tree_multimap = jax.tree_util.tree_map
+jax.profiler.StepTraceContext = jax.profiler.StepTraceAnnotation
+jax.config.enable_omnistaging = lambda: None
 sys.modules['jax.experimental.optimizers'] = _optimizers
 import jax.experimental
 jax.experimental.optimizers = _optimizers
