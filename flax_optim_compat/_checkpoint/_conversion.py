@@ -7,6 +7,7 @@ the legacy numbers (one per group of a MultiOptimizer); the state mapping itself
 'opt_state', ...}`` layout with the keys that sat beside the optimizer, or the file's own tree
 with the optimizer node replaced (``keep_layout``). Every conversion's notes are one line each.
 """
+import re
 import warnings
 from typing import Any, List, NamedTuple, Optional, Tuple
 
@@ -97,6 +98,7 @@ def restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, T
     raise CheckpointError(f'{where}: the optimizer at {_tree.join_keys(path)} has the '
                           'MultiOptimizer layout of flax < 0.3.3, which later versions cannot '
                           'restore.')
+  _check_family(node, path, where, opt_def)
   _state_dict.check_leaves(node, path, where)
   target = node['target']
   bad = [p for p, leaf in _state_dict.leaves(target)
@@ -110,6 +112,29 @@ def restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, T
   except ValueError as e:
     raise CheckpointError(f'{where}: {e}') from None
   return restored, path
+
+
+def _check_family(node, path, where: str, opt_def) -> None:
+  """CheckpointError first of all when the file's state is another optimizer's than ``opt_def``
+  (what the file holds, by its field names; nothing is said where the names cannot tell)."""
+  try:
+    name = _layouts.name_param_states(node['target'], node['state'].get('param_states'))
+  except Exception:  # pylint: disable=broad-except  # an odd tree: the restore says what
+    return
+  if not name:
+    return
+  classes = {c.__name__ for c in type(opt_def).__mro__}
+  for outer in ('MultiOptimizer', 'WeightNorm'):
+    if name.startswith(outer) or outer in classes:
+      if name.startswith(outer) and outer in classes:
+        return
+      break
+  else:
+    if classes & set(re.split(r', | or ', name)):
+      return
+  raise CheckpointError(f'{where}: the optimizer at {_tree.join_keys(path)} holds the state of '
+                        f'{name}, not of {opt_def!r}: give --optimizer (optimizer_def) the '
+                        'optimizer that wrote it.')
 
 
 def _plain_of(opt_def) -> Optional[Any]:

@@ -185,6 +185,10 @@ def run(opt_def, params, step, full_tx, state_tx, *, known_zero_note: Optional[s
 
   grads = _gradients(probe_params, rng, WARMUP + UPDATES)
   hyper_params = opt_def.hyper_params
+
+  # Each side's one update is compiled once and run WARMUP + UPDATES times (compiling is most
+  # of the probe's cost; one program of all the updates compiles slower than one update). The
+  # legacy state is built by the legacy optimizer itself: init, WARMUP updates, the file's step.
   legacy_step = jax.jit(lambda p, s, g: opt_def.apply_gradient(hyper_params, p, s, g))
 
   def target_step(p, o, g):
@@ -192,19 +196,22 @@ def run(opt_def, params, step, full_tx, state_tx, *, known_zero_note: Optional[s
     return optax.apply_updates(p, updates), o
   target_step = jax.jit(target_step)
 
-  state = opt_def.init_state(probe_params)
+  state = jax.jit(opt_def.init_state)(probe_params)
   warm = probe_params
   for g in grads[:WARMUP]:
     warm, state = legacy_step(warm, state, g)
-  # The warmed-up moments at the file's own step (bias corrections, schedules, counts).
   state = state.replace(step=jnp.asarray(step, jnp.int32))
   opt_state = opt_def.optax_state(probe_params, state, tx=state_tx)
-
-  legacy_params, target_params = probe_params, probe_params
-  bit_exact, max_rel, first, known = True, 0.0, None, {}
-  for k, g in enumerate(grads[WARMUP:]):
+  legacy_out, target_out = [], []
+  legacy_params = target_params = probe_params
+  for g in grads[WARMUP:]:
     legacy_params, state = legacy_step(legacy_params, state, g)
     target_params, opt_state = target_step(target_params, opt_state, g)
+    legacy_out.append(legacy_params)
+    target_out.append(target_params)
+
+  bit_exact, max_rel, first, known = True, 0.0, None, {}
+  for k, (legacy_params, target_params) in enumerate(zip(legacy_out, target_out)):
     for j, (a, b) in enumerate(zip(jax.tree_util.tree_leaves(legacy_params),
                                    jax.tree_util.tree_leaves(target_params))):
       if _same_bits(a, b):
@@ -310,8 +317,13 @@ def cause(expected: Optional[str], given: Optional[str], legacy: str) -> Optiona
     return None
   if [n for n, _ in want] != [n for n, _ in got]:
     if len(want) == len(got) == 1:
-      return (f'optax.{got[0][0]} is another algorithm whose state has the fields of '
-              f'optax.{want[0][0]} (what {legacy} continues in)')
+      (mine_name, mine), (their_name, theirs) = want[0], got[0]
+      lacking = [f'{k}={v!r}' for k, v in mine.items() if k not in theirs and v is not None]
+      if lacking:
+        return (f'optax.{their_name} takes no {", ".join(lacking)}: {legacy} continues in '
+                f'{expected}')
+      return (f'optax.{their_name} is another algorithm whose state has the fields of '
+              f'optax.{mine_name} (what {legacy} continues in)')
     return f'--tx is {given}; {legacy} continues in {expected}'
   differing = []
   for (_, mine), (_, theirs) in zip(want, got):
