@@ -22,6 +22,7 @@ from .. import _adapter_state
 from .. import _groups
 from .. import _hyper
 from .. import _layouts
+from .. import _restore
 from . import _probe
 from . import _replicas
 from . import _state_dict
@@ -115,26 +116,29 @@ def restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, T
 
 
 def _check_family(node, path, where: str, opt_def) -> None:
-  """CheckpointError first of all when the file's state is another optimizer's than ``opt_def``
-  (what the file holds, by its field names; nothing is said where the names cannot tell)."""
+  """CheckpointError first of all when the file's fields are another optimizer's than
+  ``opt_def``'s (nothing is said where the names cannot tell, nor for a MultiOptimizer def,
+  whose groups may hold one optimizer's fields on every leaf)."""
+  del path
   try:
     name = _layouts.name_param_states(node['target'], node['state'].get('param_states'))
   except Exception:  # pylint: disable=broad-except  # an odd tree: the restore says what
     return
-  if not name:
-    return
   classes = {c.__name__ for c in type(opt_def).__mro__}
-  for outer in ('MultiOptimizer', 'WeightNorm'):
-    if name.startswith(outer) or outer in classes:
-      if name.startswith(outer) and outer in classes:
-        return
-      break
-  else:
-    if classes & set(re.split(r', | or ', name)):
-      return
-  raise CheckpointError(f'{where}: the optimizer at {_tree.join_keys(path)} holds the state of '
-                        f'{name}, not of {opt_def!r}: give --optimizer (optimizer_def) the '
-                        'optimizer that wrote it.')
+  if not name or 'MultiOptimizer' in classes:
+    return
+  try:   # the def's own fields, from its template (shapes only)
+    abstract = _state_dict.abstract_optimizer(opt_def, node['target'])
+    ours = _layouts.name_param_states(
+        node['target'], serialization.to_state_dict(abstract.state)['param_states'])
+    holds = ours is None or ours == name
+  except Exception:  # pylint: disable=broad-except  # a def that cannot hold this target
+    if name.startswith(('MultiOptimizer', 'WeightNorm')):
+      holds = name.split(' ', 1)[0].split('(', 1)[0] in classes
+    else:
+      holds = 'WeightNorm' not in classes and bool(classes & set(re.split(r', | or ', name)))
+  if not holds:
+    raise CheckpointError(f'{where}: {_restore.written_by(name, opt_def)}')
 
 
 def _plain_of(opt_def) -> Optional[Any]:
@@ -263,7 +267,7 @@ def _probe_def(opt_def, opt_state):
     try:
       _hyper.check_constant_rate(opt_def, None)
     except _hyper.PerStepRateError as e:
-      raise CheckpointError(f'{e} The tx given trains at a constant rate.') from None
+      raise CheckpointError(f'the tx given trains at a constant rate: {e}') from None
   copy = type(opt_def).__new__(type(opt_def))
   copy.__dict__.update(opt_def.__dict__)
   copy.hyper_params = opt_def.hyper_params.replace(learning_rate=float(np.asarray(rate)))

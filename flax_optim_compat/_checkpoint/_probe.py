@@ -16,6 +16,9 @@ gradients have element-wise magnitudes from 1e-8 to 1 (fixed per element over th
 the state holds tiny second moments where eps placement shows, and large ones elsewhere. The
 cost does not grow with the file: at most ~0.6 M elements a leaf, a few compiled steps.
 
+A second pass runs the same compiled updates on the same leaves scaled by 1e-6, where floors on
+the params' scale (Adafactor's ``epsilon2``) and trust ratios show.
+
 The comparison: per leaf, the largest ``|legacy - target|`` over the leaf's largest ``|value|``
 (the class of the guide's table: bit-exact, or within 1e-6 for float32; 16-bit floats allow
 the same number of their own ulps).
@@ -39,6 +42,7 @@ WARMUP = 3
 MAX_DIM = 160
 MAX_OTHER_DIM = 4
 TOLERANCE = 1e-6   # the "1e-6" class, for float32 leaves
+_TINY_FACTOR = 100.0
 _F32_EPS = float(np.finfo(np.float32).eps)
 
 
@@ -52,9 +56,12 @@ class ProbeResult(NamedTuple):
   """What the probe measured.
 
   Attributes:
-    updates: how many updates each side ran.
+    updates: how many updates each side ran (in each of the two passes).
     bit_exact: every param equal, bit for bit, after every update.
-    max_rel: the largest relative difference (leaves of ``known`` excepted).
+    max_rel: the largest relative difference on the file's values (leaves of ``known``
+      excepted): the class.
+    tiny_rel: the same on the params scaled by 1e-6 (refused only beyond 100 times the class:
+      there values are about one update, whose own rounding shows at ~1e-6).
     first: ``(leaf path, update, relative difference)`` of the first leaf beyond the class, or
       None when every leaf is within it.
     known: ``(path, note, relative difference)`` of differing leaves the def explains.
@@ -63,6 +70,7 @@ class ProbeResult(NamedTuple):
   updates: int
   bit_exact: bool
   max_rel: float
+  tiny_rel: float
   first: Optional[Tuple[str, int, float]]
   known: Tuple[Tuple[str, str, float], ...]
   stand_ins: Tuple[str, ...]
@@ -77,8 +85,10 @@ class ProbeResult(NamedTuple):
     if self.bit_exact:
       return f'bit-exact over {self.updates} updates'
     if self.first is None:
+      tiny = (f'; {self.tiny_rel:.2g} on params scaled by 1e-6' if self.tiny_rel > self.max_rel
+              else '')
       return (f'max relative difference {self.max_rel:.2g} over {self.updates} updates (the '
-              '1e-6 class)')
+              f'1e-6 class{tiny})')
     path, update, rel = self.first
     return (f'params leaf {path} differs by {_rel_text(rel)} (relative) after update '
             f'{update + 1} of {self.updates}, beyond the 1e-6 class')
@@ -196,35 +206,45 @@ def run(opt_def, params, step, full_tx, state_tx, *, known_zero_note: Optional[s
     return optax.apply_updates(p, updates), o
   target_step = jax.jit(target_step)
 
-  state = jax.jit(opt_def.init_state)(probe_params)
-  warm = probe_params
-  for g in grads[:WARMUP]:
-    warm, state = legacy_step(warm, state, g)
-  state = state.replace(step=jnp.asarray(step, jnp.int32))
-  opt_state = opt_def.optax_state(probe_params, state, tx=state_tx)
-  legacy_out, target_out = [], []
-  legacy_params = target_params = probe_params
-  for g in grads[WARMUP:]:
-    legacy_params, state = legacy_step(legacy_params, state, g)
-    target_params, opt_state = target_step(target_params, opt_state, g)
-    legacy_out.append(legacy_params)
-    target_out.append(target_params)
-
+  init = jax.jit(opt_def.init_state)
   bit_exact, max_rel, first, known = True, 0.0, None, {}
-  for k, (legacy_params, target_params) in enumerate(zip(legacy_out, target_out)):
-    for j, (a, b) in enumerate(zip(jax.tree_util.tree_leaves(legacy_params),
-                                   jax.tree_util.tree_leaves(target_params))):
-      if _same_bits(a, b):
-        continue
-      bit_exact = False
-      rel = _relative(a, b)
-      if known_zero_note is not None and zero[j]:
-        known[paths[j]] = max(known.get(paths[j], 0.0), rel)
-        continue
-      max_rel = max(max_rel, rel)
-      if first is None and rel > _tolerance(leaves[j].dtype):
-        first = (paths[j], k, rel)
-  return ProbeResult(UPDATES, bit_exact, max_rel, first,
+  # Two passes through the same compiled updates: the file's values, then the same leaves
+  # scaled by 1e-6, where floors on the params' scale (Adafactor's epsilon2) and trust ratios
+  # show.
+  tiny = jax.tree_util.tree_map(
+      lambda x: (x * np.asarray(1e-6, x.dtype)) if _tree.is_inexact(x) else x, probe_params)
+  tiny_rel = 0.0
+  for label, start in (('', probe_params), (' (params scaled by 1e-6)', tiny)):
+    state = init(start)
+    warm = start
+    for g in grads[:WARMUP]:
+      warm, state = legacy_step(warm, state, g)
+    state = state.replace(step=jnp.asarray(step, jnp.int32))
+    opt_state = opt_def.optax_state(start, state, tx=state_tx)
+    legacy_params = target_params = start
+    for k, g in enumerate(grads[WARMUP:]):
+      legacy_params, state = legacy_step(legacy_params, state, g)
+      target_params, opt_state = target_step(target_params, opt_state, g)
+      for j, (a, b) in enumerate(zip(jax.tree_util.tree_leaves(legacy_params),
+                                     jax.tree_util.tree_leaves(target_params))):
+        if _same_bits(a, b):
+          continue
+        bit_exact = False
+        rel = _relative(a, b)
+        if known_zero_note is not None and zero[j]:
+          known[paths[j]] = max(known.get(paths[j], 0.0), rel)
+          continue
+        if label:
+          # Values about the size of one update: rounding shows at ~1e-6 of it (injected
+          # float32 hyper-params); a floor or a trust ratio differs by far more.
+          tiny_rel = max(tiny_rel, rel)
+          beyond = rel > _TINY_FACTOR * _tolerance(leaves[j].dtype)
+        else:
+          max_rel = max(max_rel, rel)
+          beyond = rel > _tolerance(leaves[j].dtype)
+        if first is None and beyond:
+          first = (paths[j] + label, k, rel)
+  return ProbeResult(UPDATES, bit_exact, max_rel, tiny_rel, first,
                      tuple((p, known_zero_note, r) for p, r in known.items()), stand_ins)
 
 
@@ -274,7 +294,7 @@ def _calls(text: str) -> Optional[List[Tuple[str, dict]]]:
           k.arg: k.value for k in call.keywords if k.arg})
     except TypeError:
       return None
-    values = {}
+    values = {'': set(bound.arguments)}   # the keywords written out
     for param in inspect.signature(fn).parameters.values():
       if param.name in bound.arguments:
         try:
@@ -318,7 +338,7 @@ def cause(expected: Optional[str], given: Optional[str], legacy: str) -> Optiona
   if [n for n, _ in want] != [n for n, _ in got]:
     if len(want) == len(got) == 1:
       (mine_name, mine), (their_name, theirs) = want[0], got[0]
-      lacking = [f'{k}={v!r}' for k, v in mine.items() if k not in theirs and v is not None]
+      lacking = [f'{k}={mine[k]!r}' for k in sorted(mine['']) if k not in theirs]
       if lacking:
         return (f'optax.{their_name} takes no {", ".join(lacking)}: {legacy} continues in '
                 f'{expected}')
@@ -328,7 +348,7 @@ def cause(expected: Optional[str], given: Optional[str], legacy: str) -> Optiona
   differing = []
   for (_, mine), (_, theirs) in zip(want, got):
     for key, value in theirs.items():
-      if key in mine and not _same(mine[key], value):
+      if key and key in mine and not _same(mine[key], value):
         differing.append(f'{key}={value!r} in --tx, {mine[key]!r} for {legacy}')
   if differing:
     return '; '.join(differing)

@@ -187,13 +187,13 @@ def _cmd_convert(args, out) -> int:
     return 0
   out.write(f'wrote {args.out} ({args.to}, step {int(result.train_state.step)}): load it with '
             f'tx={result.load_with}\n')
-  out.write(f'  probe: {result.probe.summary()}\n')
-  if result.accepted:
-    out.write(f'  accepted (--accept-difference): {result.accepted}\n')
   if isinstance(opt_def, optim.MultiOptimizer):
     labels = _labels_text(opt_def)
     out.write('  labels: one per group in order (\'0\', \'1\', ...), \'unmatched\' for the '
               'params no group selects' + (f'; {labels}' if labels else '') + '\n')
+  out.write(f'  probe: {result.probe.summary()}\n')
+  if result.accepted:
+    out.write(f'  accepted (--accept-difference): {result.accepted}\n')
   for note in result.notes:
     out.write(f'  note: {note}\n')
   return 0
