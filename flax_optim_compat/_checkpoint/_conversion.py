@@ -256,31 +256,27 @@ def _injected_rate(opt_state):
   return None
 
 
-def _probe_def(opt_def, opt_state):
-  """``opt_def`` with the rate the probe runs legacy at: its own, or (a def whose rate was set
-  per step) the rate ``tx`` injects; CheckpointError when ``tx`` keeps a constant rate."""
+def _probe_hyper_params(opt_def, opt_state):
+  """The hyper-params the probe runs legacy with: the def's own, or (a def whose rate was set
+  per step) with the rate ``tx`` injects; CheckpointError when ``tx`` keeps a constant rate."""
   if isinstance(opt_def, MultiOptimizer) or getattr(opt_def.hyper_params, 'learning_rate',
                                                      0) is not None:
-    return opt_def
+    return opt_def.hyper_params
   rate = _injected_rate(opt_state)
   if rate is None:
     try:
       _hyper.check_constant_rate(opt_def, None)
     except _hyper.PerStepRateError as e:
       raise CheckpointError(f'the tx given trains at a constant rate: {e}') from None
-  copy = type(opt_def).__new__(type(opt_def))
-  copy.__dict__.update(opt_def.__dict__)
-  copy.hyper_params = opt_def.hyper_params.replace(learning_rate=float(np.asarray(rate)))
-  return copy
+  return opt_def.hyper_params.replace(learning_rate=float(np.asarray(rate)))
 
 
 def _probed(optimizer_def, optimizer, full_tx, state_tx, opt_state, *, tx, tx_source, where,
             accept_difference):
   """``(probe result, notes, accepted line)``: the probe run, refused beyond its class."""
-  legacy_def = _probe_def(optimizer_def, opt_state)
-  known = optimizer_def.zero_params_note()
-  result = _probe.run(legacy_def, optimizer.target, optimizer.state.step, full_tx, state_tx,
-                      known_zero_note=known)
+  result = _probe.run(optimizer_def, optimizer.target, optimizer.state.step, full_tx, state_tx,
+                      hyper_params=_probe_hyper_params(optimizer_def, opt_state),
+                      known_zero_note=optimizer_def.zero_params_note())
   notes = _probe.describe_known(result)
   if result.within:
     return result, notes, None

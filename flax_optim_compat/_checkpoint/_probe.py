@@ -171,8 +171,8 @@ def _same_bits(a, b) -> bool:
 # ----------------------------------------------------------------------------- the run
 
 
-def run(opt_def, params, step, full_tx, state_tx, *, known_zero_note: Optional[str] = None,
-        seed: int = 0) -> ProbeResult:
+def run(opt_def, params, step, full_tx, state_tx, *, hyper_params=None,
+        known_zero_note: Optional[str] = None, seed: int = 0) -> ProbeResult:
   """Runs the legacy optimizer and ``full_tx`` side by side on the probe tree of ``params``.
 
   Args:
@@ -181,6 +181,8 @@ def run(opt_def, params, step, full_tx, state_tx, *, known_zero_note: Optional[s
     step: the file's optimizer step.
     full_tx: the transformation of the converted TrainState.
     state_tx: the ``tx`` argument the conversion gives ``opt_def.optax_state``.
+    hyper_params: the legacy side's hyper-params (default the def's own; a def whose rate was
+      set per step runs at the rate the target injects).
     known_zero_note: the def's line for an all-zero param that the target moves and legacy did
       not (LAMB into ``optax.lamb``): such leaves are reported in ``known``, not refused.
     seed: the synthetic values' seed.
@@ -194,7 +196,7 @@ def run(opt_def, params, step, full_tx, state_tx, *, known_zero_note: Optional[s
   zero = [not np.asarray(v).any() and np.size(v) > 0 for v, _ in cut]
 
   grads = _gradients(probe_params, rng, WARMUP + UPDATES)
-  hyper_params = opt_def.hyper_params
+  hyper_params = opt_def.hyper_params if hyper_params is None else hyper_params
 
   # Each side's one update is compiled once and run WARMUP + UPDATES times (compiling is most
   # of the probe's cost; one program of all the updates compiles slower than one update). The
