@@ -116,10 +116,16 @@ def restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, T
 
 
 def _check_family(node, path, where: str, opt_def) -> None:
-  """CheckpointError first of all when the file's fields are another optimizer's than
-  ``opt_def``'s (nothing is said where the names cannot tell, nor for a MultiOptimizer def,
-  whose groups may hold one optimizer's fields on every leaf)."""
+  """CheckpointError first of all when ``opt_def`` cannot even hold the file's target and the
+  file's fields are another optimizer's (``WeightNorm(Adam)`` for an Adam file): what the file
+  holds comes before what the def says of the target. A def that holds the target is left to
+  the strict restore, whose error names the first differing leaf and the same family."""
   del path
+  try:
+    _state_dict.abstract_optimizer(opt_def, node['target'])
+    return
+  except Exception:  # pylint: disable=broad-except  # the def refuses this target: say why
+    pass
   try:
     name = _layouts.name_param_states(node['target'], node['state'].get('param_states'))
   except Exception:  # pylint: disable=broad-except  # an odd tree: the restore says what
@@ -127,16 +133,10 @@ def _check_family(node, path, where: str, opt_def) -> None:
   classes = {c.__name__ for c in type(opt_def).__mro__}
   if not name or 'MultiOptimizer' in classes:
     return
-  try:   # the def's own fields, from its template (shapes only)
-    abstract = _state_dict.abstract_optimizer(opt_def, node['target'])
-    ours = _layouts.name_param_states(
-        node['target'], serialization.to_state_dict(abstract.state)['param_states'])
-    holds = ours is None or ours == name
-  except Exception:  # pylint: disable=broad-except  # a def that cannot hold this target
-    if name.startswith(('MultiOptimizer', 'WeightNorm')):
-      holds = name.split(' ', 1)[0].split('(', 1)[0] in classes
-    else:
-      holds = 'WeightNorm' not in classes and bool(classes & set(re.split(r', | or ', name)))
+  if name.startswith(('MultiOptimizer', 'WeightNorm')):
+    holds = name.split(' ', 1)[0].split('(', 1)[0] in classes
+  else:
+    holds = 'WeightNorm' not in classes and bool(classes & set(re.split(r', | or ', name)))
   if not holds:
     raise CheckpointError(f'{where}: {_restore.written_by(name, opt_def)}')
 
