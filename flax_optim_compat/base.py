@@ -211,11 +211,9 @@ class OptimizerDef:
 
   def zero_params_note(self):
     """What the plain optax continuation does differently for an all-zero param, or None."""
-    return None
 
   def legacy_notes(self, params) -> list:
-    """Lines naming params flax 0.5.3 treated differently from any continuation (bfloat16
-    params under Adam: see ``Adam.legacy_notes``)."""
+    """Lines naming params legacy treated unlike any continuation (see ``Adam.legacy_notes``)."""
     del params
     return []
 
