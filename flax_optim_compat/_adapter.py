@@ -148,6 +148,8 @@ class OptaxBackedDef(OptimizerDef):
     step_scaled_fields: legacy fields holding learning-rate-scaled steps (LARS ``momentum``):
       a transformation may keep them negated (``optax.lars``), which the state mapping reads
       from one update of it.
+    half_precision_note: what flax 0.5.3 did with a bfloat16 param that every continuation
+      (this package's included) does not (:meth:`legacy_notes`); None when nothing differs.
 
   A user subclass of a built-in that implements ``apply_param_gradient`` itself (the legacy
   per-leaf protocol) gets the legacy template's ``init_state``/``apply_gradient`` back and no
@@ -160,6 +162,7 @@ class OptaxBackedDef(OptimizerDef):
   keep_param_dtype: ClassVar[bool] = False
   plain_optax_forms: ClassVar[Tuple[_plain.PlainForm, ...]] = ()
   step_scaled_fields: ClassVar[frozenset] = frozenset()
+  half_precision_note: ClassVar[Optional[str]] = None
   # The built-ins' steps are optax math: pure jax (see ``OptimizerDef.pure_jax_step``).
   pure_jax_step = True
 
@@ -249,10 +252,9 @@ class OptaxBackedDef(OptimizerDef):
     if (getattr(self.hyper_params, 'learning_rate', 0) is None
         and 'learning_rate' not in (arg_sources or {})):
       # optax reads learning_rate=None as "no scaling": the update would climb the gradient.
-      raise ValueError(f'{self!r} has no learning rate (legacy took one per step, '
-                       'apply_gradient(grads, learning_rate=lr)); optax needs it in the '
-                       'transformation: give the rate (any value: the state does not depend '
-                       'on it) or its source text.')
+      scheduled = _plain.render(self, self.plain_optax_forms,
+                                dict(arg_sources or {}, learning_rate='schedule'))
+      _hyper.check_constant_rate(self, scheduled.expression)
     return _plain.render(self, self.plain_optax_forms, arg_sources)
 
   def plain_optax_transform(self) -> optax.GradientTransformation:
@@ -268,6 +270,34 @@ class OptaxBackedDef(OptimizerDef):
       raise NotImplementedError(f'{type(self).__name__} declares no plain optax expression.')
     return _plain.build(self, self.plain_optax_forms)
 
+  def zero_params_note(self) -> Optional[str]:
+    """What :meth:`plain_optax` does differently for an all-zero param (LAMB), or None."""
+    if not self.plain_optax_forms:
+      return None
+    return _plain.zero_params_note(self, self.plain_optax_forms)
+
+  def legacy_notes(self, params) -> List[str]:
+    """Lines naming params that flax 0.5.3 treated differently from every continuation.
+
+    Only for an optimizer that declares ``half_precision_note`` (Adam, AdaBelief, LAMB): one
+    line naming its 16-bit float params, or none.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import flax_optim_compat as optim
+      >>> optim.Adam(0.1).legacy_notes({'w': jnp.ones(2, jnp.bfloat16), 'b': jnp.ones(2)})[0][:41]
+      '/w is bfloat16: flax 0.5.3 never moved it'
+    """
+    if self.half_precision_note is None:
+      return []
+    low = [(path, np.dtype(_tree.dtype_of(leaf)).name)
+           for path, leaf in zip(_tree.tree_paths(params), jax.tree_util.tree_leaves(params))
+           if _tree.dtype_of(leaf) == jnp.bfloat16]
+    if not low:
+      return []
+    paths = ', '.join(p for p, _ in low)
+    return [f'{paths} {"is" if len(low) == 1 else "are"} bfloat16: {self.half_precision_note}']
+
   def plain_optax_notes(self, params) -> List[str]:
     """Lines naming the params whose continuation in :meth:`plain_optax` differs from legacy.
 
@@ -282,7 +312,7 @@ class OptaxBackedDef(OptimizerDef):
     """
     if not self.plain_optax_forms:
       return []
-    note = _plain.zero_params_note(self, self.plain_optax_forms)
+    note = self.zero_params_note()
     if note is None:
       return []
     zero = [path for path, leaf in zip(_tree.tree_paths(params), jax.tree_util.tree_leaves(params))

@@ -262,15 +262,21 @@ def _hyperparam_values(opt_def) -> Dict[str, Any]:
   plain forms say which legacy hyper-param each optax keyword takes (``b1`` <- ``beta1``).
   """
   out: Dict[str, Any] = {}
-  for form in opt_def.plain_optax_forms:
-    for call in form.calls:
-      for keyword, spec in call.keywords:
-        if keyword in out or isinstance(spec, _plain.Attr):
-          continue
-        value = getattr(opt_def.hyper_params, spec.name) if isinstance(spec, _plain.Hyper) else spec
-        if value is None or callable(value) or isinstance(value, (bool, str)):
-          continue
-        out[keyword] = value
+  # A keyword a form ties to a hyper-param wins over a literal another form writes for it: a
+  # literal holds only under that form's conditions (Adadelta's `optax.adadelta(...,
+  # weight_decay=0.0)` when the def's weight_decay is 0), the hyper-param always.
+  for literals in (False, True):
+    for form in opt_def.plain_optax_forms:
+      for call in form.calls:
+        for keyword, spec in call.keywords:
+          if keyword in out or isinstance(spec, _plain.Attr):
+            continue
+          if isinstance(spec, _plain.Hyper) == literals:
+            continue
+          value = getattr(opt_def.hyper_params, spec.name) if not literals else spec
+          if value is None or callable(value) or isinstance(value, (bool, str)):
+            continue
+          out[keyword] = value
   return out
 
 

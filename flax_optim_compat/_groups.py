@@ -16,7 +16,7 @@ import optax
 from . import _tree
 
 __all__ = ['UNMATCHED', 'stand_in', 'param_labels', 'masked', 'group_leaves', 'group_transforms',
-           'transform', 'optax_state', 'legacy_states']
+           'multi_transform_source', 'transform', 'optax_state', 'legacy_states']
 
 UNMATCHED = 'unmatched'
 
@@ -99,6 +99,18 @@ def group_transforms(sub_optimizers, txs: Optional[Sequence[Any]], hyper_params)
       raise TypeError(f'MultiOptimizer group {i}: {type(tx).__name__} is not an optax '
                       'transformation.')
   return txs
+
+
+def multi_transform_source(group_sources: Sequence[str]) -> str:
+  """The Python source of :func:`transform` given each group's source, in order.
+
+  Examples:
+    >>> multi_transform_source(['optax.sgd(learning_rate=0.1)'])
+    "optax.multi_transform({'0': optax.sgd(learning_rate=0.1), 'unmatched': optax.set_to_zero()}, param_labels)"
+  """
+  inner = ', '.join(f"'{i}': {text}" for i, text in enumerate(group_sources))
+  return (f"optax.multi_transform({{{inner}, '{UNMATCHED}': optax.set_to_zero()}}, "
+          'param_labels)')
 
 
 def transform(txs, label_tree: Callable[[Any], Any]) -> optax.GradientTransformation:

@@ -19,7 +19,8 @@ import optax
 
 from . import _tree
 
-__all__ = ['MissingLearningRateError', 'ScheduledHyperParamsState', 'allowed_kinds',
+__all__ = ['MissingLearningRateError', 'PerStepRateError', 'check_constant_rate',
+           'ScheduledHyperParamsState', 'allowed_kinds',
            'check_value', 'checked', 'describe', 'as_dict', 'fields_repr', 'with_schedules',
            'scale_by_required_learning_rate', 'require_learning_rate', 'is_concrete_zero',
            'decayed_weights']
@@ -206,6 +207,48 @@ def require_learning_rate(learning_rate: Any) -> None:
     raise MissingLearningRateError(
         'no learning rate provided. Pass learning_rate= to the optimizer constructor or '
         'to apply_gradient(grads, learning_rate=...).')
+
+
+class PerStepRateError(MissingLearningRateError):
+  """An optimizer without a learning rate asked for its optax continuation (one message)."""
+
+
+def check_constant_rate(opt_def, continuation: Optional[str] = None) -> None:
+  """The one rule for a continuation in optax: a def whose ``learning_rate`` is None had its
+  rate set per step, and no constant-rate transformation continues it.
+
+  Raises :class:`PerStepRateError` naming the forms that do continue it: the rate injected and
+  set before each update, or a schedule of optax's ``count`` (which continues from the
+  checkpoint's step). ``continuation``: the optax expression with ``learning_rate=schedule``,
+  where the def has one.
+
+  Examples:
+    >>> import flax_optim_compat as optim
+    >>> check_constant_rate(optim.Momentum(0.1))
+    >>> check_constant_rate(optim.Momentum(), 'optax.sgd(learning_rate=schedule, momentum=0.9)')
+    Traceback (most recent call last):
+    ...
+    flax_optim_compat._hyper.PerStepRateError: Momentum(learning_rate=None, beta=0.9, weight_decay=0, nesterov=False) has no learning rate: the run set it per step (apply_gradient(grads, learning_rate=lr)), so no constant-rate optax transformation continues it. Continue with the rate set per step: optax.inject_hyperparams(optax.sgd)(learning_rate=..., momentum=0.9) and opt_state.hyperparams['learning_rate'] = lr before each update (convert with that --tx / tx=), or a schedule of optax's count, which continues from the checkpoint's step: optax.sgd(learning_rate=schedule, momentum=0.9) with schedule = lambda count: <the rate the run used at step count>.
+  """
+  if getattr(opt_def.hyper_params, 'learning_rate', 0) is not None:
+    return
+  injected = 'optax.inject_hyperparams(optax.X)(learning_rate=..., ...)'
+  scheduled = 'optax.X(learning_rate=schedule, ...)'
+  if continuation and continuation.startswith('optax.') and '(' in continuation \
+      and not continuation.startswith(('optax.chain(', 'optax.multi_transform(')):
+    function, arguments = continuation.split('(', 1)
+    injected = f'optax.inject_hyperparams({function})({arguments}'.replace(
+        'learning_rate=schedule', 'learning_rate=...')
+    scheduled = continuation
+  elif continuation:
+    scheduled = continuation
+  raise PerStepRateError(
+      f'{opt_def!r} has no learning rate: the run set it per step (apply_gradient(grads, '
+      'learning_rate=lr)), so no constant-rate optax transformation continues it. Continue with '
+      f"the rate set per step: {injected} and opt_state.hyperparams['learning_rate'] = lr "
+      'before each update (convert with that --tx / tx=), or a schedule of optax\'s count, '
+      f'which continues from the checkpoint\'s step: {scheduled} with schedule = lambda count: '
+      '<the rate the run used at step count>.')
 
 
 def scale_by_required_learning_rate(learning_rate: Any, *,

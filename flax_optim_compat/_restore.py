@@ -250,7 +250,12 @@ def _hint(opt_def, template, state_dict) -> str:
   ours = _layouts.name_param_states(target_sd, template['state']['param_states'])
   if theirs is None or theirs == ours:
     return ''
-  return (f' The checkpoint looks like it was written by {theirs}, but it is being restored '
+  return ' ' + written_by(theirs, opt_def)
+
+
+def written_by(theirs: str, opt_def) -> str:
+  """The one sentence naming the optimizer a checkpoint's fields say wrote it."""
+  return (f'The checkpoint looks like it was written by {theirs}, but it is being restored '
           f'into {opt_def!r}: restore it with the optimizer that wrote it.')
 
 

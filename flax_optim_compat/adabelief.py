@@ -84,6 +84,9 @@ class AdaBelief(OptaxBackedDef):
   build_transform = staticmethod(adabelief_transform)
   param_state_cls = _AdaBeliefParamState
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
+  # bfloat16: legacy computed the bias correction in the param dtype, where 0.999 is 1.0.
+  half_precision_note = ('flax 0.5.3 never moved it (1 - beta2**t rounds to 0 in bfloat16); the '
+                         'continuation trains it from this step on')
   plain_optax_forms = (
       PlainForm((PlainCall('adabelief', (('learning_rate', Hyper('learning_rate')),)
                            + _BELIEF_KEYWORDS),), when=(('weight_decay', 0),)),

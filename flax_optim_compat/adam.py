@@ -74,6 +74,9 @@ class Adam(OptaxBackedDef):
   build_transform = staticmethod(adam_transform)
   param_state_cls = _AdamParamState
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
+  # bfloat16: legacy computed the bias correction in the param dtype, where 0.999 is 1.0.
+  half_precision_note = ('flax 0.5.3 never moved it (1 - beta2**t rounds to 0 in bfloat16); the '
+                         'continuation trains it from this step on')
   plain_optax_forms = (
       PlainForm((PlainCall('adam', _ADAM_KEYWORDS),), when=(('weight_decay', 0),)),
       PlainForm((PlainCall('adamw', _ADAM_KEYWORDS + (

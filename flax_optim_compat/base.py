@@ -209,6 +209,14 @@ class OptimizerDef:
     del params
     return []
 
+  def zero_params_note(self):
+    """What the plain optax continuation does differently for an all-zero param, or None."""
+
+  def legacy_notes(self, params) -> list:
+    """Lines naming params legacy treated unlike any continuation (see ``Adam.legacy_notes``)."""
+    del params
+    return []
+
   def optax_state(self, params, state, hyper_params=None, tx=None) -> optax.OptState:
     """The state of :meth:`optax_transform` holding the legacy ``state`` for ``params``."""
     del params, state, hyper_params, tx
@@ -598,9 +606,7 @@ class MultiOptimizer(OptimizerDef):
     groups = [opt.plain_optax() for opt in self.sub_optimizers]
     order = ('bit-exact', '1e-6', 'not exact')
     worst = max(groups, key=lambda p: order.index(p.exact))
-    inner = ', '.join(f"'{i}': {p.expression}" for i, p in enumerate(groups))
-    expression = (f"optax.multi_transform({{{inner}, '{_groups.UNMATCHED}': "
-                  'optax.set_to_zero()}, param_labels)')
+    expression = _groups.multi_transform_source([p.expression for p in groups])
     return type(worst)(expression, worst.exact, worst.difference)
 
   def optax_state(self, params, state, hyper_params=None, tx=None):

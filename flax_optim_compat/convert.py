@@ -29,13 +29,13 @@ from flax.training import train_state as flax_train_state
 from ._checkpoint import _codec, _conversion, _converted, _diff, _inspect, _load_code, _orbax_io
 from ._checkpoint import _outputs, _sources
 from ._checkpoint._codec import CheckpointError
-from ._checkpoint._conversion import Conversion, ConversionWarning, OptaxCheckpoint
+from ._checkpoint._conversion import Conversion, ConversionWarning, OptaxCheckpoint, ProbeError
 from ._checkpoint._converted import ConvertedCheckpoint
 from ._checkpoint._diff import DiffResult
 from ._checkpoint._inspect import CheckpointInfo
 from .base import OptimizerDef
 
-__all__ = ['CheckpointError', 'CheckpointInfo', 'DiffResult', 'Conversion', 'ConversionWarning',
+__all__ = ['CheckpointError', 'ProbeError', 'CheckpointInfo', 'DiffResult', 'Conversion', 'ConversionWarning',
            'ConvertedCheckpoint', 'load', 'load_converted', 'inspect', 'convert_checkpoint',
            'to_optax', 'to_train_state', 'to_orbax', 'to_legacy', 'legacy_from_converted',
            'diff', 'write_msgpack', 'check_new_output', 'checkpoint_file', 'load_code']
@@ -116,7 +116,8 @@ def inspect(source: Source, *, progress=None) -> CheckpointInfo:
 
 def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
                        keep_layout: bool = False, replica: Optional[int] = None, apply_fn=None,
-                       progress=None) -> Conversion:
+                       progress=None, accept_difference: bool = False,
+                       tx_source=None) -> Conversion:
   """Converts a legacy checkpoint into the state of the optax transformation a user writes.
 
   The legacy per-parameter state is mapped into ``tx.init(params)``'s structure by meaning
@@ -142,14 +143,28 @@ def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
       default: replica 0, after checking that all replicas agree.
     apply_fn: stored in the TrainState (e.g. ``model.apply``).
     progress: optional ``callback(bytes_read, total_bytes)`` while a file is read.
+    accept_difference: convert even where the probe finds the target beyond its class
+      (``Conversion.accepted`` then says what differs).
+    tx_source: the Python source of ``tx`` (a list per group for a MultiOptimizer): the
+      ``load_with`` text, and the cause a refusal names (the keywords that differ).
+
+  Before anything is returned (so before anything is written) the *probe* runs the legacy
+  optimizer as ``optimizer_def`` states it and the target transformation from the converted
+  state side by side for a few updates on synthetic gradients of the file's shapes and dtypes
+  (big leaves cut down to at most 160 per dimension), and compares the params after each
+  update: ``Conversion.probe.summary()`` says what it measured (bit-exact, or the largest
+  relative difference within the 1e-6 class).
 
   Returns:
-    A :class:`Conversion` ``(train_state, state_dict, load_with, notes)``.
+    A :class:`Conversion` ``(train_state, state_dict, load_with, notes, probe, accepted)``.
 
   Raises:
     CheckpointError: unreadable source, no optimizer, a file that does not fit
       ``optimizer_def``, a ``tx`` whose state has no place for a legacy field (or a field
       with no legacy counterpart: another algorithm), replicas that differ.
+    ProbeError: the target does not continue ``optimizer_def`` within its class (another
+      algorithm with the same state fields, other hyper-parameters): the message names the
+      first differing leaf and the measured difference (not raised with ``accept_difference``).
 
   Examples:
     >>> import jax.numpy as jnp
@@ -167,11 +182,14 @@ def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
   tree, where = _sources.read(source, mode='jax', progress=progress)
   return Conversion(*_conversion.convert_tree(tree, where, optimizer_def, tx=tx,
                                                keep_layout=keep_layout, replica=replica,
-                                               apply_fn=apply_fn))
+                                               apply_fn=apply_fn,
+                                               accept_difference=accept_difference,
+                                               tx_source=tx_source))
 
 
 def to_optax(source: Source, optimizer_def: OptimizerDef, *, tx=None,
-             replica: Optional[int] = None, progress=None) -> OptaxCheckpoint:
+             replica: Optional[int] = None, progress=None,
+             accept_difference: bool = False) -> OptaxCheckpoint:
   """``(params, tx, opt_state)`` continuing the legacy run in plain optax.
 
   ``opt_state`` is the file's optimizer state as a state of ``tx`` (default: the optimizer's
@@ -184,6 +202,7 @@ def to_optax(source: Source, optimizer_def: OptimizerDef, *, tx=None,
     tx: the optax transformation to convert into (see :func:`convert_checkpoint`).
     replica: the replica of a replicated file (see :func:`convert_checkpoint`).
     progress: optional ``callback(bytes_read, total_bytes)`` while a file is read.
+    accept_difference: see :func:`convert_checkpoint` (its probe runs here too).
 
   Returns:
     An :class:`OptaxCheckpoint` ``(params, tx, opt_state)`` of ``jax.Array`` leaves.
@@ -208,12 +227,13 @@ def to_optax(source: Source, optimizer_def: OptimizerDef, *, tx=None,
     Array([0.71, 0.71], dtype=float32)
   """
   state = convert_checkpoint(source, optimizer_def, tx=tx, replica=replica,
-                             progress=progress).train_state
+                             progress=progress, accept_difference=accept_difference).train_state
   return OptaxCheckpoint(state.params, state.tx, state.opt_state)
 
 
 def to_train_state(source: Source, optimizer_def: OptimizerDef, apply_fn=None, *, tx=None,
-                   replica: Optional[int] = None, progress=None) -> flax_train_state.TrainState:
+                   replica: Optional[int] = None, progress=None,
+                   accept_difference: bool = False) -> flax_train_state.TrainState:
   """A ``flax.training.train_state.TrainState`` continuing the legacy run.
 
   ``step`` is the legacy step (the train state's own where the file has one beside the
@@ -229,6 +249,7 @@ def to_train_state(source: Source, optimizer_def: OptimizerDef, apply_fn=None, *
     tx: the optax transformation to convert into (see :func:`convert_checkpoint`).
     replica: the replica of a replicated file (see :func:`convert_checkpoint`).
     progress: optional ``callback(bytes_read, total_bytes)`` while a file is read.
+    accept_difference: see :func:`convert_checkpoint` (its probe runs here too).
 
   Returns:
     The ``TrainState``.
@@ -248,7 +269,7 @@ def to_train_state(source: Source, optimizer_def: OptimizerDef, apply_fn=None, *
     (1, 1, Array([0.9, 0.9], dtype=float32))
   """
   return convert_checkpoint(source, optimizer_def, tx=tx, replica=replica, apply_fn=apply_fn,
-                            progress=progress).train_state
+                            progress=progress, accept_difference=accept_difference).train_state
 
 
 def check_new_output(path: Union[str, os.PathLike]) -> str:
@@ -262,7 +283,7 @@ def check_new_output(path: Union[str, os.PathLike]) -> str:
 
 def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, os.PathLike],
              *, tx=None, keep_layout: bool = False, replica: Optional[int] = None,
-             progress=None) -> Conversion:
+             progress=None, accept_difference: bool = False, tx_source=None) -> Conversion:
   """Writes the conversion of ``source`` as an orbax checkpoint in ``directory``.
 
   The checkpoint holds :func:`convert_checkpoint`'s ``state_dict``: ``{'step', 'params',
@@ -282,6 +303,8 @@ def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, 
     keep_layout: keep the file's tree (see :func:`convert_checkpoint`).
     replica: the replica of a replicated file (see :func:`convert_checkpoint`).
     progress: optional ``callback(bytes_read, total_bytes)`` while a file is read.
+    accept_difference: see :func:`convert_checkpoint` (the probe runs before the write).
+    tx_source: see :func:`convert_checkpoint`.
 
   Returns:
     The :class:`Conversion` that was written.
@@ -309,7 +332,8 @@ def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, 
   """
   directory = check_new_output(directory)
   result = convert_checkpoint(source, optimizer_def, tx=tx, keep_layout=keep_layout,
-                              replica=replica, progress=progress)
+                              replica=replica, progress=progress,
+                              accept_difference=accept_difference, tx_source=tx_source)
   _orbax_io.write(directory, result.state_dict)
   return result
 

@@ -122,6 +122,9 @@ class LAMB(OptaxBackedDef):
   build_transform = staticmethod(lamb_transform)
   param_state_cls = _LAMBParamState
   optax_state_fields = {'grad_ema': 'mu', 'grad_sq_ema': 'nu'}
+  # bfloat16: legacy computed the bias correction in the param dtype, where 0.999 is 1.0.
+  half_precision_note = ('flax 0.5.3 made it NaN at its first update (1 - beta2**t rounds to 0 '
+                         'in bfloat16); the continuation trains it')
   plain_optax_forms = (
       PlainForm((PlainCall('lamb', (('learning_rate', Hyper('learning_rate')),
                                     ('b1', Hyper('beta1')), ('b2', Hyper('beta2')),

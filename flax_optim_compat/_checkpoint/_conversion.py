@@ -7,6 +7,7 @@ the legacy numbers (one per group of a MultiOptimizer); the state mapping itself
 'opt_state', ...}`` layout with the keys that sat beside the optimizer, or the file's own tree
 with the optimizer node replaced (``keep_layout``). Every conversion's notes are one line each.
 """
+import re
 import warnings
 from typing import Any, List, NamedTuple, Optional, Tuple
 
@@ -18,7 +19,11 @@ from flax import serialization
 from flax.training import train_state as flax_train_state
 
 from .. import _adapter_state
+from .. import _groups
+from .. import _hyper
 from .. import _layouts
+from .. import _restore
+from . import _probe
 from . import _replicas
 from . import _state_dict
 from .. import _tree
@@ -47,13 +52,32 @@ class Conversion(NamedTuple):
       a ``tx`` given as an object); a MultiOptimizer's reads
       ``optax.multi_transform({'0': ..., 'unmatched': optax.set_to_zero()}, param_labels)``.
     notes: one-line remarks: fields that fit several optimizers, no exact plain optax,
-      replicas reduced, keys carried beside the train state.
+      replicas reduced, keys carried beside the train state, what legacy did differently.
+    probe: what the probe measured before anything was written (``.summary()``: one line,
+      e.g. ``'bit-exact over 4 updates'``): legacy and the target run side by side.
+    accepted: the difference the caller accepted (``accept_difference=True``), one line, or
+      None when the probe found the conversion within its class.
   """
   __module__ = 'flax_optim_compat.convert'
   train_state: Any
   state_dict: Any
   load_with: Optional[str]
   notes: Tuple[str, ...]
+  probe: Any = None
+  accepted: Optional[str] = None
+
+
+class ProbeError(CheckpointError):
+  """The probe found the target transformation beyond its class: nothing is written.
+
+  Attributes:
+    probe: the :class:`_probe.ProbeResult`.
+  """
+  __module__ = 'flax_optim_compat.convert'
+
+  def __init__(self, message, probe):
+    super().__init__(message)
+    self.probe = probe
 
 
 class OptaxCheckpoint(NamedTuple):
@@ -75,6 +99,7 @@ def restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, T
     raise CheckpointError(f'{where}: the optimizer at {_tree.join_keys(path)} has the '
                           'MultiOptimizer layout of flax < 0.3.3, which later versions cannot '
                           'restore.')
+  _check_family(node, path, where, opt_def)
   _state_dict.check_leaves(node, path, where)
   target = node['target']
   # An empty dict is a module without params (flax 0.5.3 writes `'Dropout_0': {}`).
@@ -91,6 +116,32 @@ def restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, T
   return restored, path
 
 
+def _check_family(node, path, where: str, opt_def) -> None:
+  """CheckpointError first of all when ``opt_def`` cannot even hold the file's target and the
+  file's fields are another optimizer's (``WeightNorm(Adam)`` for an Adam file): what the file
+  holds comes before what the def says of the target. A def that holds the target is left to
+  the strict restore, whose error names the first differing leaf and the same family."""
+  del path
+  try:
+    _state_dict.abstract_optimizer(opt_def, node['target'])
+    return
+  except Exception:  # pylint: disable=broad-except  # the def refuses this target: say why
+    pass
+  try:
+    name = _layouts.name_param_states(node['target'], node['state'].get('param_states'))
+  except Exception:  # pylint: disable=broad-except  # an odd tree: the restore says what
+    return
+  classes = {c.__name__ for c in type(opt_def).__mro__}
+  if not name or 'MultiOptimizer' in classes:
+    return
+  if name.startswith(('MultiOptimizer', 'WeightNorm')):
+    holds = name.split(' ', 1)[0].split('(', 1)[0] in classes
+  else:
+    holds = 'WeightNorm' not in classes and bool(classes & set(re.split(r', | or ', name)))
+  if not holds:
+    raise CheckpointError(f'{where}: {_restore.written_by(name, opt_def)}')
+
+
 def _plain_of(opt_def) -> Optional[Any]:
   try:
     return opt_def.plain_optax()
@@ -102,15 +153,19 @@ def _default_target(opt_def):
   """``(tx, expression, not-exact note)`` to convert ``opt_def`` into when no ``tx`` is given.
 
   The plain optax expression of :meth:`plain_optax` where it continues the legacy numbers
-  (bit-exact or to 1e-6), else the def's own ``optax_transform()``.
+  (bit-exact or to 1e-6), else the def's own ``optax_transform()``. A def without a learning
+  rate is refused by the one rule (``_hyper.check_constant_rate``): no constant rate continues it.
   """
-  if getattr(opt_def.hyper_params, 'learning_rate', 0) is None:
-    raise CheckpointError(
-        f'{opt_def!r} has no learning rate (legacy took one per step), and the optax '
-        'transformation needs it: give the rate your run used in --optimizer (any value: the '
-        'state does not depend on it; e.g. learning_rate=0.1), or a --tx such as '
-        'optax.inject_hyperparams(optax.X)(learning_rate=...) to set it per step.')
-  plain = _plain_of(opt_def)
+  try:
+    plain = opt_def.plain_optax()
+  except _hyper.PerStepRateError as e:
+    raise CheckpointError(str(e)) from None
+  except (NotImplementedError, ValueError):
+    plain = None
+  try:
+    _hyper.check_constant_rate(opt_def)
+  except _hyper.PerStepRateError as e:
+    raise CheckpointError(str(e)) from None
   if plain is not None and plain.exact != 'not exact':
     return opt_def.plain_optax_transform(), plain.expression, None
   what = (f'no plain optax continues {opt_def!r} exactly ({plain.difference})'
@@ -120,23 +175,37 @@ def _default_target(opt_def):
           'needs flax_optim_compat')
 
 
-def targets(opt_def, tx, *, stacklevel: int = 3):
+def _is_transformation(tx) -> bool:
+  return callable(getattr(tx, 'init', None)) and callable(getattr(tx, 'update', None))
+
+
+def targets(opt_def, tx, *, stacklevel: int = 3, tx_source=None):
   """``(tx of the TrainState, tx argument of optax_state, load-with text, notes)``.
 
   A ``tx`` given for an optimizer that no plain optax continues exactly warns
   (:class:`ConversionWarning`, ``stacklevel`` as ``warnings.warn`` counts it from here).
+  ``tx_source``: the Python source of ``tx`` (a list per group for a MultiOptimizer), for
+  the load-with text.
   """
   notes = []
   multi = isinstance(opt_def, MultiOptimizer)
   if multi:
     defs = list(opt_def.sub_optimizers)
     given = None if tx is None else tx
+    if given is not None and _is_transformation(given):
+      raise TypeError(
+          'a MultiOptimizer converts with one optax transformation per group (tx=[tx_0, ..., '
+          f'tx_{len(defs) - 1}], in the order of its pairs); an optax.multi_transform of your '
+          'own cannot be mapped to the legacy groups (its labels are a function): give its '
+          'transformations as that list.')
     if given is not None and not isinstance(given, (list, tuple)):
       raise TypeError(f'a MultiOptimizer converts with one optax transformation per group: '
                       f'tx=[tx_0, ..., tx_{len(defs) - 1}], got {type(given).__name__}.')
+    sources = tx_source
   else:
     defs = [opt_def]
     given = None if tx is None else [tx]
+    sources = None if tx_source is None else [tx_source]
   if given is not None and len(given) != len(defs):
     raise ValueError(f'MultiOptimizer with {len(defs)} groups: tx needs {len(defs)} '
                      f'transformations (one per group, in order), got {len(given)}.')
@@ -148,7 +217,7 @@ def targets(opt_def, tx, *, stacklevel: int = 3):
       if note:
         notes.append(where + note)
     else:
-      sub_tx, text = given[i], None
+      sub_tx, text = given[i], (None if sources is None else sources[i])
       plain = _plain_of(sub)
       if plain is not None and plain.exact == 'not exact':
         warnings.warn(f'{where}{sub!r}: continuing in this transformation is not exact '
@@ -159,9 +228,7 @@ def targets(opt_def, tx, *, stacklevel: int = 3):
     return txs[0], txs[0], texts[0], notes
   load_with = None
   if all(t is not None for t in texts):
-    inner = ', '.join(f"'{i}': {t}" for i, t in enumerate(texts))
-    load_with = (f"optax.multi_transform({{{inner}, 'unmatched': optax.set_to_zero()}}, "
-                 'param_labels)')
+    load_with = _groups.multi_transform_source(texts)
   return opt_def.optax_transform(group_txs=txs), txs, load_with, notes
 
 
@@ -176,13 +243,61 @@ def _layout_notes(node, opt_def) -> List[str]:
   """A note when the file's fields fit several optimizers (Adam, AdaBelief, LAMB; Momentum, LARS)."""
   name = _layouts.name_param_states(node['target'], node['state'].get('param_states'))
   if name and ' or ' in name:
-    return [f'the state fields fit {name} alike: converted as {opt_def!r}, as given (the file '
-            'cannot tell them apart; check it is the optimizer that wrote it)']
+    return [f'the state fields fit {name} alike (the file cannot tell them apart): the probe '
+            f'checked the continuation of {opt_def!r} as given, not which of them wrote the file']
   return []
 
 
+def _injected_rate(opt_state):
+  """The first injected ``learning_rate`` of an ``inject_hyperparams`` state, or None."""
+  for key_path, leaf in jax.tree_util.tree_flatten_with_path(opt_state)[0]:
+    keys = [getattr(k, 'key', getattr(k, 'name', None)) for k in key_path]
+    if len(keys) >= 2 and keys[-2:] == ['hyperparams', 'learning_rate']:
+      return leaf
+  return None
+
+
+def _probe_hyper_params(opt_def, opt_state):
+  """The hyper-params the probe runs legacy with: the def's own, or (a def whose rate was set
+  per step) with the rate ``tx`` injects; CheckpointError when ``tx`` keeps a constant rate."""
+  if isinstance(opt_def, MultiOptimizer) or getattr(opt_def.hyper_params, 'learning_rate',
+                                                     0) is not None:
+    return opt_def.hyper_params
+  rate = _injected_rate(opt_state)
+  if rate is None:
+    try:
+      _hyper.check_constant_rate(opt_def, None)
+    except _hyper.PerStepRateError as e:
+      raise CheckpointError(f'the tx given trains at a constant rate: {e}') from None
+  return opt_def.hyper_params.replace(learning_rate=float(np.asarray(rate)))
+
+
+def _probed(optimizer_def, optimizer, full_tx, state_tx, opt_state, *, tx, tx_source, where,
+            accept_difference):
+  """``(probe result, notes, accepted line)``: the probe run, refused beyond its class."""
+  result = _probe.run(optimizer_def, optimizer.target, optimizer.state.step, full_tx, state_tx,
+                      hyper_params=_probe_hyper_params(optimizer_def, opt_state),
+                      known_zero_note=optimizer_def.zero_params_note())
+  notes = _probe.describe_known(result)
+  if result.within:
+    return result, notes, None
+  expected = None
+  if tx is not None and not isinstance(optimizer_def, MultiOptimizer):
+    plain = _plain_of(optimizer_def)
+    expected = plain.expression if plain is not None else None
+  why = _probe.cause(expected, tx_source if isinstance(tx_source, str) else None,
+                     repr(optimizer_def))
+  line = (f'the target does not continue {optimizer_def!r}: {result.summary()}'
+          + (f' ({why})' if why else ''))
+  if not accept_difference:
+    raise ProbeError(f'{where}: {line}; nothing was written (accept_difference=True / '
+                     '--accept-difference converts anyway)', result)
+  return result, notes, line
+
+
 def convert_tree(tree: dict, where: str, optimizer_def: OptimizerDef, *, tx, keep_layout: bool,
-                 replica: Optional[int], apply_fn) -> Conversion:
+                 replica: Optional[int], apply_fn, accept_difference: bool = False,
+                 tx_source=None) -> Conversion:
   """The :class:`Conversion` of the legacy optimizer in ``tree`` (the state dict read from the
   source ``where`` names), as ``convert.convert_checkpoint`` describes it."""
   path = _state_dict.locate(tree, where)
@@ -200,18 +315,23 @@ def convert_tree(tree: dict, where: str, optimizer_def: OptimizerDef, *, tx, kee
   notes += _layout_notes(_state_dict.at(tree, path), optimizer_def)
   try:
     # The warning points at the caller of the public function (convert.py calls this one).
-    full_tx, state_tx, load_with, target_notes = targets(optimizer_def, tx, stacklevel=4)
+    full_tx, state_tx, load_with, target_notes = targets(optimizer_def, tx, stacklevel=4,
+                                                         tx_source=tx_source)
     notes += target_notes
-    if tx is None and not isinstance(optimizer_def, MultiOptimizer):
-      notes += optimizer_def.plain_optax_notes(optimizer.target)
     opt_state = optimizer_def.optax_state(optimizer.target, optimizer.state, tx=state_tx)
     if tx is not None:
       kept = _adapter_state.injected_differences(full_tx, optimizer.target, opt_state)
       if kept:
         notes.append(f'the injected hyper-parameters keep the file\'s values: {", ".join(kept)};'
                      ' training resumes with them (set opt_state.hyperparams to change them)')
+    probe, probe_notes, accepted = _probed(
+        optimizer_def, optimizer, full_tx, state_tx, opt_state, tx=tx, tx_source=tx_source,
+        where=where, accept_difference=accept_difference)
+    notes += probe_notes + optimizer_def.legacy_notes(optimizer.target)
   except NotImplementedError as e:
     raise CheckpointError(f'{type(optimizer_def).__name__} cannot be converted to optax: {e}') from None
+  except CheckpointError:
+    raise
   except ValueError as e:
     raise CheckpointError(f'{where}: {e}') from None
   parent = _state_dict.at(tree, path[:-1]) if path else None
@@ -243,7 +363,7 @@ def convert_tree(tree: dict, where: str, optimizer_def: OptimizerDef, *, tx, kee
                    'beside it: the output is a plain TrainState, which converts back to a bare '
                    'optimizer (keep_layout / --keep-layout keeps the outer layout)')
     state_dict = _state_dict.replace_at(tree, path[:-1], dict(core, **siblings))
-  return Conversion(train_state, state_dict, load_with, tuple(notes))
+  return Conversion(train_state, state_dict, load_with, tuple(notes), probe, accepted)
 
 
 def check_def(optimizer_def) -> None:

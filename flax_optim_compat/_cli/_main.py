@@ -120,12 +120,15 @@ def _target_txs(args, opt_def):
   texts = [canonical_tx(text) for text in args.tx]
   if isinstance(opt_def, optim.MultiOptimizer):
     groups = len(opt_def.sub_optimizers)
+    if len(txs) == 1 and texts[0].startswith('optax.multi_transform('):
+      raise UsageError(
+          '--tx: a MultiOptimizer converts with one --tx per group, in the order of its '
+          f'pairs ({groups}), not one optax.multi_transform: give each of its transformations '
+          'as its own --tx (the output\'s load line rebuilds the multi_transform).')
     if len(txs) != groups:
       raise UsageError(f'--tx: the MultiOptimizer has {groups} groups; give --tx once per '
                        f'group, in order (got {len(txs)}).')
-    inner = ', '.join(f"'{i}': {t}" for i, t in enumerate(texts))
-    return txs, (f"optax.multi_transform({{{inner}, 'unmatched': optax.set_to_zero()}}, "
-                 'param_labels)')
+    return txs, texts
   if len(txs) != 1:
     raise UsageError(f'--tx given {len(txs)} times; {type(opt_def).__name__} takes one (only '
                      'a MultiOptimizer takes one per group).')
@@ -163,12 +166,15 @@ def _cmd_convert(args, out) -> int:
     elif args.to == 'orbax':
       result = convert.to_orbax(args.path, opt_def, args.out, tx=tx,
                                 keep_layout=args.keep_layout, replica=args.replica,
-                                progress=progress)
+                                progress=progress, accept_difference=args.accept_difference,
+                                tx_source=tx_text)
     else:
       convert.check_new_output(args.out)
       result = convert.convert_checkpoint(args.path, opt_def, tx=tx,
                                           keep_layout=args.keep_layout, replica=args.replica,
-                                          progress=progress)
+                                          progress=progress,
+                                          accept_difference=args.accept_difference,
+                                          tx_source=tx_text)
       # Every --to keeps the train state's step: `optax` differs from `train-state` only in
       # the load code printed (a dict template; flax ignores the keys a dict template lacks).
       convert.write_msgpack(args.out, serialization.to_state_dict(result.state_dict))
@@ -191,12 +197,16 @@ def _cmd_convert(args, out) -> int:
   if args.json:
     _write_json(out, {'out': args.out, 'to': args.to, 'step': step, 'tx': load_with,
                       'param_labels': labels, 'load_code': code, 'notes': list(result.notes),
+                      'probe': result.probe.summary(), 'accepted': result.accepted,
                       'warnings': warned})
     return 0
   out.write(f'wrote {args.out} ({args.to}, step {step}): load it with tx={load_with}\n')
   if isinstance(opt_def, optim.MultiOptimizer):
     out.write('  labels: one per group in order (\'0\', \'1\', ...), \'unmatched\' for the '
               'params no group selects' + (f'; {labels}' if labels else '') + '\n')
+  out.write(f'  probe: {result.probe.summary()}\n')
+  if result.accepted:
+    out.write(f'  accepted (--accept-difference): {result.accepted}\n')
   if code is not None:
     out.write('  load it in plain flax + optax (`params`' + (', and each carried key by its '
               'name,' if args.to == 'orbax' else '') + ' from your model: for the structure):\n')
@@ -332,6 +342,10 @@ def _parser() -> argparse.ArgumentParser:
                       '"optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)"; for a '
                       'MultiOptimizer once per group, in order. Default: the plain optax '
                       'expression that continues the legacy numbers (the output says which)')
+  p.add_argument('--accept-difference', action='store_true',
+                 help='write the output even where the probe (legacy and the target run side '
+                      'by side for a few updates before anything is written) finds the target '
+                      'beyond its class; the output then says what was accepted')
   p.add_argument('--keep-layout', action='store_true',
                  help='keep the file\'s tree and replace only the optimizer node by the '
                       'TrainState fields {step, params, opt_state} (for a dataclass whose '

@@ -250,12 +250,18 @@ def test_no_exact_plain_optax(name, closest, field, sign, tmp_path):
     state = step(state, jax.tree_util.tree_map(jnp.asarray, EXPECTED[name]['grads'][str(i)]))
     _utils.assert_trees_close(serialization.to_state_dict(state.params),
                               EXPECTED[name]['continued'][i]['target'])
-  # The closest plain expression: a one-line warning naming the difference; the loaded state
-  # is the legacy state mapped by meaning.
+  # The closest plain expression: the probe refuses it (it does not continue legacy) unless the
+  # difference is accepted; then a one-line warning names the term that differs, and the
+  # loaded state is the legacy state mapped by meaning.
+  with pytest.warns(convert.ConversionWarning, match='not exact'):
+    with pytest.raises(convert.ProbeError, match='params leaf /.* beyond the 1e-6 class'):
+      convert.convert_checkpoint(_file(name), opt_def, tx=_expr_tx.parse_tx(closest))
   with pytest.warns(convert.ConversionWarning, match='not exact') as caught:
     closest_result = convert.convert_checkpoint(_file(name), opt_def,
-                                                tx=_expr_tx.parse_tx(closest))
+                                                tx=_expr_tx.parse_tx(closest),
+                                                accept_difference=True)
   assert len(caught) == 1 and '\n' not in str(caught[0].message)
+  assert closest_result.accepted.startswith(f'the target does not continue {opt_def!r}')
   path = tmp_path / f'{name}.msgpack'
   convert.write_msgpack(path, serialization.to_state_dict(closest_result.state_dict))
   result = _run_child(tmp_path, [_item(name, name, path, 'msgpack', closest, leaves=True)],
@@ -310,7 +316,8 @@ def test_to_legacy_reads_states_of_every_form_back():
              opt_def.optax_transform()):
     with warnings.catch_warnings():
       warnings.simplefilter('ignore', convert.ConversionWarning)
-      _, _, opt_state = convert.to_optax(_file('LARS'), opt_def, tx=tx)
+      # optax.lars does not continue LARS with weight decay: accepted, for the state's sake.
+      _, _, opt_state = convert.to_optax(_file('LARS'), opt_def, tx=tx, accept_difference=True)
     back = convert.to_legacy(params, opt_state, opt_def, tx=tx, step=3)
     _utils.assert_trees_close(back, legacy, rtol=0)
 
@@ -320,7 +327,14 @@ def test_lamb_names_all_zero_params_where_optax_lamb_differs():
   assert not convert.convert_checkpoint(raw, _opt_def('LAMB')).notes[1:]
   raw['target']['dense']['bias'] = np.zeros_like(raw['target']['dense']['bias'])
   notes = convert.convert_checkpoint(raw, _opt_def('LAMB')).notes
-  assert notes[1] == ('/dense/bias is all zeros: optax.lamb moves an all-zero param (trust '
-                      'ratio 1), legacy kept it at zero (ratio 0)')
-  # A tx chosen by the caller gets no such note (its form is not known).
-  assert not convert.convert_checkpoint(raw, _opt_def('LAMB'), tx=optax.lamb(0.01)).notes[1:]
+  # Legacy's trust ratio is 0 for a zero param (it never moves), optax.lamb's 1 (it moves by
+  # about the learning rate): the whole leaf differs, relative difference 1.
+  note = ('/dense/bias is all zeros: optax.lamb moves an all-zero param (trust ratio 1), legacy '
+          'kept it at zero (ratio 0) (the probe measured a relative difference of 1)')
+  assert notes[1:] == (note,)
+  # The same expression given as tx: the same note (it follows the math, not the route).
+  given = optax.lamb(0.01, b1=0.85, b2=0.99, eps=1e-05, weight_decay=0.01)
+  assert convert.convert_checkpoint(raw, _opt_def('LAMB'), tx=given).notes[1:] == (note,)
+  # The def's own transformation keeps legacy's rule: nothing to say.
+  own = _opt_def('LAMB').optax_transform()
+  assert not convert.convert_checkpoint(raw, _opt_def('LAMB'), tx=own).notes[1:]

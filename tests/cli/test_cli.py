@@ -98,18 +98,34 @@ def test_converted_orbax_directory_where_a_legacy_checkpoint_is_expected(capsys,
                     'holds no legacy optimizer')
 
 
-def test_an_optimizer_without_a_learning_rate_needs_one_or_a_tx(capsys, tmp_path):
-  """optax reads learning_rate=None as no scaling at all (a step would climb the gradient), so
-  the default conversion refuses; with a --tx the state converts as with the rate given."""
+def test_an_optimizer_without_a_learning_rate_needs_a_per_step_form(capsys, tmp_path):
+  """A def without a learning rate had it set per step: no constant-rate transformation
+  continues it. The default conversion refuses, naming the forms that do (the rate injected and
+  set per step, or a schedule of optax's count); a constant-rate --tx is refused; the injected
+  form converts, as with the rate given. One rule, one message (plain_optax says the same)."""
   no_lr = 'Adam(beta1=0.85, beta2=0.99, eps=1e-6, weight_decay=0.01)'
-  _assert_bad_input(capsys, tmp_path, ['convert', ADAM_DIR, '--optimizer', no_lr, '--to',
-                                       'train-state', '--out', str(tmp_path / 'out')],
-                    'has no learning rate')
-  tx = 'optax.adamw(learning_rate=0.01, b1=0.85, b2=0.99, eps=1e-6, weight_decay=0.01)'
+  err = _assert_bad_input(capsys, tmp_path, ['convert', ADAM_DIR, '--optimizer', no_lr, '--to',
+                                             'train-state', '--out', str(tmp_path / 'out')],
+                          'has no learning rate: the run set it per step')
+  assert ('optax.inject_hyperparams(optax.adamw)(learning_rate=..., b1=0.85, b2=0.99, eps=1e-06, '
+          "weight_decay=0.01) and opt_state.hyperparams['learning_rate'] = lr") in err
+  assert ('optax.adamw(learning_rate=schedule, b1=0.85, b2=0.99, eps=1e-06, weight_decay=0.01) '
+          'with schedule = lambda count:') in err
+  with pytest.raises(ValueError) as plain:
+    _cli.parse_optimizer(no_lr).plain_optax()
+  assert str(plain.value) in err   # the same message
+  constant = 'optax.adamw(learning_rate=0.01, b1=0.85, b2=0.99, eps=1e-6, weight_decay=0.01)'
+  _assert_bad_input(capsys, tmp_path, ['convert', ADAM_DIR, '--optimizer', no_lr, '--tx',
+                                       constant, '--to', 'train-state', '--out',
+                                       str(tmp_path / 'out')],
+                    'the tx given trains at a constant rate')
+  injected = ('optax.inject_hyperparams(optax.adamw)(learning_rate=0.01, b1=0.85, b2=0.99, '
+              'eps=1e-6, weight_decay=0.01)')
   for name, optimizer in (('given', ADAM), ('tx', no_lr)):
-    code, _, err = _run(capsys, 'convert', ADAM_DIR, '--optimizer', optimizer, '--tx', tx,
-                        '--to', 'train-state', '--out', str(tmp_path / name))
+    code, out, err = _run(capsys, 'convert', ADAM_DIR, '--optimizer', optimizer, '--tx',
+                          injected, '--to', 'train-state', '--out', str(tmp_path / name))
     assert code == 0, err
+    assert '  probe: ' in out and '1e-6 class' in out
   assert (tmp_path / 'given').read_bytes() == (tmp_path / 'tx').read_bytes()
   with pytest.raises(ValueError, match='has no learning rate'):
     optim.Momentum(beta=0.9).plain_optax()
