@@ -189,7 +189,7 @@ def _cmd_convert(args, out) -> int:
     else:
       out.write(f'wrote {args.out} (legacy): {found.summary()}\n')
     return 0
-  load_with = tx_text or result.load_with
+  load_with = result.load_with or tx_text  # the conversion renders a MultiOptimizer's --tx list
   labels = _labels_text(opt_def) if isinstance(opt_def, optim.MultiOptimizer) else None
   code = convert.load_code(result.state_dict, args.out, tx=load_with, orbax=args.to == 'orbax',
                            labels=labels, as_dict=args.to == 'optax')

@@ -163,10 +163,12 @@ def test_step_is_for_to_legacy_only(capsys, tmp_path):
 
 def test_a_legacy_checkpoint_flax_saved_with_orbax_converts_like_its_msgpack_twin(
     capsys, tmp_path):
-  """Legacy code running unchanged on today's flax saves orbax directories by default
-  (`checkpoints.save_checkpoint`); converting one gives what converting the same optimizer
-  saved as msgpack gives (that path is checked against flax 0.5.3 in test_convert_tx)."""
+  """Today's flax saves orbax directories by default (`checkpoints.save_checkpoint`; legacy
+  code on this package gets msgpack back unless FLAX_USE_ORBAX_CHECKPOINTING says otherwise):
+  converting one gives what converting the same optimizer saved as msgpack gives (that path is
+  checked against flax 0.5.3 in test_convert_tx)."""
   import warnings  # pylint: disable=g-import-not-at-top
+  import flax  # pylint: disable=g-import-not-at-top
   from flax.training import checkpoints  # pylint: disable=g-import-not-at-top
   with warnings.catch_warnings():
     warnings.simplefilter('ignore', optim.FlaxOptimDeprecationWarning)
@@ -178,7 +180,12 @@ def test_a_legacy_checkpoint_flax_saved_with_orbax_converts_like_its_msgpack_twi
   for k in range(3):
     optimizer = optimizer.apply_gradient(
         jax.tree_util.tree_map(lambda p, k=k: jnp.sin(p + k) + 0.1, params))
-  checkpoints.save_checkpoint(str(tmp_path / 'orbax_run'), optimizer, 3)
+  was = flax.config.flax_use_orbax_checkpointing
+  flax.config.update('flax_use_orbax_checkpointing', True)
+  try:
+    checkpoints.save_checkpoint(str(tmp_path / 'orbax_run'), optimizer, 3)
+  finally:
+    flax.config.update('flax_use_orbax_checkpointing', was)
   assert os.path.isdir(tmp_path / 'orbax_run' / 'checkpoint_3')     # orbax: a directory
   (tmp_path / 'msgpack_run').mkdir()
   (tmp_path / 'msgpack_run' / 'checkpoint_3').write_bytes(serialization.to_bytes(optimizer))

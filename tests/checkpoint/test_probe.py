@@ -25,7 +25,7 @@ import flax_optim_compat as optim
 from flax_optim_compat import convert
 from flax_optim_compat._checkpoint import _probe
 from tests import _utils
-from tests.test_convert_tx import EXPECTED
+from tests.checkpoint.test_convert_tx import EXPECTED
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
 
