@@ -37,7 +37,6 @@ from .base import OptimizerState
 __all__ = ['OptaxBackedDef', 'PlainOptax']
 
 PlainOptax = _plain.PlainOptax
-StateMappingError = _adapter_state.StateMappingError
 
 _LOW_PRECISION = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 

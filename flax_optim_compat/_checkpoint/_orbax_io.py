@@ -1,4 +1,5 @@
-"""Orbax checkpoint directories: recognised, read (values or metadata) and written.
+"""Orbax checkpoint directories: recognised, read and written (the strict restore reads their
+metadata itself: ``_state_check.orbax_metadata``).
 
 orbax is an optional dependency, imported by the functions that need it.
 """
@@ -6,7 +7,6 @@ import logging
 import os
 
 import jax
-import numpy as np
 from flax import serialization
 
 from . import _outputs
@@ -33,25 +33,6 @@ def read(directory: str) -> dict:
     raise CheckpointError(f'{directory!r}: orbax cannot restore it ({type(e).__name__}: '
                           f'{str(e).splitlines()[0] if str(e) else ""}).') from None
   return serialization.to_state_dict(restored)
-
-
-def _plain(node):
-  """Orbax's metadata tree as a state dict of ``jax.ShapeDtypeStruct`` leaves."""
-  if isinstance(node, dict):
-    return {str(k): _plain(v) for k, v in node.items()}
-  if isinstance(node, (list, tuple)):
-    return {str(i): _plain(v) for i, v in enumerate(node)}
-  shape, dtype = getattr(node, 'shape', None), getattr(node, 'dtype', None)
-  if shape is not None and dtype is not None:
-    return jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype))
-  return node
-
-
-def metadata(checkpointer, directory) -> dict:
-  """What ``checkpointer`` wrote in ``directory``: keys, shapes and dtypes, no array data."""
-  tree = checkpointer.metadata(directory)
-  tree = getattr(tree, 'item_metadata', tree)  # orbax >= 0.9 wraps the tree
-  return _plain(getattr(tree, 'tree', tree))
 
 
 def write(directory, state_dict: dict) -> None:
