@@ -37,7 +37,6 @@ from .base import OptimizerState
 __all__ = ['OptaxBackedDef', 'PlainOptax']
 
 PlainOptax = _plain.PlainOptax
-StateMappingError = _adapter_state.StateMappingError
 
 _LOW_PRECISION = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 
@@ -435,7 +434,7 @@ class OptaxBackedDef(OptimizerDef):
     """
     _tree.check_grads(params, grads)
     new_params, new_param_states = _apply_gradient(self, hyper_params, params, state, grads)
-    return new_params, OptimizerState(state.step + 1, new_param_states)
+    return new_params, OptimizerState(_tree.next_step(state.step), new_param_states)
 
   def init_param_state(self, param):
     """The legacy state of one parameter (legacy per-leaf protocol)."""

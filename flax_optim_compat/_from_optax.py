@@ -234,7 +234,7 @@ class FromOptax(OptimizerDef):
     updates, new_opt_state = self.tx.update(grads, opt_state, params)
     new_opt_state = self._restore_hyper_params(
         state.param_states, new_opt_state, [n for n in hyper_params if n not in self.hyper_params])
-    return optax.apply_updates(params, updates), OptimizerState(state.step + 1, new_opt_state)
+    return optax.apply_updates(params, updates), OptimizerState(_tree.next_step(state.step), new_opt_state)
 
   def current_hyper_params(self, target, state) -> Dict[str, Any]:
     """``{name: value}`` of the injected hyper-parameters, as the optax state records them.

@@ -101,6 +101,12 @@ def check_grads(params, grads) -> None:
           f'parameter has shape {np.shape(p)} but its gradient has shape {np.shape(g)}.')
 
 
+def next_step(step):
+  """``step + 1`` in the step's own dtype (NumPy < 2 makes a 0-d int32 array + 1 an int64)."""
+  dtype = getattr(step, 'dtype', None)
+  return step + 1 if dtype is None else step + np.asarray(1, dtype)
+
+
 def dtype_kind(dtype) -> str:
   """NumPy's kind letter of ``dtype`` ('b', 'i', 'u', 'f', 'c', ...), with bfloat16 and the
   other ml_dtypes numbers (NumPy kind 'V') under the letter of their family."""

@@ -139,7 +139,7 @@ class OptimizerDef:
                               treedef.flatten_up_to(grads))]
     new_params = treedef.unflatten([p for p, _ in out])
     new_param_states = treedef.unflatten([s for _, s in out])
-    return new_params, OptimizerState(state.step + 1, new_param_states)
+    return new_params, OptimizerState(_tree.next_step(state.step), new_param_states)
 
   def update_hyper_params(self, **hyper_param_overrides):
     """The hyper-params for one step: ``self.hyper_params`` with the overrides applied.
@@ -671,7 +671,7 @@ class MultiOptimizer(OptimizerDef):
         new_params[j] = p
       group_states[i] = group_state.param_states
     return treedef.unflatten(new_params), OptimizerState(
-        state.step + 1, self._join_states(treedef, labels, group_states))
+        _tree.next_step(state.step), self._join_states(treedef, labels, group_states))
 
   def update_hyper_params(self, **hyper_param_overrides):
     """The list of per-group hyper-params for one step.

@@ -2,6 +2,8 @@
 import ast
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -157,6 +159,36 @@ _CK = '_checkpoint.'
 ])
 def test_the_checkpoint_wing_keeps_its_own_order(module, forbidden):
   assert not _package_imports(module) & forbidden
+
+
+# The migrate wing's inner order: each module imports none of those after it.
+_MIGRATE_ORDER = ['_unit', '_project', '_sites', '_plan', '_engine', '_command']
+
+
+@pytest.mark.parametrize('position', range(len(_MIGRATE_ORDER)))
+def test_the_migrate_wing_keeps_its_own_order(position):
+  module = '_migrate.' + _MIGRATE_ORDER[position]
+  later = {'_migrate.' + name for name in _MIGRATE_ORDER[position + 1:]}
+  assert module in FILES, f'{module} is gone: update _MIGRATE_ORDER and ARCHITECTURE.md'
+  wrong = sorted(_package_imports(module) & later)
+  assert not wrong, f'{module}.py imports {wrong[0]}.py, which comes after it in the wing'
+
+
+_TOOL_PACKAGES = ('_checkpoint', '_expr', '_cli', '_migrate')
+
+
+@pytest.mark.parametrize('statement', ['import flax_optim_compat', 'from flax import optim',
+                                       'import flax_optim_compat.base, flax_optim_compat.adam'])
+def test_the_legacy_api_loads_nothing_of_the_tool(statement):
+  """What every legacy program does loads the core only: no codec, no publisher, no parsers."""
+  code = (f'import sys\n{statement}\nimport flax_optim_compat\n'
+          'print(sorted(m for m in sys.modules if m.startswith("flax_optim_compat.")))')
+  out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True,
+                       timeout=300).stdout
+  loaded = ast.literal_eval(out)
+  assert 'flax_optim_compat.base' in loaded  # the check sees what was imported
+  tool = [m for m in loaded if m.split('.')[1] in _TOOL_PACKAGES + ('convert',)]
+  assert not tool, f'`{statement}` loads {tool}'
 
 
 @pytest.mark.parametrize('module', MODULES)

@@ -24,6 +24,7 @@ from flax import struct
 from flax.training import checkpoints
 
 import flax_optim_compat as optim
+from flax_optim_compat import _restore
 from flax_optim_compat.dynamic_scale import DynamicScale
 
 # flax warns on its msgpack backend; orbax warns when restoring without a target (it reads the
@@ -103,6 +104,36 @@ def test_other_optimizer_refused_on_every_path(backend, into, tmp_path):
   with pytest.raises(ValueError) as info:
     serialization.from_bytes(template, serialization.to_bytes(_trained(optim.Adam(0.1))))
   assert str(info.value) == message
+
+
+# flax has no public way to say a restore runs inside its restore_checkpoint of an orbax
+# directory: _restore reads these locals of that function's frame (a documented limit).
+def test_flax_restore_checkpoint_still_has_the_locals_the_orbax_check_reads():
+  names = _restore.local_names(checkpoints.restore_checkpoint.__code__)
+  missing = [n for n in _restore.FLAX_RESTORE_LOCALS if n not in names]
+  assert not missing, (f'flax {flax.__version__} renamed {missing} in restore_checkpoint: the '
+                       'strict check of the tree orbax wrote is off; update '
+                       '_restore.FLAX_RESTORE_LOCALS (and _orbax_restore_in_progress)')
+
+
+def test_a_flax_without_those_locals_warns_once_and_checks_the_values(monkeypatch):
+  template = optim.Adam(0.1).create(PARAMS)
+  raw = serialization.to_state_dict(_trained(optim.Adam(0.1)))
+
+  def restore_checkpoint(ckpt_dir, target):  # a flax whose function has other local names
+    del ckpt_dir
+    restored_tree = raw
+    return serialization.from_state_dict(target, restored_tree)
+
+  monkeypatch.setattr(checkpoints, 'restore_checkpoint', restore_checkpoint)
+  monkeypatch.setattr(_restore, '_warned_about_flax', [])
+  with pytest.warns(RuntimeWarning, match=r"cannot tell whether .* \['is_orbax', "
+                    r"'orbax_checkpointer', 'ckpt_path'\] are gone.*not the tree orbax wrote"):
+    restored = checkpoints.restore_checkpoint('dir', template)
+  np.testing.assert_array_equal(restored.state.step, 1)
+  restored = checkpoints.restore_checkpoint('dir', template)  # said once per process
+  with pytest.raises(ValueError, match='looks like it was written by Adam'):
+    checkpoints.restore_checkpoint('dir', optim.Momentum(0.1).create(PARAMS))  # values checked
 
 
 def test_orbax_and_msgpack_give_the_same_message(tmp_path):

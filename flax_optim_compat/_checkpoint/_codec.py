@@ -4,6 +4,26 @@
 out of it; :func:`decode` reads a stream front to back, reads each array's bytes once (or skips
 them, for ``inspect``) and :func:`encode` writes arrays in place, byte-identical to
 ``flax.serialization.msgpack_serialize``. Every failure is a :class:`CheckpointError`.
+
+On the library where it can be: the writer packs every header with ``msgpack.Packer`` and
+complex records are read with ``msgpack.unpackb``. The reader stays our own: measured against
+``msgpack.Unpacker`` (msgpack 1.2.4: streaming ``read``s from the file, ``max_buffer_size`` /
+``max_bin_len`` / ``max_ext_len`` set to the file's size, flax's records checked in
+``ext_hook``, ``tell()`` for offsets; ``benchmarks/bench_codec.py``), the Unpacker cannot
+
+* name the path inside the file: ``ext_hook`` gets a record's bytes, not where it sits (0 of
+  90 hostile records at a known path named it; ours: 90 of 90);
+* give a record's own offset: ``tell()`` moves only between top-level objects (a checkpoint is
+  one) and, after an error, says where the buffer stopped (the end of the bad record);
+* check before it allocates: an ext's payload (up to ``max_ext_len``) is in memory before
+  ``ext_hook`` sees its shape and dtype; a size limit is per file, not "shape x dtype = bytes";
+* see duplicate map keys (a later ``'w'`` silently replaces an earlier one): of the 290 cases
+  of the hostile corpus (tests/_hostile.py's bad records at two paths, 200 seeded byte flips
+  and truncations), the Unpacker refused 236, ours 276 (the other 14 are byte flips that leave
+  valid records);
+* keep the speed: a 1.02 GB file of 64 MB float32 leaves on the 2-core CI machine (median of
+  2 fresh processes) took 9.6 s with the Unpacker against 4.3 s (NumPy leaves), 10.8 s
+  against 7.2 s (jax leaves); peak memory added 1.07x / 1.13x the file against 1.00x / 1.07x.
 """
 import dataclasses
 import io

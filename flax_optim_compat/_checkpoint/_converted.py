@@ -4,7 +4,7 @@ A converted checkpoint (msgpack or orbax, flat or ``keep_layout``) holds one tra
 its ``opt_state`` is restored against the transformation the legacy optimizer was converted
 into (``_conversion.targets``). For ``convert.diff``, a legacy tree is lined up with a
 converted one. An empty optax state (``optax.EmptyState()``) is stored as ``{}`` by msgpack and
-read back as None by orbax: both read alike here.
+read back as None by orbax: both read alike here (``_state_check``'s rule).
 """
 from typing import Any, Mapping, NamedTuple
 
@@ -17,6 +17,7 @@ from flax import serialization
 from . import _conversion
 from . import _sources
 from . import _state_dict
+from .. import _state_check
 from .. import _tree
 from ._codec import CheckpointError
 
@@ -29,14 +30,6 @@ class ConvertedCheckpoint(NamedTuple):
   step: Any
 
 
-def _empty_as_dict(raw, like):
-  """``raw`` with ``{}`` where ``like`` has ``{}`` and ``raw`` None (orbax reads an empty
-  NamedTuple such as ``optax.EmptyState()`` back as None, msgpack as ``{}``)."""
-  if raw is None and like == {}:
-    return {}
-  if isinstance(raw, dict) and isinstance(like, dict):
-    return {k: _empty_as_dict(v, like.get(k)) for k, v in raw.items()}
-  return raw
 
 
 def _read(source, optimizer_def, tx):
@@ -67,9 +60,8 @@ def _read(source, optimizer_def, tx):
     full_tx, state_tx = _conversion.targets(optimizer_def, tx, stacklevel=4)[:2]
   try:
     template = jax.eval_shape(full_tx.init, params)
-    raw = _empty_as_dict(node['opt_state'], serialization.to_state_dict(template))
-    raw = _state_dict.check_like(serialization.to_state_dict(template), raw,
-                                 found[0] + ('opt_state',), where)
+    raw = _state_dict.check_like(serialization.to_state_dict(template), node['opt_state'],
+                                 found[0] + ('opt_state',), where, orbax=True)
     opt_state = serialization.from_state_dict(template, raw, name='opt_state')
   except (ValueError, KeyError, TypeError) as e:
     raise CheckpointError(f'{where}: its opt_state does not fit {optimizer_def!r} converted '
@@ -133,4 +125,4 @@ def aligned(trees, optimizer_def, *, tx=None) -> list:
       if not legacy[1 - i] and isinstance(other, dict) and 'step' not in other:
         converted.pop('step', None)  # a to_optax output: {params, opt_state}
       trees[i] = converted
-  return trees
+  return [_state_check.empty_as_none(tree) for tree in trees]

@@ -1,12 +1,13 @@
-"""Orbax checkpoint directories: recognised, read (values or metadata) and written.
+"""Orbax checkpoint directories: recognised, read and written (the strict restore reads their
+metadata itself: ``_state_check.orbax_metadata``).
 
 orbax is an optional dependency, imported by the functions that need it.
 """
+import inspect
 import logging
 import os
 
 import jax
-import numpy as np
 from flax import serialization
 
 from . import _outputs
@@ -35,23 +36,27 @@ def read(directory: str) -> dict:
   return serialization.to_state_dict(restored)
 
 
-def _plain(node):
-  """Orbax's metadata tree as a state dict of ``jax.ShapeDtypeStruct`` leaves."""
-  if isinstance(node, dict):
-    return {str(k): _plain(v) for k, v in node.items()}
-  if isinstance(node, (list, tuple)):
-    return {str(i): _plain(v) for i, v in enumerate(node)}
-  shape, dtype = getattr(node, 'shape', None), getattr(node, 'dtype', None)
-  if shape is not None and dtype is not None:
-    return jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype))
-  return node
+def _write_limits(ocp, state_dict) -> dict:
+  """The byte limits of orbax's writers for ``state_dict`` (PyTreeCheckpointHandler arguments).
 
-
-def metadata(checkpointer, directory) -> dict:
-  """What ``checkpointer`` wrote in ``directory``: keys, shapes and dtypes, no array data."""
-  tree = checkpointer.metadata(directory)
-  tree = getattr(tree, 'item_metadata', tree)  # orbax >= 0.9 wraps the tree
-  return _plain(getattr(tree, 'tree', tree))
+  Arrays go to orbax's writers a bounded number of bytes at a time (a window of an eighth of
+  the checkpoint, between 16 and 64 MB): StandardCheckpointer copies them all to host memory
+  first (1.7x the file). A leaf is written whole, and orbax refuses a leaf of as many bytes as
+  its limit or more (``requested_bytes >= limit``): the window is at least the largest leaf
+  plus 1 MiB (which also absorbs the GB -> bytes rounding). Older orbax-checkpoint releases
+  (0.11.13, the floor) have no device-to-host limit (``save_device_host_concurrent_gb``):
+  there only the writes are bounded.
+  (A limit of a few KB leaves orbax's waiting writes to be collected after its event loop
+  closed: 'Event loop is closed' on stderr.)
+  """
+  sizes = [getattr(x, 'nbytes', 0) for x in jax.tree_util.tree_leaves(state_dict)]
+  window = min(_WRITE_BYTES_AT_ONCE, max(_WRITE_BYTES_AT_ONCE // 4, sum(sizes) // 8))
+  limit_gb = max(window, max(sizes, default=0) + (1 << 20)) / 1e9
+  limits = {'save_concurrent_gb': limit_gb}
+  if 'save_device_host_concurrent_gb' in inspect.signature(
+      ocp.PyTreeCheckpointHandler).parameters:
+    limits['save_device_host_concurrent_gb'] = limit_gb
+  return limits
 
 
 def write(directory, state_dict: dict) -> None:
@@ -63,17 +68,10 @@ def write(directory, state_dict: dict) -> None:
   import orbax.checkpoint as ocp  # optional dependency: only orbax outputs need it
   checkpointers = []
 
-  # Arrays go to orbax's writers a bounded number of bytes at a time (an eighth of the
-  # checkpoint, between 16 and 64 MB, at least the largest leaf): StandardCheckpointer copies
-  # them all to host memory first (1.7x the file). (A limit of a few KB leaves orbax's waiting
-  # writes to be collected after its event loop closed: 'Event loop is closed' on stderr.)
-  sizes = [getattr(x, 'nbytes', 0) for x in jax.tree_util.tree_leaves(state_dict)]
-  limit = min(_WRITE_BYTES_AT_ONCE, max(_WRITE_BYTES_AT_ONCE // 4, sum(sizes) // 8))
-  limit_gb = max(max(sizes, default=0), limit) / 1e9
+  limits = _write_limits(ocp, state_dict)
 
   def save(tmp):
-    checkpointer = ocp.AsyncCheckpointer(ocp.PyTreeCheckpointHandler(
-        save_concurrent_gb=limit_gb, save_device_host_concurrent_gb=limit_gb))
+    checkpointer = ocp.AsyncCheckpointer(ocp.PyTreeCheckpointHandler(**limits))
     checkpointers.append(checkpointer)
     checkpointer.save(tmp, args=ocp.args.PyTreeSave(state_dict))
     checkpointer.wait_until_finished()

@@ -1,11 +1,11 @@
-"""Walking checkpoint state dicts (where the optimizer sits, leaf paths) and restore templates."""
-from typing import Any, List, Optional, Tuple
+"""Walking checkpoint state dicts (where the optimizer sits, leaf paths) and checking what a file
+holds (its keys and leaf types here; against a template by the strict restore's rules)."""
+from typing import Any, List, Tuple
 
 import jax
 import numpy as np
-from flax import serialization
-
 from .. import _layouts
+from .. import _state_check
 from .. import _tree
 from ._codec import CheckpointError
 
@@ -85,12 +85,6 @@ def abstract_optimizer(opt_def, target):
       lambda s: np.broadcast_to(np.zeros((), s.dtype), s.shape), abstract)
 
 
-def template(opt_target, opt_state) -> dict:
-  """The state dict ``{'target', 'state'}`` an optimizer of this target and state writes."""
-  return {'target': serialization.to_state_dict(opt_target),
-          'state': serialization.to_state_dict(opt_state)}
-
-
 def check_leaves(node, path: Tuple[str, ...], where: str) -> None:
   """CheckpointError unless every leaf under ``node`` is a number, an array of numbers or bools,
   None or an empty dict, and every key a string or int distinct from its siblings as a path.
@@ -133,74 +127,39 @@ def check_arrays(tree, path: Tuple[str, ...], where: str) -> None:
                             f'{type(leaf).__name__}, not an array.')
 
 
-def check_like(expected, actual, path: Tuple[str, ...], where: str):
+def check_like(expected, actual, path: Tuple[str, ...], where: str, *, orbax: bool = False):
   """``actual`` (a state dict read from a file) checked against ``expected`` (the state dict of
-  an abstract template: ``jax.ShapeDtypeStruct`` leaves): same keys, shapes and dtype families.
-  Returns it with float leaves cast to the template's dtype; CheckpointError names the path."""
-  here = _tree.join_keys(path) or '/'
-  if isinstance(expected, dict):
-    if not isinstance(actual, dict):
-      raise CheckpointError(f'{where}: at {here} a dict with keys {sorted(expected)} is '
-                            f'expected, not a {type(actual).__name__}.')
-    if set(map(str, actual)) != set(expected):
-      raise CheckpointError(f'{where}: at {here} the keys are {sorted(map(str, actual))}, '
-                            f'not {sorted(expected)}.')
-    check_leaves(actual, path, where)
-    return {k: check_like(expected[k], actual[k], path + (k,), where) for k in expected}
-  if expected is None:
-    if actual is not None:
-      raise CheckpointError(f'{where}: at {here} None is expected, not {_what(actual)}.')
-    return None
-  shape = tuple(np.shape(expected))
-  dtype = np.dtype(expected.dtype)
-  if not _is_array(actual) and isinstance(actual, (bool, int, float, complex)) and not shape:
-    actual = np.asarray(actual)
-  if not _is_array(actual) or tuple(np.shape(actual)) != shape or (
-      _tree.dtype_kind(np.dtype(actual.dtype)) != _tree.dtype_kind(dtype)):
-    raise CheckpointError(f'{where}: at {here} an array of shape {shape} and dtype {dtype.name} '
-                          f'is expected, not {_what(actual)}.')
-  if np.dtype(actual.dtype) != dtype:
-    try:
-      with np.errstate(over='raise', invalid='raise'):
-        actual = np.asarray(actual).astype(dtype)
-    except (OverflowError, FloatingPointError):
-      raise CheckpointError(f'{where}: at {here} the values do not fit in {dtype.name}.') from None
-  return actual
+  an abstract template: ``jax.ShapeDtypeStruct`` leaves) by the strict restore's rules
+  (``_state_check``): same keys and shapes, dtypes of the same family (cast to the template's
+  where every value fits); with ``orbax``, None for an empty container. CheckpointError names
+  the path."""
+  check_leaves(actual, path, where)
+  try:
+    return _state_check.check(expected, _str_keys(actual), path,
+                              may_cast=_state_check.same_family, orbax=orbax)
+  except _state_check.Mismatch as e:
+    raise CheckpointError(f'{where}: at {_tree.join_keys(e.path) or "/"} {e.detail}.') from None
 
 
-def _what(value) -> str:
-  if _is_array(value):
-    return f'an array of shape {tuple(np.shape(value))} and dtype {np.dtype(value.dtype).name}'
-  return f'a {type(value).__name__}'
+def _str_keys(tree):
+  """``tree`` with its keys as strings (:func:`check_leaves` made sure they stay distinct)."""
+  if isinstance(tree, dict):
+    return {str(k): _str_keys(v) for k, v in tree.items()}
+  return tree
 
 
 def check_step(step, where: str, what: str = 'the step') -> np.ndarray:
   """The legacy step as an int32 scalar; CheckpointError (naming ``where``, ``what`` and the
   value) unless it is an integer in [0, int32 max]."""
   if isinstance(step, bool) or not (_is_array(step) or isinstance(step, (int, float))):
-    raise CheckpointError(f'{where}: {what} must be an integer, not {_what(step)}.')
+    raise CheckpointError(f'{where}: {what} must be an integer, not '
+                          f'{_state_check.describe(step)}.')
   value = np.asarray(step)
   if value.ndim or _tree.dtype_kind(value.dtype) not in 'iu':
     shown = (f'{value.item()!r} ({"a Python float" if isinstance(step, float) else value.dtype.name})'
-             if not value.ndim else _what(step))
+             if not value.ndim else _state_check.describe(step))
     raise CheckpointError(f'{where}: {what} must be an integer scalar, not {shown}.')
-  if not 0 <= int(value) <= np.iinfo(np.int32).max:
-    raise CheckpointError(f'{where}: {what} {int(value)} is not in [0, 2**31 - 1].')
+  problem = _state_check.step_problem(value, what)
+  if problem:
+    raise CheckpointError(f'{where}: {problem}.')
   return np.asarray(value, np.int32)
-
-
-def permutation(forward, leaves) -> Optional[List[int]]:
-  """For a ``forward(list of arrays) -> list of arrays`` that only reorders its inputs (its
-  jaxpr has no equation and returns each input once): ``order`` with input ``k`` being output
-  ``order[k]``; None for any other function."""
-  jaxpr = jax.make_jaxpr(forward)(leaves).jaxpr
-  outputs = list(jaxpr.outvars)
-  if jaxpr.eqns or len(outputs) != len(jaxpr.invars):
-    return None
-  order = []
-  for var in jaxpr.invars:
-    found = [i for i, out in enumerate(outputs) if out is var]
-    if len(found) != 1:
-      return None
-    order.append(found[0])
-  return order

@@ -20,8 +20,8 @@ import jax
 import numpy as np
 import optax
 
-__all__ = ['Accepts', 'ANYTHING', 'accepts', 'signature', 'UNANNOTATED_TRANSFORMS', 'callables',
-           'optax_names']
+__all__ = ['Accepts', 'ANYTHING', 'accepts', 'parameter_accepts', 'signature',
+           'UNANNOTATED_TRANSFORMS', 'callables', 'optax_names']
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +148,24 @@ def _accepts_cached(annotation) -> Accepts:
   if issubclass(annotation, _NUMERIC_TYPES):
     return Accepts(real=True)
   return Accepts()   # another class (a protocol of functions, ...): not expressible
+
+
+def parameter_accepts(param: inspect.Parameter) -> Accepts:
+  """What an optax parameter takes: its annotation, and the kind of optax's own default.
+
+  optax's defaults are optax's word too where an annotation disagrees with them: optax 0.2.5
+  declares ``adafactor(multiply_by_parameter_scale: float = True)``, so ``True`` is accepted.
+  """
+  result = accepts(param.annotation)
+  default = param.default
+  if result.anything or default is inspect.Parameter.empty:
+    return result
+  for kind, words in ((bool, Accepts(boolean=True)), (int, Accepts(integer=True)),
+                      (float, Accepts(real=True)), (str, Accepts(string=True)),
+                      (type(None), Accepts(none=True))):
+    if type(default) is kind:  # pylint: disable=unidiomatic-typecheck  # bool is not an int here
+      return result.merge(words)
+  return result
 
 
 def signature(fn) -> inspect.Signature:

@@ -53,7 +53,7 @@ def _tx_call(node: ast.Call, ctx: _core.Context):
   bound = _core.bind(_optax.signature(fn), label, node, ctx)
 
   def build_one(param, value_node):
-    accepts = _optax.accepts(param.annotation)
+    accepts = _optax.parameter_accepts(param)
     return _tx_value(value_node, accepts, _argument(label, param), ctx)
 
   args, kwargs = _core.build_each(bound, build_one)
@@ -107,7 +107,7 @@ def _inject_call(node: ast.Call, ctx: _core.Context):
         raise ctx.fail(f'{label} takes an optax transformation function such as optax.adam '
                        f'(not called), got {_core.describe(value_node)}.')
       return transforms[factory_name]
-    return _tx_value(value_node, _optax.accepts(param.annotation),
+    return _tx_value(value_node, _optax.parameter_accepts(param),
                      _argument(label, param), ctx)
 
   args, kwargs = _core.build_each(bound, build_one)
@@ -116,7 +116,7 @@ def _inject_call(node: ast.Call, ctx: _core.Context):
   bound = _core.bind(_optax.signature(transforms[factory_name]), inner_label, node, ctx)
 
   def build_hyper(param, value_node):
-    accepts = _optax.accepts(param.annotation)
+    accepts = _optax.parameter_accepts(param)
     if accepts.real:   # injected numeric hyper-params may be schedules of the step
       accepts = dataclasses.replace(accepts, schedule=True)
     return _tx_value(value_node, accepts, _argument(inner_label, param), ctx)

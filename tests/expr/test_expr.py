@@ -227,6 +227,8 @@ TX = [
      lambda: optax.adagrad(0.1, initial_accumulator_value=0.1, eps=0.01)),
     ('optax.adafactor(0.05, min_dim_size_to_factor=1, decay_rate=0.7)',
      lambda: optax.adafactor(0.05, min_dim_size_to_factor=1, decay_rate=0.7)),
+    ('optax.adafactor(0.05, multiply_by_parameter_scale=True)',
+     lambda: optax.adafactor(0.05, multiply_by_parameter_scale=True)),
     ('optax.adabelief(1e-2, b1=0.85, eps=1e-10)', lambda: optax.adabelief(1e-2, b1=0.85,
                                                                          eps=1e-10)),
     ('optax.adadelta(0.5, rho=0.85, eps=1e-5)', lambda: optax.adadelta(0.5, rho=0.85, eps=1e-5)),
@@ -317,6 +319,17 @@ def test_canonical_tx(text, canonical):
   # The canonical text is itself accepted and builds the same structure.
   assert (jax.tree_util.tree_structure(_expr_tx.parse_tx(canonical).init(PARAMS))
           == jax.tree_util.tree_structure(_expr_tx.parse_tx(text).init(PARAMS)))
+
+
+def test_optax_defaults_are_accepted_where_its_annotation_disagrees():
+  """optax 0.2.5 declares adafactor(multiply_by_parameter_scale: float = True)."""
+  def transform(scale: float = True, rate: float = None, n: int = 3, flag: bool = False):
+    del scale, rate, n, flag
+  params = inspect.signature(transform).parameters
+  assert _expr_optax.parameter_accepts(params['scale']).boolean
+  assert _expr_optax.parameter_accepts(params['rate']).none
+  assert not _expr_optax.parameter_accepts(params['n']).boolean  # a default of its own kind: as is
+  assert not _expr_optax.parameter_accepts(params['flag']).real
 
 
 def test_tx_names_come_from_optax():
