@@ -609,27 +609,48 @@ class MultiOptimizer(OptimizerDef):
     expression = _groups.multi_transform_source([p.expression for p in groups])
     return type(worst)(expression, worst.exact, worst.difference)
 
+  def label_groups(self, params, tx) -> dict:
+    """``{label: group}`` of a user's own ``optax.multi_transform`` ``tx``: the legacy group
+    (``'0'``, ``'1'``, ..., ``'unmatched'``) each of its labels continues, read from which
+    params each label's state covers (:func:`_groups.label_groups`; ValueError, one line,
+    where that is ambiguous)."""
+    names = [f'group {i} ({opt!r})' for i, opt in enumerate(self.sub_optimizers)]
+    return _groups.label_groups(tx, params, self._labels(params), names)
+
   def optax_state(self, params, state, hyper_params=None, tx=None):
     """The state of :meth:`optax_transform` (``group_txs=tx``) holding the legacy ``state``.
 
-    ``tx``: ``None`` (the groups' own transforms) or one optax transformation per group, in
-    order; each group's state is mapped by its sub-optimizer's ``optax_state``.
+    ``tx``: ``None`` (the groups' own transforms), one optax transformation per group, in
+    order, or a user's own ``optax.multi_transform`` (its labels mapped to the groups by
+    :meth:`label_groups`); each group's state is mapped by its sub-optimizer's
+    ``optax_state``.
     """
     treedef, labels, group_params = self._group_params(params)
     group_states = [state.replace(param_states=s)
                     for s in self._split_states(treedef, labels, state.param_states)]
+    if _groups.is_user_multi(tx):
+      return _groups.user_optax_state(self.sub_optimizers, tx, self.label_groups(params, tx),
+                                      params, labels, group_params, group_states)
     return _groups.optax_state(self.sub_optimizers, self._group_txs(hyper_params, tx),
                                self._label_tree, params, group_params, group_states)
 
   def legacy_state(self, params, opt_state, step=None, tx=None) -> OptimizerState:
     """The legacy ``OptimizerState`` held by a state of :meth:`optax_transform` (its inverse)."""
-    txs = self._group_txs(None, tx)
     step = _tree.first_count(opt_state) if step is None else step
     if step is None:
       raise ValueError('the MultiOptimizer optax state keeps no `count`; give the legacy step.')
     treedef, labels, group_params = self._group_params(params)
+    names = None
+    if _groups.is_user_multi(tx):
+      by_group = {g: label for label, g in self.label_groups(params, tx).items()}
+      names = [by_group.get(str(i)) for i in range(len(self.sub_optimizers))]
+      txs = [None if name is None else _groups.label_transform(
+          tx, name, params, {j for j, l in enumerate(labels) if l == str(i)})
+             for i, name in enumerate(names)]
+    else:
+      txs = self._group_txs(None, tx)
     group_states = _groups.legacy_states(self.sub_optimizers, txs, group_params, opt_state,
-                                         step)
+                                         step, names)
     return OptimizerState(jnp.asarray(step, jnp.int32),
                           self._join_states(treedef, labels, group_states))
 

@@ -175,10 +175,6 @@ def _default_target(opt_def):
           'needs flax_optim_compat')
 
 
-def _is_transformation(tx) -> bool:
-  return callable(getattr(tx, 'init', None)) and callable(getattr(tx, 'update', None))
-
-
 def targets(opt_def, tx, *, stacklevel: int = 3, tx_source=None):
   """``(tx of the TrainState, tx argument of optax_state, load-with text, notes)``.
 
@@ -192,15 +188,14 @@ def targets(opt_def, tx, *, stacklevel: int = 3, tx_source=None):
   if multi:
     defs = list(opt_def.sub_optimizers)
     given = None if tx is None else tx
-    if given is not None and _is_transformation(given):
-      raise TypeError(
-          'a MultiOptimizer converts with one optax transformation per group (tx=[tx_0, ..., '
-          f'tx_{len(defs) - 1}], in the order of its pairs); an optax.multi_transform of your '
-          'own cannot be mapped to the legacy groups (its labels are a function): give its '
-          'transformations as that list.')
+    if _groups.is_user_multi(given):
+      # The user's own optax.multi_transform: its labels are mapped to the groups by the
+      # params they cover when its state is built (MultiOptimizer.label_groups).
+      return given, given, tx_source if isinstance(tx_source, str) else None, notes
     if given is not None and not isinstance(given, (list, tuple)):
-      raise TypeError(f'a MultiOptimizer converts with one optax transformation per group: '
-                      f'tx=[tx_0, ..., tx_{len(defs) - 1}], got {type(given).__name__}.')
+      raise TypeError(f'a MultiOptimizer converts with one optax transformation per group '
+                      f'(tx=[tx_0, ..., tx_{len(defs) - 1}]) or with one optax.multi_transform '
+                      f'of your own, got {type(given).__name__}.')
     sources = tx_source
   else:
     defs = [opt_def]
@@ -237,6 +232,20 @@ def default_targets(opt_def):
   with warnings.catch_warnings():
     warnings.simplefilter('ignore', ConversionWarning)
     return targets(opt_def, None)
+
+
+def _labels_note(opt_def, params, tx) -> str:
+  """Which legacy group each label of the user's own multi_transform continues."""
+  mapping = opt_def.label_groups(params, tx)
+  named = [f'{label!r} continues ' + (f'group {g} ({opt_def.sub_optimizers[int(g)]!r})'
+                                      if g != _groups.UNMATCHED else 'the params no group selects')
+           for label, g in mapping.items()]
+  free = [repr(label) for label in jax.eval_shape(tx.init, params).inner_states
+          if label not in mapping]
+  if free:
+    named.append(f'{", ".join(free)} keep{"s" if len(free) == 1 else ""} no state (which params '
+                 'they cover is not in the state; the probe checked what they do)')
+  return 'your multi_transform\'s labels, by the params their states cover: ' + '; '.join(named)
 
 
 def _layout_notes(node, opt_def) -> List[str]:
@@ -312,6 +321,7 @@ def convert_tree(tree: dict, where: str, optimizer_def: OptimizerDef, *, tx, kee
     raise CheckpointError(f'{where} is not replicated (its step has no device axis); drop '
                           '--replica.')
   optimizer, path = restore(tree, where, optimizer_def)
+  multi_given = isinstance(optimizer_def, MultiOptimizer) and _groups.is_user_multi(tx)
   notes += _layout_notes(_state_dict.at(tree, path), optimizer_def)
   try:
     # The warning points at the caller of the public function (convert.py calls this one).
@@ -319,6 +329,8 @@ def convert_tree(tree: dict, where: str, optimizer_def: OptimizerDef, *, tx, kee
                                                          tx_source=tx_source)
     notes += target_notes
     opt_state = optimizer_def.optax_state(optimizer.target, optimizer.state, tx=state_tx)
+    if multi_given:
+      notes.append(_labels_note(optimizer_def, optimizer.target, state_tx))
     if tx is not None:
       kept = _adapter_state.injected_differences(full_tx, optimizer.target, opt_state)
       if kept:
