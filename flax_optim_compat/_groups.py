@@ -274,7 +274,7 @@ def label_groups(tx, params, labels, names) -> dict:
       split = (f'labels {other!r} and {label!r}' if other is not None
                else f'label {label!r} keeps state for {_few(paths[j] for j in sorted(cov))}, '
                f'not for {_few(paths[j] for j in rest)}:')
-      raise ValueError(f'the multi_transform splits legacy group {where(g)}: {split} one '
+      raise ValueError(f'the multi_transform splits legacy {where(g)}: {split} one '
                        'label must cover exactly the params of one group.')
     mapping[label], owner[g] = g, label
   stateless = [label for label, cov in covered.items() if not cov]
@@ -349,8 +349,11 @@ def user_optax_state(sub_optimizers, tx, mapping, params, labels, group_params, 
       continue
     i = int(g)
     positions = {j for j, l in enumerate(labels) if l == g}
-    with _in_group(i, sub_optimizers[i]):
-      state = sub_optimizers[i].optax_state(
-          group_params[i], group_states[i], tx=label_transform(tx, label, params, positions))
+    try:
+      with _in_group(i, sub_optimizers[i]):
+        state = sub_optimizers[i].optax_state(
+            group_params[i], group_states[i], tx=label_transform(tx, label, params, positions))
+    except ValueError as e:
+      raise type(e)(f'label {label!r} of the multi_transform covers the params of {e}') from None
     inner[label] = template.inner_states[label]._replace(inner_state=state)
   return template._replace(inner_states={label: inner[label] for label in template.inner_states})

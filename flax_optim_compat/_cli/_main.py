@@ -112,7 +112,8 @@ def _cmd_inspect(args, out) -> int:
 def _target_txs(args, opt_def):
   """``(tx argument, its source text)`` of the ``--tx`` options (``(None, None)``: none given).
 
-  A MultiOptimizer takes ``--tx`` once per group, in order; anything else takes it once.
+  A MultiOptimizer takes ``--tx`` once per group, in order, or once as its own
+  ``optax.multi_transform``; anything else takes it once.
   """
   if not args.tx:
     return None, None
@@ -121,13 +122,10 @@ def _target_txs(args, opt_def):
   if isinstance(opt_def, optim.MultiOptimizer):
     groups = len(opt_def.sub_optimizers)
     if len(txs) == 1 and texts[0].startswith('optax.multi_transform('):
-      raise UsageError(
-          '--tx: a MultiOptimizer converts with one --tx per group, in the order of its '
-          f'pairs ({groups}), not one optax.multi_transform: give each of its transformations '
-          'as its own --tx (the output\'s load line rebuilds the multi_transform).')
+      return txs[0], texts[0]   # your own: its labels are mapped to the groups by their params
     if len(txs) != groups:
       raise UsageError(f'--tx: the MultiOptimizer has {groups} groups; give --tx once per '
-                       f'group, in order (got {len(txs)}).')
+                       f'group, in order, or one optax.multi_transform (got {len(txs)}).')
     return txs, texts
   if len(txs) != 1:
     raise UsageError(f'--tx given {len(txs)} times; {type(opt_def).__name__} takes one (only '
@@ -190,7 +188,9 @@ def _cmd_convert(args, out) -> int:
       out.write(f'wrote {args.out} (legacy): {found.summary()}\n')
     return 0
   load_with = result.load_with or tx_text  # the conversion renders a MultiOptimizer's --tx list
-  labels = _labels_text(opt_def) if isinstance(opt_def, optim.MultiOptimizer) else None
+  own_multi = isinstance(opt_def, optim.MultiOptimizer) and isinstance(tx_text, str)
+  labels = (_labels_text(opt_def) if isinstance(opt_def, optim.MultiOptimizer) and not own_multi
+            else None)
   code = convert.load_code(result.state_dict, args.out, tx=load_with, orbax=args.to == 'orbax',
                            labels=labels, as_dict=args.to == 'optax')
   step = int(result.train_state.step)
@@ -201,7 +201,7 @@ def _cmd_convert(args, out) -> int:
                       'warnings': warned})
     return 0
   out.write(f'wrote {args.out} ({args.to}, step {step}): load it with tx={load_with}\n')
-  if isinstance(opt_def, optim.MultiOptimizer):
+  if isinstance(opt_def, optim.MultiOptimizer) and not own_multi:
     out.write('  labels: one per group in order (\'0\', \'1\', ...), \'unmatched\' for the '
               'params no group selects' + (f'; {labels}' if labels else '') + '\n')
   out.write(f'  probe: {result.probe.summary()}\n')
@@ -340,7 +340,9 @@ def _parser() -> argparse.ArgumentParser:
                  help='the optax transformation to convert into, as optax Python (parsed, never '
                       'evaluated), e.g. "optax.adamw(learning_rate=1e-3, weight_decay=1e-4)" or '
                       '"optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)"; for a '
-                      'MultiOptimizer once per group, in order. Default: the plain optax '
+                      'MultiOptimizer once per group, in order, or once as your own '
+                      'optax.multi_transform (labels as a literal tree; mapped to the groups '
+                      'by the params they cover). Default: the plain optax '
                       'expression that continues the legacy numbers (the output says which)')
   p.add_argument('--accept-difference', action='store_true',
                  help='write the output even where the probe (legacy and the target run side '
@@ -376,7 +378,8 @@ def _parser() -> argparse.ArgumentParser:
                       'file with a converted one)')
   p.add_argument('--tx', action='append', default=None, metavar='EXPR',
                  help='with --optimizer: the optax transformation the legacy side converts '
-                      'into, as for convert (once per group for a MultiOptimizer); default: '
+                      'into, as for convert (once per group for a MultiOptimizer, or one '
+                      'optax.multi_transform); default: '
                       'the plain optax expression')
   p.add_argument('--all', action='store_true', help='list every leaf, not only differing ones')
   p.add_argument('--json', action='store_true', help='machine-readable output')
