@@ -145,7 +145,8 @@ def test_multi_optimizer_tx_count_must_match_the_groups(capsys, tmp_path):
   argv = ['convert', _file(name), '--optimizer', EXPECTED[name]['cli'], '--to', 'optax',
           '--out', str(tmp_path / 'out'), '--tx', 'optax.sgd(0.1)']
   _assert_bad_input(capsys, tmp_path, argv, 'the MultiOptimizer has 2 groups; give --tx once '
-                                            'per group, in order (got 1)')
+                                            'per group, in order, or one '
+                                            'optax.multi_transform (got 1)')
   argv = ['convert', _file('Adam'), '--optimizer', EXPECTED['Adam']['cli'], '--to', 'optax',
           '--out', str(tmp_path / 'out'), '--tx', 'optax.adam(0.1)', '--tx', 'optax.adam(0.1)']
   _assert_bad_input(capsys, tmp_path, argv, '--tx given 2 times')
