@@ -88,7 +88,7 @@ class ProbeResult(NamedTuple):
       tiny = (f'; {self.tiny_rel:.2g} on params scaled by 1e-6' if self.tiny_rel > self.max_rel
               else '')
       return (f'max relative difference {self.max_rel:.2g} over {self.updates} updates (the '
-              f'1e-6 class{tiny})')
+              f'1e-6 class: within 1e-6 an update{tiny})')
     path, update, rel = self.first
     return (f'params leaf {path} differs by {_rel_text(rel)} (relative) after update '
             f'{update + 1} of {self.updates}, beyond the 1e-6 class')
@@ -240,10 +240,12 @@ def run(opt_def, params, step, full_tx, state_tx, *, hyper_params=None,
           # Values about the size of one update: rounding shows at ~1e-6 of it (injected
           # float32 hyper-params); a floor or a trust ratio differs by far more.
           tiny_rel = max(tiny_rel, rel)
-          beyond = rel > _TINY_FACTOR * _tolerance(leaves[j].dtype)
+          beyond = rel > (k + 1) * _TINY_FACTOR * _tolerance(leaves[j].dtype)
         else:
           max_rel = max(max_rel, rel)
-          beyond = rel > _tolerance(leaves[j].dtype)
+          # The class is per update (each update within 1e-6): the two sides run on their own,
+          # so after update k+1 their difference may hold k+1 updates' roundings.
+          beyond = rel > (k + 1) * _tolerance(leaves[j].dtype)
         if first is None and beyond:
           first = (paths[j] + label, k, rel)
   return ProbeResult(UPDATES, bit_exact, max_rel, tiny_rel, first,
