@@ -44,6 +44,9 @@ _EXACT = {
     'compute_gradient': '1e-6',
     'optimize': '1e-6',
     'optimize_injected_lr': 'bit-exact',
+    # flax's imagenet idiom: DynamicScale imported from flax.optim under the alias the rule
+    # writes, the non-finite selection by tree_map over the optimizer, isinstance, del.
+    'dynamic_scale_selection': '1e-6',
 }
 EXAMPLES = {name: Example(name, exact) for name, exact in _EXACT.items()}
 
@@ -58,9 +61,10 @@ BY_RULE: Dict[str, Tuple[Example, ...]] = {
         'FOM006': ('dataclass_field',),
         'FOM007': ('replicate_pmap', 'replicate_chained'),
         'FOM008': ('multi_optimizer', 'focus'),
-        'FOM010': ('dynamic_scale',),
+        'FOM010': ('dynamic_scale', 'dynamic_scale_selection'),
         'FOM011': ('compute_gradient',),
         'FOM012': ('optimize', 'optimize_injected_lr'),
+        'FOM013': ('dynamic_scale_selection',),
     }.items()}
 
 

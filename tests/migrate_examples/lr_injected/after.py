@@ -19,7 +19,7 @@ def train_step(optimizer, lr):
 
 def main():
   params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
-  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.inject_hyperparams(optax.sgd, hyperparam_dtype=jnp.float32)(learning_rate=0.0, momentum=0.8, nesterov=False))
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.inject_hyperparams(optax.sgd, static_args=('momentum', 'nesterov', 'accumulator_dtype'), hyperparam_dtype=jnp.float32)(learning_rate=0.0, momentum=0.8, nesterov=False))
   losses = []
   for epoch in range(4):
     for _ in range(5):
