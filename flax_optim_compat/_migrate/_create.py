@@ -178,7 +178,7 @@ def plan_multi(project, site, plan, groups, plain_optax, records, conversions):
   message = (f'{unit.code(project.def_call(unit, site.node.func.value))} -> '
              'optax.multi_transform with labels from the traversals')
   notes = ['the labels come from a function of the params, which --tx cannot write: convert '
-           'this checkpoint per group (see the migration guide) or with the package\'s '
+           'this checkpoint per group (see docs/convert.md) or with the package\'s '
            'MultiOptimizer transform']
   records.append(Record.of(site, 'flagged' if markers else 'rewritten', code=_rules.MULTI.code,
                            exact=exact, message=message))
