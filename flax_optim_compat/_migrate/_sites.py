@@ -161,6 +161,8 @@ def _flows_ok(project, unit: Unit, node: cst.CSTNode, parent: cst.CSTNode) -> bo
   if isinstance(parent, (cst.Element,)):
     container = unit.parent(parent)
     outer = unit.parent(container)
+    if isinstance(container, cst.Tuple) and isinstance(outer, cst.Del):
+      return True   # ``del optimizer, variables``
     if isinstance(container, cst.Tuple) and isinstance(outer, cst.Return):
       return True
     if isinstance(container, cst.Tuple) and isinstance(outer, cst.Assign):
