@@ -62,7 +62,7 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   # Objects created in sight first: an object whose create is out of sight may be one of
   # theirs that escaped the analysis, and is then refused too (never half-rewritten).
   ordered = sorted(groups.values(), key=lambda g: not _creates(g))
-  escaped = False
+  escaped = _loose_defs(project, groups.values())
   for group in ordered:
     unseen = not _creates(group) and escaped
     _plan_group(project, group, files, records, conversions, plain_optax, unseen)
@@ -85,6 +85,18 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
 
 def _creates(group) -> bool:
   return any(s.kind == 'create' for s in group.sites)
+
+
+def _loose_defs(project, groups) -> bool:
+  """Whether a def call is not the def of any create the analysis sees (a def passed to a
+  function, returned by a helper): its optimizer may be one created out of sight."""
+  seen = {id(project.def_call(s.unit, s.node.func.value))
+          for g in groups for s in g.sites if s.kind == 'create'}
+  return any(isinstance(node, cst.Call) and unit.legacy(node.func) in _DEFS
+             and id(node) not in seen for unit in project.units for node in unit.nodes)
+
+
+_DEFS = frozenset(_unit.BUILTIN_DEFS + ('MultiOptimizer', 'WeightNorm'))
 
 
 def _def_values(project, site):

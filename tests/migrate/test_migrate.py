@@ -942,3 +942,17 @@ def test_a_tuple_holding_the_optimizer_through_checkpoints_and_replicate_is_foll
                        '  both = jax_utils.unreplicate((optimizer, ema))\n')
   _, report = migrate_source(bad)
   assert report.exit_status() == 2
+
+
+def test_an_optimizer_created_from_a_def_passed_in_is_refused_with_its_uses():
+  """jaxrl: the def is passed to a function that creates it; the uses of that optimizer
+  (only a field is visible) must not be rewritten while the def stays legacy."""
+  source = _PRELUDE + (
+      'class Model:\n  def __init__(self, optimizer):\n    self.optimizer = optimizer\n\n\n'
+      'def make(params, opt_def):\n  return Model(optimizer=opt_def.create(params))\n\n\n'
+      'def run(params):\n  model = make(params, optim.Adam(0.1))\n'
+      '  return model.optimizer.target\n')
+  new, report = migrate_source(source)
+  assert report.exit_status() == 2
+  assert 'model.optimizer.target' in new and 'optim.Adam(0.1)' in new
+  assert not [r for r in report.records if r.status == 'rewritten']
