@@ -138,8 +138,9 @@ def test_every_to_keeps_the_train_states_step(capsys, tmp_path, to):
 @pytest.mark.parametrize('where, value, message', [
     ('step', np.float32(3.5), 'at /step: the step must be an integer scalar, not 3.5 (float32)'),
     ('step', 3.0, 'at /step: the step must be an integer scalar, not 3.0 (a Python float)'),
-    ('step', np.int32(-2), 'at /step: the step -2 is not in [0, 2**31 - 1]'),
-    ('count', np.int32(-5), 'at /opt_state/0/count: the count -5 is not in [0, 2**31 - 1]'),
+    ('step', np.int32(-2), 'at /step: the step -2 is not in [0, 2**31 - 1]: it is negative'),
+    ('count', np.int32(-5),
+     'at /opt_state/0/count: the count -5 is not in [0, 2**31 - 1]: it is negative'),
 ])
 def test_a_bad_step_in_a_converted_file_is_refused(capsys, tmp_path, where, value, message):
   out = tmp_path / 'out.msgpack'
@@ -154,7 +155,7 @@ def test_a_bad_step_in_a_converted_file_is_refused(capsys, tmp_path, where, valu
   code, _, err = _run(capsys, 'convert', str(bad), '--optimizer', ADAM, '--to', 'legacy',
                       '--out', str(tmp_path / 'back'))
   assert code == 2 and err.count('\n') == 1, err
-  assert f"'{bad}': {message}." in err
+  assert f"'{bad}': {message}" in err
   assert not (tmp_path / 'back').exists()
 
 
