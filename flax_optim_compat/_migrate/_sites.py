@@ -38,6 +38,8 @@ class Site:
   slot: Optional[tuple] = None
   refusal: Optional[_refusals.Refusal] = None
   message: str = ''
+  # A create whose def is chosen at run time: ``[(unit, def call, DefCall)]``, one per branch.
+  branches: Optional[list] = None
 
   @property
   def line(self) -> int:
