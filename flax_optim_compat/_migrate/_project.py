@@ -292,6 +292,8 @@ class Project:
       slot = self.var_slot(unit, node)
       return slot if slot in self.optimizer_slots else None
     if isinstance(node, cst.Attribute):
+      if _compared_with_a_string(unit, node):
+        return None   # ``config.optim.optimizer == 'Adam'``: a config field, not an optimizer
       slot = ('field', node.attr.value)
       if slot in self.optimizer_slots and not _unit.is_module_like(unit, node.value):
         return slot
@@ -482,6 +484,18 @@ class Project:
         if pslot:
           changed |= self._mark(pslot, slot)
     return changed
+
+
+def _compared_with_a_string(unit: Unit, node: cst.CSTNode) -> bool:
+  """Whether ``node`` is one side of a comparison whose other side is a string literal."""
+  parent = unit.parent(node)
+  if isinstance(parent, cst.ComparisonTarget):
+    parent = unit.parent(parent)
+  if not isinstance(parent, cst.Comparison):
+    return False
+  sides = [parent.left] + [t.comparator for t in parent.comparisons]
+  return any(s is not node and isinstance(s, (cst.SimpleString, cst.ConcatenatedString,
+                                               cst.FormattedString)) for s in sides)
 
 
 def unwrap(unit: Unit, value: cst.BaseExpression) -> cst.BaseExpression:

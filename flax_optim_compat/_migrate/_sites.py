@@ -201,6 +201,8 @@ def _flows_ok(project, unit: Unit, node: cst.CSTNode, parent: cst.CSTNode) -> bo
     return False
   if isinstance(parent, cst.Expr):
     return True
+  if isinstance(parent, cst.FormattedStringExpression):
+    return True   # ``f'... {config.optim.optimizer}'``: formatted as text, as print does
   if isinstance(parent, cst.Subscript):
     return True
   return False

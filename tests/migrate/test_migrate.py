@@ -977,3 +977,18 @@ def test_a_branch_that_cannot_be_rewritten_refuses_the_whole_object():
       '  else:\n    d = optim.MultiOptimizer()\n  return d\n\n\n'
       'def f(p, g, kind):\n  o = get_def(kind).create(p)\n  return o.apply_gradient(g)\n'))
   assert 'optim.Adam(0.1)' in new and new.count('# TODO(flax-optim-compat): FOM110') == 2
+
+
+def test_a_config_field_compared_with_a_string_is_not_an_optimizer():
+  # ``state.optimizer`` is an optimizer field; ``config.optim.optimizer`` compared with a
+  # string literal is a config field of the same name.
+  source = _PRELUDE + (
+      'class State:\n  optimizer: optim.Optimizer\n\n\n'
+      'def f(p, g, config):\n  s = State(optimizer=optim.Adam(0.1).create(p))\n'
+      '  if config.optim.optimizer == "Adam" or "SGD" != config.optimizer:\n'
+      '    return s.optimizer.apply_gradient(g)\n'
+      '  raise ValueError(f"{config.optim.optimizer} not supported")\n')
+  new, report = migrate_source(source)
+  assert report.exit_status() == 1, report.records
+  assert 'config.optim.optimizer == "Adam" or "SGD" != config.optimizer' in new
+  assert 'apply_gradients(grads=g)' in new
