@@ -6,6 +6,9 @@ set one), the edits of the create call and of the def's variable, the report rec
 ``flax-optim-compat convert`` command for the checkpoints the old code saved. For a
 ``MultiOptimizer`` or ``create(focus=...)``: one ``optax.multi_transform`` over the groups.
 """
+import os
+from typing import NamedTuple
+
 import libcst as cst
 
 from .._expr import _core as _expr
@@ -17,15 +20,29 @@ from ._edits import Edit
 from ._report import Record, Conversion
 
 
+class Branch(NamedTuple):
+  """One of the defs a create may use (built in ``if``/``else`` branches or by a helper)."""
+  unit: object          # the def call's file
+  node: cst.Call        # the def call, which becomes its optax expression
+  plan: object          # that file's FilePlan
+  index: int
+  count: int
+
+
 def plan_create(project, site, plan, call, mode, schedule, plain_optax, records, conversions,
-                keep_layout):
+                keep_layout, branch=None):
   """Plans the create ``site`` of a built-in def: its edits in ``plan``, record, conversion.
 
   ``call``: the def call as ``_optax`` reads it; ``mode`` / ``schedule``: the object's
   learning-rate mode (``_learning_rate.lr_mode``); ``keep_layout``: the optimizer is a field of
   the user's own train state, saved with its siblings, so the command has ``--keep-layout``.
+  ``branch``: the create's def is this one of several (each branch gets its own expression,
+  in place of its def call; the create passes on what the branches return).
   """
   unit = site.unit
+  def_node = branch.node if branch else project.def_call(unit, site.node.func.value)
+  def_unit = branch.unit if branch else unit
+  def_plan = branch.plan if branch else plan
   sources = dict(call.sources)
   notes = []
   cmd_lr = None
@@ -51,14 +68,14 @@ def plan_create(project, site, plan, call, mode, schedule, plain_optax, records,
       flagged = (f'{_refusals.NOT_EXACT} the plain optax expression is not exact: '
                  f'{result.difference}')
     else:
-      optim_alias = _optim_alias(unit, project.def_call(unit, site.node.func.value))
+      optim_alias = _optim_alias(def_unit, def_node)
       expression = _optax.exact_transform(call, call.sources, optim_alias)
       exact = 'bit-exact'   # the very transform the legacy def runs on this package
       flagged = (f'{_refusals.NOT_EXACT} {call.name} has no exact plain optax expression '
                  f'({result.difference}); this is the package\'s exact transform')
   if mode == 'inject':
     expression = _optax.inject(expression, initial)
-    plan.needs.add('jnp')
+    def_plan.needs.add('jnp')
     if exact == 'bit-exact':
       # Measured: optax.inject_hyperparams(optax.rmsprop) rounds 1 ulp away from legacy from
       # step 5 on (legacy with the same per-step learning rate equals plain optax.rmsprop).
@@ -82,19 +99,25 @@ def plan_create(project, site, plan, call, mode, schedule, plain_optax, records,
     notes.append('run-time values replaced in the command by same-layout stand-ins: '
                  + ', '.join(f'{k}={v}' for k, v in stand_ins.items()))
   receiver = site.node.func.value
-  def_assign = None
-  if isinstance(receiver, cst.Name):
+  def_assign = def_node if branch else None
+  if isinstance(receiver, cst.Name) and not branch:
     values = project.assignment_values(unit, receiver)
     def_assign = values[0] if values else None
   plan.edits[id(site.node)] = Edit(_rules.CREATE, _rules.CreateData(
       tx=None if def_assign is not None else expression))
   if def_assign is not None:
-    plan.edits[id(def_assign)] = Edit(_rules.CREATE, _rules.CreateData(def_tx=expression))
+    def_plan.edits[id(def_assign)] = Edit(_rules.CREATE, _rules.CreateData(def_tx=expression))
+    def_plan.needs.add('optax')
   plan.needs.update({'optax', 'train_state'})
   if flagged:
-    plan.mark(site.node, f'{_refusals.MARKER} {flagged}')
+    def_plan.mark(def_node if branch else site.node, f'{_refusals.MARKER} {flagged}')
   status = 'flagged' if flagged else 'rewritten'
-  message = f'{unit.code(project.def_call(unit, receiver))}.create -> TrainState.create'
+  message = f'{def_unit.code(def_node)}.create -> TrainState.create'
+  if branch:
+    where = os.path.relpath(def_unit.path, os.path.dirname(unit.path))
+    where = f'{where}:{def_unit.line(def_node)}'
+    notes.insert(0, f'branch {branch.index + 1} of {branch.count}: the def at {where}, '
+                    f'{def_unit.code(def_node)}')
   if notes:
     message += '; ' + '; '.join(notes)
   records.append(Record.of(site, status, code=_rules.CREATE.code, exact=exact,

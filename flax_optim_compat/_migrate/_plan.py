@@ -12,7 +12,6 @@ import os
 from typing import Dict, List
 
 import libcst as cst
-from libcst import metadata as meta
 
 from . import _create
 from . import _learning_rate
@@ -75,6 +74,9 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
         if site.kind == 'create':   # its def's variable: ``opt_def = optim.Adam(...)``
           values = _def_values(project, site)
           refused_nodes.update(id(statement_of(site.unit, v)) for v in values)
+          refused_nodes.update(
+              id(statement_of(u, call)) for u, call in project.def_branches(
+                  site.unit, site.node.func.value) or ())
   for site in loose:
     refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
   for unit in project.units:
@@ -90,8 +92,8 @@ def _creates(group) -> bool:
 def _loose_defs(project, groups) -> bool:
   """Whether a def call is not the def of any create the analysis sees (a def passed to a
   function, returned by a helper): its optimizer may be one created out of sight."""
-  seen = {id(project.def_call(s.unit, s.node.func.value))
-          for g in groups for s in g.sites if s.kind == 'create'}
+  seen = {id(call) for g in groups for s in g.sites if s.kind == 'create'
+          for _, call in project.def_branches(s.unit, s.node.func.value) or ()}
   return any(isinstance(node, cst.Call) and unit.legacy(node.func) in _DEFS
              and id(node) not in seen for unit in project.units for node in unit.nodes)
 
@@ -180,6 +182,9 @@ def _def_site_check(project, group, files) -> dict:
       continue
     unit = site.unit
     call = project.def_call(unit, site.node.func.value)
+    if call is None:
+      _branch_check(project, site)
+      continue
     name = unit.legacy(call.func)
     if name is None and project.is_user_def(unit, call.func):
       site.refusal, site.message = _refusals.SUBCLASS, f'{unit.code(call)}: a user subclass'
@@ -214,11 +219,30 @@ def _def_site_check(project, group, files) -> dict:
     # A def variable must be used only as this create's receiver.
     receiver = site.node.func.value
     if site.refusal is None and isinstance(receiver, cst.Name):
-      uses = _accesses(unit, receiver)
+      uses = _unit.accesses(unit, receiver)
       if uses is None or len(uses) != 1:
         site.refusal = _refusals.ESCAPE
         site.message = f'the def {receiver.value} is used elsewhere too'
   return multis
+
+
+def _branch_check(project, site):
+  """A create whose def is built in branches or by a helper: each branch a built-in def whose
+  arguments ``_optax`` reads (``site.branches``), or the object is refused."""
+  site.branches = []
+  for unit, call in project.def_branches(site.unit, site.node.func.value):
+    name = unit.legacy(call.func)
+    parsed = _optax.def_call(name, call, unit.module) if name in _unit.BUILTIN_DEFS else None
+    if parsed is None or len(site.node.args) != 1:
+      site.refusal = _refusals.UNKNOWN_DEF
+      site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
+                      f'{unit.line(call)}): not a built-in def with arguments it reads')
+      return
+    if any(n.startswith('flax.nn.') for node in unit.nodes
+           if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node)):
+      site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
+      return
+    site.branches.append((unit, call, parsed))
 
 
 def _multi_groups(project, unit, pairs):
@@ -228,7 +252,7 @@ def _multi_groups(project, unit, pairs):
     rewrite = None
     if isinstance(traversal, cst.Name):
       values = project.assignment_values(unit, traversal)
-      uses = _accesses(unit, traversal)
+      uses = _unit.accesses(unit, traversal)
       if not values or len(values) != 1 or uses is None or not all(
           isinstance(unit.parent(u), (cst.Element, cst.Arg)) for u in uses):
         return None
@@ -252,18 +276,6 @@ def _multi_groups(project, unit, pairs):
       return None
     groups.append((filter_source, rewrite, fn, call))
   return groups
-
-
-def _accesses(unit, name: cst.Name):
-  scope = unit.scopes.get(name)
-  if scope is None:
-    return None
-  nodes = []
-  for a in scope[name.value]:
-    if not isinstance(a, meta.Assignment):
-      return None
-    nodes.extend(access.node for access in a.references)
-  return nodes
 
 
 def _plan_group(project, group, files, records, conversions, plain_optax, unseen):
@@ -299,7 +311,7 @@ def _plan_group(project, group, files, records, conversions, plain_optax, unseen
       if any(overrides.values()):
         site.refusal = _refusals.OVERRIDE
         site.message = 'a learning_rate= override of a MultiOptimizer (every group)'
-    elif site.refusal is None:
+    elif site.refusal is None and site.branches is None:
       call = project.def_call(site.unit, site.node.func.value)
       calls[id(site)] = _optax.def_call(site.unit.legacy(call.func), call, site.unit.module)
   pmeans = _replication(project, group, applies)
@@ -307,7 +319,7 @@ def _plan_group(project, group, files, records, conversions, plain_optax, unseen
   if mode == 'inject':
     for site in applies:
       if overrides[id(site)] is None:
-        lrs = {calls[id(c)].sources.get('learning_rate') for c in creates if id(c) in calls}
+        lrs = {lr for c in creates for lr in _lr_sources(c, calls)}
         if len(lrs) != 1 or not (lrs <= {None} or _optax.is_literal(next(iter(lrs)))):
           site.refusal = _refusals.LR_NONE
           site.message = 'applied without learning_rate= while other sites set it'
@@ -316,8 +328,7 @@ def _plan_group(project, group, files, records, conversions, plain_optax, unseen
         site.message = 'the learning rate is set on a computed value'
   elif mode == 'none':
     for c in creates:
-      if id(c) in calls and id(c) not in multis and calls[id(c)].sources.get(
-          'learning_rate', 'None') == 'None':
+      if id(c) not in multis and 'None' in _lr_sources(c, calls, 'None'):
         c.refusal, c.message = _refusals.LR_NONE, 'learning_rate=None and no override'
   if not creates and group.sites and group.refused == [] and (mode != 'none' or unseen):
     # Its create (and so its optax form) is decided where the analysis cannot see it.
@@ -346,6 +357,11 @@ def _plan_group(project, group, files, records, conversions, plain_optax, unseen
     plan = files[site.unit.path]
     if site.kind == 'create' and id(site) in multis:
       _create.plan_multi(project, site, plan, multis[id(site)], plain_optax, records, conversions)
+    elif site.kind == 'create' and site.branches is not None:
+      for i, (unit, node, call) in enumerate(site.branches):
+        branch = _create.Branch(unit, node, files[unit.path], i, len(site.branches))
+        _create.plan_create(project, site, plan, call, mode, schedule, plain_optax,
+                            records, conversions, keep_layout, branch)
     elif site.kind == 'create':
       _create.plan_create(project, site, plan, calls[id(site)], mode, schedule, plain_optax,
                           records, conversions, keep_layout)
@@ -364,7 +380,7 @@ def _plan_group(project, group, files, records, conversions, plain_optax, unseen
     elif site.kind in ('apply', 'optimize'):
       lr_text = None
       if mode == 'inject' and overrides[id(site)] is None:
-        lr_text = next(iter({calls[id(c)].sources.get('learning_rate') for c in creates}))
+        lr_text = next(iter({lr for c in creates for lr in _lr_sources(c, calls)}))
       data = _rules.ApplyData(mode, pmean=pmeans.get(id(site)), lr_text=lr_text)
       if data.pmean:
         plan.needs.add('jax')
@@ -391,6 +407,15 @@ def _plan_group(project, group, files, records, conversions, plain_optax, unseen
         plan.needs.add('train_state')
       shown = site.node.annotation if site.kind == 'annotation' else site.node
       records.append(Record.of(site, 'rewritten', code=rule.code, message=site.unit.code(shown)))
+
+
+def _lr_sources(create, calls, default=None):
+  """The learning-rate source texts of a create site's def (one per branch)."""
+  if create.branches is not None:
+    return {call.sources.get('learning_rate', default) for _, _, call in create.branches}
+  if id(create) in calls:
+    return {calls[id(create)].sources.get('learning_rate', default)}
+  return set()
 
 
 def _replication(project, group, applies):

@@ -220,6 +220,47 @@ class Project:
         return self.def_call(unit, values[0])
     return None
 
+  def def_branches(self, unit: Unit, node: cst.CSTNode,
+                   depth: int = 0) -> Optional[List[Tuple[Unit, cst.Call]]]:
+    """Every def call ``node`` may evaluate to, one per branch, else None.
+
+    A variable bound in ``if``/``else`` branches (``opt_def = optim.Adam(...)`` in one,
+    ``optim.Momentum(...)`` in another) and a call of the project's own function whose every
+    ``return`` is a def (``get_optimizer_def(config)``) have one def per branch. Each variable
+    on the way must be read only there (once), or the def goes elsewhere too.
+    """
+    if depth > 8:
+      return None
+    if isinstance(node, cst.Call) and (unit.legacy(node.func) or self.is_user_def(unit, node.func)):
+      return [(unit, node)]
+    branches: List[Tuple[Unit, cst.Call]] = []
+    if isinstance(node, cst.Name):
+      values = self.assignment_values(unit, node)
+      if not values or len(_unit.accesses(unit, node) or ()) != 1:
+        return None
+      for value in values:
+        found = self.def_branches(unit, value, depth + 1)
+        if found is None:
+          return None
+        branches.extend(found)
+      return branches
+    if isinstance(node, cst.Call):
+      target = self.resolve_callable(unit, node.func)
+      if target is None or not isinstance(target[1], cst.FunctionDef) or target[2]:
+        return None
+      cunit, fdef, _ = target
+      returns = [n for n in _unit.walk(fdef) if isinstance(n, cst.Return)
+                 and cunit.enclosing(n, (cst.FunctionDef, cst.Lambda)) is fdef]
+      if not returns or any(r.value is None for r in returns):
+        return None
+      for r in returns:
+        found = self.def_branches(cunit, r.value, depth + 1)
+        if found is None:
+          return None
+        branches.extend(found)
+      return branches
+    return None
+
   def is_user_def(self, unit: Unit, func: cst.CSTNode) -> bool:
     """Whether ``func`` names one of the project's own subclasses of a flax.optim def."""
     return bool(unit.names(func) & self.user_defs)
@@ -227,7 +268,7 @@ class Project:
   def is_create(self, unit: Unit, node: cst.CSTNode) -> bool:
     return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
             and node.func.attr.value == 'create'
-            and self.def_call(unit, node.func.value) is not None)
+            and self.def_branches(unit, node.func.value) is not None)
 
   def slot_of(self, unit: Unit, node: cst.CSTNode) -> Optional[tuple]:
     """The slot whose optimizer ``node`` evaluates to, or None if it is not one."""
@@ -251,6 +292,8 @@ class Project:
       slot = self.var_slot(unit, node)
       return slot if slot in self.optimizer_slots else None
     if isinstance(node, cst.Attribute):
+      if _compared_with_a_string(unit, node):
+        return None   # ``config.optim.optimizer == 'Adam'``: a config field, not an optimizer
       slot = ('field', node.attr.value)
       if slot in self.optimizer_slots and not _unit.is_module_like(unit, node.value):
         return slot
@@ -310,6 +353,17 @@ class Project:
           changed |= self._flow(unit, node)
       if not changed:
         break
+    # Creates that share a def (a helper called in two places) are one object: the def's
+    # expression is written once, in one learning-rate mode.
+    by_def: Dict[int, tuple] = {}
+    for unit in self.units:
+      for node in unit.nodes:
+        if self.is_create(unit, node):
+          slot = ('create', unit.path, unit.line(node), id(node))
+          for _, call in self.def_branches(unit, node.func.value):
+            if id(call) in by_def:
+              self._mark(slot, by_def[id(call)])
+            by_def.setdefault(id(call), slot)
 
   def annotated_slot(self, unit: Unit, annotation: cst.Annotation) -> Optional[tuple]:
     owner = unit.parent(annotation)
@@ -430,6 +484,18 @@ class Project:
         if pslot:
           changed |= self._mark(pslot, slot)
     return changed
+
+
+def _compared_with_a_string(unit: Unit, node: cst.CSTNode) -> bool:
+  """Whether ``node`` is one side of a comparison whose other side is a string literal."""
+  parent = unit.parent(node)
+  if isinstance(parent, cst.ComparisonTarget):
+    parent = unit.parent(parent)
+  if not isinstance(parent, cst.Comparison):
+    return False
+  sides = [parent.left] + [t.comparator for t in parent.comparisons]
+  return any(s is not node and isinstance(s, (cst.SimpleString, cst.ConcatenatedString,
+                                               cst.FormattedString)) for s in sides)
 
 
 def unwrap(unit: Unit, value: cst.BaseExpression) -> cst.BaseExpression:

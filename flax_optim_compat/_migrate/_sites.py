@@ -38,6 +38,8 @@ class Site:
   slot: Optional[tuple] = None
   refusal: Optional[_refusals.Refusal] = None
   message: str = ''
+  # A create whose def is chosen at run time: ``[(unit, def call, DefCall)]``, one per branch.
+  branches: Optional[list] = None
 
   @property
   def line(self) -> int:
@@ -199,6 +201,8 @@ def _flows_ok(project, unit: Unit, node: cst.CSTNode, parent: cst.CSTNode) -> bo
     return False
   if isinstance(parent, cst.Expr):
     return True
+  if isinstance(parent, cst.FormattedStringExpression):
+    return True   # ``f'... {config.optim.optimizer}'``: formatted as text, as print does
   if isinstance(parent, cst.Subscript):
     return True
   return False

@@ -102,6 +102,20 @@ def mentioned_names(unit: Unit, node: cst.CSTNode) -> Set[str]:
   return names
 
 
+def accesses(unit: Unit, name: cst.Name) -> Optional[List[cst.CSTNode]]:
+  """Every read of the variable ``name`` (once each, over all its bindings); None where
+  something other than an assignment binds it."""
+  scope = unit.scopes.get(name)
+  if scope is None:
+    return None
+  nodes = {}
+  for a in scope[name.value]:
+    if not isinstance(a, meta.Assignment):
+      return None
+    nodes.update((id(access.node), access.node) for access in a.references)
+  return list(nodes.values())
+
+
 def call_arg(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
   positional = [a for a in call.args if a.keyword is None and not a.star]
   for a in call.args:

@@ -157,7 +157,8 @@ def test_report_commands_parse(code, example):
   _, report = migrate_source(example.before, f'{example.name}.py')
   assert report.conversions
   for conversion in report.conversions:
-    command = conversion.command
+    # A run-time injected learning rate is a placeholder the user fills (convert refuses it).
+    command = conversion.command.replace('<learning_rate>', '0.1')
     if conversion.expression.startswith('optax.multi_transform('):
       # Labels from a function of the params: no --tx writes them; the note says how instead.
       assert command == '' and conversion.notes
@@ -956,3 +957,38 @@ def test_an_optimizer_created_from_a_def_passed_in_is_refused_with_its_uses():
   assert report.exit_status() == 2
   assert 'model.optimizer.target' in new and 'optim.Adam(0.1)' in new
   assert not [r for r in report.records if r.status == 'rewritten']
+
+
+def test_a_def_chosen_in_branches_gets_one_expression_and_one_command_per_branch():
+  example = migrate_examples.EXAMPLES['def_branches']
+  _, report = migrate_source(example.before)
+  commands = [c for c in report.conversions if c.command]
+  assert [c.notes[0].split(':')[0] for c in commands] == ['branch 1 of 2', 'branch 2 of 2']
+  assert 'optim.Adam(' in commands[0].notes[0] and 'optim.Momentum(' in commands[1].notes[0]
+  # The learning rate is set per step: every branch injected, its own optimizer in --optimizer.
+  assert all('inject_hyperparams' in c.command for c in commands)
+  assert '--optimizer "Adam(' in commands[0].command
+  assert '--optimizer "Momentum(' in commands[1].command
+
+
+def test_a_branch_that_cannot_be_rewritten_refuses_the_whole_object():
+  new = assert_refused_and_marked('FOM110', (
+      'def get_def(kind):\n  if kind == "a":\n    d = optim.Adam(0.1)\n'
+      '  else:\n    d = optim.MultiOptimizer()\n  return d\n\n\n'
+      'def f(p, g, kind):\n  o = get_def(kind).create(p)\n  return o.apply_gradient(g)\n'))
+  assert 'optim.Adam(0.1)' in new and new.count('# TODO(flax-optim-compat): FOM110') == 2
+
+
+def test_a_config_field_compared_with_a_string_is_not_an_optimizer():
+  # ``state.optimizer`` is an optimizer field; ``config.optim.optimizer`` compared with a
+  # string literal is a config field of the same name.
+  source = _PRELUDE + (
+      'class State:\n  optimizer: optim.Optimizer\n\n\n'
+      'def f(p, g, config):\n  s = State(optimizer=optim.Adam(0.1).create(p))\n'
+      '  if config.optim.optimizer == "Adam" or "SGD" != config.optimizer:\n'
+      '    return s.optimizer.apply_gradient(g)\n'
+      '  raise ValueError(f"{config.optim.optimizer} not supported")\n')
+  new, report = migrate_source(source)
+  assert report.exit_status() == 1, report.records
+  assert 'config.optim.optimizer == "Adam" or "SGD" != config.optimizer' in new
+  assert 'apply_gradients(grads=g)' in new

@@ -47,13 +47,16 @@ _EXACT = {
     # flax's imagenet idiom: DynamicScale imported from flax.optim under the alias the rule
     # writes, the non-finite selection by tree_map over the optimizer, isinstance, del.
     'dynamic_scale_selection': '1e-6',
+    # A def chosen in if/elif branches by a helper, created in another function, its learning
+    # rate set per step: every branch injected, one convert command per branch.
+    'def_branches': '1e-6',
 }
 EXAMPLES = {name: Example(name, exact) for name, exact in _EXACT.items()}
 
 # Rule code -> the examples that show it (an example may show several rules).
 BY_RULE: Dict[str, Tuple[Example, ...]] = {
     code: tuple(EXAMPLES[n] for n in names) for code, names in {
-        'FOM001': ('create_adamw', 'def_variable_jit'),
+        'FOM001': ('create_adamw', 'def_variable_jit', 'def_branches'),
         'FOM002': ('replace_target',),
         'FOM003': ('step_read',),
         'FOM004': ('lr_schedule_offset', 'lr_injected'),
