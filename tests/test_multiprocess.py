@@ -390,6 +390,12 @@ def failures(tmp_path_factory):
     return {name: cluster.wait(FAILURE_TIMEOUT_S) for name, cluster in clusters.items()}
 
 
+# A lone process's failed join ends when jax's runtime decides: jax < 0.7 cannot shorten the
+# heartbeat, and on jaxlib 0.5.1 the same run (its worker imports nothing of this package before
+# jax.distributed.initialize) was seen aborting after 7 s, after 104 s, and once still waiting in
+# the C++ client.connect() after 240 s. Newer jax names the missing task within the timeouts set.
+@pytest.mark.skipif(not HEARTBEAT_TIMEOUT_SETTABLE,
+                    reason='jax < 0.7: a failed join may wait on in client.connect()')
 def test_a_process_that_never_connects_fails_the_others(failures):
   """Process 0 of 2 starts alone: the join times out with a named error, no hang."""
   (code,), (log,) = failures['never_connects']
