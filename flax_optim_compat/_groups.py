@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from . import _hyper
 from . import _tree
 
 __all__ = ['UNMATCHED', 'stand_in', 'param_labels', 'masked', 'group_leaves', 'group_transforms',
@@ -357,3 +358,56 @@ def user_optax_state(sub_optimizers, tx, mapping, params, labels, group_params, 
       raise type(e)(f'label {label!r} of the multi_transform covers the params of {e}') from None
     inner[label] = template.inner_states[label]._replace(inner_state=state)
   return template._replace(inner_states={label: inner[label] for label in template.inner_states})
+
+
+def check_pairs(pairs, optimizer_def_class) -> None:
+  """MultiOptimizer's arguments checked: at least one ``(traversal, optimizer_def)`` pair, each
+  a traversal with ``iterate`` and an instance of ``optimizer_def_class`` (TypeError/ValueError
+  naming the argument)."""
+  if not pairs:
+    raise ValueError('MultiOptimizer needs at least one (traversal, optimizer_def) pair.')
+  for i, pair in enumerate(pairs):
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+      raise TypeError(f'MultiOptimizer argument {i} must be a (traversal, optimizer_def) '
+                      f'pair, got {type(pair).__name__}.')
+    traversal, opt_def = pair
+    if not callable(getattr(traversal, 'iterate', None)):
+      raise TypeError(f'MultiOptimizer argument {i}: {type(traversal).__name__} is not a '
+                      'traversal (flax.traverse_util.Traversal, e.g. ModelParamTraversal).')
+    if not isinstance(opt_def, optimizer_def_class):
+      raise TypeError(f'MultiOptimizer argument {i}: {type(opt_def).__name__} is not an '
+                      'OptimizerDef.')
+
+
+def user_group_txs(tx, label_of_group, params, labels, count):
+  """``(names, txs)``: for each of ``count`` legacy groups, the label of a user's own
+  ``optax.multi_transform`` ``tx`` that continues it (``label_of_group``: ``{label: group}``,
+  from :func:`label_groups`) and that label's transformation on the group's params (None where
+  no label continues the group)."""
+  by_group = {g: label for label, g in label_of_group.items()}
+  names = [by_group.get(str(i)) for i in range(count)]
+  txs = [None if name is None else label_transform(
+      tx, name, params, {j for j, l in enumerate(labels) if l == str(i)})
+         for i, name in enumerate(names)]
+  return names, txs
+
+
+def check_hyper_params(hyper_params, sub_optimizers) -> list:
+  """``hyper_params`` as a list, checked: one object per pair, of its def's class (legacy
+  truncated a short list silently and the trailing groups lost their state)."""
+  names = ', '.join(type(opt).__name__ for opt in sub_optimizers)
+  count = len(sub_optimizers)
+  if not isinstance(hyper_params, (list, tuple)):
+    raise TypeError(f'MultiOptimizer hyper_params must be a list with one hyper-params object '
+                    f'per (traversal, optimizer) pair ({count}: {names}), got '
+                    f'{_hyper.describe(hyper_params)}.')
+  if len(hyper_params) != count:
+    raise ValueError(f'MultiOptimizer hyper_params must have one entry per (traversal, '
+                     f'optimizer) pair: expected {count} ({names}), got {len(hyper_params)}.')
+  for i, (hp, opt) in enumerate(zip(hyper_params, sub_optimizers)):
+    expected = type(opt.hyper_params)
+    if not isinstance(hp, expected):
+      raise TypeError(
+          f'MultiOptimizer hyper_params[{i}] must be a {expected.__name__} (the hyper-params '
+          f'of sub-optimizer {i}, {type(opt).__name__}), got {_hyper.describe(hp)}.')
+  return list(hyper_params)

@@ -485,19 +485,7 @@ class MultiOptimizer(OptimizerDef):
   """
 
   def __init__(self, *traversals_and_optimizers):
-    if not traversals_and_optimizers:
-      raise ValueError('MultiOptimizer needs at least one (traversal, optimizer_def) pair.')
-    for i, pair in enumerate(traversals_and_optimizers):
-      if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-        raise TypeError(f'MultiOptimizer argument {i} must be a (traversal, optimizer_def) '
-                        f'pair, got {type(pair).__name__}.')
-      traversal, opt_def = pair
-      if not callable(getattr(traversal, 'iterate', None)):
-        raise TypeError(f'MultiOptimizer argument {i}: {type(traversal).__name__} is not a '
-                        'traversal (flax.traverse_util.Traversal, e.g. ModelParamTraversal).')
-      if not isinstance(opt_def, OptimizerDef):
-        raise TypeError(f'MultiOptimizer argument {i}: {type(opt_def).__name__} is not an '
-                        'OptimizerDef.')
+    _groups.check_pairs(traversals_and_optimizers, OptimizerDef)
     traversals, sub_optimizers = zip(*traversals_and_optimizers)
     super().__init__([opt.hyper_params for opt in sub_optimizers])
     self.traversals, self.sub_optimizers = tuple(traversals), tuple(sub_optimizers)
@@ -527,24 +515,8 @@ class MultiOptimizer(OptimizerDef):
         (i, str(i), opt) for i, opt in enumerate(self.sub_optimizers) if str(i) in present]
 
   def _checked(self, hyper_params) -> list:
-    """``hyper_params`` as a list, checked: one object per pair, of its def's class (legacy
-    truncated a short list silently and the trailing groups lost their state)."""
-    names = ', '.join(type(opt).__name__ for opt in self.sub_optimizers)
-    count = len(self.sub_optimizers)
-    if not isinstance(hyper_params, (list, tuple)):
-      raise TypeError(f'MultiOptimizer hyper_params must be a list with one hyper-params object '
-                      f'per (traversal, optimizer) pair ({count}: {names}), got '
-                      f'{_hyper.describe(hyper_params)}.')
-    if len(hyper_params) != count:
-      raise ValueError(f'MultiOptimizer hyper_params must have one entry per (traversal, '
-                       f'optimizer) pair: expected {count} ({names}), got {len(hyper_params)}.')
-    for i, (hp, opt) in enumerate(zip(hyper_params, self.sub_optimizers)):
-      expected = type(opt.hyper_params)
-      if not isinstance(hp, expected):
-        raise TypeError(
-            f'MultiOptimizer hyper_params[{i}] must be a {expected.__name__} (the hyper-params '
-            f'of sub-optimizer {i}, {type(opt).__name__}), got {_hyper.describe(hp)}.')
-    return list(hyper_params)
+    """``hyper_params`` as a list, checked against the pairs (:func:`_groups.check_hyper_params`)."""
+    return _groups.check_hyper_params(hyper_params, self.sub_optimizers)
 
   def _split_states(self, treedef, labels, param_states) -> list:
     """Each group's ``param_states``, from this def's (see :meth:`_join_states`)."""
@@ -642,11 +614,8 @@ class MultiOptimizer(OptimizerDef):
     treedef, labels, group_params = self._group_params(params)
     names = None
     if _groups.is_user_multi(tx):
-      by_group = {g: label for label, g in self.label_groups(params, tx).items()}
-      names = [by_group.get(str(i)) for i in range(len(self.sub_optimizers))]
-      txs = [None if name is None else _groups.label_transform(
-          tx, name, params, {j for j, l in enumerate(labels) if l == str(i)})
-             for i, name in enumerate(names)]
+      names, txs = _groups.user_group_txs(tx, self.label_groups(params, tx), params, labels,
+                                          len(self.sub_optimizers))
     else:
       txs = self._group_txs(None, tx)
     group_states = _groups.legacy_states(self.sub_optimizers, txs, group_params, opt_state,
