@@ -1,0 +1,317 @@
+"""Removed jax names rewritten to today's spelling: the rules FOM201-FOM208 and FOM299.
+
+Which names, and what replaces each, is the package's one table (``_legacy_names.TABLE``), the
+same the runtime layer restores. A name is found by what it refers to (LibCST's fully qualified
+names: ``jx.tree_map`` after ``import jax as jx``, ``tree_map`` after ``from jax import
+tree_map``), never by its text. Every rewrite gives the same object or the same computation
+(bit-exact):
+
+* a use ``jax.tree_map`` becomes ``jax.tree_util.tree_map`` on the program's own base
+  (``jx.tree_util.tree_map``); ``jnp.DeviceArray`` becomes ``jax.Array`` (``import jax`` added);
+* an import of a removed name imports the replacement under the same local name
+  (``from jax import tree_multimap`` -> ``from jax.tree_util import tree_map as tree_multimap``),
+  an import of a moved module the new module;
+* calls: ``jax.ops.index_update(x, jax.ops.index[i], y)`` -> ``x.at[i].set(y)`` (add, mul, min,
+  max alike), ``jax.lax.tie_in(x, y)`` -> ``y``, ``jnp.clip(a=x, a_min=lo, a_max=hi)`` ->
+  ``jnp.clip(x, min=lo, max=hi)``; their imports go once nothing uses them.
+
+A use no rule can rewrite (``jax.ops.index_update`` passed as a value, a call with ``*args``)
+is left as it is and marked FOM299: the file then still needs the runtime layer.
+"""
+import dataclasses
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from .. import _legacy_names as table
+from . import _edits
+from ._refusals import MARKER
+from ._report import Record
+from ._rules import Rule
+from ._unit import Unit, call_arg
+
+UNREWRITTEN = 'FOM299'
+UNREWRITTEN_REASON = ('a removed jax name used where no rule rewrites it (not called, or called '
+                      'with *args / **kwargs), so it was left as it is')
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BaseNumber, cst.BaseString)
+
+
+def _code(node: cst.CSTNode) -> str:
+  return cst.Module([]).code_for_node(node)
+
+
+def _atom(text: str, node: cst.CSTNode) -> str:
+  """``text`` in parentheses unless ``node`` binds tighter than any operator around it."""
+  return text if isinstance(node, _ATOMS) else f'({text})'
+
+
+def _split(name: str) -> Tuple[str, str]:
+  parent, _, last = name.rpartition('.')
+  return parent, last
+
+
+@dataclasses.dataclass(frozen=True)
+class Renamed:
+  """A use of a renamed name: ``suffix`` appended to the program's own base, or ``full``."""
+  suffix: Optional[str] = None
+  full: Optional[str] = None
+
+  def apply(self, updated: cst.CSTNode) -> cst.CSTNode:
+    if self.full is not None:
+      return cst.parse_expression(self.full)
+    return cst.parse_expression(_code(updated.value) + self.suffix)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportLines:
+  """An import statement line, replaced by the lines that import the replacements."""
+  lines: Tuple[str, ...]
+
+  def apply(self, updated: cst.SimpleStatementLine):
+    new = [cst.parse_statement(line + '\n') for line in self.lines]
+    new[0] = new[0].with_changes(leading_lines=updated.leading_lines)
+    new[-1] = new[-1].with_changes(trailing_whitespace=updated.trailing_whitespace)
+    return new[0] if len(new) == 1 else cst.FlattenSentinel(new)
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexOp:
+  """``index_update(x, idx, y, **kw)`` -> ``x.at[idx].set(y, **kw)``; ``jax.ops.index[i]`` -> ``i``."""
+  method: str
+  unwrap_index: bool
+
+  def apply(self, updated: cst.Call) -> cst.CSTNode:
+    x, idx, y = (call_arg(updated, i, k) for i, k in enumerate(('x', 'idx', 'y')))
+    index = ''.join(_code(e) for e in idx.slice) if self.unwrap_index else _code(idx)
+    rest = [_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in updated.args
+            if a.keyword is not None and a.keyword.value not in ('x', 'idx', 'y')]
+    return cst.parse_expression(
+        f'{_atom(_code(x), x)}.at[{index}].{self.method}({", ".join([_code(y), *rest])})')
+
+
+@dataclasses.dataclass(frozen=True)
+class TieIn:
+  """``tie_in(x, y)`` -> ``y``."""
+
+  def apply(self, updated: cst.Call) -> cst.CSTNode:
+    y = call_arg(updated, 1, 'y')
+    return cst.parse_expression(_atom(_code(y), y))
+
+
+@dataclasses.dataclass(frozen=True)
+class Keywords:
+  """Renamed keywords; a keyword that is now positional-only moves to the front."""
+  keywords: Tuple[Tuple[str, str], ...]
+
+  def apply(self, updated: cst.Call) -> cst.CSTNode:
+    renames = dict(self.keywords)
+    front, positional, keyword = [], [], []
+    for a in updated.args:
+      value = _code(a.value)
+      if a.keyword is None:
+        positional.append(_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)))
+      elif renames.get(a.keyword.value) == '':
+        front.append(value)
+      else:
+        keyword.append(f'{renames.get(a.keyword.value, a.keyword.value)}={value}')
+    return cst.parse_expression(f'{_code(updated.func)}({", ".join(front + positional + keyword)})')
+
+
+def _apply(original, updated, data, context):
+  return data.apply(updated)
+
+
+def _rule(code: str, title: str) -> Rule:
+  return Rule(code, title, _apply)
+
+
+TREE = _rule('FOM201', 'jax.tree_map / tree_multimap / tree_leaves / ... -> jax.tree_util.*')
+HOST = _rule('FOM202', 'jax.host_id() / host_count() -> jax.process_index() / process_count()')
+INDEX_OPS = _rule('FOM203', 'jax.ops.index_update(x, jax.ops.index[i], y) (add, mul, min, max) '
+                  '-> x.at[i].set(y) (add, multiply, min, max)')
+CLIP = _rule('FOM204', 'jnp.clip(a=x, a_min=lo, a_max=hi) -> jnp.clip(x, min=lo, max=hi)')
+TIE_IN = _rule('FOM205', 'jax.lax.tie_in(x, y) -> y')
+ARRAY_TYPES = _rule('FOM206', 'jnp.DeviceArray / xla.DeviceArray / pxla.ShardedDeviceArray / '
+                    'jax.random.KeyArray -> jax.Array')
+CONFIG = _rule('FOM207', 'from jax.config import config -> from jax import config')
+MODULES = _rule('FOM208', 'jax.experimental.optimizers / stax -> jax.example_libraries.*')
+all_rules = (TREE, HOST, INDEX_OPS, CLIP, TIE_IN, ARRAY_TYPES, CONFIG, MODULES)
+by_code = {rule.code: rule for rule in all_rules}
+
+# INDEX_OP's replacement is the jax.Array.at method: index_mul was multiply.
+_AT_METHOD = {'mul': 'multiply'}
+
+
+@dataclasses.dataclass
+class FileResult:
+  """What the rules found in one file: its records, and the imports to drop once unused."""
+  records: List[Record] = dataclasses.field(default_factory=list)
+  unused_imports: List[Tuple[str, str, Optional[str]]] = dataclasses.field(default_factory=list)
+
+
+def _entry(unit: Unit, node: cst.CSTNode):
+  """The table entry ``node`` refers to (all its qualified names agreeing), else None."""
+  names = unit.names(node)
+  entries = {table.BY_NAME.get(n) or (table.module_entry(n) if table.module_entry(n) and
+                                      table.module_entry(n).name == n else None) for n in names}
+  return entries.pop() if len(entries) == 1 and len(names) == 1 else None
+
+
+def _new_import(entry, full: str, bound: str) -> Tuple[str, str]:
+  """``(module, 'name [as bound]')`` importing what replaces ``full`` under ``bound``."""
+  new = entry.replacement if entry.kind == table.ALIAS else entry.replacement + full[len(entry.name):]
+  module, name = _split(new)
+  return module, name if name == bound else f'{name} as {bound}'
+
+
+def _import_texts(unit: Unit, stmt) -> Optional[Tuple[List[str], List[table.RemovedName]]]:
+  """The new import statements for one import, and the entries they replace; None if unchanged."""
+  entries, kept, added = [], [], {}
+  if isinstance(stmt, cst.Import):
+    out = []
+    for a in stmt.names:
+      full = _code(a.name)
+      entry = table.module_entry(full)
+      text = _code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+      if entry is not None:
+        entries.append(entry)
+        text = entry.replacement + full[len(entry.name):] + (
+            f' as {a.asname.name.value}' if a.asname else '')
+      out.append(text)
+    return ([f'import {", ".join(out)}'], entries) if entries else None
+  if not isinstance(stmt, cst.ImportFrom) or stmt.relative or stmt.module is None:
+    return None
+  module = _code(stmt.module)
+  moved = table.module_entry(module)
+  if isinstance(stmt.names, cst.ImportStar):
+    if moved is None:
+      return None
+    return [f'from {moved.replacement + module[len(moved.name):]} import *'], [moved]
+  for a in stmt.names:
+    name = a.name.value
+    bound = a.asname.name.value if a.asname else name
+    full = f'{module}.{name}'
+    entry = table.BY_NAME.get(full)
+    if entry is None or entry.kind != table.ALIAS:
+      entry = table.module_entry(full)
+    if entry is None:
+      kept.append(_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)))
+      continue
+    entries.append(entry)
+    new_module, text = _new_import(entry, full, bound)
+    added.setdefault(new_module, []).append(text)
+  if not entries:
+    return None
+  lines = [f'from {module} import {", ".join(kept)}'] if kept else []
+  lines += [f'from {m} import {", ".join(texts)}' for m, texts in added.items()]
+  return lines, entries
+
+
+def _within_import(unit: Unit, node: cst.CSTNode) -> bool:
+  return unit.enclosing(node, (cst.Import, cst.ImportFrom)) is not None
+
+
+def _plan_import_line(unit, line, plan, result):
+  if not any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in line.body):
+    return
+  texts, entries = [], []
+  for s in line.body:
+    new = _import_texts(unit, s)
+    if new is None:
+      texts.append(_code(s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)))
+    else:
+      texts += new[0]
+      entries += new[1]
+  if not entries:
+    return
+  lines = tuple(texts) if len(line.body) == 1 else ('; '.join(texts),)
+  entry = entries[0]
+  _add(plan, result, line, by_code[entry.code], ImportLines(lines),
+       ', '.join(sorted({e.name for e in entries})) + ' imported from today\'s jax')
+
+
+def _add(plan, result, node, rule, data, message):
+  if id(node) in plan.edits:    # another rule rewrites this very node: leave it to that rule
+    return
+  plan.edits[id(node)] = _edits.Edit(rule, data)
+  result.records.append(Record(plan.unit.path, plan.unit.line(node), rule.code, 'rewritten',
+                               'bit-exact', message))
+
+
+def _refuse(plan, result, node, name):
+  plan.mark(node, f'{MARKER} {UNREWRITTEN} {UNREWRITTEN_REASON}: {name}')
+  result.records.append(Record(plan.unit.path, plan.unit.line(node), UNREWRITTEN, 'refused', '',
+                               f'{UNREWRITTEN_REASON}: {name}'))
+
+
+def _plan_call(unit, call, entry, plan, result) -> bool:
+  """Plans the rewrite of a call of a removed function; False if it cannot be rewritten."""
+  if any(a.star for a in call.args):
+    return False
+  rule = by_code[entry.code]
+  if entry.kind == table.INDEX_OP:
+    x, idx, y = (call_arg(call, i, k) for i, k in enumerate(('x', 'idx', 'y')))
+    if x is None or idx is None or y is None:
+      return False
+    unwrap = isinstance(idx, cst.Subscript) and unit.names(idx.value) == {'jax.ops.index'}
+    method = _AT_METHOD.get(entry.name.rsplit('_', 1)[1], entry.replacement)
+    _add(plan, result, call, rule, IndexOp(method, unwrap), f'{entry.name}(x, idx, y) -> '
+         f'x.at[idx].{method}(y)')
+    return True
+  if entry.kind == table.TIE_IN:
+    if call_arg(call, 1, 'y') is None or len(call.args) != 2:
+      return False
+    _add(plan, result, call, rule, TieIn(), f'{entry.name}(x, y) -> y')
+    return True
+  keywords = dict(entry.keywords)
+  if any(a.keyword is not None and a.keyword.value in keywords for a in call.args):
+    _add(plan, result, call, rule, Keywords(entry.keywords),
+         f'{entry.name}: keywords ' + ', '.join(
+             f'{old} -> {new or "positional"}' for old, new in entry.keywords))
+  return True
+
+
+def plan_file(unit: Unit, plan: _edits.FilePlan) -> FileResult:
+  """Adds the edits for the removed jax names of one file to its plan; returns its records."""
+  result = FileResult()
+  called: Dict[int, bool] = {}   # id(func node) -> whether its call is planned
+  index_args = set()             # id of `jax.ops.index[...]` arguments an index op unwraps
+  for node in unit.nodes:
+    if isinstance(node, cst.SimpleStatementLine):
+      _plan_import_line(unit, node, plan, result)
+    elif isinstance(node, cst.Call):
+      entry = _entry(unit, node.func)
+      if entry is not None and entry.kind in (table.INDEX_OP, table.TIE_IN, table.KEYWORDS):
+        called[id(node.func)] = _plan_call(unit, node, entry, plan, result)
+        idx = call_arg(node, 1, 'idx') if entry.kind == table.INDEX_OP else None
+        if called[id(node.func)] and idx is not None:
+          index_args.add(id(idx))
+  for node in unit.nodes:
+    if not isinstance(node, (cst.Name, cst.Attribute)) or _within_import(unit, node):
+      continue
+    entry = _entry(unit, node)
+    if entry is None or isinstance(unit.parent(node), cst.Attribute) and isinstance(
+        node, cst.Name) and unit.parent(node).value is not node:
+      continue
+    if entry.kind in (table.ALIAS, table.MODULE):
+      if isinstance(node, cst.Attribute):   # a Name was imported: its import is rewritten
+        _plan_rename(node, entry, plan, result)
+    elif entry.kind == table.KEYWORDS:
+      continue    # the function itself still exists
+    elif not (called.get(id(node), False) or entry.kind == table.INDEX and
+              id(unit.parent(node)) in index_args):
+      _refuse(plan, result, node, entry.name)
+    elif isinstance(node, cst.Name):   # imported by name: the import goes once unused
+      module, name = _split(entry.name)
+      result.unused_imports.append((module, name, node.value if node.value != name else None))
+  return result
+
+
+def _plan_rename(node, entry, plan, result):
+  parent, _ = _split(entry.name)
+  if entry.replacement.startswith(parent + '.'):
+    data = Renamed(suffix=entry.replacement[len(parent):])
+  else:
+    data = Renamed(full=entry.replacement)
+    plan.needs.add(entry.replacement.split('.')[0])
+  _add(plan, result, node, by_code[entry.code], data, f'{entry.name} -> {entry.replacement}')
