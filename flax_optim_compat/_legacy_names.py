@@ -10,6 +10,10 @@ The kinds (what ``replacement`` means):
 * ``ALIAS``: the same object under another fully qualified name (``jax.tree_map`` is
   ``jax.tree_util.tree_map``; ``jax.host_id`` is ``jax.process_index``; the array types are
   ``jax.Array``).
+* ``ANNOTATION``: like ``ALIAS``, but only where the name annotates: an ``isinstance`` check
+  against it meant something narrower than the replacement (``jax.random.KeyArray`` was the
+  class of typed keys, which a legacy ``PRNGKey`` is not; ``pxla.ShardedDeviceArray`` the class
+  of ``pmap`` outputs only).
 * ``MODULE``: a module that moved: every name under it moved with it
   (``jax.experimental.optimizers`` -> ``jax.example_libraries.optimizers``).
 * ``INDEX_OP``: ``name(x, idx, y, **kw)`` is ``x.at[idx].<replacement>(y, **kw)`` (jax
@@ -25,6 +29,7 @@ The kinds (what ``replacement`` means):
 from typing import NamedTuple, Tuple
 
 ALIAS = 'alias'
+ANNOTATION = 'annotation'
 MODULE = 'module'
 INDEX_OP = 'index_op'
 INDEX = 'index'
@@ -35,7 +40,8 @@ KEYWORDS = 'keywords'
 class RemovedName(NamedTuple):
   """One removed name: what replaces it, how (its kind), and the migrate rule's code."""
   name: str                  # fully qualified, as the program's imports resolve it
-  replacement: str           # fully qualified (ALIAS, MODULE), a method name (INDEX_OP), ''
+  replacement: str           # fully qualified (ALIAS, ANNOTATION, MODULE), a method name
+                             # (INDEX_OP), '' (TIE_IN)
   kind: str
   code: str                  # the migrate rule that rewrites it (FOM2xx)
   keywords: Tuple[Tuple[str, str], ...] = ()   # KEYWORDS: (old keyword, new keyword or '')
@@ -63,8 +69,8 @@ TABLE: Tuple[RemovedName, ...] = (
     RemovedName('jax.lax.tie_in', '', TIE_IN, 'FOM205'),
     RemovedName('jax.numpy.DeviceArray', 'jax.Array', ALIAS, 'FOM206'),
     RemovedName('jax.interpreters.xla.DeviceArray', 'jax.Array', ALIAS, 'FOM206'),
-    RemovedName('jax.interpreters.pxla.ShardedDeviceArray', 'jax.Array', ALIAS, 'FOM206'),
-    RemovedName('jax.random.KeyArray', 'jax.Array', ALIAS, 'FOM206'),
+    RemovedName('jax.interpreters.pxla.ShardedDeviceArray', 'jax.Array', ANNOTATION, 'FOM206'),
+    RemovedName('jax.random.KeyArray', 'jax.Array', ANNOTATION, 'FOM206'),
     # `from jax.config import config`: the module jax.config is gone, its object is jax.config.
     RemovedName('jax.config.config', 'jax.config', ALIAS, 'FOM207'),
     RemovedName('jax.experimental.optimizers', 'jax.example_libraries.optimizers', MODULE,

@@ -31,8 +31,8 @@ from ._rules import Rule
 from ._unit import Unit, call_arg
 
 UNREWRITTEN = 'FOM299'
-UNREWRITTEN_REASON = ('a removed jax name used where no rule rewrites it (not called, or called '
-                      'with *args / **kwargs), so it was left as it is')
+UNREWRITTEN_REASON = ('a removed jax name is used where no rule rewrites it exactly, so it was '
+                      'left as it is (the file still needs the runtime layer)')
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BaseNumber, cst.BaseString)
 
 
@@ -159,13 +159,18 @@ def _entry(unit: Unit, node: cst.CSTNode):
 
 def _new_import(entry, full: str, bound: str) -> Tuple[str, str]:
   """``(module, 'name [as bound]')`` importing what replaces ``full`` under ``bound``."""
-  new = entry.replacement if entry.kind == table.ALIAS else entry.replacement + full[len(entry.name):]
+  new = (entry.replacement if entry.kind != table.MODULE else
+         entry.replacement + full[len(entry.name):])
   module, name = _split(new)
   return module, name if name == bound else f'{name} as {bound}'
 
 
-def _import_texts(unit: Unit, stmt) -> Optional[Tuple[List[str], List[table.RemovedName]]]:
-  """The new import statements for one import, and the entries they replace; None if unchanged."""
+def _import_texts(unit: Unit, stmt, kept_names
+                  ) -> Optional[Tuple[List[str], List[table.RemovedName]]]:
+  """The new import statements for one import, and the entries they replace; None if unchanged.
+
+  A name in ``kept_names`` keeps its import (a use of it is left as it is).
+  """
   entries, kept, added = [], [], {}
   if isinstance(stmt, cst.Import):
     out = []
@@ -192,7 +197,7 @@ def _import_texts(unit: Unit, stmt) -> Optional[Tuple[List[str], List[table.Remo
     bound = a.asname.name.value if a.asname else name
     full = f'{module}.{name}'
     entry = table.BY_NAME.get(full)
-    if entry is None or entry.kind != table.ALIAS:
+    if entry is None or entry.kind not in (table.ALIAS, table.ANNOTATION) or full in kept_names:
       entry = table.module_entry(full)
     if entry is None:
       kept.append(_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)))
@@ -211,12 +216,12 @@ def _within_import(unit: Unit, node: cst.CSTNode) -> bool:
   return unit.enclosing(node, (cst.Import, cst.ImportFrom)) is not None
 
 
-def _plan_import_line(unit, line, plan, result):
+def _plan_import_line(unit, line, plan, result, kept_names):
   if not any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in line.body):
     return
   texts, entries = [], []
   for s in line.body:
-    new = _import_texts(unit, s)
+    new = _import_texts(unit, s, kept_names)
     if new is None:
       texts.append(_code(s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)))
     else:
@@ -271,14 +276,31 @@ def _plan_call(unit, call, entry, plan, result) -> bool:
   return True
 
 
+def _uses(unit: Unit):
+  """``(node, entry)`` for each use of a removed name outside the import statements."""
+  for node in unit.nodes:
+    if not isinstance(node, (cst.Name, cst.Attribute)) or _within_import(unit, node):
+      continue
+    parent = unit.parent(node)
+    if isinstance(node, cst.Name) and isinstance(parent, cst.Attribute) and parent.value is not node:
+      continue    # the ``tree_map`` of ``jax.tree_map``: the attribute is the use
+    entry = _entry(unit, node)
+    if entry is not None:
+      yield node, entry
+
+
 def plan_file(unit: Unit, plan: _edits.FilePlan) -> FileResult:
   """Adds the edits for the removed jax names of one file to its plan; returns its records."""
   result = FileResult()
+  uses = list(_uses(unit))
+  # An ANNOTATION name used other than to annotate keeps its import and that use.
+  kept_names = {entry.name for node, entry in uses if entry.kind == table.ANNOTATION and
+                unit.enclosing(node, cst.Annotation) is None}
   called: Dict[int, bool] = {}   # id(func node) -> whether its call is planned
   index_args = set()             # id of `jax.ops.index[...]` arguments an index op unwraps
   for node in unit.nodes:
     if isinstance(node, cst.SimpleStatementLine):
-      _plan_import_line(unit, node, plan, result)
+      _plan_import_line(unit, node, plan, result, kept_names)
     elif isinstance(node, cst.Call):
       entry = _entry(unit, node.func)
       if entry is not None and entry.kind in (table.INDEX_OP, table.TIE_IN, table.KEYWORDS):
@@ -286,21 +308,18 @@ def plan_file(unit: Unit, plan: _edits.FilePlan) -> FileResult:
         idx = call_arg(node, 1, 'idx') if entry.kind == table.INDEX_OP else None
         if called[id(node.func)] and idx is not None:
           index_args.add(id(idx))
-  for node in unit.nodes:
-    if not isinstance(node, (cst.Name, cst.Attribute)) or _within_import(unit, node):
-      continue
-    entry = _entry(unit, node)
-    if entry is None or isinstance(unit.parent(node), cst.Attribute) and isinstance(
-        node, cst.Name) and unit.parent(node).value is not node:
-      continue
-    if entry.kind in (table.ALIAS, table.MODULE):
+  for node, entry in uses:
+    if entry.kind == table.KEYWORDS:
+      continue    # the function itself still exists
+    if entry.kind == table.ANNOTATION and unit.enclosing(node, cst.Annotation) is None:
+      _refuse(plan, result, node, f'{entry.name} (outside an annotation, {entry.replacement} '
+              'would widen what it matches)')
+    elif entry.kind in (table.ALIAS, table.ANNOTATION, table.MODULE):
       if isinstance(node, cst.Attribute):   # a Name was imported: its import is rewritten
         _plan_rename(node, entry, plan, result)
-    elif entry.kind == table.KEYWORDS:
-      continue    # the function itself still exists
     elif not (called.get(id(node), False) or entry.kind == table.INDEX and
               id(unit.parent(node)) in index_args):
-      _refuse(plan, result, node, entry.name)
+      _refuse(plan, result, node, f'{entry.name} (not called, or called with *args / **kwargs)')
     elif isinstance(node, cst.Name):   # imported by name: the import goes once unused
       module, name = _split(entry.name)
       result.unused_imports.append((module, name, node.value if node.value != name else None))
