@@ -25,8 +25,9 @@ import optax
 import flax_optim_compat as optim_lib
 from flax_optim_compat._cli import _main as _cli
 from flax_optim_compat._migrate import all_refusals, all_rules, migrate_source, migrate_sources
+from tests import migrate_examples
 
-EXAMPLES = [(rule.code, ex) for rule in all_rules for ex in rule.examples]
+EXAMPLES = migrate_examples.by_rule()
 IDS = [f'{code}-{ex.name}' for code, ex in EXAMPLES]
 
 
@@ -34,8 +35,11 @@ IDS = [f'{code}-{ex.name}' for code, ex in EXAMPLES]
 
 
 def test_every_rule_has_an_example():
-  assert [rule.code for rule in all_rules if not rule.examples] == []
+  assert list(migrate_examples.BY_RULE) == [rule.code for rule in all_rules]
+  assert all(migrate_examples.BY_RULE.values())
   assert len({rule.code for rule in all_rules}) == len(all_rules)
+  on_disk = {p.name for p in migrate_examples.HERE.iterdir() if (p / 'before.py').is_file()}
+  assert on_disk == set(migrate_examples.EXAMPLES)
   for _, ex in EXAMPLES:
     assert ex.exact in ('bit-exact', '1e-6', 'not exact')
 
@@ -420,7 +424,7 @@ def test_not_exact_emits_the_exact_transform_or_the_plain_one_with_a_marker():
 def test_output_that_does_not_compile_leaves_the_file_as_it_was(monkeypatch):
   from flax_optim_compat._migrate import _rules  # pylint: disable=g-import-not-at-top
   broken = _rules.Rule('FOM002', 'broken', lambda o, u, d, c: libcst.Name('nonlocal'))
-  monkeypatch.setitem(_rules.by_code, 'FOM002', broken)
+  monkeypatch.setattr(_rules, 'TARGET', broken)   # the plan takes its rules from here
   example = next(ex for _, ex in EXAMPLES if ex.name == 'create_adamw')
   new, report = migrate_source(example.before)
   assert new == example.before

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 from tests import _migrate_harness as harness
+from tests import migrate_examples
 
 GOLDENS = harness.REPO / 'tests' / 'fixtures' / 'migrate_corpus'
 HAND_MIGRATED = harness.CORPUS / 'hand_migrated' / 'adam_weight_decay.py'
@@ -175,9 +176,8 @@ def test_converted_checkpoint_resumes_like_legacy(name, migration, workspace):
 def _rule_examples():
   if importlib.util.find_spec('libcst') is None:
     return []
-  from flax_optim_compat._migrate import all_rules  # pylint: disable=g-import-not-at-top
-  return [pytest.param(rule.code, example, id=f'{rule.code}-{example.name}')
-          for rule in all_rules for example in rule.examples]
+  return [pytest.param(code, example, id=f'{code}-{example.name}')
+          for code, example in migrate_examples.by_rule()]
 
 
 @pytest.fixture(scope='module')

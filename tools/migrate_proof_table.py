@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from tests import _migrate_harness as harness  # noqa: E402  pylint: disable=g-import-not-at-top
+from tests import migrate_examples  # noqa: E402  pylint: disable=g-import-not-at-top
 
 
 def _cell(text, limit=110):
@@ -78,8 +79,7 @@ def main():
 
 def _rule_examples(root):
   """The rules' own examples, before on this package and after isolated: a second table."""
-  from flax_optim_compat._migrate import all_rules  # pylint: disable=g-import-not-at-top
-  examples = [(rule.code, example) for rule in all_rules for example in rule.examples]
+  examples = migrate_examples.by_rule()
   runs = {}
   for side in ('before', 'after'):
     folder = root / side

@@ -1,15 +1,13 @@
 """``flax-optim-compat migrate``: rewrites legacy ``flax.optim`` code to optax + ``TrainState``.
 
 Needs LibCST (``pip install 'flax_optim_compat[migrate]'``); the rest of the package does not.
-``all_rules`` lists the rewrite rules, each with its ``code``, ``title`` and ``examples``
-(``Example(name, before, after, exact)``: complete scripts whose last stdout line is the
-trajectory); ``_refusals.ALL`` lists the refusal codes.
+``all_rules`` lists the rewrite rules, each with its ``code`` and ``title``; ``all_refusals``
+the refusal codes. The rules' before/after examples live with the tests.
 """
 from ._engine import migrate_source as migrate_source
 from ._engine import migrate_sources as migrate_sources
 from ._refusals import ALL as all_refusals
-from ._examples import Example as Example
 from ._rules import Rule as Rule
 from ._rules import all_rules as all_rules
 
-__all__ = ('all_refusals', 'all_rules', 'Example', 'migrate_source', 'migrate_sources', 'Rule')
+__all__ = ('all_refusals', 'all_rules', 'migrate_source', 'migrate_sources', 'Rule')

@@ -12,6 +12,7 @@ from .._expr import _core as _expr
 from .._expr import _tx as _expr_tx
 from . import _optax
 from . import _refusals
+from . import _rules
 from ._edits import Edit
 from ._report import Record, Conversion
 
@@ -47,12 +48,13 @@ def plan_create(project, site, plan, call, mode, schedule, plain_optax, records,
     exact = 'not exact'
   elif exact == 'not exact':
     if plain_optax or mode != 'none':
-      flagged = f'FOM009 the plain optax expression is not exact: {result.difference}'
+      flagged = (f'{_refusals.NOT_EXACT} the plain optax expression is not exact: '
+                 f'{result.difference}')
     else:
       optim_alias = _optim_alias(unit, project.def_call(unit, site.node.func.value))
       expression = _optax.exact_transform(call, call.sources, optim_alias)
       exact = 'bit-exact'   # the very transform the legacy def runs on this package
-      flagged = (f'FOM009 {call.name} has no exact plain optax expression '
+      flagged = (f'{_refusals.NOT_EXACT} {call.name} has no exact plain optax expression '
                  f'({result.difference}); this is the package\'s exact transform')
   if mode == 'inject':
     expression = _optax.inject(expression, initial)
@@ -77,9 +79,10 @@ def plan_create(project, site, plan, call, mode, schedule, plain_optax, records,
   if isinstance(receiver, cst.Name):
     values = project.assignment_values(unit, receiver)
     def_assign = values[0] if values else None
-  plan.edits[id(site.node)] = Edit('FOM001', {'tx': None if def_assign is not None else expression})
+  plan.edits[id(site.node)] = Edit(_rules.CREATE, _rules.CreateData(
+      tx=None if def_assign is not None else expression))
   if def_assign is not None:
-    plan.edits[id(def_assign)] = Edit('FOM001', {'def_tx': expression})
+    plan.edits[id(def_assign)] = Edit(_rules.CREATE, _rules.CreateData(def_tx=expression))
   plan.needs.update({'optax', 'train_state'})
   if flagged:
     plan.mark(site.node, f'{_refusals.MARKER} {flagged}')
@@ -87,7 +90,8 @@ def plan_create(project, site, plan, call, mode, schedule, plain_optax, records,
   message = f'{unit.code(project.def_call(unit, receiver))}.create -> TrainState.create'
   if notes:
     message += '; ' + '; '.join(notes)
-  records.append(Record.of(site, status, code='FOM001', exact=exact, message=message))
+  records.append(Record.of(site, status, code=_rules.CREATE.code, exact=exact,
+                           message=message))
   keep = ' --keep-layout' if keep_layout else ''
   command = (f'flax-optim-compat convert <IN> --optimizer "{_optax.command_optimizer(call)}" '
              f'--tx "{cmd_tx}" --to train-state --out <OUT>{keep}')
@@ -105,8 +109,8 @@ def _zero_params_marker(name):
   difference = _optax.zero_params_difference(name)
   if difference is None:
     return None
-  return (f'FOM009 the plain optax expression is not exact for a param that is all zeros (a '
-          f'bias initialised to zeros): {difference}')
+  return (f'{_refusals.NOT_EXACT} the plain optax expression is not exact for a param that '
+          f'is all zeros (a bias initialised to zeros): {difference}')
 
 
 def _group_tx(project, site, call, plain_optax):
@@ -117,10 +121,12 @@ def _group_tx(project, site, call, plain_optax):
     return result.expression, 'not exact' if marker else result.exact, marker
   if plain_optax:
     return (result.expression, result.exact,
-            f'FOM009 the plain optax expression is not exact: {result.difference}')
+            f'{_refusals.NOT_EXACT} the plain optax expression is not exact: '
+            f'{result.difference}')
   optim_alias = _optim_alias(site.unit, project.def_call(site.unit, site.node.func.value))
   return (_optax.exact_transform(call, call.sources, optim_alias), 'bit-exact',
-          f'FOM009 {call.name} has no exact plain optax expression ({result.difference}); '
+          f'{_refusals.NOT_EXACT} {call.name} has no exact plain optax expression '
+          f'({result.difference}); '
           'this is the package\'s exact transform')
 
 
@@ -141,7 +147,7 @@ def plan_multi(project, site, plan, groups, plain_optax, records, conversions):
   for i, (filter_source, rewrite, fn, call) in reversed(list(enumerate(groups))):
     label = f"'{i}' if {filter_source}('/' + '/'.join(path), value) else {label}"
     if rewrite is not None:
-      plan.edits[id(rewrite)] = Edit('FOM008', {'filter': unit.code(fn)})
+      plan.edits[id(rewrite)] = Edit(_rules.MULTI, _rules.CreateData(filter=unit.code(fn)))
   for i, (_, _, _, call) in enumerate(groups):
     expression, group_exact, marker = _group_tx(project, site, call, plain_optax)
     transforms.append(f"'{i}': {expression}")
@@ -154,10 +160,10 @@ def plan_multi(project, site, plan, groups, plain_optax, records, conversions):
   receiver = site.node.func.value
   values = project.assignment_values(unit, receiver) if isinstance(receiver, cst.Name) else None
   if values:   # ``opt_def = optim.MultiOptimizer(...)``: the variable holds the transform
-    plan.edits[id(values[0])] = Edit('FOM008', {'def_tx': expression})
-    plan.edits[id(site.node)] = Edit('FOM008', {'tx': unit.code(receiver)})
+    plan.edits[id(values[0])] = Edit(_rules.MULTI, _rules.CreateData(def_tx=expression))
+    plan.edits[id(site.node)] = Edit(_rules.MULTI, _rules.CreateData(tx=unit.code(receiver)))
   else:
-    plan.edits[id(site.node)] = Edit('FOM008', {'tx': expression})
+    plan.edits[id(site.node)] = Edit(_rules.MULTI, _rules.CreateData(tx=expression))
   plan.needs.update({'optax', 'train_state', 'traverse_util'})
   for marker in markers:
     plan.mark(site.node, f'{_refusals.MARKER} {marker}')
@@ -166,7 +172,7 @@ def plan_multi(project, site, plan, groups, plain_optax, records, conversions):
   notes = ['the labels come from a function of the params, which --tx cannot write: convert '
            'this checkpoint per group (see the migration guide) or with the package\'s '
            'MultiOptimizer transform']
-  records.append(Record.of(site, 'flagged' if markers else 'rewritten', code='FOM008',
+  records.append(Record.of(site, 'flagged' if markers else 'rewritten', code=_rules.MULTI.code,
                            exact=exact, message=message))
   conversions.append(Conversion(unit.path, site.line, expression, exact, '', notes))
 

@@ -6,13 +6,14 @@ from typing import Dict, List, Set
 
 import libcst as cst
 
+from ._rules import NoData, Rule
 from ._unit import Unit
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Edit:
-  rule: str          # the Rule.code that rewrites the node
-  data: dict
+  rule: Rule          # the rule that rewrites the node
+  data: object = NoData()   # the rule's own data class (``_rules.CreateData``, ...)
 
 
 @dataclasses.dataclass

@@ -32,8 +32,7 @@ class _Apply(cst.CSTTransformer):
   def on_leave(self, original_node, updated_node):
     edit = self.plan.edits.get(id(original_node))
     if edit is not None:
-      rule = _rules.by_code[edit.rule] if isinstance(edit.rule, str) else edit.rule
-      updated_node = rule.rewrite(original_node, updated_node, edit.data, self.context)
+      updated_node = edit.rule.rewrite(original_node, updated_node, edit.data, self.context)
     markers = self.plan.markers.get(id(original_node))
     if markers and isinstance(updated_node, cst.FlattenSentinel):   # a statement split in two
       first, *rest = updated_node.nodes

@@ -18,6 +18,7 @@ from . import _learning_rate
 from . import _optax
 from . import _project
 from . import _refusals
+from . import _rules
 from . import _sites
 from . import _unit
 from ._edits import Edit, FilePlan, statement_of
@@ -81,7 +82,7 @@ def _leftovers(unit, plan, handled, records):
   unit.module.visit(_LeftoverVisitor(unit, plan, handled, records))
 
 
-_STATEMENT_RULES = ('FOM011', 'FOM012')
+_STATEMENT_RULES = (_rules.COMPUTE_GRADIENT, _rules.OPTIMIZE)
 
 
 class _LeftoverVisitor(cst.CSTVisitor):
@@ -98,9 +99,10 @@ class _LeftoverVisitor(cst.CSTVisitor):
         node, (cst.Import, cst.ImportFrom)):
       return False
     if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node) == 'DynamicScale':
-      plan.edits[id(node)] = Edit('FOM010', {})
+      plan.edits[id(node)] = Edit(_rules.DYNAMIC_SCALE)
       plan.needs.add('dynamic_scale')
-      self.records.append(Record(unit.path, unit.line(node), 'FOM010', 'rewritten', 'bit-exact',
+      self.records.append(Record(unit.path, unit.line(node), _rules.DYNAMIC_SCALE.code,
+                                 'rewritten', 'bit-exact',
                                  f'{unit.code(node)} -> dynamic_scale_lib.DynamicScale'))
       return False
     if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node):
@@ -281,49 +283,46 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
                           records, conversions, keep_layout)
     elif site.kind == 'compute_gradient':
       assign = site.unit.parent(site.node)
-      plan.edits[id(assign)] = Edit('FOM011', {})
+      plan.edits[id(assign)] = Edit(_rules.COMPUTE_GRADIENT)
       plan.needs.add('jax')
-      records.append(Record.of(site, 'rewritten', code='FOM011',
+      records.append(Record.of(site, 'rewritten', code=_rules.COMPUTE_GRADIENT.code,
                                message='compute_gradient -> jax.value_and_grad'))
     elif site.kind in ('replicate', 'unreplicate'):
-      plan.edits[id(site.node)] = Edit('FOM007', {'kind': site.kind})
+      plan.edits[id(site.node)] = Edit(_rules.REPLICATE, _rules.ReplicateData(site.kind))
       plan.needs.add('jax_utils')
-      records.append(Record.of(site, 'rewritten', code='FOM007',
+      records.append(Record.of(site, 'rewritten', code=_rules.REPLICATE.code,
                                message=f'{site.unit.code(site.node)} -> '
                                        f'jax_utils.{site.kind}(...)'))
     elif site.kind in ('apply', 'optimize'):
-      data = {'lr': overrides[id(site)] if mode == 'inject' else None, 'mode': mode,
-              'pmean': pmeans.get(id(site))}
-      if pmeans.get(id(site)):
+      lr_text = None
+      if mode == 'inject' and overrides[id(site)] is None:
+        lr_text = next(iter({calls[id(c)].sources.get('learning_rate') for c in creates}))
+      data = _rules.ApplyData(mode, pmean=pmeans.get(id(site)), lr_text=lr_text)
+      if data.pmean:
         plan.needs.add('jax')
-      if mode == 'inject':
-        lr = overrides[id(site)]
-        if lr is None:
-          lr_text = next(iter({calls[id(c)].sources.get('learning_rate') for c in creates}))
-          data['lr_text'] = lr_text
       how = {'schedule': ' (learning rate from the schedule in tx)',
              'inject': ' (learning rate set in opt_state.hyperparams)'}.get(mode, '')
       if site.kind == 'apply':
-        plan.edits[id(site.node)] = Edit('FOM004', data)
-        records.append(Record.of(site, 'rewritten', code='FOM004',
+        plan.edits[id(site.node)] = Edit(_rules.APPLY, data)
+        records.append(Record.of(site, 'rewritten', code=_rules.APPLY.code,
                                  message='apply_gradient -> apply_gradients' + how))
       else:   # the statement ``new, loss[, aux] = opt.optimize(...)`` becomes two
-        data['grads'] = _fresh_name(site.unit, site.node, 'grads')
-        plan.edits[id(statement_of(site.unit, site.node))] = Edit('FOM012', data)
+        data = dataclasses.replace(data, grads=_fresh_name(site.unit, site.node, 'grads'))
+        plan.edits[id(statement_of(site.unit, site.node))] = Edit(_rules.OPTIMIZE, data)
         plan.needs.add('jax')
-        records.append(Record.of(site, 'rewritten', code='FOM012',
+        records.append(Record.of(site, 'rewritten', code=_rules.OPTIMIZE.code,
                                  message='optimize -> jax.value_and_grad, then apply_gradients'
                                  + how))
       if mode != 'none':
         plan.needs.add('jnp' if mode == 'inject' else 'optax')
     elif site.kind in ('target', 'step', 'replace', 'annotation'):
-      code = {'target': 'FOM002', 'step': 'FOM003', 'replace': 'FOM005',
-              'annotation': 'FOM006'}[site.kind]
-      plan.edits[id(site.node)] = Edit(code, {})
+      rule = {'target': _rules.TARGET, 'step': _rules.STEP, 'replace': _rules.REPLACE,
+              'annotation': _rules.ANNOTATION}[site.kind]
+      plan.edits[id(site.node)] = Edit(rule)
       if site.kind == 'annotation':
         plan.needs.add('train_state')
       shown = site.node.annotation if site.kind == 'annotation' else site.node
-      records.append(Record.of(site, 'rewritten', code=code, message=site.unit.code(shown)))
+      records.append(Record.of(site, 'rewritten', code=rule.code, message=site.unit.code(shown)))
 
 
 def _replication(project, group, applies):

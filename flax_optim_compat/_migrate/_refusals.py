@@ -40,6 +40,8 @@ UNFOLLOWED = Refusal('FOM112', 'a flax.optim name is used where the analysis can
 OPTIMIZE = Refusal('FOM113', 'optimizer.optimize(loss_fn) is rewritten only as a statement of its '
                    'own, new, loss[, aux] = opt.optimize(loss_fn[, learning_rate=lr]), on a name '
                    'or attribute')
+# Not a refusal: a rewrite that is kept, flagged with a marker because it is not exact.
+NOT_EXACT = 'FOM009'
 FAILED = Refusal('FOM199', 'the rewritten file did not compile, so it was left as it was')
 
 ALL = (SUBCLASS, GROUP_HYPER_PARAMS, WEIGHT_NORM, READ, PRE_LINEN, REPLICATE, ESCAPE, LR_NONE,

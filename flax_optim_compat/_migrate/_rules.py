@@ -3,19 +3,55 @@
 The analysis (``_plan``) decides, per optimizer object, which original node each rule rewrites;
 each rule then turns that node into its new form from the already-rewritten children (so a
 ``state.step`` inside a learning rate is rewritten before the ``apply_gradient`` around it).
-Every rule's ``examples`` (in ``_examples``) are complete scripts, before and after: the unit
-tests check that ``migrate`` turns each ``before`` into its ``after`` exactly, and the
-run-both-ways tests run ``before`` on this package and ``after`` on plain optax and compare the
-trajectories within ``exact``.
+What a rule needs to know about its node beyond the node itself is a small frozen dataclass
+(``CreateData``, ``ApplyData``, ...), filled by the plan. Each rule's examples (complete
+scripts before and after it, run both ways) live with the tests, outside the installed package.
 """
 import dataclasses
-from typing import Callable, Tuple
+from typing import Callable, Optional
 
 import libcst as cst
 
-from . import _examples
-from ._examples import Example
 from ._unit import annotation_head
+
+
+@dataclasses.dataclass(frozen=True)
+class NoData:
+  """A rule that needs nothing but its node (FOM002, FOM003, FOM005, FOM006, FOM010, FOM011)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CreateData:
+  """FOM001 / FOM008 on a create call, or on the def (or traversal) variable's value.
+
+  Exactly one is set: ``tx`` (the optax expression of the create's ``tx=``; None keeps the
+  receiver's own text, a variable that now holds the transform), ``def_tx`` (the def
+  variable's new value), ``filter`` (a traversal variable's new value: its filter function).
+  """
+  tx: Optional[str] = None
+  def_tx: Optional[str] = None
+  filter: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ApplyData:
+  """FOM004 / FOM012: how the apply site sets the learning rate and averages the gradients.
+
+  ``mode``: the object's learning-rate mode (``_learning_rate``: none / schedule / inject);
+  ``lr_text``: the learning rate an ``inject`` site without an override sets (the create's);
+  ``pmean``: the pmap axis the gradients are averaged over, or None; ``grads`` (FOM012 only):
+  the fresh variable name of the gradient statement.
+  """
+  mode: str
+  pmean: Optional[str] = None
+  lr_text: Optional[str] = None
+  grads: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicateData:
+  """FOM007: ``'replicate'`` or ``'unreplicate'``."""
+  kind: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +67,6 @@ class Rule:
   code: str
   title: str
   rewrite: Callable
-  examples: Tuple[Example, ...] = ()
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -39,26 +74,26 @@ def _code(node: cst.CSTNode) -> str:
 
 
 def _create(original, updated, data, ctx):
-  if 'def_tx' in data:   # the def variable's value: ``opt_def = optim.Adam(...)``
-    return cst.parse_expression(data['def_tx'])
+  if data.def_tx is not None:   # the def variable's value: ``opt_def = optim.Adam(...)``
+    return cst.parse_expression(data.def_tx)
   positional = [a for a in updated.args if a.keyword is None]
   params = positional[0].value if positional else next(
       a.value for a in updated.args if a.keyword.value == 'target')
-  tx = data['tx'] if data['tx'] is not None else _code(updated.func.value)
+  tx = data.tx if data.tx is not None else _code(updated.func.value)
   return cst.parse_expression(
       f'{ctx.train_state}.TrainState.create(apply_fn=None, params={_code(params)}, tx={tx})')
 
 
 def _multi(original, updated, data, ctx):
-  if 'filter' in data:   # a traversal variable's value: ``t = optim.ModelParamTraversal(f)``
-    return cst.parse_expression(data['filter'])
-  if 'def_tx' in data:   # ``opt_def = optim.MultiOptimizer(...)``
-    return cst.parse_expression(data['def_tx'])
+  if data.filter is not None:   # a traversal variable's value: ``t = ModelParamTraversal(f)``
+    return cst.parse_expression(data.filter)
+  if data.def_tx is not None:   # ``opt_def = optim.MultiOptimizer(...)``
+    return cst.parse_expression(data.def_tx)
   params = next((a.value for a in updated.args if a.keyword is None),
                 None) or next(a.value for a in updated.args if a.keyword.value == 'target')
   return cst.parse_expression(
       f'{ctx.train_state}.TrainState.create(apply_fn=None, params={_code(params)}, '
-      f'tx={data["tx"]})')
+      f'tx={data.tx})')
 
 
 def _compute_gradient(original, updated, data, ctx):
@@ -85,7 +120,7 @@ def _optimize(original, updated, data, ctx):
   assign = updated.body[0]
   call = assign.value
   new, *outputs = [_code(e.value) for e in assign.targets[0].target.elements]
-  grads = data['grads']
+  grads = data.grads
   receiver = call.func.value
   fn = _code(call.args[0].value)
   if len(outputs) == 1:
@@ -121,13 +156,13 @@ def _apply(original, updated, data, ctx):
   if grads is None:
     grads = next(a.value for a in updated.args if a.keyword.value == 'grads')
   grads = _code(grads)
-  if data.get('pmean'):
-    grads = f'jax.lax.pmean({grads}, axis_name={data["pmean"]!r})'
+  if data.pmean:
+    grads = f'jax.lax.pmean({grads}, axis_name={data.pmean!r})'
   call = f'apply_gradients(grads={grads})'
-  if data['mode'] == 'inject':
+  if data.mode == 'inject':
     lr = next((a.value for a in updated.args if a.keyword and a.keyword.value == 'learning_rate'),
               None)
-    lr_text = _code(lr) if lr is not None else data['lr_text']
+    lr_text = _code(lr) if lr is not None else data.lr_text
     return cst.parse_expression(
         f'{receiver}.replace(opt_state={receiver}.opt_state._replace(hyperparams=dict('
         f'{receiver}.opt_state.hyperparams, learning_rate={lr_text}))).{call}')
@@ -139,9 +174,9 @@ def _replicate(original, updated, data, ctx):
   rest = ''
   devices = next((a.value for a in updated.args if (a.keyword and a.keyword.value == 'devices')
                   or (a.keyword is None and a is updated.args[0])), None)
-  if data['kind'] == 'replicate' and devices is not None:
+  if data.kind == 'replicate' and devices is not None:
     rest = f', devices={_code(devices)}'
-  return cst.parse_expression(f'{ctx.jax_utils}.{data["kind"]}({receiver}{rest})')
+  return cst.parse_expression(f'{ctx.jax_utils}.{data.kind}({receiver}{rest})')
 
 
 def _replace(original, updated, data, ctx):
@@ -159,53 +194,45 @@ def _annotation(original, updated, data, ctx):
 
 
 CREATE = Rule('FOM001', 'optim.X(...).create(params) -> TrainState.create(apply_fn=None, '
-              'params=params, tx=<optax>)', _create,
-              (_examples.CREATE_ADAMW, _examples.DEF_VARIABLE_JIT))
+              'params=params, tx=<optax>)', _create)
 
-TARGET = Rule('FOM002', 'optimizer.target -> state.params', _target,
-              (_examples.REPLACE_TARGET,))
+TARGET = Rule('FOM002', 'optimizer.target -> state.params', _target)
 
-STEP = Rule('FOM003', 'optimizer.state.step -> state.step', _step,
-            (_examples.STEP_READ,))
+STEP = Rule('FOM003', 'optimizer.state.step -> state.step', _step)
 
 
 APPLY = Rule('FOM004', 'optimizer.apply_gradient(g, learning_rate=...) -> '
              'state.apply_gradients(grads=g), the learning rate as a schedule of the step or '
-             'injected per step', _apply,
-             (_examples.LR_SCHEDULE_OFFSET, _examples.LR_INJECTED))
-REPLACE = Rule('FOM005', 'optimizer.replace(target=p) -> state.replace(params=p)', _replace,
-               (_examples.REPLACE_TARGET,))
+             'injected per step', _apply)
+REPLACE = Rule('FOM005', 'optimizer.replace(target=p) -> state.replace(params=p)', _replace)
 
 ANNOTATION = Rule('FOM006', 'optim.Optimizer annotations and dataclass fields -> '
-                  'train_state.TrainState', _annotation,
-                  (_examples.DATACLASS_FIELD,))
+                  'train_state.TrainState', _annotation)
 
 
 REPLICATE = Rule('FOM007', 'optimizer.replicate() / .unreplicate() -> jax_utils.replicate / '
                  'unreplicate, the gradient average moved to the apply site under pmap',
-                 _replicate, (_examples.REPLICATE_PMAP, _examples.REPLICATE_CHAINED))
+                 _replicate)
 
 
 MULTI = Rule('FOM008', 'optim.MultiOptimizer((traversal, def), ...) / create(focus=traversal) '
              '-> optax.multi_transform with labels from the traversals, unselected params '
-             'optax.set_to_zero()', _multi, (_examples.MULTI_OPTIMIZER, _examples.FOCUS))
+             'optax.set_to_zero()', _multi)
 
 
 DYNAMIC_SCALE = Rule('FOM010', 'optim.DynamicScale -> flax.training.dynamic_scale.DynamicScale '
-                     '(imported as dynamic_scale_lib, as flax\'s examples do)', _dynamic_scale,
-                     (_examples.DYNAMIC_SCALE,))
+                     '(imported as dynamic_scale_lib, as flax\'s examples do)', _dynamic_scale)
 
 
 COMPUTE_GRADIENT = Rule('FOM011', 'loss, grad = optimizer.compute_gradient(loss_fn) -> '
                         'jax.value_and_grad(loss_fn)(state.params) (has_aux=True for three '
-                        'targets)', _compute_gradient, (_examples.COMPUTE_GRADIENT,))
+                        'targets)', _compute_gradient)
 
 
 OPTIMIZE = Rule('FOM012', 'new, loss = optimizer.optimize(loss_fn, learning_rate=...) -> '
                 'loss, grads = jax.value_and_grad(loss_fn)(state.params) (has_aux=True for three '
                 'targets), then new = state.apply_gradients(grads=grads) as FOM004 writes it',
-                _optimize, (_examples.OPTIMIZE, _examples.OPTIMIZE_INJECTED_LR))
+                _optimize)
 
 all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION, REPLICATE, MULTI, DYNAMIC_SCALE,
              COMPUTE_GRADIENT, OPTIMIZE)
-by_code = {rule.code: rule for rule in all_rules}

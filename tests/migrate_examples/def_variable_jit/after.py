@@ -1,0 +1,36 @@
+import json
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def create_optimizer(params, learning_rate):
+  optimizer_def = optax.sgd(learning_rate=learning_rate, momentum=0.9, nesterov=True)
+  return train_state.TrainState.create(apply_fn=None, params=params, tx=optimizer_def)
+
+
+@jax.jit
+def train_step(optimizer):
+  loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
+  optimizer = optimizer.apply_gradients(grads=grads)
+  return optimizer, loss
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = create_optimizer(params, 0.05)
+  losses = []
+  for _ in range(20):
+    optimizer, loss = train_step(optimizer)
+    losses.append(float(loss))
+  print(json.dumps(losses))
+
+
+if __name__ == '__main__':
+  main()
