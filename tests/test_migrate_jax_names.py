@@ -1,8 +1,8 @@
 """``migrate``'s rules for removed jax names (FOM201-FOM208, FOM299), proven both ways.
 
-Each example (tests/migrate_examples/jax_*/) is a complete script: ``before`` uses the removed
-names, ``after`` is what ``migrate`` writes. ``before`` ran on jax 0.4.13, which still had the
-names (goldens by tools/oracle/gen_migrate_jax_names.py); ``after`` runs here on today's jax in
+Each example (tests/migrate_examples/jax_names/*/) is a complete script: ``before`` uses
+the removed names, ``after`` is what ``migrate`` writes. ``before`` ran on jax 0.4.13, which
+still had the names (goldens by tools/oracle/gen_migrate_jax_names.py); ``after`` runs here on today's jax in
 a process where this package cannot be imported, and must print the same numbers, bit for bit.
 The names jax had removed before 0.4.13 (``jax.ops.index_update``, ``jax.tree_multimap``,
 ``jax.experimental.optimizers``) are checked against hand math instead.
@@ -20,23 +20,23 @@ from flax_optim_compat._migrate import _jax_names
 from flax_optim_compat._migrate import migrate_source, migrate_sources
 from tests import _migrate_harness as harness
 
-EXAMPLES_DIR = harness.REPO / 'tests' / 'migrate_examples'
+EXAMPLES_DIR = harness.REPO / 'tests' / 'migrate_examples' / 'jax_names'
 GOLDENS = json.loads((harness.REPO / 'tests' / 'fixtures' / 'migrate_jax_names.json').read_text())
 # Rule code -> its examples.
 BY_RULE = {
-    'FOM201': ('jax_tree_util', 'jax_removed_before_0_4'),
-    'FOM202': ('jax_host_clip_tie_in',),
-    'FOM203': ('jax_removed_before_0_4',),
-    'FOM204': ('jax_host_clip_tie_in',),
-    'FOM205': ('jax_host_clip_tie_in',),
-    'FOM206': ('jax_array_types',),
-    'FOM207': ('jax_array_types',),
-    'FOM208': ('jax_removed_before_0_4',),
+    'FOM201': ('tree_util', 'removed_before_0_4'),
+    'FOM202': ('host_clip_tie_in',),
+    'FOM203': ('removed_before_0_4',),
+    'FOM204': ('host_clip_tie_in',),
+    'FOM205': ('host_clip_tie_in',),
+    'FOM206': ('array_types',),
+    'FOM207': ('array_types',),
+    'FOM208': ('removed_before_0_4',),
 }
 NAMES = sorted({n for names in BY_RULE.values() for n in names})
-# jax_removed_before_0_4 by hand: zeros(5); [1:3] := 2; [0] += 1; [2] *= 3; [3] := min(0, -1);
+# removed_before_0_4 by hand: zeros(5); [1:3] := 2; [0] += 1; [2] *= 3; [3] := min(0, -1);
 # + 0.5; [4] := max(0.5, 4); + ones (tree_multimap); one sgd(0.5) step on p with gradient p.
-HAND = {'jax_removed_before_0_4': [1.25, 1.75, 3.75, 0.25, 2.5]}
+HAND = {'removed_before_0_4': [1.25, 1.75, 3.75, 0.25, 2.5]}
 
 
 def _source(name, side):

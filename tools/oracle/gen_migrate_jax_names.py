@@ -4,7 +4,7 @@ Run in the legacy oracle venv, from the repository root::
 
     ~/.cache/legacy-flax-oracle/bin/python -m tools.oracle.gen_migrate_jax_names
 
-Each ``tests/migrate_examples/jax_*/before.py`` whose names jax 0.4.13 still has runs unchanged
+Each ``tests/migrate_examples/jax_names/*/before.py`` whose names jax 0.4.13 still has runs unchanged
 in a child of this interpreter; its trajectory (the JSON list it prints last) goes to
 tests/fixtures/migrate_jax_names.json, which the tests compare the rewritten ``after.py``
 (run on today's jax) with, bit for bit. The examples of names jax had already removed by
@@ -20,9 +20,9 @@ import jax
 
 from tools import oracle
 
-EXAMPLES = os.path.join(os.path.dirname(oracle.FIXTURES), 'migrate_examples')
+EXAMPLES = os.path.join(os.path.dirname(oracle.FIXTURES), 'migrate_examples', 'jax_names')
 OUT = os.path.join(oracle.FIXTURES, 'migrate_jax_names.json')
-BEFORE_0_4 = ('jax_removed_before_0_4',)
+BEFORE_0_4 = ('removed_before_0_4',)
 
 
 def _trajectory(path):
@@ -36,8 +36,7 @@ def _trajectory(path):
 
 
 def main():
-  names = sorted(n for n in os.listdir(EXAMPLES)
-                 if n.startswith('jax_') and n not in BEFORE_0_4)
+  names = sorted(n for n in os.listdir(EXAMPLES) if n not in BEFORE_0_4)
   golden = {'jax': jax.__version__,
             'trajectories': {n: _trajectory(os.path.join(EXAMPLES, n, 'before.py'))
                              for n in names}}
