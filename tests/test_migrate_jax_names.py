@@ -2,8 +2,9 @@
 
 Each example (tests/migrate_examples/jax_names/*/) is a complete script: ``before`` uses
 the removed names, ``after`` is what ``migrate`` writes. ``before`` ran on jax 0.4.13, which
-still had the names (goldens by tools/oracle/gen_migrate_jax_names.py); ``after`` runs here on today's jax in
-a process where this package cannot be imported, and must print the same numbers, bit for bit.
+still had the names (goldens by tools/oracle/gen_migrate_jax_names.py); ``after`` runs here on
+today's jax in a process where this package cannot be imported, and must print the same
+numbers, bit for bit.
 The names jax had removed before 0.4.13 (``jax.ops.index_update``, ``jax.tree_multimap``,
 ``jax.experimental.optimizers``) are checked against hand math instead.
 """
