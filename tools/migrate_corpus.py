@@ -18,8 +18,8 @@ written), then migrated again as `migrate --check` would see the result. Per pro
   passes, imports flax.optim** (after --write, --check exits 0 yet a file imports flax.optim
   or this package: a defect), **not idempotent** (the second run changes files: a defect),
   or **no flax.optim** (nothing to migrate);
-* the jax names the migrated files still use that today's jax lacks (names resolved through
-  the files' imports, checked by importing them here).
+* the jax names the program uses that today's jax lacks, before and after migrate (names
+  resolved through the files' imports, checked by importing them here).
 
 Prints a markdown table (one row per program, then counts per kind and outcome) on stdout.
 """
@@ -188,7 +188,7 @@ def measure(folder, timeout):
   """One program's row (a dict)."""
   sources = read_sources(folder)
   row = {'files': len(sources), 'optim_files': sum(map(legacy_imports, sources.values())),
-         'codes': [], 'jax_names_left': [], 'seconds': 0.0}
+         'codes': [], 'jax_names_before': [], 'jax_names_left': [], 'seconds': 0.0}
   start = time.monotonic()
   signal.signal(signal.SIGALRM, _alarm)
   signal.alarm(timeout)
@@ -196,6 +196,7 @@ def measure(folder, timeout):
     changed, report = _engine.migrate_sources(sources)
     migrated = {**sources, **changed}
     again, second = _engine.migrate_sources(migrated)
+    row['jax_names_before'] = missing_jax_names(sources)
     row['jax_names_left'] = missing_jax_names(migrated)
   except _Timeout:
     row.update(outcome='failed', codes=[f'timeout {timeout}s'])
@@ -235,13 +236,14 @@ def measure(folder, timeout):
 
 
 def table(rows):
-  lines = ['| program | kind | files (flax.optim) | outcome | codes | jax names left | s |',
-           '|---|---|---:|---|---|---|---:|']
+  lines = ['| program | kind | files (flax.optim) | outcome | codes | missing jax names: '
+           'before | after migrate | s |', '|---|---|---:|---|---|---:|---|---:|']
   for r in rows:
     codes = ', '.join(r['codes'])
     left = ', '.join(f'`{n}`' for n in r['jax_names_left'])
     lines.append(f"| {r['program']} | {r['kind']} | {r['files']} ({r['optim_files']}) | "
-                 f"{r['outcome']} | {codes} | {left} | {r['seconds']} |")
+                 f"{r['outcome']} | {codes} | {len(r.get('jax_names_before', []))} | {left} | "
+                 f"{r['seconds']} |")
   counts = collections.Counter((r['kind'], r['outcome']) for r in rows)
   kinds = sorted({r['kind'] for r in rows})
   outcomes = sorted({r['outcome'] for r in rows})
@@ -250,9 +252,10 @@ def table(rows):
   for kind in kinds:
     cells = [counts[(kind, o)] for o in outcomes]
     lines.append(f'| {kind or "-"} | ' + ' | '.join(map(str, cells)) + f' | {sum(cells)} |')
-  clean = sum(not r['jax_names_left'] for r in rows)
-  lines.append(f'\n{clean} of {len(rows)} programs use no jax name missing from today\'s jax '
-               'after migrate.')
+  before = sum(not r.get('jax_names_before', ['?']) for r in rows)
+  after = sum(not r['jax_names_left'] for r in rows)
+  lines.append(f'\nPrograms using no jax name that today\'s jax lacks: {before} of {len(rows)} '
+               f'before migrate, {after} after.')
   return '\n'.join(lines)
 
 
