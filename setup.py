@@ -14,10 +14,10 @@ resolve to ``flax_optim_compat`` when flax has no ``optim`` of its own (set
   ``build_py`` writes the file there;
 * editable install, legacy ``setup.py develop``: written next to the ``.egg-link``.
 
-The long description (the project page on the package index) is README.md followed by
-migration_guide.md: the index cannot follow the README's relative links, so they are turned
-into pointers to the guide further down the same page (the wheel's METADATA carries both).
-MANIFEST.in puts the guide in the sdist, so a wheel built from the sdist is the same.
+The long description (the project page on the package index) is README.md followed by the pages
+of docs/, in the order docs/README.md lists them: the index cannot follow relative links, so each
+relative link becomes its text (the pages are further down the same page). MANIFEST.in puts docs/
+in the sdist, so a wheel built from the sdist is the same.
 """
 import os
 import re
@@ -71,23 +71,29 @@ class develop(_develop):  # pylint: disable=invalid-name
       _write_pth(self, self.install_dir)
 
 
-GUIDE = 'migration_guide.md'
-# `[text](migration_guide.md)` or `[text](migration_guide.md#section)`.
-_GUIDE_LINK = re.compile(r'\[([^\]]+)\]\(' + re.escape(GUIDE) + r'(#[^)]*)?\)')
+# `[text](target)` where target is not a URL (`https:`, `mailto:`, ...).
+_RELATIVE_LINK = re.compile(r'\[([^\]]+)\]\((?![a-z]+:)[^)]*\)')
+
+
+def doc_pages(here):
+  """docs/*.md, docs/README.md first, then the pages in the order it links them."""
+  docs = os.path.join(here, 'docs')
+  if not os.path.isdir(docs):
+    return []  # a partial copy of the tree: the README alone
+  with open(os.path.join(docs, 'README.md'), encoding='utf-8') as f:
+    listed = re.findall(r'\]\(([\w-]+\.md)', f.read())
+  pages = sorted(name for name in os.listdir(docs) if name.endswith('.md'))
+  order = ['README.md'] + [name for name in dict.fromkeys(listed) if name in pages]
+  return [os.path.join(docs, name) for name in order + [n for n in pages if n not in order]]
 
 
 def long_description(here=os.path.dirname(os.path.abspath(__file__))):
-  """README.md, then migration_guide.md, with the README's links to the guide made local."""
-  with open(os.path.join(here, 'README.md'), encoding='utf-8') as f:
-    readme = f.read()
-  guide_path = os.path.join(here, GUIDE)
-  if not os.path.exists(guide_path):
-    # A partial copy of the tree (no guide): the README alone, links as written.
-    return readme
-  with open(guide_path, encoding='utf-8') as f:
-    guide = f.read()
-  readme = _GUIDE_LINK.sub(lambda m: f'{m.group(1)} below', readme)
-  return f'{readme.rstrip()}\n\n---\n\n{guide}'
+  """README.md, then the docs/ pages, with relative links made plain text."""
+  parts = []
+  for path in [os.path.join(here, 'README.md')] + doc_pages(here):
+    with open(path, encoding='utf-8') as f:
+      parts.append(_RELATIVE_LINK.sub(lambda m: m.group(1), f.read()).rstrip())
+  return '\n\n---\n\n'.join(parts) + '\n'
 
 
 setuptools.setup(

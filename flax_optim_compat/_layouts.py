@@ -103,8 +103,9 @@ def name_leaf_state(state: Any) -> Optional[str]:
 
 
 def _param_paths(target: Any, path: Tuple[str, ...] = ()) -> List[Tuple[str, ...]]:
-  """The paths of the leaves of a target state dict (sorted keys; an empty dict is a leaf)."""
-  if isinstance(target, dict) and target:
+  """The paths of the leaves of a target state dict (sorted keys). An empty dict is a module
+  without params (flax 0.5.3 writes `'Dropout_0': {}`), not a param."""
+  if isinstance(target, dict):
     return [p for k in sorted(target, key=str) for p in _param_paths(target[k], path + (k,))]
   return [path]
 

@@ -19,10 +19,10 @@ __all__ = ['PlainOptax', 'Hyper', 'Attr', 'PlainCall', 'PlainForm', 'render', 'b
            'zero_params_note', 'EXACTNESS']
 
 # How a continuation in the expression compares with the legacy update as this package runs
-# it (the migration guide's table): the same bits, within 1e-6 (the same formula with float32
+# it (the table of docs/optimizers.md): the same bits, within 1e-6 (the same formula with float32
 # operations in another order), or not exact (another formula). flax 0.5.3 itself, on its older
 # jax, rounds a few products differently again: measured within 2.4e-7 of every exact
-# expression over 6 steps (tests/test_convert_tx.py), 0 for GradientDescent and Momentum.
+# expression over 6 steps (tests/checkpoint/test_convert_tx.py), 0 for GradientDescent and Momentum.
 EXACTNESS = ('bit-exact', '1e-6', 'not exact')
 
 

@@ -446,7 +446,8 @@ class MultiOptimizer(OptimizerDef):
   state mirrors the target with each group's legacy per-parameter states at its leaves (the
   legacy checkpoint layout), or is one state per group when a group keeps one state for its
   whole target (``from_optax``). ``hyper_params`` is the list of the groups' hyper-params;
-  migration_guide.md (§4.2, §7) has the optax equivalent and the differences from flax.optim.
+  docs/idioms.md ("focus and MultiOptimizer") has the optax equivalent, docs/differences.md
+  the differences from flax.optim.
 
   Args:
     *traversals_and_optimizers: ``(traversal, optimizer_def)`` pairs: a ``flax.traverse_util``

@@ -26,7 +26,8 @@ from typing import Mapping, Optional, Union
 
 from flax.training import train_state as flax_train_state
 
-from ._checkpoint import _codec, _conversion, _converted, _diff, _inspect, _orbax_io, _outputs, _sources
+from ._checkpoint import _codec, _conversion, _converted, _diff, _inspect, _load_code, _orbax_io
+from ._checkpoint import _outputs, _sources
 from ._checkpoint._codec import CheckpointError
 from ._checkpoint._conversion import Conversion, ConversionWarning, OptaxCheckpoint
 from ._checkpoint._converted import ConvertedCheckpoint
@@ -37,7 +38,7 @@ from .base import OptimizerDef
 __all__ = ['CheckpointError', 'CheckpointInfo', 'DiffResult', 'Conversion', 'ConversionWarning',
            'ConvertedCheckpoint', 'load', 'load_converted', 'inspect', 'convert_checkpoint',
            'to_optax', 'to_train_state', 'to_orbax', 'to_legacy', 'legacy_from_converted',
-           'diff', 'write_msgpack', 'check_new_output', 'checkpoint_file']
+           'diff', 'write_msgpack', 'check_new_output', 'checkpoint_file', 'load_code']
 
 Source = Union[str, os.PathLike, bytes, bytearray, memoryview, Mapping]
 
@@ -463,21 +464,25 @@ def write_msgpack(path: Union[str, os.PathLike], state_dict: dict) -> None:
   _outputs.write_file(path, lambda f: _codec.encode(f, state_dict))
 
 
-def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> DiffResult:
+def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None, *,
+         tx=None) -> DiffResult:
   """Per-leaf differences of two checkpoints.
 
   Each side is a legacy or converted msgpack checkpoint (path or bytes), an orbax directory,
   or a state dict. With ``optimizer_def``, legacy sides are first converted to the ``{'step',
-  'params', 'opt_state'}`` layout of :func:`to_train_state` (without ``step`` when the other
-  side is a :func:`to_optax` output, which has none), so a legacy file compares with its
-  conversion; without it, trees compare as stored. Float leaves compare within a tolerance
-  (NaN equals NaN, inf equals inf at the same place); integer and bool leaves exactly,
-  whatever their width; other leaves by value.
+  'params', 'opt_state'}`` layout of :func:`to_train_state` (into ``tx``, default the plain
+  optax expression; without ``step`` when the other side is a converted file without one),
+  so a legacy file compares with its conversion; without it, trees compare as stored. Float
+  leaves compare within a tolerance (NaN equals NaN, inf equals inf at the same place);
+  integer and bool leaves exactly, whatever their width; other leaves by value. An empty dict
+  and None are the same leaf (an empty optax state: msgpack stores ``{}``, orbax reads None).
 
   Args:
     a: the first checkpoint.
     b: the second checkpoint.
     optimizer_def: the optimizer of the legacy side(s), to compare across layouts.
+    tx: the transformation the legacy side(s) convert into (see :func:`convert_checkpoint`);
+      needs ``optimizer_def``.
 
   Returns:
     A :class:`DiffResult`; ``.same(rtol, atol)`` says whether they agree.
@@ -495,7 +500,49 @@ def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None) -> 
     >>> convert.diff({'step': np.int32(3)}, {'step': 3}).same()
     True
   """
+  if tx is not None and optimizer_def is None:
+    raise TypeError('diff: tx= converts the legacy side; give optimizer_def too.')
   trees = [_sources.read(a)[0], _sources.read(b)[0]]
   if optimizer_def is not None:
-    trees = _converted.aligned(trees, optimizer_def)
+    trees = _converted.aligned(trees, optimizer_def, tx=tx)
   return _diff.compare(*trees)
+
+
+def load_code(state_dict, path: Union[str, os.PathLike], *, tx: str, orbax: bool = False,
+              labels: Optional[str] = None, as_dict: bool = False) -> Optional[str]:
+  """The plain flax + optax Python that loads ``state_dict`` written to ``path``.
+
+  A flax ``TrainState`` (a subclass declaring exactly the keys carried beside it) of ``tx``
+  over the user's ``params``, restored from the msgpack file, or from the orbax directory by
+  its absolute path (the carried values then given by their own names: orbax restores into a
+  template of the same structure). None where a carried key is not a Python name.
+
+  Args:
+    state_dict: :class:`Conversion`'s ``state_dict``.
+    path: where it was written.
+    tx: the optax expression it is a state of, as source (``Conversion.load_with``).
+    orbax: ``path`` is an orbax directory (else msgpack).
+    labels: the ``param_labels = ...`` line ``tx`` needs (a MultiOptimizer's).
+    as_dict: a ``{'step', 'params', 'opt_state', ...}`` dict template instead of a TrainState.
+
+  Examples:
+    >>> import numpy as np
+    >>> from flax_optim_compat import convert
+    >>> tree = {'step': 3, 'params': {'w': np.ones(2)}, 'opt_state': {}, 'model_state': {}}
+    >>> print(convert.load_code(tree, 'state.msgpack', tx='optax.sgd(0.1)'))
+    import optax
+    from flax import serialization
+    from typing import Any
+    from flax.training import train_state
+    <BLANKLINE>
+    class TrainState(train_state.TrainState):
+      model_state: Any = None
+    <BLANKLINE>
+    tx = optax.sgd(0.1)
+    template = TrainState.create(apply_fn=None, params=params, tx=tx)
+    with open('state.msgpack', 'rb') as f:
+      state = serialization.from_bytes(template, f.read())
+    <BLANKLINE>
+  """
+  return _load_code.python(state_dict, path=os.fspath(path), orbax=orbax, tx=tx,
+                           labels=labels, as_dict=as_dict)

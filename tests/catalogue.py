@@ -10,11 +10,11 @@ user-written per-leaf optimizer) holds all of that optimizer's cases:
 * ``checkpoints``: checkpoint cases (tests/fixtures/checkpoints, tests/test_checkpoints.py);
 * ``pmap``: data-parallel cases (tests/fixtures/pmap, tests/test_pmap.py, tests/test_mesh.py);
 * ``optax_state``: defs whose state is continued in plain optax (tests/test_optax_state.py);
-* ``guide``: rows of migration_guide.md's table (tools/guide_table.py);
+* ``guide``: rows of docs/optimizers.md's table (tools/guide_table.py);
 
 and, derived from those: the eager-path tests (tests/test_eager.py, the generic cases), the
 convert goldens (``CONVERT``: checkpoint cases of one built-in alone; tools/oracle/gen_convert.py)
-and what ``convert.inspect`` must say about each checkpoint file (tests/test_convert.py).
+and what ``convert.inspect`` must say about each checkpoint file (tests/checkpoint/test_convert.py).
 
 Adding an optimizer = its module, the ``__init__`` lines (its import, ``__all__``, its place in
 ``register_classes``), one entry here, then the fixtures regenerated with ``python -m
@@ -234,7 +234,7 @@ class Checkpoint:
 
 @dataclasses.dataclass(frozen=True)
 class GuideRow:
-  """A row of migration_guide.md's table: a legacy def next to its closest optax expression.
+  """A row of docs/optimizers.md's table: a legacy def next to its closest optax expression.
 
   ``legacy``, ``optax`` and ``overrides`` are Python expressions evaluated by
   tools/guide_table.py, so the table shows what was run.
@@ -266,6 +266,8 @@ _MOMENTUM = spec('Momentum', learning_rate=0.05, beta=0.8, weight_decay=0.01, ne
 _CUSTOM = spec('custom:SignMomentum', learning_rate=0.01, beta=0.8)
 _NO_SCALAR = {'dense': {'kernel': (3, 4), 'bias': (4,)}, 'conv': {'kernel': (2, 2, 3, 2)}}
 _TRAIN_STATE_SHAPES = {'dense': {'kernel': (3, 4), 'bias': (4,)}}
+# A module without params: flax 0.5.3 writes it as an empty dict (`'Dropout_0': {}`).
+_DROPOUT_SHAPES = {'dense': {'kernel': (3, 4), 'bias': (4,)}, 'Dropout_0': {}}
 
 # MultiOptimizer trajectories: leaves named kernel/bias in two layers, two leaves no traversal
 # selects (scale, embed/table) and an empty sub-dict; keys deliberately not in sorted order.
@@ -352,6 +354,8 @@ CATALOGUE = (
             'Adam-focus': Checkpoint(focused(_ADAM, path_regex('/kernel$'))),
             'Adam-frozen': Checkpoint(_ADAM, container='frozen'),
             'TrainState-Adam': Checkpoint(_ADAM, kind='train_state', shapes=_TRAIN_STATE_SHAPES),
+            'TrainState-Adam-Dropout': Checkpoint(_ADAM, kind='train_state',
+                                                  shapes=_DROPOUT_SHAPES),
             # Replicated-Momentum is the replicated convert golden.
             'Replicated-Adam': Checkpoint(_ADAM, kind='replicated', convert=False),
         },

@@ -19,8 +19,9 @@ import pytest
 from tests import _utils
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+DOCS = tuple(f'docs/{p.name}' for p in sorted((REPO / 'docs').glob('*.md')))
 BUILD_INPUTS = ('setup.py', 'setup.cfg', 'MANIFEST.in', 'README.md', 'LICENSE',
-                'migration_guide.md', '_flax_optim_compat_alias.py')
+                '_flax_optim_compat_alias.py') + DOCS
 
 
 def _run(args, cwd):
@@ -36,6 +37,7 @@ def dists(tmp_path_factory):
   root = tmp_path_factory.mktemp('packaging')
   project = root / 'project'
   project.mkdir()
+  (project / 'docs').mkdir()
   for name in BUILD_INPUTS:
     shutil.copy2(REPO / name, project / name)
   shutil.copytree(REPO / 'flax_optim_compat', project / 'flax_optim_compat',
@@ -88,14 +90,20 @@ def test_wheel_metadata(dists):
   assert all(re.fullmatch(r'[A-Za-z0-9_.-]+>=[0-9.]+', r) for r in requires), requires
 
 
-def test_long_description_carries_the_guide(dists):
-  """The index shows README + guide; the README's relative links to the guide are gone."""
+def test_long_description_carries_the_docs(dists):
+  """The index shows the README, then every docs/ page; relative links (dead there) are text."""
   description = _wheel_metadata(dists[0]).get_payload()
-  guide = (REPO / 'migration_guide.md').read_text(encoding='utf-8')
-  assert description.rstrip().endswith(guide.rstrip())
-  assert '](migration_guide.md' not in description
   readme_title = (REPO / 'README.md').read_text(encoding='utf-8').splitlines()[0]
   assert description.startswith(readme_title)
+  starts = []
+  for name in DOCS:
+    title = (REPO / name).read_text(encoding='utf-8').splitlines()[0]
+    assert title.startswith('# ') and description.count(f'\n{title}\n') == 1, name
+    starts.append(description.index(f'\n{title}\n'))
+  assert starts[DOCS.index('docs/README.md')] == min(starts)  # the task list first
+  assert 'docs/differences.md' in (REPO / 'README.md').read_text(encoding='utf-8')
+  assert not re.findall(r'\]\((?![a-z]+:)', description), 'a relative link on the index page'
+  assert '[docs/differences.md]' not in description and 'docs/differences.md' in description
 
 
 def test_sdist_has_what_setup_py_reads(dists):

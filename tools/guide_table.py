@@ -1,11 +1,11 @@
-"""How far is each legacy optimizer from its closest plain optax expression? (migration_guide.md)
+"""How far is each legacy optimizer from its closest plain optax expression? (docs/optimizers.md)
 
 For every row of ROWS (the ``guide`` rows of tests/catalogue.py) it runs the legacy API
 (``flax_optim_compat``, i.e. flax 0.5.3's ``flax.optim`` numerics) and the optax expression shown
 in the row side by side: the param tree ``a/kernel f32[5,3]``, ``a/bias f32[7]``, ``scalar
 f32[]``, ``t3 f32[4,3,2]``, ``big f32[200,160]`` (normal * 0.5), the same fresh N(0, 1)
 gradients each step, both jitted, optax applied with ``optax.apply_updates``. It prints the Markdown table that
-migration_guide.md contains:
+docs/optimizers.md contains:
 
 * max abs: max over steps, leaves and elements of |legacy - optax|;
 * max rel: max over steps and leaves of (max abs diff in the leaf / max |legacy| in the leaf);

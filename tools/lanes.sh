@@ -63,11 +63,11 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 # The pip bundled with older Pythons backtracks for many minutes on this dependency set.
 "${pip[@]}" install --upgrade pip
 
-for name in setup.py setup.cfg MANIFEST.in README.md LICENSE migration_guide.md \
+for name in setup.py setup.cfg MANIFEST.in README.md LICENSE \
     _flax_optim_compat_alias.py; do
   cp "$repo/$name" "$src/"
 done
-cp -r "$repo/flax_optim_compat" "$src/"
+cp -r "$repo/flax_optim_compat" "$repo/docs" "$src/"
 
 if [[ "$lane" == floors ]]; then
   mapfile -t floors < <("$venv/bin/python" - "$repo/setup.cfg" <<'EOF'

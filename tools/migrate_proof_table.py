@@ -1,11 +1,11 @@
-"""The migration guide's §9.4 table: the corpus migrated by `migrate`, run both ways, measured.
+"""The tables of docs/migrate.md, "How it is proven": the corpus migrated by `migrate`, run both ways, measured.
 
 Usage: python tools/migrate_proof_table.py   (from the repository root; a few minutes on 2
 CPU cores; needs LibCST)
 
 Copies tests/legacy_scripts/migrate/*.py and tests/legacy_scripts/train_mlp_legacy.py to a
 temporary folder, migrates the copies with one `migrate --write --report` call, runs every
-script both ways as tests/test_migrate_equivalence.py does (legacy on this package; migrated
+script both ways as tests/migrate/test_migrate_equivalence.py does (legacy on this package; migrated
 where this package cannot be imported), and the checkpoint path (the train-state script's
 checkpoint converted with the report's command and resumed). Prints a markdown table: per
 script, the optax expression the report names, the steps, the report's exactness and the
@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from tests import _migrate_harness as harness  # noqa: E402  pylint: disable=g-import-not-at-top
-from tests import migrate_examples  # noqa: E402  pylint: disable=g-import-not-at-top
+from tests.migrate import examples as migrate_examples  # noqa: E402  pylint: disable=g-import-not-at-top
 
 
 def _cell(text, limit=110):

@@ -29,11 +29,6 @@ class ConvertedCheckpoint(NamedTuple):
   step: Any
 
 
-def _is_train_state(node) -> bool:
-  """Whether ``node`` is a converted train state: a dict with ``params`` and ``opt_state``."""
-  return isinstance(node, dict) and {'params', 'opt_state'} <= set(node)
-
-
 def _empty_as_dict(raw, like):
   """``raw`` with ``{}`` where ``like`` has ``{}`` and ``raw`` None (orbax reads an empty
   NamedTuple such as ``optax.EmptyState()`` back as None, msgpack as ``{}``)."""
@@ -42,13 +37,6 @@ def _empty_as_dict(raw, like):
   if isinstance(raw, dict) and isinstance(like, dict):
     return {k: _empty_as_dict(v, like.get(k)) for k, v in raw.items()}
   return raw
-
-
-def _empty_as_none(tree):
-  """Empty dicts as None: an empty optax state reads back as ``{}`` from msgpack, None from orbax."""
-  if isinstance(tree, dict):
-    return {k: _empty_as_none(v) for k, v in tree.items()} if tree else None
-  return tree
 
 
 def _read(source, optimizer_def, tx):
@@ -61,13 +49,15 @@ def _read(source, optimizer_def, tx):
   if _state_dict.find_optimizers(tree):
     raise CheckpointError(f'{where} is already a legacy checkpoint; --to legacy converts what '
                           '`convert --to optax|train-state|orbax` wrote.')
-  found = _state_dict.find(tree, _is_train_state) if isinstance(tree, dict) else []
+  found = _state_dict.find(tree, _state_dict.is_train_state) if isinstance(tree, dict) else []
   if len(found) != 1:
     raise CheckpointError(
         f'{where} has {"no" if not found else len(found)} {{"params", "opt_state"}} node'
         f'{"s" if found else ""}: --to legacy converts what `convert --to '
         'optax|train-state|orbax` wrote.')
   node = _state_dict.at(tree, found[0])
+  if 'step' in node:
+    _state_dict.check_step(node['step'], f'{where}: at {_tree.join_keys(found[0] + ("step",))}')
   _state_dict.check_arrays(node['params'], found[0] + ('params',), where)
   params = jax.tree_util.tree_map(jnp.asarray, node['params'])
   if tx is None:
@@ -84,6 +74,9 @@ def _read(source, optimizer_def, tx):
   except (ValueError, KeyError, TypeError) as e:
     raise CheckpointError(f'{where}: its opt_state does not fit {optimizer_def!r} converted '
                           f'as by default or with this tx ({type(e).__name__}: {e}).') from None
+  for key_path, leaf in _state_dict.leaves(raw, found[0] + ('opt_state',)):
+    if key_path[-1] == 'count':
+      _state_dict.check_step(leaf, f'{where}: at {_tree.join_keys(key_path)}', 'the count')
   opt_state = jax.tree_util.tree_map(jnp.asarray, opt_state)
   return tree, where, found[0], params, opt_state, state_tx
 
@@ -122,22 +115,22 @@ def legacy_tree(source, optimizer_def, *, tx, step, optimizer_key: str) -> dict:
   return _state_dict.replace_at(tree, node_path, legacy)
 
 
-def aligned(trees, optimizer_def) -> list:
+def aligned(trees, optimizer_def, *, tx=None) -> list:
   """Two state dicts as ``convert.diff`` compares them given ``optimizer_def``.
 
-  A legacy side becomes its conversion's ``{'step', 'params', 'opt_state', ...}`` (without
-  ``step`` when the other side is a ``to_optax`` output, which has none); empty dicts become
-  None on both sides.
+  A legacy side becomes its conversion into ``tx`` (default: the plain optax expression),
+  ``{'step', 'params', 'opt_state', ...}`` (without ``step`` when the other side is a
+  converted file without one, as ``--to optax`` wrote them before it kept the step).
   """
   legacy = [bool(_state_dict.find_optimizers(tree)) for tree in trees]
   trees = list(trees)
   for i, tree in enumerate(trees):
     if legacy[i]:
       converted = serialization.to_state_dict(_conversion.convert_tree(
-          *_sources.read(tree, mode='jax'), optimizer_def, tx=None, keep_layout=False,
+          *_sources.read(tree, mode='jax'), optimizer_def, tx=tx, keep_layout=False,
           replica=None, apply_fn=None).state_dict)
       other = trees[1 - i]
       if not legacy[1 - i] and isinstance(other, dict) and 'step' not in other:
         converted.pop('step', None)  # a to_optax output: {params, opt_state}
       trees[i] = converted
-  return [_empty_as_none(tree) for tree in trees]
+  return trees

@@ -4,7 +4,8 @@ Float and complex leaves (bfloat16 included) are compared within a tolerance; Na
 and inf equals inf at the same place. Integer and bool leaves are compared exactly, as
 integers whatever their width (an ``int32`` step equals the same ``int64`` step). Other leaves
 (strings, bytes, None) are compared by value. Python scalars stand for a 0-d array of their
-family. Lists compare as dicts of their indices.
+family. Lists compare as dicts of their indices. An empty dict and None are the same leaf:
+nothing stored (an empty optax state is ``{}`` in msgpack and reads back as None from orbax).
 """
 import dataclasses
 from typing import List, Tuple
@@ -64,14 +65,33 @@ class DiffResult:
     """Whether a float leaf agrees: ``max_abs <= atol`` or ``max_rel <= rtol``."""
     return max_abs <= atol or max_rel <= rtol
 
+  def as_dict(self, rtol: float = 0.0, atol: float = 0.0) -> dict:
+    """A JSON-ready dict: ``same`` within ``rtol``/``atol``, the counts and every list."""
+    return {'same': self.same(rtol, atol), 'rtol': rtol, 'atol': atol,
+            'compared': self.compared, 'max_abs': _json_number(self.max_abs),
+            'max_rel': _json_number(self.max_rel), 'structural': self.structural,
+            'leaves': [{'path': p, 'max_abs': _json_number(a), 'max_rel': _json_number(r),
+                        'same': self.leaf_same(a, r, rtol, atol)} for p, a, r in self.leaves],
+            'only_a': list(self.only_a), 'only_b': list(self.only_b),
+            'mismatched': [{'path': p, 'what': w} for p, w in self.mismatched],
+            'differing': [{'path': p, 'what': w} for p, w in self.differing]}
+
   def same(self, rtol: float = 0.0, atol: float = 0.0) -> bool:
     """No structural or exact difference, and every float leaf agrees within ``rtol``/``atol``."""
     return (not self.structural and not self.differing
             and all(self.leaf_same(a, r, rtol, atol) for _, a, r in self.leaves))
 
 
+def _json_number(x: float):
+  """``x``, or 'inf' / 'nan' (JSON has no such numbers)."""
+  return x if np.isfinite(x) else str(x)
+
+
 def _normalise(tree):
-  """Lists and tuples as dicts of their indices (as flax's state dicts store them)."""
+  """Lists and tuples as dicts of their indices (as flax's state dicts store them); an empty
+  dict as None."""
+  if isinstance(tree, dict) and not tree:
+    return None
   if isinstance(tree, dict):
     return {k: _normalise(v) for k, v in tree.items()}
   if isinstance(tree, (list, tuple)):

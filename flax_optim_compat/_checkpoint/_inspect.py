@@ -4,6 +4,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import jax
 import numpy as np
+import optax
 
 from . import _codec
 from .. import _layouts
@@ -56,6 +57,10 @@ class CheckpointInfo:
     replicas: for a file saved with a leading device axis on every optimizer leaf
       (``jax_utils.replicate(optimizer)`` written without unreplicating), the number of
       replicas; ``param_count``/``param_bytes`` then count one replica. None otherwise.
+    optax_state: for what ``convert`` wrote (container ``'converted train state'``, at
+      ``optimizer_path``): its ``opt_state`` as optax's state types, named by their fields
+      (``'(ScaleByAdamState(count, mu, nu), EmptyState(), EmptyState())'``); else None.
+    carried: the keys ``convert`` carried beside that train state (``model_state``, ...).
   """
   source: str
   optimizer_path: Optional[str]
@@ -69,9 +74,19 @@ class CheckpointInfo:
   leaves: List[Tuple[str, Optional[Tuple[int, ...]], Optional[str], int]]
   notes: List[str]
   replicas: Optional[int] = None
+  optax_state: Optional[str] = None
+  carried: List[str] = dataclasses.field(default_factory=list)
 
   def summary(self) -> str:
     """One line: optimizer, step, where it sits, params and bytes."""
+    if self.optax_state is not None:
+      where = '' if self.optimizer_path == '/' else f' at {self.optimizer_path}'
+      carried = (f'carried beside it: {", ".join(self.carried)}; ' if self.carried else
+                 'nothing carried beside it; ')
+      step = f'at step {self.step}' if self.step is not None else 'without a step'
+      return (f'a converted TrainState{where} {step}, opt_state {self.optax_state}; {carried}'
+              f'{self.param_count:,} params ({_human(self.param_bytes)}), '
+              f'{len(self.leaves)} leaves, {_human(self.total_bytes)} of arrays')
     where = ('a bare optimizer' if self.optimizer_path == '/' else
              f'a train state (optimizer at {self.optimizer_path})' if self.optimizer_path
              else 'no optimizer')
@@ -172,14 +187,90 @@ def _unknown_fields_note(target, param_states) -> str:
 
 
 
+def _optax_state_types():
+  """``{frozenset(fields): (name, fields)}`` of optax's public state NamedTuples (first name
+  in alphabetical order where several have the same fields, ``EmptyState`` for none)."""
+  table = {frozenset(): ('EmptyState', ())}
+  for name in sorted(dir(optax)):
+    cls = getattr(optax, name)
+    if (not name.startswith('_') and name.endswith('State') and isinstance(cls, type)
+        and issubclass(cls, tuple) and hasattr(cls, '_fields')):
+      table.setdefault(frozenset(cls._fields), (name, tuple(cls._fields)))
+  return table
+
+
+_NESTED_STATES = ('inner_state', 'inner_opt_state', 'fast_state')
+
+
+def optax_state_text(node, table=None) -> str:
+  """An optax state read from a file (dicts, ``{}``/None for empty states), written as the
+  optax types its fields name: ``(ScaleByAdamState(count, mu, nu), EmptyState())``."""
+  table = _optax_state_types() if table is None else table
+  if node is None or node == {}:
+    return 'EmptyState()'
+  if not isinstance(node, dict):
+    return 'an array'
+  keys = [str(k) for k in node]
+  if all(k.isdigit() for k in keys):  # a tuple: optax.chain's states
+    ordered = sorted(node, key=lambda k: int(k))
+    inner = ', '.join(optax_state_text(node[k], table) for k in ordered)
+    return f'({inner}{"," if len(ordered) == 1 else ""})'
+  found = table.get(frozenset(keys))
+  if found is None:
+    return '{' + ', '.join(sorted(keys)) + '}'
+  name, fields = found
+  parts = []
+  for field in fields:
+    if field in _NESTED_STATES:
+      parts.append(f'{field}={optax_state_text(node[field], table)}')
+    elif field == 'inner_states' and isinstance(node[field], dict):
+      labels = ', '.join(f'{k!r}: {optax_state_text(v, table)}'
+                         for k, v in node[field].items())
+      parts.append(f'{field}={{{labels}}}')
+    else:
+      parts.append(field)
+  return f'{name}({", ".join(parts)})'
+
+
+def _describe_converted(tree, path, source, leaves) -> 'CheckpointInfo':
+  """The :class:`CheckpointInfo` of what ``convert`` wrote: its train state node at ``path``."""
+  node = _state_dict.at(tree, path)
+  notes = []
+  params = [leaf for _, leaf in _state_dict.leaves(node['params'])]
+  step = node.get('step')
+  if _step_note(step):
+    notes.append(_step_note(step))
+  counts = {_scalar(leaf) for p, leaf in _state_dict.leaves(node['opt_state']) if p[-1:] == ('count',)}
+  counts.discard(None)
+  if counts and _scalar(step) is not None and counts != {_scalar(step)}:
+    notes.append(f'the optax count ({", ".join(map(str, sorted(counts)))}) differs from the '
+                 f'step ({_scalar(step)}): the legacy optimizer\'s own step was kept in the count')
+  if path:
+    around = sorted(str(k) for k in _state_dict.at(tree, path[:-1]) if str(k) != path[-1])
+    notes.append(f'the file\'s own tree around it: {", ".join(around) or "nothing"} (the '
+                 'layout kept: --keep-layout, or an optimizer that sat deeper)')
+  if len(_state_dict.find(tree, _state_dict.is_train_state)) > 1:
+    notes.append('several {params, opt_state} nodes: described the first')
+  return CheckpointInfo(
+      source=source, optimizer_path=_tree.join_keys(path) or '/',
+      container='converted train state', step=_scalar(step), optimizer=None, groups=[],
+      param_count=sum(_count(leaf) for leaf in params),
+      param_bytes=sum(_leaf_summary(leaf)[2] for leaf in params),
+      total_bytes=sum(x[3] for x in leaves), leaves=leaves, notes=notes,
+      optax_state=optax_state_text(node['opt_state']),
+      carried=sorted(str(k) for k in node if k not in ('step', 'params', 'opt_state')))
+
+
 def describe(tree: dict, source: str) -> 'CheckpointInfo':
   """The :class:`CheckpointInfo` of a state dict read from ``source`` (a file name)."""
-  leaves = []
   leaves = []
   for path, leaf in _state_dict.leaves(tree):
     shape, dtype, nbytes = _leaf_summary(leaf)
     leaves.append((_tree.join_keys(path), shape, dtype, nbytes))
   found = _state_dict.find_optimizers(tree)
+  converted = _state_dict.find(tree, _state_dict.is_train_state) if isinstance(tree, dict) else []
+  if converted and not found:
+    return _describe_converted(tree, converted[0], source, leaves)
   notes = []
   optimizer_path = container = step = name = replicas = None
   groups: List[Tuple[str, List[str]]] = []

@@ -19,6 +19,12 @@ def is_optimizer(node) -> bool:
       {'step', 'param_states'} <= set(state) or _layouts.is_per_group_multi_state(state))
 
 
+def is_train_state(node) -> bool:
+  """Whether ``node`` is what ``convert`` writes in place of an optimizer: a dict with
+  ``params`` and ``opt_state`` (a TrainState's fields; ``step`` and carried keys beside them)."""
+  return isinstance(node, dict) and {'params', 'opt_state'} <= set(node)
+
+
 def find(tree, is_node, path=()) -> List[Tuple[str, ...]]:
   """The key paths of every node of ``tree`` for which ``is_node`` holds (outermost ones)."""
   if is_node(tree):
@@ -168,16 +174,18 @@ def _what(value) -> str:
   return f'a {type(value).__name__}'
 
 
-def check_step(step, where: str) -> np.ndarray:
-  """The legacy step as an int32 scalar; CheckpointError unless it is an integer in
-  [0, int32 max]."""
-  if isinstance(step, bool) or not (_is_array(step) or isinstance(step, int)):
-    raise CheckpointError(f'{where}: the step must be an integer, not {_what(step)}.')
+def check_step(step, where: str, what: str = 'the step') -> np.ndarray:
+  """The legacy step as an int32 scalar; CheckpointError (naming ``where``, ``what`` and the
+  value) unless it is an integer in [0, int32 max]."""
+  if isinstance(step, bool) or not (_is_array(step) or isinstance(step, (int, float))):
+    raise CheckpointError(f'{where}: {what} must be an integer, not {_what(step)}.')
   value = np.asarray(step)
   if value.ndim or _tree.dtype_kind(value.dtype) not in 'iu':
-    raise CheckpointError(f'{where}: the step must be an integer scalar, not {_what(step)}.')
+    shown = (f'{value.item()!r} ({"a Python float" if isinstance(step, float) else value.dtype.name})'
+             if not value.ndim else _what(step))
+    raise CheckpointError(f'{where}: {what} must be an integer scalar, not {shown}.')
   if not 0 <= int(value) <= np.iinfo(np.int32).max:
-    raise CheckpointError(f'{where}: the step {int(value)} is not in [0, 2**31 - 1].')
+    raise CheckpointError(f'{where}: {what} {int(value)} is not in [0, 2**31 - 1].')
   return np.asarray(value, np.int32)
 
 

@@ -169,41 +169,60 @@ def _cmd_convert(args, out) -> int:
       result = convert.convert_checkpoint(args.path, opt_def, tx=tx,
                                           keep_layout=args.keep_layout, replica=args.replica,
                                           progress=progress)
-      tree = result.state_dict
-      if args.to == 'optax':
-        tree = _without_step(tree)
-      convert.write_msgpack(args.out, serialization.to_state_dict(tree))
-  for warning in caught:
-    if issubclass(warning.category, convert.ConversionWarning):
-      sys.stderr.write(f'{_PROG} convert: warning: {warning.message}\n')
+      # Every --to keeps the train state's step: `optax` differs from `train-state` only in
+      # the load code printed (a dict template; flax ignores the keys a dict template lacks).
+      convert.write_msgpack(args.out, serialization.to_state_dict(result.state_dict))
+  warned = [str(w.message) for w in caught if issubclass(w.category, convert.ConversionWarning)]
+  if not args.json:
+    for warning in warned:
+      sys.stderr.write(f'{_PROG} convert: warning: {warning}\n')
   if result is None:
-    out.write(f'wrote {args.out} (legacy): {found.summary()}\n')
+    if args.json:
+      _write_json(out, {'out': args.out, 'to': 'legacy', 'warnings': warned,
+                        'inspect': found.as_dict()})
+    else:
+      out.write(f'wrote {args.out} (legacy): {found.summary()}\n')
     return 0
   load_with = tx_text or result.load_with
-  out.write(f'wrote {args.out} ({args.to}, step {int(result.train_state.step)}): load it with '
-            f'tx={load_with}\n')
+  labels = _labels_text(opt_def) if isinstance(opt_def, optim.MultiOptimizer) else None
+  code = convert.load_code(result.state_dict, args.out, tx=load_with, orbax=args.to == 'orbax',
+                           labels=labels, as_dict=args.to == 'optax')
+  step = int(result.train_state.step)
+  if args.json:
+    _write_json(out, {'out': args.out, 'to': args.to, 'step': step, 'tx': load_with,
+                      'param_labels': labels, 'load_code': code, 'notes': list(result.notes),
+                      'warnings': warned})
+    return 0
+  out.write(f'wrote {args.out} ({args.to}, step {step}): load it with tx={load_with}\n')
   if isinstance(opt_def, optim.MultiOptimizer):
-    labels = _labels_text(opt_def)
     out.write('  labels: one per group in order (\'0\', \'1\', ...), \'unmatched\' for the '
               'params no group selects' + (f'; {labels}' if labels else '') + '\n')
+  if code is not None:
+    out.write('  load it in plain flax + optax (`params`' + (', and each carried key by its '
+              'name,' if args.to == 'orbax' else '') + ' from your model: for the structure):\n')
+    out.write(''.join(f'    {line}\n'.rstrip(' ') if line else '\n'
+                      for line in code.splitlines()))
   for note in result.notes:
     out.write(f'  note: {note}\n')
   return 0
 
 
-def _without_step(tree):
-  """The converted tree without the train state's ``step`` (the ``--to optax`` layout)."""
-  if isinstance(tree, dict) and {'params', 'opt_state'} <= set(tree):
-    return {k: v for k, v in tree.items() if k != 'step'}
-  if isinstance(tree, dict):
-    return {k: _without_step(v) for k, v in tree.items()}
-  return tree
+def _write_json(out, value) -> None:
+  json.dump(value, out, indent=1)
+  out.write('\n')
 
 
 def _cmd_diff(args, out) -> int:
   opt_def = parse_optimizer(args.optimizer) if args.optimizer else None
-  result = convert.diff(args.a, args.b, opt_def)
+  if args.tx and opt_def is None:
+    raise UsageError('--tx converts the legacy side into that transformation; give '
+                     '--optimizer too (the optimizer that wrote the legacy file).')
+  tx = _target_txs(args, opt_def)[0] if opt_def is not None else None
+  result = convert.diff(args.a, args.b, opt_def, tx=tx)
   same = result.same(args.rtol, args.atol)
+  if args.json:
+    _write_json(out, result.as_dict(args.rtol, args.atol))
+    return 0 if same else 1
   tolerance = f'rtol {args.rtol:g}' + (f', atol {args.atol:g}' if args.atol else '')
   for path in result.only_a:
     out.write(f'only in A: {path}\n')
@@ -286,6 +305,7 @@ def _parser() -> argparse.ArgumentParser:
       prog=_PROG, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG,
       description='Inspect, convert and diff legacy flax.optim (flax <= 0.5.3) msgpack '
                   'checkpoints: to optax state, a flax TrainState, orbax, and back.')
+  parser.add_argument('--version', action='version', version=f'%(prog)s {optim.__version__}')
   sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
 
   p = sub.add_parser('inspect', help='what is in a checkpoint: optimizer, step, tree')
@@ -301,8 +321,8 @@ def _parser() -> argparse.ArgumentParser:
                  help='the optimizer that wrote it, e.g. "Adam(learning_rate=1e-3, '
                       'weight_decay=1e-4)" or "WeightNorm(Momentum(0.1))"')
   p.add_argument('--to', required=True, choices=('optax', 'train-state', 'orbax', 'legacy'),
-                 help='optax: msgpack {params, opt_state}; train-state: msgpack of a flax '
-                      'TrainState {step, params, opt_state}; orbax: an orbax checkpoint '
+                 help='optax: msgpack {step, params, opt_state}, loaded as a dict; '
+                      'train-state: the same, loaded as a flax TrainState; orbax: an orbax checkpoint '
                       'directory of that TrainState (each with every key that sat beside the '
                       'optimizer); legacy: back to a legacy msgpack file, those keys included')
   p.add_argument('--out', required=True, help='the output path (must not exist)')
@@ -320,6 +340,9 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--replica', type=int, default=None, metavar='N',
                  help='a file saved with a leading device axis on every leaf: convert replica '
                       'N (default: replica 0, after checking that all replicas agree)')
+  p.add_argument('--json', action='store_true',
+                 help='machine-readable output: the output, step, tx, the code that loads it, '
+                      'notes and warnings')
   p.add_argument('--step', type=int, default=None,
                  help='--to legacy: the legacy step, for a converted file whose optax state '
                       'keeps no count (e.g. Momentum); default: the count, else the file\'s step')
@@ -337,7 +360,12 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--optimizer', default=None,
                  help='convert legacy sides to the TrainState layout first (compare a legacy '
                       'file with a converted one)')
+  p.add_argument('--tx', action='append', default=None, metavar='EXPR',
+                 help='with --optimizer: the optax transformation the legacy side converts '
+                      'into, as for convert (once per group for a MultiOptimizer); default: '
+                      'the plain optax expression')
   p.add_argument('--all', action='store_true', help='list every leaf, not only differing ones')
+  p.add_argument('--json', action='store_true', help='machine-readable output')
   p.set_defaults(run=_cmd_diff)
 
   p = sub.add_parser('demo', help='the whole story on a tiny model: old code unchanged trains and '

@@ -36,6 +36,7 @@ import ast
 import inspect
 import io
 import math
+import re
 import tokenize
 from typing import Optional
 
@@ -69,6 +70,15 @@ class ExpressionError(UsageError):
 
 
 # ----------------------------------------------------------------------------- messages
+
+
+# A value to fill in, as tools that write commands (migrate's report) spell it: ``<name>``.
+PLACEHOLDER = re.compile(r'<([A-Za-z_][A-Za-z0-9_]*)>')
+
+
+def placeholder(name: str) -> str:
+  """``<name>``: the spelling every parser here refuses with "fill the placeholder name"."""
+  return f'<{name}>'
 
 
 def _one_line(message: str) -> str:
@@ -147,6 +157,10 @@ def parse_expression(text, ctx: Context) -> ast.expr:
     raise ctx.fail(f'is not valid UTF-8 text ({what} at position {e.start}).') from None
   if not text.strip():
     raise ctx.fail('is empty; expected e.g. "Adam(learning_rate=1e-3)".')
+  placeholder = PLACEHOLDER.search(text)
+  if placeholder:   # a value the command's writer could not know (e.g. migrate's report)
+    raise ctx.fail(f'fill the placeholder {placeholder.group(1)}: replace '
+                   f'{placeholder.group(0)} with its value.')
   depth = max_depth = count = 0
   try:
     for token in tokenize.generate_tokens(io.StringIO(text.strip()).readline):

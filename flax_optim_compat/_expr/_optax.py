@@ -162,7 +162,7 @@ def signature(fn) -> inspect.Signature:
 # Public optax transformations that declare no return type, so their annotation cannot say
 # what they are: in optax 0.2.8, scale_by_factored_rms (Adafactor's second-moment scaling, the
 # first call of the plain optax chain of a legacy Adafactor whose epsilon2 is not 1e-3).
-# tests/test_expr.py checks the list against the installed optax: each name exists and, called
+# tests/expr/test_expr.py checks the list against the installed optax: each name exists and, called
 # with its defaults, returns a GradientTransformation; every other unannotated public optax
 # function that can be called with its defaults returns something else. (optax.monitor
 # declares no return type either; it takes only functions, which an expression cannot write.)

@@ -68,9 +68,16 @@ def plan_create(project, site, plan, call, mode, schedule, plain_optax, records,
   if mode == 'inject':
     cmd_sources['learning_rate'] = 'learning_rate'
   cmd_tx = _optax.plain(call.name, cmd_sources).expression
-  if mode == 'inject':
-    cmd_tx = _optax.inject(cmd_tx, _optax.LR_STAND_IN)
   stand_ins = _optax.stand_ins(call)
+  state_lr = None   # the learning rate the converted state holds, where it holds one
+  if mode == 'inject':
+    # The injected learning rate is in the state: the code's literal, else a placeholder.
+    state_lr = initial if _optax.is_literal(initial) else _expr.placeholder('learning_rate')
+    cmd_tx = _optax.inject(cmd_tx, state_lr)
+    if not _optax.is_literal(initial):
+      stand_ins.pop('learning_rate', None)
+      notes.append(f'fill the placeholder learning_rate in the command: the value of '
+                   f'{initial} when the checkpoint was saved')
   if stand_ins:
     notes.append('run-time values replaced in the command by same-layout stand-ins: '
                  + ', '.join(f'{k}={v}' for k, v in stand_ins.items()))
@@ -93,10 +100,11 @@ def plan_create(project, site, plan, call, mode, schedule, plain_optax, records,
   records.append(Record.of(site, status, code=_rules.CREATE.code, exact=exact,
                            message=message))
   keep = ' --keep-layout' if keep_layout else ''
-  command = (f'flax-optim-compat convert <IN> --optimizer "{_optax.command_optimizer(call)}" '
+  command = (f'flax-optim-compat convert <IN> '
+             f'--optimizer "{_optax.command_optimizer(call, state_lr)}" '
              f'--tx "{cmd_tx}" --to train-state --out <OUT>{keep}')
   try:
-    _expr_tx.parse_tx(cmd_tx)
+    _expr_tx.parse_tx(cmd_tx.replace(_expr.placeholder('learning_rate'), '0.1'))
   except _expr.ExpressionError as e:
     command = ''
     notes.append(f'no convert command: its --tx cannot be written on the command line ({e})')
@@ -170,7 +178,7 @@ def plan_multi(project, site, plan, groups, plain_optax, records, conversions):
   message = (f'{unit.code(project.def_call(unit, site.node.func.value))} -> '
              'optax.multi_transform with labels from the traversals')
   notes = ['the labels come from a function of the params, which --tx cannot write: convert '
-           'this checkpoint per group (see the migration guide) or with the package\'s '
+           'this checkpoint per group (see docs/convert.md) or with the package\'s '
            'MultiOptimizer transform']
   records.append(Record.of(site, 'flagged' if markers else 'rewritten', code=_rules.MULTI.code,
                            exact=exact, message=message))

@@ -23,10 +23,12 @@ class FilePlan:
   markers: Dict[int, List[str]] = dataclasses.field(default_factory=dict)
   needs: Set[str] = dataclasses.field(default_factory=set)   # imports: 'optax', 'jnp', ...
 
-  def mark(self, node: cst.CSTNode, text: str):
+  def mark(self, node: cst.CSTNode, text: str, unless: str = ''):
+    """Puts the marker ``text`` above ``node``'s statement once (not where a marker of the
+    statement starts with ``unless``)."""
     stmt = statement_of(self.unit, node)
     texts = self.markers.setdefault(id(stmt), [])
-    if text not in texts:
+    if text not in texts and not (unless and any(t.startswith(unless) for t in texts)):
       texts.append(text)
 
 

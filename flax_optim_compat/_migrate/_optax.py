@@ -12,6 +12,7 @@ from typing import Dict, NamedTuple, Optional
 
 import libcst as cst
 import numpy as np
+import optax
 
 from .. import _deprecation
 import flax_optim_compat as _optim
@@ -84,9 +85,12 @@ def exact_transform(call: DefCall, sources: Dict[str, str], optim_alias: str) ->
 def inject(expression: str, initial: str) -> str:
   """``expression`` (with ``learning_rate=learning_rate``) with its learning rate injected.
 
-  One ``optax.F(learning_rate=learning_rate, ...)`` call becomes
-  ``optax.inject_hyperparams(optax.F, hyperparam_dtype=jnp.float32)(learning_rate=INITIAL, ...)``;
-  anything else (a chain) becomes a factory of the learning rate alone.
+  One ``optax.F(learning_rate=learning_rate, b1=..., ...)`` call becomes
+  ``optax.inject_hyperparams(optax.F, static_args=('b1', ...), hyperparam_dtype=jnp.float32)(
+  learning_rate=INITIAL, b1=..., ...)``: only the learning rate, which the apply sites set,
+  is in the state; the others stay the code's constants (a stand-in for one of them in a
+  convert command never reaches the state). Anything else (a chain) becomes a factory of the
+  learning rate alone.
   """
   node = cst.parse_expression(expression)
   if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and all(
@@ -97,7 +101,14 @@ def inject(expression: str, initial: str) -> str:
     args = ', '.join(
         f'{a.keyword.value}={initial}' if a.keyword.value == 'learning_rate' else
         f'{a.keyword.value}={cst.Module([]).code_for_node(a.value)}' for a in node.args)
-    return f'optax.inject_hyperparams({func}, hyperparam_dtype=jnp.float32)({args})'
+    factory = getattr(optax, func.split('.', 1)[1], None) if func.startswith('optax.') else None
+    if factory is None:
+      static = tuple(a.keyword.value for a in node.args if a.keyword.value != 'learning_rate')
+    else:   # every parameter, defaults included: inject_hyperparams injects those too
+      static = tuple(name for name in inspect.signature(factory).parameters
+                     if name != 'learning_rate')
+    static_args = f'static_args={static!r}, ' if static else ''
+    return f'optax.inject_hyperparams({func}, {static_args}hyperparam_dtype=jnp.float32)({args})'
   return (f'optax.inject_hyperparams(lambda learning_rate: {expression}, '
           f'hyperparam_dtype=jnp.float32)(learning_rate={initial})')
 
@@ -108,13 +119,19 @@ def _mentions(node: cst.CSTNode, name: str) -> bool:
   return any(_mentions(c, name) for c in node.children)
 
 
-def command_optimizer(call: DefCall) -> str:
-  """``--optimizer`` of the convert command: literal keywords, stand-ins for run-time values."""
+def command_optimizer(call: DefCall, learning_rate: Optional[str] = None) -> str:
+  """``--optimizer`` of the convert command: literal keywords, stand-ins for run-time values.
+
+  ``learning_rate``: the text to write for it instead (a placeholder where it reaches the
+  converted state: an injected learning rate known only at run time).
+  """
   cls = getattr(_optim, call.name)
   params = inspect.signature(cls).parameters
   parts = []
   for key, text in call.sources.items():
-    if call.literal[key]:
+    if key == 'learning_rate' and learning_rate is not None:
+      parts.append(f'{key}={learning_rate}')
+    elif call.literal[key]:
       parts.append(f'{key}={text}')
     elif key == 'learning_rate':
       parts.append(f'{key}={LR_STAND_IN}')

@@ -8,6 +8,7 @@ follow. Otherwise every site gets its edit here; the learning-rate mode comes fr
 ``_learning_rate``, and the create sites' optax expression and convert command from ``_create``.
 """
 import dataclasses
+import os
 from typing import Dict, List
 
 import libcst as cst
@@ -58,19 +59,39 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   for site in loose:   # subclasses: refused on their own
     files[site.unit.path].mark(site.node, _refusals.marker_text(site.refusal))
     records.append(Record.of(site, 'refused', message=site.message))
-  for group in groups.values():
-    _plan_group(project, group, files, records, conversions, plain_optax)
+  # Objects created in sight first: an object whose create is out of sight may be one of
+  # theirs that escaped the analysis, and is then refused too (never half-rewritten).
+  ordered = sorted(groups.values(), key=lambda g: not _creates(g))
+  escaped = False
+  for group in ordered:
+    unseen = not _creates(group) and escaped
+    _plan_group(project, group, files, records, conversions, plain_optax, unseen)
+    escaped |= any(s.kind == 'escape' for s in group.sites)
   refused_nodes = set()
   for group in groups.values():
-    for site in group.sites:
-      if group.refused:
+    if group.refused:
+      for site in group.sites:
         refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
+        if site.kind == 'create':   # its def's variable: ``opt_def = optim.Adam(...)``
+          values = _def_values(project, site)
+          refused_nodes.update(id(statement_of(site.unit, v)) for v in values)
   for site in loose:
     refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
   for unit in project.units:
     _leftovers(unit, files[unit.path], refused_nodes, records)
   records.sort(key=lambda r: (r.path, r.line))
   return Plan(files, records, conversions)
+
+
+def _creates(group) -> bool:
+  return any(s.kind == 'create' for s in group.sites)
+
+
+def _def_values(project, site):
+  receiver = site.node.func.value
+  if isinstance(receiver, cst.Name):
+    return project.assignment_values(site.unit, receiver) or []
+  return []
 
 
 def _leftovers(unit, plan, handled, records):
@@ -94,6 +115,13 @@ class _LeftoverVisitor(cst.CSTVisitor):
   def on_visit(self, node) -> bool:
     unit, plan = self.unit, self.plan
     edit = plan.edits.get(id(node))
+    if _dynamic_scale_import(unit, node):
+      # ``from flax.optim import dynamic_scale as dynamic_scale_lib``: the name FOM010 writes.
+      plan.edits[id(node)] = Edit(_rules.DYNAMIC_SCALE)
+      self.records.append(Record(unit.path, unit.line(node), _rules.DYNAMIC_SCALE.code,
+                                 'rewritten', 'bit-exact',
+                                 f'{unit.code(node)} -> from flax.training import ...'))
+      return False
     # A gradient statement (FOM011, FOM012) is rebuilt from its rewritten parts: look inside.
     if id(node) in self.handled or (edit and edit.rule not in _STATEMENT_RULES) or isinstance(
         node, (cst.Import, cst.ImportFrom)):
@@ -117,6 +145,17 @@ class _LeftoverVisitor(cst.CSTVisitor):
     return True
 
 
+def _dynamic_scale_import(unit, node) -> bool:
+  """``from flax.optim import dynamic_scale as dynamic_scale_lib`` (the alias FOM010 writes)."""
+  return (isinstance(node, cst.ImportFrom) and isinstance(node.names, (list, tuple))
+          and len(node.names) == 1 and node.names[0].asname is not None
+          and unit.code(node.names[0].asname.name) == _rules.DYNAMIC_SCALE_ALIAS
+          and unit.legacy(node.names[0].name) is None
+          and node.module is not None and unit.code(node.module) in ('flax.optim',
+                                                                      'flax_optim_compat')
+          and node.names[0].name.value == 'dynamic_scale')
+
+
 def _def_site_check(project, group, files) -> dict:
   """Refusals that come from the defs of the group's create calls; ``{id(site): groups}``.
 
@@ -130,7 +169,9 @@ def _def_site_check(project, group, files) -> dict:
     unit = site.unit
     call = project.def_call(unit, site.node.func.value)
     name = unit.legacy(call.func)
-    if name == 'WeightNorm':
+    if name is None and project.is_user_def(unit, call.func):
+      site.refusal, site.message = _refusals.SUBCLASS, f'{unit.code(call)}: a user subclass'
+    elif name == 'WeightNorm':
       site.refusal, site.message = _refusals.WEIGHT_NORM, unit.code(call)
     elif name == 'MultiOptimizer':
       pairs = []
@@ -213,7 +254,12 @@ def _accesses(unit, name: cst.Name):
   return nodes
 
 
-def _plan_group(project, group, files, records, conversions, plain_optax):
+def _plan_group(project, group, files, records, conversions, plain_optax, unseen):
+  """Plans one object: every site rewritten, or the object refused and each site marked.
+
+  ``unseen``: the object is created out of sight while another object escaped the analysis
+  (it may be that one, e.g. through an import the analysis cannot resolve).
+  """
   multis = _def_site_check(project, group, files)
   creates = [s for s in group.sites if s.kind == 'create']
   # ``optimize(loss_fn, **overrides)`` applies the gradient as ``apply_gradient`` does: the same
@@ -261,16 +307,26 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
       if id(c) in calls and id(c) not in multis and calls[id(c)].sources.get(
           'learning_rate', 'None') == 'None':
         c.refusal, c.message = _refusals.LR_NONE, 'learning_rate=None and no override'
+  if not creates and group.sites and group.refused == [] and (mode != 'none' or unseen):
+    # Its create (and so its optax form) is decided where the analysis cannot see it.
+    site = next((s for s in applies if overrides[id(s)] is not None), group.sites[0])
+    site.refusal = _refusals.ESCAPE
+    site.message = ('its create is out of sight (an import the analysis cannot resolve, or '
+                    'code outside the given files), so its optax form cannot be decided here')
   if group.refused:
     for site in group.refused:
       files[site.unit.path].mark(site.node, _refusals.marker_text(site.refusal))
       records.append(Record.of(site, 'refused', message=site.message))
+    first = group.refused[0]
+    code = first.refusal.code
     blocked = [s for s in group.sites if s.refusal is None]
     for site in blocked:
-      records.append(Record.of(site, 'refused', code=group.refused[0].refusal.code,
-                               message=f'not rewritten: this optimizer is refused '
-                                       f'({group.refused[0].refusal.code} at '
-                                       f'{group.refused[0].unit.path}:{group.refused[0].line})'))
+      where = os.path.relpath(first.unit.path, os.path.dirname(site.unit.path))
+      message = f'not rewritten: this optimizer is refused ({code} in {where})'
+      records.append(Record.of(site, 'refused', code=code,
+                               message=f'{message[:-1]}:{first.line})'))
+      files[site.unit.path].mark(site.node, f'{_refusals.MARKER} {code} {message}',
+                                 unless=f'{_refusals.MARKER} {code} ')
     return
   keep_layout = any(s.slot and s.slot[0] == 'field' for s in group.sites) or any(
       k[0] == 'field' for k in _members(project, group.root))
@@ -315,11 +371,11 @@ def _plan_group(project, group, files, records, conversions, plain_optax):
                                  + how))
       if mode != 'none':
         plan.needs.add('jnp' if mode == 'inject' else 'optax')
-    elif site.kind in ('target', 'step', 'replace', 'annotation'):
+    elif site.kind in ('target', 'step', 'replace', 'annotation', 'isinstance'):
       rule = {'target': _rules.TARGET, 'step': _rules.STEP, 'replace': _rules.REPLACE,
-              'annotation': _rules.ANNOTATION}[site.kind]
+              'annotation': _rules.ANNOTATION, 'isinstance': _rules.ISINSTANCE}[site.kind]
       plan.edits[id(site.node)] = Edit(rule)
-      if site.kind == 'annotation':
+      if site.kind in ('annotation', 'isinstance'):
         plan.needs.add('train_state')
       shown = site.node.annotation if site.kind == 'annotation' else site.node
       records.append(Record.of(site, 'rewritten', code=rule.code, message=site.unit.code(shown)))

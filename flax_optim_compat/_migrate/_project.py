@@ -36,9 +36,13 @@ _PASS_THROUGH = {
     'flax.serialization.from_state_dict': (0, 'target'),
     'jax.tree_util.tree_map': (1, 'tree'),
     'jax.tree.map': (1, 'tree'),
+    'jax.tree_map': (1, 'tree'),            # removed from jax; legacy programs use them
+    'jax.tree_multimap': (1, 'tree'),
+    'jax.tree_util.tree_multimap': (1, 'tree'),
 }
 # Of these, every positional argument after the function is a tree of the same structure.
-TREE_MAPS = frozenset({'jax.tree_util.tree_map', 'jax.tree.map'})
+TREE_MAPS = frozenset({'jax.tree_util.tree_map', 'jax.tree.map', 'jax.tree_map',
+                       'jax.tree_multimap', 'jax.tree_util.tree_multimap'})
 
 
 class _UnionFind:
@@ -117,6 +121,10 @@ class Project:
         elif isinstance(node, cst.ClassDef):
           for name in unit.names(node.name):
             self._classes[name] = (unit, node)
+    # The project's own subclasses of a flax.optim def: their optimizers are tracked (and
+    # refused at every use, not only at the class).
+    self.user_defs = {name for name, (u, node) in self._classes.items() if any(
+        u.legacy(base.value) not in (None, 'Optimizer') for base in node.bases)}
     # FunctionDef id -> the axis names it is pmapped with (``jax.pmap(f, axis_name='batch')``).
     self.pmap_axes: Dict[int, Set[str]] = {}
     for unit in self.units:
@@ -204,13 +212,17 @@ class Project:
 
   def def_call(self, unit: Unit, node: cst.CSTNode) -> Optional[cst.Call]:
     """The ``optim.X(...)`` call that ``node`` evaluates to (directly or through a variable)."""
-    if isinstance(node, cst.Call) and unit.legacy(node.func):
+    if isinstance(node, cst.Call) and (unit.legacy(node.func) or self.is_user_def(unit, node.func)):
       return node
     if isinstance(node, cst.Name) and self.var_slot(unit, node) in self.def_slots:
       values = self.assignment_values(unit, node)
       if values and len(values) == 1:
         return self.def_call(unit, values[0])
     return None
+
+  def is_user_def(self, unit: Unit, func: cst.CSTNode) -> bool:
+    """Whether ``func`` names one of the project's own subclasses of a flax.optim def."""
+    return bool(unit.names(func) & self.user_defs)
 
   def is_create(self, unit: Unit, node: cst.CSTNode) -> bool:
     return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
@@ -277,8 +289,9 @@ class Project:
       for node in unit.nodes:
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
           target = node.targets[0].target
-          if isinstance(target, cst.Name) and isinstance(node.value, cst.Call) and unit.legacy(
-              node.value.func) and unit.legacy(node.value.func) != 'Optimizer':
+          if isinstance(target, cst.Name) and isinstance(node.value, cst.Call) and (
+              unit.legacy(node.value.func) not in (None, 'Optimizer')
+              or self.is_user_def(unit, node.value.func)):
             slot = self.var_slot(unit, target)
             if slot:
               self.def_slots.add(slot)

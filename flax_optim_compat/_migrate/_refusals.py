@@ -5,7 +5,7 @@ A refused optimizer object is left exactly as it is; every site that blocks it g
 """
 from typing import NamedTuple
 
-GUIDE = 'migration_guide.md, "Source migration"'
+GUIDE = 'docs/migrate.md'
 MARKER = '# TODO(flax-optim-compat):'
 
 

@@ -138,8 +138,13 @@ def _optimize(original, updated, data, ctx):
           trailing_whitespace=updated.trailing_whitespace)])
 
 
+DYNAMIC_SCALE_ALIAS = 'dynamic_scale_lib'
+
+
 def _dynamic_scale(original, updated, data, ctx):
-  return cst.parse_expression('dynamic_scale_lib.DynamicScale')
+  if isinstance(updated, cst.ImportFrom):   # the module under the alias the rule writes
+    return updated.with_changes(module=cst.parse_expression('flax.training'))
+  return cst.parse_expression(f'{DYNAMIC_SCALE_ALIAS}.DynamicScale')
 
 
 def _target(original, updated, data, ctx):
@@ -193,6 +198,10 @@ def _annotation(original, updated, data, ctx):
   return updated.deep_replace(head, new)
 
 
+def _isinstance(original, updated, data, ctx):
+  return cst.parse_expression(f'{ctx.train_state}.TrainState')
+
+
 CREATE = Rule('FOM001', 'optim.X(...).create(params) -> TrainState.create(apply_fn=None, '
               'params=params, tx=<optax>)', _create)
 
@@ -234,5 +243,8 @@ OPTIMIZE = Rule('FOM012', 'new, loss = optimizer.optimize(loss_fn, learning_rate
                 'targets), then new = state.apply_gradients(grads=grads) as FOM004 writes it',
                 _optimize)
 
+ISINSTANCE = Rule('FOM013', 'isinstance(optimizer, optim.Optimizer) -> '
+                  'isinstance(state, train_state.TrainState)', _isinstance)
+
 all_rules = (CREATE, TARGET, STEP, APPLY, REPLACE, ANNOTATION, REPLICATE, MULTI, DYNAMIC_SCALE,
-             COMPUTE_GRADIENT, OPTIMIZE)
+             COMPUTE_GRADIENT, OPTIMIZE, ISINSTANCE)

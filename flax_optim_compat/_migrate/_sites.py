@@ -81,6 +81,15 @@ def _classify(project, unit: Unit, node: cst.CSTNode, slot: tuple) -> List[Site]
   optimizer and calls a method on it, and each of the two is rewritten by its own rule.
   """
   parent = unit.parent(node)
+  if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call) and (
+      isinstance_of_optimizer(unit, unit.parent(parent))) and unit.parent(parent).args[0] is parent:
+    extra = [Site(unit, unit.parent(parent).args[1].value, 'isinstance', slot)]
+  else:
+    extra = []
+  return extra + _classify_use(project, unit, node, slot, parent)
+
+
+def _classify_use(project, unit, node, slot, parent) -> List[Site]:
   if isinstance(node, cst.Call) and project.is_create(unit, node):
     if not _flows_ok(project, unit, node, parent):
       return [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
@@ -159,11 +168,15 @@ def _flows_ok(project, unit: Unit, node: cst.CSTNode, parent: cst.CSTNode) -> bo
     return isinstance(container, cst.Tuple) and isinstance(outer, cst.AssignTarget)
   if isinstance(parent, cst.Attribute):
     return True   # its own attribute uses are classified on their own
+  if isinstance(parent, cst.Del):
+    return True   # ``del optimizer``: the name goes, whatever it holds
   if isinstance(parent, cst.Arg):
     call = unit.parent(parent)
     if not isinstance(call, cst.Call):
       return False
     names = unit.names(call.func)
+    if isinstance_of_optimizer(unit, call) and call.args[0] is parent:
+      return True   # its class argument is a site of its own (FOM013)
     if _project.pass_through_arg(unit, call) is node or _sink_arg(unit, call) is node:
       return True
     if names & _project.TREE_MAPS and parent.keyword is None and call.args[0] is not parent:
@@ -229,6 +242,12 @@ def optimize_shape(unit: Unit, call: cst.CSTNode) -> Optional[str]:
     return (f'{code}: the optimizer or an override reads {", ".join(sorted(assigned & read))}, '
             'which the gradient statement would assign first')
   return None
+
+
+def isinstance_of_optimizer(unit: Unit, call: cst.Call) -> bool:
+  """Whether ``call`` is ``isinstance(x, optim.Optimizer)`` (any spelling of the class)."""
+  return (unit.names(call.func) & {'isinstance', 'builtins.isinstance'} and len(call.args) == 2
+          and unit.legacy(call.args[1].value) in _unit.OPTIMIZER_CLASSES)
 
 
 def _sink_arg(unit: Unit, call: cst.Call) -> Optional[cst.BaseExpression]:

@@ -20,7 +20,7 @@ by flax 0.5.3 with tools/oracle/gen_checkpoints.py; not modified here). The case
    legacy optimizer), records what it restored, and continues the remaining steps.
 
 Everything is stored in tests/fixtures/convert/expected.msgpack (cases not named keep their
-entries); tests/test_convert.py checks our conversions against it without the oracle venv.
+entries); tests/checkpoint/test_convert.py checks our conversions against it without the oracle venv.
 """
 import argparse
 import json

@@ -1,0 +1,1 @@
+"""Tests of the checkpoint tool: convert.py and flax_optim_compat/_checkpoint/."""

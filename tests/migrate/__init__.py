@@ -1,0 +1,1 @@
+"""Tests of flax_optim_compat/_migrate/ (the folder mirrors the package's)."""
