@@ -18,17 +18,35 @@ The finder acts on exactly these imports:
 Turn it off with the environment variable ``FLAX_OPTIM_COMPAT_ALIAS=0`` (also ``false``,
 ``no``, ``off``); ``python -S`` (no ``site``) skips ``.pth`` files and therefore the alias.
 ``install()`` / ``uninstall()`` do it by hand, e.g. when the package is used from a source
-tree without being installed.
+tree without being installed. While the alias is installed, pre-Linen ``flax.nn`` (``from flax
+import nn``, ``flax.nn.Module``) fails with one line saying it is not restored.
+
+A second finder, :class:`LegacyJaxFinder`, gives back the jax names and flax defaults of
+flax.optim's time (``jax.tree_map``, ``from jax.config import config``, ``init`` returning a
+``FrozenDict``, ...; the table is ``flax_optim_compat._legacy_jax``) once the legacy API is in use:
+when ``flax_optim_compat`` (hence ``flax.optim``) has been imported. It only watches the imports of
+``jax``, a few of its submodules, ``flax`` and ``flax_optim_compat``, and patches each module after
+it has executed; it imports nothing at start-up either. ``FLAX_OPTIM_COMPAT_LEGACY_JAX=1`` turns
+the names on from the start (still at jax's import), ``=0`` turns them off.
 """
 import os
 import sys
 
-__all__ = ['ENV_VAR', 'enabled', 'install', 'uninstall', 'is_installed']
+__all__ = ['ENV_VAR', 'LEGACY_JAX_ENV_VAR', 'enabled', 'legacy_jax_mode', 'install', 'uninstall',
+           'is_installed', 'install_legacy_jax', 'uninstall_legacy_jax']
 
 ENV_VAR = 'FLAX_OPTIM_COMPAT_ALIAS'
+LEGACY_JAX_ENV_VAR = 'FLAX_OPTIM_COMPAT_LEGACY_JAX'
 _ALIAS = 'flax.optim'
 _TARGET = 'flax_optim_compat'
+_LEGACY_JAX = 'flax_optim_compat._legacy_jax'
 _OFF_VALUES = ('0', 'false', 'no', 'off')
+_ON_VALUES = ('1', 'true', 'yes', 'on')
+# Pre-Linen flax: `flax.nn` until flax 0.3.5, `flax.deprecated.nn` in 0.3.6, removed in 0.4.0.
+_PRE_LINEN = ('flax.nn', 'flax.deprecated')
+_PRE_LINEN_MESSAGE = ('pre-Linen flax.nn was removed in flax 0.4.0 (flax 0.3.6 had moved it to '
+                      'flax.deprecated.nn) and flax_optim_compat does not restore it (it gives back '
+                      'flax.optim only): port the model to flax.linen')
 
 
 def enabled(environ=None) -> bool:
@@ -56,8 +74,20 @@ class _AliasLoader:
     module.__spec__ = self._target_spec
 
 
+def legacy_jax_mode(environ=None) -> str:
+  """``FLAX_OPTIM_COMPAT_LEGACY_JAX``: ``'on'`` (1/true/yes/on), ``'off'`` (0/...), else ``'auto'``.
+
+  ``'auto'`` (unset): the legacy jax names come with the first import of ``flax_optim_compat``.
+  """
+  value = (os.environ if environ is None else environ).get(LEGACY_JAX_ENV_VAR, '')
+  value = value.strip().lower()
+  return 'on' if value in _ON_VALUES else 'off' if value in _OFF_VALUES else 'auto'
+
+
 def _flax_getattr(name):
   """PEP 562 hook for the ``flax`` package: ``flax.optim`` without importing it first."""
+  if name in ('nn', 'deprecated'):
+    raise AttributeError(f"module 'flax' has no attribute {name!r}: {_PRE_LINEN_MESSAGE}")
   if name == 'optim':
     import importlib
     try:
@@ -85,6 +115,12 @@ class AliasFinder:
       return None
     if not self._patched_flax:
       self._patch_flax()
+    if fullname in _PRE_LINEN or fullname.startswith(tuple(p + '.' for p in _PRE_LINEN)):
+      if _other_finders_spec(fullname, path, target) is not None:
+        return None  # an old flax that still has it
+      # ImportError, not ModuleNotFoundError: `from flax import nn` swallows the latter and
+      # then reports only "cannot import name 'nn'".
+      raise ImportError(f'{fullname}: {_PRE_LINEN_MESSAGE}', name=fullname)
     if fullname == _ALIAS:
       if self._someone_else_finds(fullname, path, target):
         return None  # flax ships its own optim: leave it alone
@@ -114,20 +150,162 @@ class AliasFinder:
     if '__getattr__' not in vars(flax):
       flax.__getattr__ = _flax_getattr
 
-  def _someone_else_finds(self, fullname, path, target):
-    for finder in list(sys.meta_path):
-      if getattr(finder, 'is_flax_optim_compat_alias', False):
-        continue
-      find_spec = getattr(finder, 'find_spec', None)
-      if find_spec is not None and find_spec(fullname, path, target) is not None:
-        return True
-    return False
+  @staticmethod
+  def _someone_else_finds(fullname, path, target):
+    return _other_finders_spec(fullname, path, target) is not None
 
   @staticmethod
   def _alias_spec(fullname, target_name, is_package):
     import importlib.machinery
     return importlib.machinery.ModuleSpec(fullname, _AliasLoader(target_name),
                                           is_package=is_package)
+
+
+def _is_ours(finder) -> bool:
+  return (getattr(finder, 'is_flax_optim_compat_alias', False)
+          or getattr(finder, 'is_flax_optim_compat_legacy_jax', False))
+
+
+def _other_finders_spec(fullname, path, target):
+  """The spec the first finder that is not ours gives ``fullname``, or None."""
+  for finder in list(sys.meta_path):
+    if _is_ours(finder):
+      continue
+    find_spec = getattr(finder, 'find_spec', None)
+    if find_spec is not None:
+      spec = find_spec(fullname, path, target)
+      if spec is not None:
+        return spec
+  return None
+
+
+class _ThenPatch:
+  """Wraps a module's loader: executes the module, then hands it to ``after``.
+
+  The module gets its own loader back before it executes, so nothing inside or after it sees
+  this wrapper.
+  """
+
+  def __init__(self, loader, after):
+    self.loader = loader
+    self.after = after
+
+  def create_module(self, spec):
+    return self.loader.create_module(spec)
+
+  def exec_module(self, module):
+    module.__spec__.loader = module.__loader__ = self.loader
+    self.loader.exec_module(module)
+    self.after(module)
+
+
+def _load_legacy_jax():
+  """``flax_optim_compat._legacy_jax`` without importing the package when it is not imported yet.
+
+  With ``FLAX_OPTIM_COMPAT_LEGACY_JAX=1`` the names are needed at jax's import, possibly before
+  the program imports ``flax.optim``; importing the package there would import flax and optax
+  too. The module imports only the standard library, so its one file is loaded under its own
+  name; the package, when imported later, finds it in ``sys.modules`` (``_on_package`` sets the
+  package attribute the import system would have set).
+  """
+  module = sys.modules.get(_LEGACY_JAX)
+  if module is not None:
+    return module
+  import importlib
+  import importlib.util
+  if _TARGET in sys.modules:
+    return importlib.import_module(_LEGACY_JAX)
+  package = importlib.util.find_spec(_TARGET)
+  if package is None or not package.submodule_search_locations:
+    return None
+  path = os.path.join(list(package.submodule_search_locations)[0], '_legacy_jax.py')
+  spec = importlib.util.spec_from_file_location(_LEGACY_JAX, path)
+  module = importlib.util.module_from_spec(spec)
+  sys.modules[_LEGACY_JAX] = module
+  try:
+    spec.loader.exec_module(module)
+  except BaseException:
+    del sys.modules[_LEGACY_JAX]
+    raise
+  return module
+
+
+class LegacyJaxFinder:
+  """A ``sys.meta_path`` finder that watches the imports the legacy jax names depend on.
+
+  It answers nothing itself but the removed submodules of the table (``jax.config``,
+  ``jax.experimental.optimizers``): for ``jax``, its patched submodules, ``flax`` and
+  ``flax_optim_compat`` it wraps the spec another finder gives, to act after the module ran.
+  """
+
+  is_flax_optim_compat_legacy_jax = True
+
+  def __init__(self, active=False):
+    self.active = active  # True from the start with FLAX_OPTIM_COMPAT_LEGACY_JAX=1
+    self._legacy = None
+
+  def find_spec(self, fullname, path=None, target=None):
+    if fullname == _TARGET:
+      return self._then(fullname, path, target, self._on_package)
+    if not self.active or not (fullname in ('jax', 'flax') or fullname.startswith('jax.')):
+      return None
+    legacy = self._legacy_module()
+    if legacy is None:
+      return None
+    if fullname in legacy.PATCHED_MODULES:
+      return self._then(fullname, path, target, legacy.after_import)
+    return legacy.submodule_spec(fullname)
+
+  def _legacy_module(self):
+    if self._legacy is None:
+      self._legacy = _load_legacy_jax()
+      if self._legacy is not None and self.active:
+        self._legacy.activate()
+    return self._legacy
+
+  def _on_package(self, package):
+    legacy = _load_legacy_jax()
+    if legacy is None:
+      return
+    if not hasattr(package, '_legacy_jax'):
+      package._legacy_jax = legacy  # pylint: disable=protected-access
+    self.active = True
+    self._legacy = legacy
+    legacy.activate()
+
+  @staticmethod
+  def _then(fullname, path, target, after):
+    spec = _other_finders_spec(fullname, path, target)
+    if spec is None or not hasattr(spec.loader, 'exec_module'):
+      return spec
+    spec.loader = _ThenPatch(spec.loader, after)
+    return spec
+
+
+def install_legacy_jax(active=False) -> None:
+  """Puts a :class:`LegacyJaxFinder` at the front of ``sys.meta_path`` (idempotent).
+
+  Args:
+    active: give the names back from now on (``FLAX_OPTIM_COMPAT_LEGACY_JAX=1``), instead of
+      from the first import of ``flax_optim_compat``.
+  """
+  for finder in sys.meta_path:
+    if getattr(finder, 'is_flax_optim_compat_legacy_jax', False):
+      if active and not finder.active:
+        finder.active = True
+        if 'jax' in sys.modules or 'flax' in sys.modules:
+          finder._legacy_module()  # pylint: disable=protected-access
+      return
+  finder = LegacyJaxFinder(active=active)
+  sys.meta_path.insert(0, finder)
+  if active and ('jax' in sys.modules or 'flax' in sys.modules):
+    finder._legacy_module()  # pylint: disable=protected-access
+
+
+def uninstall_legacy_jax() -> None:
+  """Removes the finder (names already given back stay)."""
+  sys.meta_path[:] = [f for f in sys.meta_path
+                      if not getattr(f, 'is_flax_optim_compat_legacy_jax', False)]
 
 
 def is_installed() -> bool:
@@ -149,3 +327,5 @@ def uninstall() -> None:
 
 if enabled():
   install()
+if legacy_jax_mode() != 'off':
+  install_legacy_jax(active=legacy_jax_mode() == 'on')

@@ -1,0 +1,439 @@
+"""The jax names and flax defaults of flax.optim's time, given back while the legacy API is in use.
+
+Programs written for ``flax.optim`` (flax <= 0.5) also use jax names removed since
+(``jax.tree_map``, ``jax.tree_multimap``, ``jax.ops.index_update``, ``jnp.clip(a_max=...)``,
+``from jax.config import config``, ...) and rely on flax defaults of the time (``init`` returned a
+``FrozenDict``, checkpoints were msgpack files). :data:`NAMES` lists every removed name we give
+back, as data: where old code finds it, what it is today, and how it is given back (the
+``migrate`` codemod reads the same table to rewrite these names).
+
+Nothing here runs unless the legacy API is in use: the start-up hook
+(``_flax_optim_compat_alias``) calls :func:`activate` when ``flax.optim`` or
+``flax_optim_compat`` is imported, or when jax is imported with
+``FLAX_OPTIM_COMPAT_LEGACY_JAX=1``; ``FLAX_OPTIM_COMPAT_LEGACY_JAX=0`` turns it all off. A name is
+given back through the module's ``__getattr__`` (PEP 562), so it is looked up only when normal
+attribute lookup fails: a name the installed jax still has is never shadowed, and the value is
+today's object itself (``jax.tree_map is jax.tree_util.tree_map``), no wrapper in the call path.
+The one exception is ``jnp.clip``, which still exists but no longer takes ``a_min``/``a_max``:
+it is wrapped only when today's signature lacks them, and the wrapper only renames those two.
+Each name warns once per process, a :class:`FlaxOptimDeprecationWarning` naming its replacement.
+
+This module imports nothing at load time but the standard library: the hook may load it while
+jax is being imported, before the rest of the package.
+
+Examples:
+  >>> from flax_optim_compat import _legacy_jax
+  >>> entry = _legacy_jax.lookup('jax', 'tree_multimap')
+  >>> entry.replacement
+  'jax.tree_util.tree_map'
+  >>> sorted({e.kind for e in _legacy_jax.NAMES})  # doctest: +NORMALIZE_WHITESPACE
+  ['alias', 'at', 'config_attribute', 'config_module', 'function', 'keywords', 'module',
+   'second_argument']
+"""
+import functools
+import importlib
+import importlib.machinery
+import inspect
+import os
+import sys
+import types
+import warnings
+from typing import NamedTuple
+
+__all__ = ['LegacyName', 'NAMES', 'FLAX_DEFAULTS', 'lookup', 'activate', 'is_active']
+
+
+class LegacyName(NamedTuple):
+  """One removed name, as data.
+
+  Attributes:
+    module: the module old code finds it in (``'jax.numpy'``).
+    name: its name there (``'DeviceArray'``); for ``kind='module'``/``'config_module'`` the
+      submodule's last component.
+    kind: how it is given back (and how the codemod rewrites a use):
+      ``'alias'``: the object at ``target`` (a rename);
+      ``'function'``: the function ``target`` of this module (a few lines of today's jax);
+      ``'config_attribute'``: that function, set on today's ``jax.config`` object;
+      ``'at'``: ``f(x, idx, y)`` is ``x.at[idx].<target>(y)``;
+      ``'second_argument'``: ``f(x, y)`` is ``y``;
+      ``'keywords'``: the function at ``target`` with the keywords of ``keywords`` renamed;
+      ``'module'``: the submodule is the module at ``target``;
+      ``'config_module'``: the submodule holds ``config``, the object at ``target``.
+    target: what it is today, a dotted path (or the ``.at`` method for ``'at'``).
+    replacement: what the warning tells the user to write instead.
+    removed: the release that removed it.
+    keywords: ``((old, new), ...)`` for ``kind='keywords'``.
+  """
+  module: str
+  name: str
+  kind: str
+  target: str
+  replacement: str
+  removed: str
+  keywords: tuple = ()
+
+  @property
+  def qualname(self) -> str:
+    return f'{self.module}.{self.name}'
+
+
+def _tree(name, removed='jax 0.6.0'):
+  return LegacyName('jax', name, 'alias', f'jax.tree_util.{name}', f'jax.tree_util.{name}',
+                    removed)
+
+
+def _index(name, method):
+  return LegacyName('jax.ops', name, 'at', method, f'x.at[idx].{method}(y)', 'jax 0.3.2')
+
+
+def _array_type(module, name, removed):
+  return LegacyName(module, name, 'alias', 'jax.Array', 'jax.Array', removed)
+
+
+# Every name found in two or more public programs that used flax.optim (flax's own examples,
+# v0.2-v0.5.3), and the removed names of the same family.
+NAMES = (
+    _tree('tree_map'),
+    LegacyName('jax', 'tree_multimap', 'alias', 'jax.tree_util.tree_map',
+               'jax.tree_util.tree_map', 'jax 0.3.16'),
+    _tree('tree_leaves'),
+    _tree('tree_flatten'),
+    _tree('tree_unflatten'),
+    _tree('tree_structure'),
+    _tree('tree_transpose'),
+    LegacyName('jax', 'host_id', 'alias', 'jax.process_index', 'jax.process_index()',
+               'not yet'),
+    LegacyName('jax', 'host_count', 'alias', 'jax.process_count', 'jax.process_count()',
+               'not yet'),
+    LegacyName('jax', 'host_ids', 'function', 'host_ids', 'range(jax.process_count())',
+               'jax 0.4.32'),
+    LegacyName('jax.tree_util', 'tree_multimap', 'alias', 'jax.tree_util.tree_map',
+               'jax.tree_util.tree_map', 'jax 0.3.16'),
+    LegacyName('jax.random', 'shuffle', 'function', 'shuffle',
+               'jax.random.permutation(key, x, axis, independent=True)', 'jax 0.4.31'),
+    LegacyName('jax.profiler', 'StepTraceContext', 'alias', 'jax.profiler.StepTraceAnnotation',
+               'jax.profiler.StepTraceAnnotation', 'a jax after 0.2.12, which renamed it'),
+    LegacyName('jax.config', 'enable_omnistaging', 'config_attribute', 'enable_omnistaging',
+               'nothing (omnistaging is always on since jax 0.2.12): drop the call',
+               'a jax after 0.2.12'),
+    _index('index_update', 'set'),
+    _index('index_add', 'add'),
+    _index('index_mul', 'multiply'),
+    _index('index_min', 'min'),
+    _index('index_max', 'max'),
+    LegacyName('jax.ops', 'index', 'alias', 'jax.numpy.s_', 'jnp.s_ (or plain x.at[...])',
+               'jax 0.3.2'),
+    LegacyName('jax.numpy', 'clip', 'keywords', 'jax.numpy.clip', 'jnp.clip(x, min=..., max=...)',
+               'jax after 0.4.27 deprecated them', (('a_min', 'min'), ('a_max', 'max'))),
+    LegacyName('jax.lax', 'tie_in', 'second_argument', '', 'the second argument (tie_in(x, y) returns y)',
+               'jax 0.4.29'),
+    _array_type('jax.numpy', 'DeviceArray', 'jax 0.4.14'),
+    _array_type('jax.interpreters.xla', 'DeviceArray', 'jax 0.4.14'),
+    _array_type('jax.random', 'KeyArray', 'jax 0.4.24'),
+    _array_type('jax.random', 'PRNGKeyArray', 'jax 0.4.24'),
+    LegacyName('jax', 'config', 'config_module', 'jax.config', '`import jax` and jax.config',
+               'jax 0.4.29'),
+    LegacyName('jax.experimental', 'optimizers', 'module', 'jax.example_libraries.optimizers',
+               'jax.example_libraries.optimizers (or optax)', 'jax 0.3.16'),
+    LegacyName('jax.experimental', 'stax', 'module', 'jax.example_libraries.stax',
+               'jax.example_libraries.stax (or flax.linen)', 'jax 0.3.16'),
+)
+
+# flax config flags set while the legacy API is in use, unless the user set the flag's
+# environment variable (FLAX_RETURN_FROZENDICT, ...): (flag, legacy value, why).
+FLAX_DEFAULTS = (
+    ('flax_return_frozendict', True,
+     'model.init returned a FrozenDict until flax 0.7.1: old code calls .unfreeze() on it'),
+    ('flax_use_orbax_checkpointing', False,
+     'checkpoints.save_checkpoint wrote one msgpack file (relative paths allowed) until flax '
+     '0.6.7; orbax writes a directory and refuses relative paths'),
+)
+
+_BY_MODULE = {}
+for _entry in NAMES:
+  _BY_MODULE.setdefault(_entry.module, {})[_entry.name] = _entry
+_SUBMODULES = {entry.qualname: entry for entry in NAMES
+               if entry.kind in ('module', 'config_module')}
+# Modules whose attributes we add: patched when they finish executing, or at activate().
+PATCHED_MODULES = (frozenset(_BY_MODULE) - {'jax.config'}) | {'flax'}
+
+_state = {'active': False}
+_warned = set()
+_values = {}
+_MARK = '_flax_optim_compat_legacy_names'
+
+
+def lookup(module: str, name: str) -> LegacyName | None:
+  """The table entry for ``module.name``, or None."""
+  return _BY_MODULE.get(module, {}).get(name)
+
+
+def is_active() -> bool:
+  """Whether :func:`activate` ran in this process."""
+  return _state['active']
+
+
+# --- warnings ------------------------------------------------------------------------------
+
+def _is_internal(frame) -> bool:
+  name = frame.f_globals.get('__name__', '')
+  return (name in (__name__, '_flax_optim_compat_alias')
+          or frame.f_code.co_filename.startswith('<frozen importlib'))
+
+
+def _warn_once(entry: LegacyName) -> None:
+  if entry.qualname in _warned:
+    return
+  _warned.add(entry.qualname)
+  # Imported here: importing the package (flax, optax) is what this module must not do at load.
+  from flax_optim_compat._deprecation import FlaxOptimDeprecationWarning  # pylint: disable=import-outside-toplevel
+  frame, level = sys._getframe(0), 1  # pylint: disable=protected-access
+  while frame is not None and _is_internal(frame):
+    # `warnings` itself skips importlib's frames when it counts the stack level.
+    if not frame.f_code.co_filename.startswith('<frozen importlib'):
+      level += 1
+    frame = frame.f_back
+  if entry.kind == 'keywords':
+    what = f'the {"/".join(old for old, _ in entry.keywords)} keywords of {entry.qualname}'
+  elif entry.kind in ('module', 'config_module'):
+    what = f'the {entry.qualname} module'
+  else:
+    what = entry.qualname
+  verb = 'were' if entry.kind == 'keywords' else 'was'
+  when = 'is deprecated' if entry.removed == 'not yet' else f'{verb} removed in {entry.removed}'
+  warnings.warn(f'{what} {when}; flax_optim_compat gives it back while the legacy flax.optim '
+                f'API is in use. Use {entry.replacement} instead.',
+                FlaxOptimDeprecationWarning, stacklevel=level)
+
+
+# --- the values ----------------------------------------------------------------------------
+
+def _resolve(path: str):
+  module_name, _, attr = path.rpartition('.')
+  return getattr(importlib.import_module(module_name), attr)
+
+
+def host_ids():
+  """Legacy ``jax.host_ids()``: ``list(range(jax.process_count()))``."""
+  import jax  # pylint: disable=import-outside-toplevel
+  return list(range(jax.process_count()))
+
+
+def shuffle(key, x, axis=0):
+  """Legacy ``jax.random.shuffle``: each slice along ``axis`` shuffled on its own.
+
+  jax 0.4.13's ``shuffle`` and today's ``permutation(..., independent=True)`` are the same
+  sort-based shuffle (``jax.random.shuffle``'s own deprecation message names it).
+  """
+  import jax  # pylint: disable=import-outside-toplevel
+  return jax.random.permutation(key, x, axis=axis, independent=True)
+
+
+def enable_omnistaging():
+  """Legacy ``jax.config.enable_omnistaging()``: nothing to do, omnistaging is always on."""
+  _warn_once(lookup('jax.config', 'enable_omnistaging'))
+
+
+def _at_function(entry: LegacyName):
+  def index_op(x, idx, y, indices_are_sorted=False, unique_indices=False):
+    import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+    return getattr(jnp.asarray(x).at[idx], entry.target)(
+        y, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+  index_op.__name__ = index_op.__qualname__ = entry.name
+  index_op.__doc__ = f'Legacy ``{entry.qualname}``: ``{entry.replacement}``.'
+  return index_op
+
+
+def tie_in(x, y):  # pylint: disable=unused-argument
+  """Legacy ``jax.lax.tie_in``: returns ``y`` (a no-op since jax 0.2.0)."""
+  return y
+
+
+def _value(entry: LegacyName):
+  if entry.qualname not in _values:
+    if entry.kind == 'at':
+      value = _at_function(entry)
+    elif entry.kind == 'second_argument':
+      value = tie_in
+    elif entry.kind == 'module':
+      value = importlib.import_module(entry.target)
+    elif entry.kind in ('function', 'config_attribute'):
+      value = globals()[entry.target]
+    else:
+      value = _resolve(entry.target)
+    _values[entry.qualname] = value
+  return _values[entry.qualname]
+
+
+def _module_getattr(module: types.ModuleType, names: dict):
+  """A PEP 562 ``__getattr__`` for ``module`` answering ``names``, else the module's own."""
+  previous = module.__dict__.get('__getattr__')
+
+  def __getattr__(name):  # pylint: disable=invalid-name
+    entry = names.get(name)
+    if entry is not None:
+      _warn_once(entry)
+      return _value(entry)
+    if previous is not None:
+      return previous(name)
+    raise AttributeError(f'module {module.__name__!r} has no attribute {name!r}')
+
+  return __getattr__
+
+
+def _still_has(module: types.ModuleType, name: str) -> bool:
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore')  # jax's own deprecation getattr warns on a lookup
+    return hasattr(module, name)
+
+
+def _rejects_keywords(function, keywords) -> bool:
+  try:
+    params = inspect.signature(function).parameters
+  except (TypeError, ValueError):
+    return False
+  if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+    return False
+  return any(old not in params for old, _ in keywords)
+
+
+def _keywords_wrapper(function, entry: LegacyName):
+  renames = dict(entry.keywords)
+
+  @functools.wraps(function)
+  def wrapper(*args, **kwargs):
+    if renames.keys() & kwargs.keys():
+      _warn_once(entry)
+      for old, new in renames.items():
+        if old in kwargs:
+          if new in kwargs:
+            raise TypeError(f'{entry.qualname}() got both {old!r} and {new!r}')
+          kwargs[new] = kwargs.pop(old)
+    return function(*args, **kwargs)
+
+  wrapper.__flax_optim_compat_wraps__ = function
+  return wrapper
+
+
+def _patch_flax(flax) -> None:
+  config = getattr(flax, 'config', None)
+  for flag, value, _ in FLAX_DEFAULTS:
+    if flag.upper() in os.environ or not hasattr(config, flag):
+      continue  # the user chose, or this flax has no such flag
+    config.update(flag, value)
+
+
+def _patch_config(config) -> None:
+  """Today's ``jax.config`` object gets the methods old code calls on it that it lost."""
+  for entry in _BY_MODULE.get('jax.config', {}).values():
+    if not _still_has(config, entry.name):
+      setattr(config, entry.name, _value(entry))
+
+
+def _patch(module: types.ModuleType) -> None:
+  """Gives ``module`` the names of the table it misses (once; idempotent)."""
+  if module.__dict__.get(_MARK) or not _state['active']:
+    return
+  module.__dict__[_MARK] = True
+  if module.__name__ == 'flax':
+    _patch_flax(module)
+    return
+  if module.__name__ == 'jax':
+    _patch_config(module.config)
+  missing = {}
+  for name, entry in _BY_MODULE.get(module.__name__, {}).items():
+    if entry.kind == 'keywords':
+      function = module.__dict__.get(name)
+      if function is not None and _rejects_keywords(function, entry.keywords):
+        setattr(module, name, _keywords_wrapper(function, entry))
+    elif not _still_has(module, name):
+      if entry.kind not in ('module', 'config_module') or _other_spec(entry.qualname) is None:
+        missing[name] = entry  # e.g. `jax.experimental.optimizers` without importing it
+  if missing:
+    module.__getattr__ = _module_getattr(module, missing)
+
+
+def after_import(module: types.ModuleType) -> None:
+  """Called by the start-up hook when a module of :data:`PATCHED_MODULES` finished executing."""
+  if _state['active']:
+    _patch(module)
+
+
+def activate() -> None:
+  """Gives back the removed names in every loaded module, and from now on in later ones.
+
+  Modules imported later are patched by the start-up hook (``_flax_optim_compat_alias``), which
+  calls :func:`after_import`. Idempotent.
+  """
+  _state['active'] = True
+  for name in PATCHED_MODULES:
+    module = sys.modules.get(name)
+    if module is not None:
+      _patch(module)
+
+
+# --- removed submodules (`from jax.config import config`, `jax.experimental.optimizers`) -------
+
+def _other_spec(fullname):
+  """The spec any other finder has for ``fullname`` (the installed jax still has it), or None."""
+  for finder in list(sys.meta_path):
+    if getattr(finder, 'is_flax_optim_compat_legacy_jax', False):
+      continue
+    find_spec = getattr(finder, 'find_spec', None)
+    if find_spec is None:
+      continue
+    parent = sys.modules.get(fullname.rpartition('.')[0])
+    spec = find_spec(fullname, getattr(parent, '__path__', None), None)
+    if spec is not None:
+      return spec
+  return None
+
+
+class _ConfigModule(types.ModuleType):
+  """Legacy ``jax.config``: a module whose ``config`` is today's ``jax.config`` object.
+
+  Importing ``jax.config`` makes this module the ``config`` attribute of ``jax`` (the import
+  system sets it), so every other attribute reads through to the config object:
+  ``jax.config.update(...)`` and ``jax.config.jax_enable_x64`` keep working.
+  """
+
+  def __init__(self, name, config):
+    super().__init__(name, 'Legacy jax.config, given back by flax_optim_compat.')
+    self.__dict__['_config'] = config
+
+  def __getattr__(self, name):
+    config = self.__dict__['_config']
+    if name == 'config':
+      _warn_once(_SUBMODULES['jax.config'])
+      return config
+    return getattr(config, name)
+
+
+class _SubmoduleLoader:
+  """Loads a removed submodule of :data:`NAMES` (``kind='module'`` or ``'config_module'``)."""
+
+  def __init__(self, entry: LegacyName):
+    self.entry = entry
+    self._target_spec = None
+
+  def create_module(self, spec):
+    if self.entry.kind == 'config_module':
+      return _ConfigModule(spec.name, sys.modules['jax'].config)
+    _warn_once(self.entry)
+    module = _value(self.entry)
+    self._target_spec = module.__spec__
+    return module
+
+  def exec_module(self, module):
+    if self._target_spec is not None:
+      # The same module object as its new home: give it back its own spec (as the flax.optim
+      # alias does), the import system stamped ours on it.
+      module.__spec__ = self._target_spec
+
+
+def submodule_spec(fullname: str):
+  """A spec for a removed submodule old code imports, or None (also when jax still has it)."""
+  entry = _SUBMODULES.get(fullname)
+  if entry is None or not _state['active'] or _other_spec(fullname) is not None:
+    return None
+  return importlib.machinery.ModuleSpec(fullname, _SubmoduleLoader(entry))

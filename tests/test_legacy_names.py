@@ -1,0 +1,215 @@
+"""Old programs' removed jax names and flax defaults come back while flax.optim is in use, only then.
+
+Every test runs a brand-new interpreter (``sys.executable``) in which nothing of the test patches
+anything: the installed start-up hook (or, from a plain checkout, a ``sitecustomize`` importing the
+same hook module, as in tests/test_legacy_script_e2e.py) is all there is. The legacy script's
+expected values come from flax 0.5.3 on jax 0.4.13 (tools/oracle/gen_legacy_names.py ran the same
+script there).
+"""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from flax_optim_compat import _legacy_jax
+from tests import test_import_alias
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+SCRIPT = REPO / 'tests' / 'legacy_scripts' / 'legacy_names.py'
+GOLDEN = REPO / 'tests' / 'fixtures' / 'legacy_names' / 'legacy_names.json'
+
+
+def _env(tmp_path, **extra):
+  env = test_import_alias._clean_env(JAX_PLATFORMS='cpu', **extra)
+  env.pop('FLAX_OPTIM_COMPAT_LEGACY_JAX', None)
+  env.pop('FLAX_RETURN_FROZENDICT', None)
+  env.pop('FLAX_USE_ORBAX_CHECKPOINTING', None)
+  env.update(extra)
+  if not test_import_alias._installed_here():
+    hook_dir = tmp_path / 'site_hook'
+    hook_dir.mkdir(exist_ok=True)
+    (hook_dir / 'sitecustomize.py').write_text('import _flax_optim_compat_alias\n')
+    env['PYTHONPATH'] = os.pathsep.join([str(hook_dir), str(REPO)])
+  return env
+
+
+def _run(tmp_path, args, **env):
+  work = tmp_path / 'work'
+  work.mkdir(exist_ok=True)
+  proc = subprocess.run([sys.executable, *args], cwd=work, env=_env(tmp_path, **env),
+                        capture_output=True, text=True, timeout=300, check=False)
+  return proc
+
+
+def _json(proc):
+  assert proc.returncode == 0, f'STDOUT:\n{proc.stdout}\nSTDERR:\n{proc.stderr}'
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _assert_close(actual, expected, path='', rtol=1e-6):
+  if isinstance(expected, dict):
+    assert sorted(actual) == sorted(expected), path
+    for key in expected:
+      _assert_close(actual[key], expected[key], f'{path}.{key}', rtol)
+  elif isinstance(expected, list):
+    assert len(actual) == len(expected), path
+    for i, (a, e) in enumerate(zip(actual, expected)):
+      _assert_close(a, e, f'{path}[{i}]', rtol)
+  elif isinstance(expected, float):
+    assert actual == pytest.approx(expected, rel=rtol, abs=1e-7), path
+  else:
+    assert actual == expected and type(actual) is type(expected), path
+
+
+def test_legacy_script_runs_unchanged_and_matches_the_oracle(tmp_path):
+  out = _json(_run(tmp_path, [str(SCRIPT)]))
+  golden = json.loads(GOLDEN.read_text())
+  # jax 0.5.0 made jax_threefry_partitionable the default, which changes every random draw of
+  # a key: the shuffle is the same permutation of each column only with jax's old bits (below).
+  shuffled, expected = out.pop('shuffle'), golden.pop('shuffle')
+  assert sorted(map(sorted, zip(*shuffled))) == sorted(map(sorted, zip(*expected)))
+  assert shuffled != sorted(shuffled)
+  # Five jitted Momentum steps: float32 on different XLA versions, so not bit for bit (the
+  # legacy library itself differs by ~1e-6 relative between eager and jit).
+  trained = {key: golden.pop(key) for key in ('trained', 'loss')}
+  _assert_close({k: out[k] for k in golden}, golden)
+  _assert_close({k: out[k] for k in trained}, trained, rtol=1e-5)
+  assert sorted(out) == sorted([*golden, *trained])
+
+
+def test_shuffle_is_legacy_shuffle_with_legacy_random_bits(tmp_path):
+  out = _json(_run(tmp_path, [str(SCRIPT)], JAX_THREEFRY_PARTITIONABLE='false'))
+  assert out['shuffle'] == json.loads(GOLDEN.read_text())['shuffle']
+
+
+MODERN = r'''
+import json, sys
+import jax, jax.numpy as jnp, flax, flax.linen as nn
+out = {'names': [hasattr(jax, 'tree_multimap'), hasattr(jax, 'tree_map'),
+                 hasattr(jax.ops, 'index_update'), hasattr(jnp, 'DeviceArray'),
+                 hasattr(jax.lax, 'tie_in'), hasattr(jax.random, 'KeyArray')]}
+try:
+  jnp.clip(jnp.ones(2), a_max=0.5)
+  out['clip'] = 'accepted'
+except TypeError:
+  out['clip'] = 'TypeError'
+try:
+  from jax.config import config
+  out['jax_config'] = 'imported'
+except ImportError:
+  out['jax_config'] = 'ImportError'
+out['init'] = type(nn.Dense(2).init(jax.random.PRNGKey(0), jnp.ones((1, 2)))).__name__
+out['orbax'] = flax.config.flax_use_orbax_checkpointing
+out['package'] = 'flax_optim_compat' in sys.modules
+print(json.dumps(out))
+'''
+
+
+def test_a_modern_program_sees_no_change(tmp_path):
+  out = _json(_run(tmp_path, ['-c', MODERN]))
+  assert out == {'names': [False] * 6, 'clip': 'TypeError', 'jax_config': 'ImportError',
+                 'init': 'dict', 'orbax': True, 'package': False}
+
+
+def test_switch_off_even_with_flax_optim(tmp_path):
+  out = _json(_run(tmp_path, ['-c', 'from flax import optim\n' + MODERN],
+                   FLAX_OPTIM_COMPAT_LEGACY_JAX='0'))
+  assert out == {'names': [False] * 6, 'clip': 'TypeError', 'jax_config': 'ImportError',
+                 'init': 'dict', 'orbax': True, 'package': True}
+
+
+SWITCH_ON = r'''
+from jax.config import config
+import json, sys
+import jax
+out = {'tree_multimap': None}
+out['tree_multimap'] = jax.tree_multimap(lambda a, b: a + b, [1], [2])
+import flax.linen as nn
+out['init'] = type(nn.Dense(2).init(jax.random.PRNGKey(0), jax.numpy.ones((1, 2)))).__name__
+import flax_optim_compat
+out['same_module'] = flax_optim_compat._legacy_jax is sys.modules['flax_optim_compat._legacy_jax']
+print(json.dumps(out))
+'''
+
+
+def test_switch_on_from_the_start_without_flax_optim(tmp_path):
+  out = _json(_run(tmp_path, ['-c', SWITCH_ON], FLAX_OPTIM_COMPAT_LEGACY_JAX='1'))
+  assert out['tree_multimap'] == [3] and out['init'] == 'FrozenDict' and out['same_module'], out
+  # Importing jax loads only the table module (standard library only), not flax, optax or the
+  # package; the first warning imports the package (its warning class), as line 1 did above.
+  out = _json(_run(tmp_path, ['-c', r'''
+import json, sys
+import jax
+print(json.dumps(sorted(m for m in sys.modules if m.startswith('flax'))))
+'''], FLAX_OPTIM_COMPAT_LEGACY_JAX='1'))
+  assert out == ['flax_optim_compat._legacy_jax']
+
+
+WARNINGS = r'''
+import importlib, json, warnings
+import jax, jax.numpy as jnp
+TABLE = %r
+# What today's jax has, looked up before the package is imported.
+had = [hasattr(jax.config if kind == 'config_attribute' else importlib.import_module(module),
+               name) for module, name, kind in TABLE]
+warnings.simplefilter('always')
+with warnings.catch_warnings(record=True) as caught:
+  import flax_optim_compat
+  for _ in range(2):
+    for module, name, kind in TABLE:
+      if kind == 'config_attribute':
+        getattr(jax.config, name)()
+      elif kind == 'keywords':
+        getattr(importlib.import_module(module), name)(jnp.ones(2), a_max=0.5)
+      elif kind in ('module', 'config_module'):
+        exec(f'import {module}.{name}')
+        if kind == 'config_module':
+          exec(f'from {module}.{name} import config')
+      else:
+        getattr(importlib.import_module(module), name, None)
+print(json.dumps({'had': had, 'warnings': [(w.category.__name__, str(w.message), w.filename)
+                                           for w in caught]}))
+'''
+
+
+def test_each_name_warns_once_naming_its_replacement(tmp_path):
+  table = [(e.module, e.name, e.kind) for e in _legacy_jax.NAMES]
+  out = _json(_run(tmp_path, ['-c', WARNINGS % (table,)]))
+  ours = [(message, filename) for category, message, filename in out['warnings']
+          if category == 'FlaxOptimDeprecationWarning']
+  # A name today's jax still has (jax.host_id, jnp.clip itself) is left alone: no warning.
+  expected = [e for e, had in zip(_legacy_jax.NAMES, out['had'])
+              if not had or e.kind in ('keywords', 'config_module')]
+  assert len(expected) >= 20
+  assert len(ours) == len(expected), ours  # each once, though the script uses each twice
+  for entry, (message, filename) in zip(expected, ours):
+    assert entry.qualname in message, (entry, message)
+    assert entry.replacement in message and entry.removed in message, message
+    assert filename == '<string>', (entry, filename)  # the user's line, not ours or importlib's
+
+
+def test_pre_linen_flax_nn_is_one_clear_line(tmp_path):
+  for code, error in (('from flax import nn', 'ImportError'), ('import flax.nn', 'ImportError'),
+                      ('import flax\nflax.nn.Module', 'AttributeError')):
+    proc = _run(tmp_path, ['-c', 'from flax import optim\n' + code])
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(error + ':') and 'flax.nn' in last and 'flax 0.4.0' in last, last
+    assert 'flax_optim_compat does not restore it' in last, last
+
+
+def test_names_jax_still_has_are_left_alone(tmp_path):
+  out = _json(_run(tmp_path, ['-c', r'''
+import json
+import jax, jax.numpy as jnp
+before = {name: getattr(jax, name) for name in ('host_id', 'host_count', 'process_index')}
+getattr_before = jax.__getattr__
+import flax_optim_compat
+print(json.dumps({'same': [getattr(jax, n) is f for n, f in before.items()],
+                  'tree_map': jax.tree_map is jax.tree_util.tree_map,
+                  'getattr_chained': jax.__getattr__ is not getattr_before}))
+''']))
+  assert out == {'same': [True, True, True], 'tree_map': True, 'getattr_chained': True}
