@@ -4,9 +4,9 @@ Run in the legacy oracle venv, from the repository root::
 
     ~/.cache/legacy-flax-oracle/bin/python -m tools.oracle.gen_migrate_jax_names
 
-Each ``tests/migrate_examples/jax_names/*/before.py`` whose names jax 0.4.13 still has runs unchanged
+Each ``tests/migrate/examples/jax_names/<name>_before.py`` whose names jax 0.4.13 still has runs unchanged
 in a child of this interpreter; its trajectory (the JSON list it prints last) goes to
-tests/fixtures/migrate_jax_names.json, which the tests compare the rewritten ``after.py``
+tests/fixtures/migrate_jax_names.json, which the tests compare the rewritten ``<name>_after.py``
 (run on today's jax) with, bit for bit. The examples of names jax had already removed by
 0.4.13 (``jax.ops.index_update``, ``jax.tree_multimap``, ``jax.experimental.optimizers``) are
 listed in ``BEFORE_0_4`` and are checked against hand math in the tests instead.
@@ -20,7 +20,7 @@ import jax
 
 from tools import oracle
 
-EXAMPLES = os.path.join(os.path.dirname(oracle.FIXTURES), 'migrate_examples', 'jax_names')
+EXAMPLES = os.path.join(os.path.dirname(oracle.FIXTURES), 'migrate', 'examples', 'jax_names')
 OUT = os.path.join(oracle.FIXTURES, 'migrate_jax_names.json')
 BEFORE_0_4 = ('removed_before_0_4',)
 
@@ -36,9 +36,10 @@ def _trajectory(path):
 
 
 def main():
-  names = sorted(n for n in os.listdir(EXAMPLES) if n not in BEFORE_0_4)
+  names = sorted(n[:-len('_before.py')] for n in os.listdir(EXAMPLES)
+                 if n.endswith('_before.py') and n[:-len('_before.py')] not in BEFORE_0_4)
   golden = {'jax': jax.__version__,
-            'trajectories': {n: _trajectory(os.path.join(EXAMPLES, n, 'before.py'))
+            'trajectories': {n: _trajectory(os.path.join(EXAMPLES, f'{n}_before.py'))
                              for n in names}}
   with open(OUT, 'w') as f:
     json.dump(golden, f, indent=1)

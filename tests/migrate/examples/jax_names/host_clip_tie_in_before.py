@@ -8,7 +8,7 @@ from jax import lax
 @jax.jit
 def step(x):
   y = jnp.clip(x, a_min=-1.0, a_max=1.5)
-  z = jnp.clip(a=x * 3.0, a_max=2.0)
+  z = jnp.clip(x * 3.0, a_max=2.0)
   return 2.0 * lax.tie_in(x, y + z)
 
 

@@ -7,6 +7,7 @@ from jax.ops import index, index_update
 
 
 def main():
+  jax.config.enable_omnistaging()
   x = jnp.zeros(5)
   x = index_update(x, index[1:3], 2.0)
   x = jax.ops.index_add(x, jax.ops.index[0], 1.0)
