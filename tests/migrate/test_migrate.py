@@ -918,8 +918,7 @@ def test_a_subclass_is_refused_at_every_use_of_its_optimizers():
 
 
 def test_the_report_names_no_absolute_path(tmp_path, monkeypatch):
-  """Paths relative to the arguments' folder when it is not under the current one, messages
-  included (a refused object's other sites name the refusing site's file)."""
+  """Paths relative to the arguments' folder when it is not under the current one."""
   project = tmp_path / 'project'
   (project / 'pkg').mkdir(parents=True)
   (project / 'pkg' / 'train.py').write_text(
@@ -936,4 +935,3 @@ def test_the_report_names_no_absolute_path(tmp_path, monkeypatch):
   assert str(tmp_path) not in text
   sites = json.loads(text)['sites']
   assert {s['path'] for s in sites} == {os.path.join('pkg', 'train.py')}
-  assert any(os.path.join('pkg', 'train.py') + ':' in s['message'] for s in sites), sites
