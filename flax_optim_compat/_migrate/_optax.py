@@ -138,7 +138,7 @@ def command_optimizer(call: DefCall, learning_rate: Optional[str] = None) -> str
     else:
       parts.append(f'{key}={_stand_in(params[key].default)}')
   if 'learning_rate' not in call.sources:
-    parts.insert(0, f'learning_rate={LR_STAND_IN}')
+    parts.insert(0, f'learning_rate={learning_rate or LR_STAND_IN}')
   return f'{call.name}({", ".join(parts)})'
 
 

@@ -328,6 +328,7 @@ class Project:
     changed = False
     if isinstance(target, (cst.Tuple, cst.List)):
       elements = [e.value for e in target.elements]
+      value = unwrap(unit, value)   # ``a, b = jax_utils.replicate((a, b))``
       if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
         for t, v in zip(elements, value.elements):
           changed |= self._bind_targets(unit, t, v.value, value_slot_of)
@@ -374,8 +375,9 @@ class Project:
     elif isinstance(node, cst.Return) and node.value is not None:
       fdef = unit.enclosing(node, (cst.FunctionDef, cst.Lambda))
       if isinstance(fdef, cst.FunctionDef):
-        values = ([(i, e.value) for i, e in enumerate(node.value.elements)]
-                  if isinstance(node.value, cst.Tuple) else [(None, node.value)])
+        value = unwrap(unit, node.value)   # ``return restore_checkpoint(d, (opt, ema))``
+        values = ([(i, e.value) for i, e in enumerate(value.elements)]
+                  if isinstance(value, cst.Tuple) else [(None, node.value)])
         for i, v in values:
           slot = slot_of(v)
           if slot:
@@ -428,6 +430,16 @@ class Project:
         if pslot:
           changed |= self._mark(pslot, slot)
     return changed
+
+
+def unwrap(unit: Unit, value: cst.BaseExpression) -> cst.BaseExpression:
+  """``value`` inside the pass-through calls around it (``replicate((a, b))`` -> ``(a, b)``)."""
+  for _ in range(8):
+    arg = pass_through_arg(unit, value) if isinstance(value, cst.Call) else None
+    if arg is None:
+      return value
+    value = arg
+  return value
 
 
 def pass_through_arg(unit: Unit, call: cst.Call) -> Optional[cst.BaseExpression]:

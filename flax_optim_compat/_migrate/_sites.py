@@ -161,6 +161,13 @@ def _flows_ok(project, unit: Unit, node: cst.CSTNode, parent: cst.CSTNode) -> bo
   if isinstance(parent, (cst.Element,)):
     container = unit.parent(parent)
     outer = unit.parent(container)
+    if isinstance(container, cst.Tuple) and isinstance(outer, cst.Del):
+      return True   # ``del optimizer, variables``
+    if isinstance(container, (cst.Tuple, cst.List)) and isinstance(outer, cst.Arg):
+      call = unit.parent(outer)   # ``save_checkpoint(d, (optimizer, ema), step)``
+      if isinstance(call, cst.Call) and (_project.pass_through_arg(unit, call) is container
+                                         or _sink_arg(unit, call) is container):
+        return _tuple_destination_ok(unit, call, container)
     if isinstance(container, cst.Tuple) and isinstance(outer, cst.Return):
       return True
     if isinstance(container, cst.Tuple) and isinstance(outer, cst.Assign):
@@ -194,6 +201,25 @@ def _flows_ok(project, unit: Unit, node: cst.CSTNode, parent: cst.CSTNode) -> bo
     return True
   if isinstance(parent, cst.Subscript):
     return True
+  return False
+
+
+def _tuple_destination_ok(unit: Unit, call: cst.Call, container) -> bool:
+  """Whether a tuple handed to a pass-through call comes back where it is followed: unpacked
+  into as many targets, or returned (a sink reads it and is done)."""
+  if _project.pass_through_arg(unit, call) is not container:
+    return True
+  node, parent = call, unit.parent(call)
+  while isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call) and (
+      _project.pass_through_arg(unit, unit.parent(parent)) is node):
+    node = unit.parent(parent)
+    parent = unit.parent(node)
+  if isinstance(parent, cst.Return):
+    return True
+  if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+    target = parent.targets[0].target
+    return isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(
+        container.elements)
   return False
 
 

@@ -33,7 +33,7 @@ def main():
     optimizer, dynamic_scale, loss = train_step(optimizer, dynamic_scale)
     losses.append(float(loss))
   final = jax.tree_util.tree_leaves(optimizer.target)
-  del optimizer
+  del optimizer, params
   print(json.dumps(losses + [float(dynamic_scale.scale)] + [float(x) for x in final[0]]))
 
 
