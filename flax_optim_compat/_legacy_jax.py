@@ -63,6 +63,9 @@ class LegacyName(NamedTuple):
     replacement: what the warning tells the user to write instead.
     removed: the release that removed it.
     keywords: ``((old, new), ...)`` for ``kind='keywords'``.
+    annotation_only: an ``'alias'`` the codemod rewrites only where it annotates: an
+      ``isinstance`` check against the old name matched less than one against ``target``
+      (``jax.random.KeyArray`` was the class of typed keys, which a legacy ``PRNGKey`` is not).
   """
   module: str
   name: str
@@ -71,6 +74,7 @@ class LegacyName(NamedTuple):
   replacement: str
   removed: str
   keywords: tuple = ()
+  annotation_only: bool = False
 
   @property
   def qualname(self) -> str:
@@ -86,8 +90,9 @@ def _index(name, method):
   return LegacyName('jax.ops', name, 'at', method, f'x.at[idx].{method}(y)', 'jax 0.3.2')
 
 
-def _array_type(module, name, removed):
-  return LegacyName(module, name, 'alias', 'jax.Array', 'jax.Array', removed)
+def _array_type(module, name, removed, annotation_only=False):
+  return LegacyName(module, name, 'alias', 'jax.Array', 'jax.Array', removed,
+                    annotation_only=annotation_only)
 
 
 # Every name found in two or more public programs that used flax.optim (flax's own examples,
@@ -129,8 +134,8 @@ NAMES = (
                'jax 0.4.29'),
     _array_type('jax.numpy', 'DeviceArray', 'jax 0.4.14'),
     _array_type('jax.interpreters.xla', 'DeviceArray', 'jax 0.4.14'),
-    _array_type('jax.random', 'KeyArray', 'jax 0.4.24'),
-    _array_type('jax.random', 'PRNGKeyArray', 'jax 0.4.24'),
+    _array_type('jax.random', 'KeyArray', 'jax 0.4.24', annotation_only=True),
+    _array_type('jax.random', 'PRNGKeyArray', 'jax 0.4.24', annotation_only=True),
     LegacyName('jax', 'config', 'config_module', 'jax.config', '`import jax` and jax.config',
                'jax 0.4.29'),
     LegacyName('jax.experimental', 'optimizers', 'module', 'jax.example_libraries.optimizers',

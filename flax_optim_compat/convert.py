@@ -273,10 +273,11 @@ def to_train_state(source: Source, optimizer_def: OptimizerDef, apply_fn=None, *
 
 
 def check_new_output(path: Union[str, os.PathLike]) -> str:
-  """The absolute ``path`` if it can be a new output: it does not exist, its directory does.
+  """The absolute ``path`` if it can be a new output: it does not exist, and the folders above
+  it exist or can be made (the writers make them).
 
   Raises:
-    CheckpointError: ``path`` exists or its directory does not.
+    CheckpointError: ``path`` exists, or a file stands where a folder above it should be.
   """
   return _outputs.check_new(path)
 

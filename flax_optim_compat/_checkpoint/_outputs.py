@@ -1,5 +1,8 @@
 """Checkpoint outputs, published the POSIX way: all or nothing, never over an existing path.
 
+Missing folders above the output are made first (``--out new_ckpts/checkpoint_1000``) and
+removed again when the output fails.
+
 A file is written to a temporary file in the output's own directory, flushed and fsynced, then
 linked to its name (``link`` fails if the name exists: of two writers exactly one wins) and
 the temporary name removed. A directory is written inside a temporary directory next to it and
@@ -27,14 +30,44 @@ _RENAME_NOREPLACE = 1
 
 
 def check_new(path) -> str:
-  """The absolute ``path``; CheckpointError if it exists or its directory does not."""
+  """The absolute ``path``; CheckpointError if it exists, or if a missing folder above it
+  cannot be made (a file stands where a folder should be)."""
   path = os.path.abspath(os.fspath(path))
   if os.path.lexists(path):
     raise CheckpointError(_exists(path))
-  parent = os.path.dirname(path)
-  if not os.path.isdir(parent):
-    raise CheckpointError(f'the output directory {parent!r} does not exist.')
+  parent = ancestor = os.path.dirname(path)
+  while not os.path.isdir(ancestor):
+    if os.path.lexists(ancestor) or os.path.dirname(ancestor) == ancestor:
+      raise CheckpointError(f'cannot make the output directory {parent!r}: {ancestor!r} is '
+                            'not a directory.')
+    ancestor = os.path.dirname(ancestor)
   return path
+
+
+@contextlib.contextmanager
+def _parent_folders(path: str):
+  """Makes the missing folders above ``path`` (as ``mkdir -p``, as flax's ``save_checkpoint``
+  makes its workdir); removes those it made again if the body fails (all or nothing)."""
+  missing = []
+  folder = os.path.dirname(path)
+  while not os.path.isdir(folder):
+    missing.append(folder)
+    folder = os.path.dirname(folder)
+  made = []
+  try:
+    for folder in reversed(missing):
+      try:
+        os.mkdir(folder)
+        made.append(folder)
+      except FileExistsError:   # another writer made it meanwhile: not ours to remove
+        if not os.path.isdir(folder):
+          raise
+    yield
+  except BaseException:
+    for folder in reversed(made):
+      with contextlib.suppress(OSError):   # only if still empty
+        os.rmdir(folder)
+    raise
 
 
 def _exists(path: str) -> str:
@@ -150,10 +183,15 @@ def write_file(path, write: Callable) -> None:
   """Calls ``write(f)`` on a temporary file next to ``path``; publishes it when complete.
 
   Raises:
-    CheckpointError: ``path`` exists (before or by the time the file is complete), its
-      directory does not, or the disk is full.
+    CheckpointError: ``path`` exists (before or by the time the file is complete), a folder
+      above it cannot be made, or the disk is full.
   """
   path = check_new(path)
+  with _parent_folders(path):
+    _write_file(path, write)
+
+
+def _write_file(path: str, write: Callable) -> None:
   tmp = None
   try:
     with deferred_interrupt():
@@ -204,10 +242,15 @@ def write_directory(directory, write: Callable, stop: Callable = lambda: None) -
   library's writer threads).
 
   Raises:
-    CheckpointError: ``directory`` exists (before or by the time the output is complete), its
-      parent does not, or the disk is full.
+    CheckpointError: ``directory`` exists (before or by the time the output is complete), a
+      folder above it cannot be made, or the disk is full.
   """
   directory = check_new(directory)
+  with _parent_folders(directory):
+    _write_directory(directory, write, stop)
+
+
+def _write_directory(directory: str, write: Callable, stop: Callable) -> None:
   tmp_parent = None
   try:
     with deferred_interrupt():

@@ -8,7 +8,7 @@ import difflib
 import os
 import sys
 import tempfile
-from typing import Dict, Optional, TextIO
+from typing import Callable, Dict, Optional, TextIO
 
 from . import _engine
 from . import _project
@@ -42,8 +42,21 @@ def write_atomically(path: str, text: str) -> None:
 
 
 def _label(side: str, path: str) -> str:
-  """``a/pkg/x.py`` for a path under the current folder (as git and ruff print), else the path."""
-  return path if os.path.isabs(path) else f'{side}/{path}'
+  """``a/pkg/x.py`` for a path under the current folder (as git and ruff print), else the
+  absolute path (the diff is applied on this machine)."""
+  cwd = os.getcwd()
+  return f'{side}/{os.path.relpath(path, cwd)}' if path.startswith(cwd + os.sep) else path
+
+
+def _shown(arguments) -> Callable[[str], str]:
+  """How the report names a file: relative to the current folder when it lies
+  there (as git and ruff print), else relative to the folder of the arguments (never an
+  absolute path of this machine: the report stays true on a clone elsewhere)."""
+  cwd = os.getcwd()
+  folders = [os.path.abspath(a if os.path.isdir(a) else os.path.dirname(a) or '.')
+             for a in arguments]
+  base = os.path.commonpath(folders) if folders else cwd
+  return lambda p: os.path.relpath(p, cwd if p.startswith(cwd + os.sep) else base)
 
 
 def run(args, out: TextIO, err: Optional[TextIO] = None) -> int:
@@ -51,20 +64,15 @@ def run(args, out: TextIO, err: Optional[TextIO] = None) -> int:
   err = err or sys.stderr
   sources = _read(args.paths)
   changed, report = _engine.migrate_sources(sources, plain_optax=args.plain_optax)
-  cwd = os.getcwd()
-  shown = lambda p: os.path.relpath(p, cwd) if p.startswith(cwd + os.sep) else p
+  shown = _shown(args.paths)
   for path in sorted(changed):
     if args.write:
       write_atomically(path, changed[path])
     elif not args.check:
       out.writelines(difflib.unified_diff(
           sources[path].splitlines(True), changed[path].splitlines(True),
-          fromfile=_label('a', shown(path)), tofile=_label('b', shown(path))))
-  for record in report.records + report.failed:
-    record.path = shown(record.path)
-  for conversion in report.conversions:
-    conversion.path = shown(conversion.path)
-  report.changed = [shown(p) for p in report.changed]
+          fromfile=_label('a', path), tofile=_label('b', path)))
+  report.relocate(shown, sources)
   if args.report:
     report.write(args.report)
   err.write(report.summary(written=args.write) + '\n')

@@ -12,6 +12,7 @@ from libcst import codemod
 from libcst.codemod import visitors
 
 from . import _edits
+from . import _jax_names
 from . import _plan
 from . import _project
 from . import _refusals
@@ -54,7 +55,7 @@ def _bound_names(module: cst.Module):
   return {n.value for n in _unit.walk(module) if isinstance(n, cst.Name)}
 
 
-def _rewrite(plan: _edits.FilePlan) -> str:
+def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
   unit = plan.unit
   if not plan.edits and not plan.markers:
     return unit.source
@@ -85,6 +86,8 @@ def _rewrite(plan: _edits.FilePlan) -> str:
   if 'jnp' in plan.needs:
     visitors.AddImportsVisitor.add_needed_import(ctx, 'jax.numpy', asname='jnp')
   module = visitors.AddImportsVisitor(ctx).transform_module(module)
+  for base, name, asname in unused_imports:   # removed jax names whose calls were rewritten
+    visitors.RemoveImportsVisitor.remove_unused_import(ctx, base, name, asname)
   for node in unit.nodes:
     if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
       base = cst.Module([]).code_for_node(node.module) if node.module else ''
@@ -161,9 +164,12 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
   failed = [Record(path, 0, _refusals.FAILED.code, 'refused', '', why)
             for path, why in project.failed]
   changed: Dict[str, str] = {}
+  records = list(plan.records)
   for path, file_plan in plan.files.items():
+    jax_names = _jax_names.plan_file(file_plan.unit, file_plan)
+    records += jax_names.records
     try:
-      new = _rewrite(file_plan)
+      new = _rewrite(file_plan, jax_names.unused_imports)
       compile(new, path, 'exec', dont_inherit=True)
     except (SyntaxError, ValueError, cst.ParserSyntaxError, codemod.SkipFile) as e:
       failed.append(Record(path, getattr(e, 'lineno', 0) or 0, _refusals.FAILED.code, 'refused',
@@ -171,7 +177,7 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
       continue
     if new != sources[path]:
       changed[path] = new
-  report = Report(plan.records, plan.conversions, sorted(changed), failed)
+  report = Report(records, plan.conversions, sorted(changed), failed)
   return changed, report
 
 

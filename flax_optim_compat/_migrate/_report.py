@@ -1,7 +1,7 @@
 """The report: one record per site, one conversion per rewritten optimizer, a summary."""
 import dataclasses
 import json
-from typing import List, Optional
+from typing import Callable, Iterable, List, Optional
 
 STATUSES = ('rewritten', 'flagged', 'refused')
 
@@ -41,6 +41,24 @@ class Report:
   conversions: List[Conversion]
   changed: List[str]                  # files with a change (proposed or written)
   failed: List[Record]                # files left as they were: unreadable, unparsable, ...
+
+  def relocate(self, shown: Callable[[str], str], paths: Iterable[str]) -> None:
+    """Every path of the report as ``shown`` writes it: records, their messages, conversions.
+
+    ``paths``: the project's files, as the analysis named them (absolute).
+    """
+    renames = sorted(((p, shown(p)) for p in paths), key=lambda pair: -len(pair[0]))
+
+    def text(value: str) -> str:
+      for old, new in renames:
+        value = value.replace(old, new)
+      return value
+    for record in self.records + self.failed:
+      record.path, record.message = shown(record.path), text(record.message)
+    for conversion in self.conversions:
+      conversion.path = shown(conversion.path)
+      conversion.notes = [text(note) for note in conversion.notes]
+    self.changed = [shown(p) for p in self.changed]
 
   def exit_status(self) -> int:
     """0 nothing to change, 1 changes proposed or written, 2 anything refused or failed."""

@@ -321,3 +321,46 @@ def test_the_program_drops_asyncios_reports_of_unretrieved_futures_only():
     assert not quiet.filter(record(f'{kind} exception was never retrieved\nfuture: <...>'))
   assert quiet.filter(record('Task was destroyed but it is pending!\ntask: <...>'))
   assert quiet.filter(record('Executing <Task ...> took 0.2 seconds'))
+
+
+# ----------------------------------------------------------------------------- missing folders
+
+
+@pytest.mark.parametrize('to', ['optax', 'orbax'])
+def test_missing_folders_above_the_output_are_made(capsys, tmp_path, to):
+  """``--out new_ckpts/checkpoint_3``, as the migrate report's command is filled in."""
+  out = tmp_path / 'new_ckpts' / 'run1' / 'checkpoint_3'
+  code = _cli.main(['convert', ADAM_FILE, '--optimizer', ADAM, '--to', to, '--out', str(out)])
+  assert code == 0, capsys.readouterr().err
+  assert os.path.isfile(out) if to == 'optax' else os.path.isdir(out)
+  assert sorted(os.listdir(out.parent)) == ['checkpoint_3']
+
+
+@pytest.mark.parametrize('to', ['optax', 'orbax'])
+def test_folders_made_for_a_failed_output_are_removed(monkeypatch, capsys, tmp_path, to):
+  if to == 'optax':
+    def write_array(f, packer, array):
+      raise OSError(errno.ENOSPC, 'No space left on device')
+    monkeypatch.setattr(_codec, '_write_array', write_array)
+  else:
+    import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
+
+    def save(self, *args, **kwargs):
+      raise OSError(errno.ENOSPC, 'No space left on device')
+    monkeypatch.setattr(ocp.AsyncCheckpointer, 'save', save)
+  (tmp_path / 'kept').mkdir()
+  out = tmp_path / 'kept' / 'new' / 'deeper' / 'checkpoint_3'
+  code = _cli.main(['convert', ADAM_FILE, '--optimizer', ADAM, '--to', to, '--out', str(out)])
+  _, err = capsys.readouterr()
+  assert code == 2 and err.count('\n') == 1 and 'no space left' in err, err
+  assert os.listdir(tmp_path) == ['kept'] and os.listdir(tmp_path / 'kept') == []
+
+
+def test_a_file_where_a_folder_should_be_is_one_error_naming_it(capsys, tmp_path):
+  (tmp_path / 'notes.txt').write_text('x')
+  out = tmp_path / 'notes.txt' / 'ckpts' / 'checkpoint_3'
+  code = _cli.main(['convert', ADAM_FILE, '--optimizer', ADAM, '--to', 'optax', '--out', str(out)])
+  _, err = capsys.readouterr()
+  assert code == 2 and err.count('\n') == 1, err
+  assert f"{str(tmp_path / 'notes.txt')!r} is not a directory" in err, err
+  assert sorted(os.listdir(tmp_path)) == ['notes.txt']

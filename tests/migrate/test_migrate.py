@@ -992,3 +992,23 @@ def test_a_config_field_compared_with_a_string_is_not_an_optimizer():
   assert report.exit_status() == 1, report.records
   assert 'config.optim.optimizer == "Adam" or "SGD" != config.optimizer' in new
   assert 'apply_gradients(grads=g)' in new
+
+
+def test_the_report_names_no_absolute_path(tmp_path, monkeypatch):
+  """Paths relative to the arguments' folder when it is not under the current one."""
+  project = tmp_path / 'project'
+  (project / 'pkg').mkdir(parents=True)
+  (project / 'pkg' / 'train.py').write_text(
+      _PRELUDE + 'def make(p):\n  return optim.Adam(0.1).create(p)\n\n\n'
+      'def step(o, g):\n  return o.apply_gradient(g)\n\n\n'
+      'def peek(o):\n  return o.optimizer_def\n\n\n'
+      'def run(p, g):\n  o = make(p)\n  peek(o)\n  return step(o, g)\n')
+  elsewhere = tmp_path / 'elsewhere'
+  elsewhere.mkdir()
+  monkeypatch.chdir(elsewhere)
+  report = tmp_path / 'report.json'
+  assert _cli.main(['migrate', str(project), '--report', str(report)]) == 2
+  text = report.read_text()
+  assert str(tmp_path) not in text
+  sites = json.loads(text)['sites']
+  assert {s['path'] for s in sites} == {os.path.join('pkg', 'train.py')}

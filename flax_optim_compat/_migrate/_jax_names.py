@@ -1,0 +1,408 @@
+"""Removed jax names rewritten to today's spelling: the rules FOM201-FOM206 and FOM299.
+
+Which names, and what replaces each, is the package's one table (``_legacy_jax.NAMES``), the
+same the runtime layer gives back. A name is found by what it refers to (LibCST's fully
+qualified names: ``jx.tree_map`` after ``import jax as jx``, ``tree_map`` after ``from jax
+import tree_map``), never by its text. Every rewrite gives the same object or the same
+computation (bit-exact):
+
+* a use ``jax.tree_map`` becomes ``jax.tree_util.tree_map`` on the program's own base
+  (``jx.tree_util.tree_map``); ``jnp.DeviceArray`` becomes ``jax.Array`` (``import jax`` added);
+  a name the table marks ``annotation_only`` (``jax.random.KeyArray``) only in annotations;
+* an import of a removed name imports the replacement under the same local name
+  (``from jax import tree_multimap`` -> ``from jax.tree_util import tree_map as tree_multimap``),
+  an import of a moved module the new module;
+* calls: ``jax.ops.index_update(x, jax.ops.index[i], y)`` -> ``x.at[i].set(y)`` (add, mul, min,
+  max alike), ``jax.lax.tie_in(x, y)`` -> ``y``, ``jnp.clip(x, a_min=lo, a_max=hi)`` ->
+  ``jnp.clip(x, min=lo, max=hi)``, a statement ``jax.config.enable_omnistaging()`` dropped;
+  their imports go once nothing uses them.
+
+A use no rule can rewrite (``jax.ops.index_update`` passed as a value, a call with ``*args``, a
+name the table gives back as a function of ours, such as ``jax.random.shuffle``) is left as it
+is and marked FOM299: the file then still needs the runtime layer.
+"""
+import dataclasses
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+import libcst as cst
+
+from .. import _legacy_jax
+from . import _edits
+from ._refusals import MARKER
+from ._report import Record
+from ._rules import Rule
+from ._unit import Unit, call_arg
+
+
+class _Name(NamedTuple):
+  """One entry of ``_legacy_jax.NAMES`` as a use in source resolves it."""
+  name: str              # fully qualified, as the program's imports resolve it
+  kind: str              # the table's kind
+  target: str
+  keywords: tuple = ()
+  annotation_only: bool = False
+
+
+def _by_name() -> Dict[str, _Name]:
+  names = {}
+  for e in _legacy_jax.NAMES:
+    if e.kind == 'config_module':   # ``from jax.config import config``: its one name
+      names[f'{e.qualname}.config'] = _Name(f'{e.qualname}.config', e.kind, e.target)
+    elif e.kind == 'config_attribute':   # ``jax.config.X`` and ``config.X`` of the import above
+      for name in (e.qualname, f'{e.module}.config.{e.name}'):
+        names[name] = _Name(name, e.kind, e.target)
+    else:
+      names[e.qualname] = _Name(e.qualname, e.kind, e.target, e.keywords, e.annotation_only)
+  return names
+
+
+BY_NAME = _by_name()
+_MODULES = {e.qualname: e.target for e in _legacy_jax.NAMES if e.kind == 'module'}
+_CONFIG_MODULES = {e.qualname: e.target for e in _legacy_jax.NAMES if e.kind == 'config_module'}
+
+
+def module_entry(name: str) -> Optional[_Name]:
+  """The moved module ``name`` is (or lies under), else None."""
+  for old, new in _MODULES.items():
+    if name == old or name.startswith(old + '.'):
+      return _Name(old, 'module', new)
+  return None
+
+
+UNREWRITTEN = 'FOM299'
+UNREWRITTEN_REASON = ('a removed jax name is used where no rule rewrites it exactly, so it was '
+                      'left as it is (the file still needs the runtime layer)')
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BaseNumber, cst.BaseString)
+
+
+def _code(node: cst.CSTNode) -> str:
+  return cst.Module([]).code_for_node(node)
+
+
+def _atom(text: str, node: cst.CSTNode) -> str:
+  """``text`` in parentheses unless ``node`` binds tighter than any operator around it."""
+  return text if isinstance(node, _ATOMS) else f'({text})'
+
+
+def _split(name: str) -> Tuple[str, str]:
+  parent, _, last = name.rpartition('.')
+  return parent, last
+
+
+@dataclasses.dataclass(frozen=True)
+class Renamed:
+  """A use of a renamed name: ``suffix`` appended to the program's own base, or ``full``."""
+  suffix: Optional[str] = None
+  full: Optional[str] = None
+
+  def apply(self, updated: cst.CSTNode) -> cst.CSTNode:
+    if self.full is not None:
+      return cst.parse_expression(self.full)
+    return cst.parse_expression(_code(updated.value) + self.suffix)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportLines:
+  """An import statement line, replaced by the lines that import the replacements."""
+  lines: Tuple[str, ...]
+
+  def apply(self, updated: cst.SimpleStatementLine):
+    new = [cst.parse_statement(line + '\n') for line in self.lines]
+    new[0] = new[0].with_changes(leading_lines=updated.leading_lines)
+    new[-1] = new[-1].with_changes(trailing_whitespace=updated.trailing_whitespace)
+    return new[0] if len(new) == 1 else cst.FlattenSentinel(new)
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexOp:
+  """``index_update(x, idx, y, **kw)`` -> ``x.at[idx].set(y, **kw)``; ``jax.ops.index[i]`` -> ``i``."""
+  method: str
+  unwrap_index: bool
+
+  def apply(self, updated: cst.Call) -> cst.CSTNode:
+    x, idx, y = (call_arg(updated, i, k) for i, k in enumerate(('x', 'idx', 'y')))
+    index = ''.join(_code(e) for e in idx.slice) if self.unwrap_index else _code(idx)
+    rest = [_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in updated.args
+            if a.keyword is not None and a.keyword.value not in ('x', 'idx', 'y')]
+    return cst.parse_expression(
+        f'{_atom(_code(x), x)}.at[{index}].{self.method}({", ".join([_code(y), *rest])})')
+
+
+@dataclasses.dataclass(frozen=True)
+class TieIn:
+  """``tie_in(x, y)`` -> ``y``."""
+
+  def apply(self, updated: cst.Call) -> cst.CSTNode:
+    y = call_arg(updated, 1, 'y')
+    return cst.parse_expression(_atom(_code(y), y))
+
+
+@dataclasses.dataclass(frozen=True)
+class Keywords:
+  """Renamed keywords; a keyword that is now positional-only moves to the front."""
+  keywords: Tuple[Tuple[str, str], ...]
+
+  def apply(self, updated: cst.Call) -> cst.CSTNode:
+    renames = dict(self.keywords)
+    front, positional, keyword = [], [], []
+    for a in updated.args:
+      value = _code(a.value)
+      if a.keyword is None:
+        positional.append(_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)))
+      elif renames.get(a.keyword.value) == '':
+        front.append(value)
+      else:
+        keyword.append(f'{renames.get(a.keyword.value, a.keyword.value)}={value}')
+    return cst.parse_expression(f'{_code(updated.func)}({", ".join(front + positional + keyword)})')
+
+
+@dataclasses.dataclass(frozen=True)
+class Dropped:
+  """A statement that only called a no-op: removed, or ``pass`` where it was alone."""
+  alone: bool
+
+  def apply(self, updated: cst.SimpleStatementLine):
+    if self.alone:
+      return updated.with_changes(body=[cst.Pass()])
+    return cst.RemovalSentinel.REMOVE
+
+
+def _apply(original, updated, data, context):
+  return data.apply(updated)
+
+
+def _rule(code: str, title: str) -> Rule:
+  return Rule(code, title, _apply)
+
+
+ALIAS = _rule('FOM201', 'a renamed jax name -> its name today (jax.tree_map -> '
+              'jax.tree_util.tree_map, jax.host_id -> jax.process_index, jnp.DeviceArray -> '
+              'jax.Array, ...), in uses and imports')
+INDEX_OPS = _rule('FOM202', 'jax.ops.index_update(x, jax.ops.index[i], y) (add, mul, min, max) '
+                  '-> x.at[i].set(y) (add, multiply, min, max)')
+KEYWORDS = _rule('FOM203', 'jnp.clip(x, a_min=lo, a_max=hi) -> jnp.clip(x, min=lo, max=hi)')
+SECOND_ARGUMENT = _rule('FOM204', 'jax.lax.tie_in(x, y) -> y')
+MODULES = _rule('FOM205', 'jax.experimental.optimizers / stax -> jax.example_libraries.*; '
+                'from jax.config import config -> from jax import config')
+NO_OP = _rule('FOM206', 'a statement jax.config.enable_omnistaging() dropped (always on)')
+all_rules = (ALIAS, INDEX_OPS, KEYWORDS, SECOND_ARGUMENT, MODULES, NO_OP)
+_RULE_OF_KIND = {'alias': ALIAS, 'at': INDEX_OPS, 'keywords': KEYWORDS,
+                 'second_argument': SECOND_ARGUMENT, 'module': MODULES,
+                 'config_module': MODULES, 'config_attribute': NO_OP}
+_CALLS = ('at', 'second_argument', 'keywords', 'config_attribute')
+
+
+@dataclasses.dataclass
+class FileResult:
+  """What the rules found in one file: its records, and the imports to drop once unused."""
+  records: List[Record] = dataclasses.field(default_factory=list)
+  unused_imports: List[Tuple[str, str, Optional[str]]] = dataclasses.field(default_factory=list)
+
+
+def _entry(unit: Unit, node: cst.CSTNode) -> Optional[_Name]:
+  """The table entry ``node`` refers to (its one qualified name), else None."""
+  names = unit.names(node)
+  if len(names) != 1:
+    return None
+  (name,) = names
+  moved = module_entry(name)
+  return BY_NAME.get(name) or (moved if moved is not None and moved.name == name else None)
+
+
+def _new_import(entry: _Name, full: str, bound: str) -> Tuple[str, str]:
+  """``(module, 'name [as bound]')`` importing what replaces ``full`` under ``bound``."""
+  new = entry.target + full[len(entry.name):] if entry.kind == 'module' else entry.target
+  module, name = _split(new)
+  return module, name if name == bound else f'{name} as {bound}'
+
+
+def _import_texts(unit: Unit, stmt, kept_names) -> Optional[Tuple[List[str], List[_Name]]]:
+  """The new import statements for one import, and the entries they replace; None if unchanged.
+
+  A name in ``kept_names`` keeps its import (a use of it is left as it is).
+  """
+  entries, kept, added = [], [], {}
+  if isinstance(stmt, cst.Import):
+    out = []
+    for a in stmt.names:
+      full = _code(a.name)
+      asname = a.asname.name.value if a.asname else None
+      text = _code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+      moved = module_entry(full)
+      if moved is not None:
+        entries.append(moved)
+        text = moved.target + full[len(moved.name):] + (f' as {asname}' if asname else '')
+      elif full in _CONFIG_MODULES:   # ``import jax.config``: jax.config is jax's own object
+        entries.append(BY_NAME[f'{full}.config'])
+        parent, name = _split(_CONFIG_MODULES[full])
+        if asname:
+          added.setdefault(parent, []).append(f'{name} as {asname}')
+          continue
+        text = parent
+      out.append(text)
+    if not entries:
+      return None
+    lines = [f'import {", ".join(out)}'] if out else []
+    return lines + [f'from {m} import {", ".join(t)}' for m, t in added.items()], entries
+  if not isinstance(stmt, cst.ImportFrom) or stmt.relative or stmt.module is None:
+    return None
+  module = _code(stmt.module)
+  moved = module_entry(module)
+  if isinstance(stmt.names, cst.ImportStar):
+    if moved is None:
+      return None
+    return [f'from {moved.target + module[len(moved.name):]} import *'], [moved]
+  for a in stmt.names:
+    name = a.name.value
+    bound = a.asname.name.value if a.asname else name
+    full = f'{module}.{name}'
+    entry = BY_NAME.get(full)
+    if entry is None or entry.kind not in ('alias', 'config_module') or full in kept_names:
+      entry = module_entry(full)
+    if entry is None:
+      kept.append(_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)))
+      continue
+    entries.append(entry)
+    new_module, text = _new_import(entry, full, bound)
+    added.setdefault(new_module, []).append(text)
+  if not entries:
+    return None
+  lines = [f'from {module} import {", ".join(kept)}'] if kept else []
+  lines += [f'from {m} import {", ".join(texts)}' for m, texts in added.items()]
+  return lines, entries
+
+
+def _within_import(unit: Unit, node: cst.CSTNode) -> bool:
+  return unit.enclosing(node, (cst.Import, cst.ImportFrom)) is not None
+
+
+def _plan_import_line(unit, line, plan, result, kept_names):
+  if not any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in line.body):
+    return
+  texts, entries = [], []
+  for s in line.body:
+    new = _import_texts(unit, s, kept_names)
+    if new is None:
+      texts.append(_code(s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)))
+    else:
+      texts += new[0]
+      entries += new[1]
+  if not entries:
+    return
+  lines = tuple(texts) if len(line.body) == 1 else ('; '.join(texts),)
+  _add(plan, result, line, _RULE_OF_KIND[entries[0].kind], ImportLines(lines),
+       ', '.join(sorted({e.name for e in entries})) + ' imported from today\'s jax')
+
+
+def _add(plan, result, node, rule, data, message):
+  if id(node) in plan.edits:    # another rule rewrites this very node: leave it to that rule
+    return
+  plan.edits[id(node)] = _edits.Edit(rule, data)
+  result.records.append(Record(plan.unit.path, plan.unit.line(node), rule.code, 'rewritten',
+                               'bit-exact', message))
+
+
+def _refuse(plan, result, node, name):
+  plan.mark(node, f'{MARKER} {UNREWRITTEN} {UNREWRITTEN_REASON}: {name}')
+  result.records.append(Record(plan.unit.path, plan.unit.line(node), UNREWRITTEN, 'refused', '',
+                               f'{UNREWRITTEN_REASON}: {name}'))
+
+
+def _plan_call(unit, call, entry, plan, result) -> bool:
+  """Plans the rewrite of a call of a removed function; False if it cannot be rewritten."""
+  if any(a.star for a in call.args):
+    return False
+  rule = _RULE_OF_KIND[entry.kind]
+  if entry.kind == 'at':
+    x, idx, y = (call_arg(call, i, k) for i, k in enumerate(('x', 'idx', 'y')))
+    if x is None or idx is None or y is None:
+      return False
+    unwrap = isinstance(idx, cst.Subscript) and unit.names(idx.value) == {'jax.ops.index'}
+    _add(plan, result, call, rule, IndexOp(entry.target, unwrap),
+         f'{entry.name}(x, idx, y) -> x.at[idx].{entry.target}(y)')
+    return True
+  if entry.kind == 'second_argument':
+    if call_arg(call, 1, 'y') is None or len(call.args) != 2:
+      return False
+    _add(plan, result, call, rule, TieIn(), f'{entry.name}(x, y) -> y')
+    return True
+  if entry.kind == 'config_attribute':
+    expr = unit.parent(call)
+    line = unit.parent(expr) if isinstance(expr, cst.Expr) else None
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+      return False
+    block = unit.parent(line)
+    alone = len(getattr(block, 'body', ())) == 1
+    _add(plan, result, line, rule, Dropped(alone), f'{entry.name}() dropped: a no-op today')
+    return True
+  keywords = dict(entry.keywords)
+  if any(a.keyword is not None and a.keyword.value in keywords for a in call.args):
+    _add(plan, result, call, rule, Keywords(entry.keywords),
+         f'{entry.name}: keywords ' + ', '.join(f'{old} -> {new or "positional"}'
+                                                for old, new in entry.keywords))
+  return True
+
+
+def _uses(unit: Unit):
+  """``(node, entry)`` for each use of a removed name outside the import statements."""
+  for node in unit.nodes:
+    if not isinstance(node, (cst.Name, cst.Attribute)) or _within_import(unit, node):
+      continue
+    parent = unit.parent(node)
+    if isinstance(node, cst.Name) and isinstance(parent, cst.Attribute) and parent.value is not node:
+      continue    # the ``tree_map`` of ``jax.tree_map``: the attribute is the use
+    entry = _entry(unit, node)
+    if entry is not None:
+      yield node, entry
+
+
+def plan_file(unit: Unit, plan: _edits.FilePlan) -> FileResult:
+  """Adds the edits for the removed jax names of one file to its plan; returns its records."""
+  result = FileResult()
+  uses = list(_uses(unit))
+  # An annotation-only name used other than to annotate keeps its import and that use.
+  kept_names = {entry.name for node, entry in uses if entry.annotation_only and
+                unit.enclosing(node, cst.Annotation) is None}
+  called: Dict[int, bool] = {}   # id(func node) -> whether its call is planned
+  index_args = set()             # id of `jax.ops.index[...]` arguments an index op unwraps
+  for node in unit.nodes:
+    if isinstance(node, cst.SimpleStatementLine):
+      _plan_import_line(unit, node, plan, result, kept_names)
+    elif isinstance(node, cst.Call):
+      entry = _entry(unit, node.func)
+      if entry is not None and entry.kind in _CALLS:
+        called[id(node.func)] = _plan_call(unit, node, entry, plan, result)
+        idx = call_arg(node, 1, 'idx') if entry.kind == 'at' else None
+        if called[id(node.func)] and idx is not None:
+          index_args.add(id(idx))
+  for node, entry in uses:
+    unwrapped = id(unit.parent(node)) in index_args
+    if entry.kind == 'keywords':
+      continue    # the function itself still exists
+    if entry.annotation_only and unit.enclosing(node, cst.Annotation) is None:
+      _refuse(plan, result, node, f'{entry.name} (outside an annotation, {entry.target} '
+              'would widen what it matches)')
+    elif entry.kind in ('alias', 'module', 'config_module') and not unwrapped:
+      if isinstance(node, cst.Attribute):   # a Name was imported: its import is rewritten
+        _plan_rename(node, entry, plan, result)
+    elif not (called.get(id(node), False) or unwrapped):
+      _refuse(plan, result, node, f'{entry.name} (not called as the rule rewrites it, or a '
+              'function only the runtime layer gives back)')
+    elif isinstance(node, cst.Name):   # imported by name: the import goes once unused
+      module, name = _split(entry.name)
+      local = node.value if node.value != name else None
+      result.unused_imports.append((module, name, local))
+      if entry.kind == 'alias':   # the import was rewritten to the target's name
+        module, target = _split(entry.target)
+        result.unused_imports.append((module, target, node.value if node.value != target else None))
+  return result
+
+
+def _plan_rename(node, entry, plan, result):
+  parent, _ = _split(entry.name)
+  if entry.target.startswith(parent + '.'):
+    data = Renamed(suffix=entry.target[len(parent):])
+  else:
+    data = Renamed(full=entry.target)
+    plan.needs.add(entry.target.split('.')[0])
+  _add(plan, result, node, _RULE_OF_KIND[entry.kind], data, f'{entry.name} -> {entry.target}')

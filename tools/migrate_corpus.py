@@ -1,0 +1,296 @@
+"""Measures `flax-optim-compat migrate` on a corpus of real legacy programs.
+
+    python tools/migrate_corpus.py CORPUS [--programs programs.tsv] [--json out.json]
+                                          [--only SUBSTRING] [--timeout SECONDS]
+
+CORPUS holds the programs' sources, one folder each (``CORPUS/<repository@ref>/<dir>``).
+``--programs``: a TSV with an ``id`` column (the program's folder, relative to CORPUS) and an
+optional ``kind`` column (``linen``, ``flax.nn``, ``subclass``, ``none``), as
+tools/corpus/programs.tsv; without it every ``examples/*`` / ``linen_examples/*`` folder of a
+``flax@<tag>`` folder, and every other top folder, is one program.
+
+Each program is migrated as `migrate PROGRAM --write` would (in memory: nothing under CORPUS is
+written), then migrated again as `migrate --check` would see the result. Per program:
+
+* outcome: **migrated whole** (every legacy site rewritten, no flax.optim import left),
+  **refused** (codes), **failed** (a file left as it was, FOM199, or the tool raised / timed
+  out), **half-migrated** (some optimizer sites rewritten, others refused: a defect), **check
+  passes, imports flax.optim** (after --write, --check exits 0 yet a file imports flax.optim
+  or this package: a defect), **not idempotent** (the second run changes files: a defect),
+  or **no flax.optim** (nothing to migrate);
+* the jax names the program uses that today's jax lacks, before and after migrate (names
+  resolved through the files' imports, checked by importing them here).
+
+Prints a markdown table (one row per program, then counts per kind and outcome) on stdout.
+"""
+import argparse
+import ast
+import collections
+import csv
+import importlib
+import json
+import os
+import signal
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# What today's jax lacks is measured on plain jax: the package's runtime layer, which gives the
+# removed names back while flax.optim is in use, stays off (its switch is read at start-up).
+if os.environ.get('FLAX_OPTIM_COMPAT_LEGACY_JAX') != '0':
+  os.execve(sys.executable, [sys.executable, *sys.argv],
+            {**os.environ, 'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+
+from flax_optim_compat._migrate import _engine
+from flax_optim_compat._migrate import _project
+
+LEGACY_MODULES = ('flax.optim', 'flax_optim_compat')
+DEFECTS = ('half-migrated', 'check passes, imports flax.optim', 'not idempotent')
+
+
+def programs_of(corpus, tsv=None):
+  """``[(id, kind)]``: from the TSV, or one per example folder / top folder."""
+  if tsv:
+    with open(tsv, newline='') as f:
+      return [(row['id'], row.get('kind', '')) for row in csv.DictReader(f, delimiter='\t')]
+  found = []
+  for top in sorted(os.listdir(corpus)):
+    path = os.path.join(corpus, top)
+    if not os.path.isdir(path):
+      continue
+    if top.startswith('flax@'):
+      for group in ('examples', 'linen_examples'):
+        folder = os.path.join(path, group)
+        if os.path.isdir(folder):
+          found += [(f'{top}/{group}/{name}', '') for name in sorted(os.listdir(folder))
+                    if os.path.isdir(os.path.join(folder, name))]
+    else:
+      found.append((top, ''))
+  return found
+
+
+def read_sources(folder):
+  sources = {}
+  for path in _project.python_files([folder]):
+    try:
+      with open(path, encoding='utf-8', newline='') as f:
+        sources[path] = f.read()
+    except (OSError, UnicodeDecodeError):
+      continue
+  return sources
+
+
+def legacy_imports(source):
+  """Whether a module imports flax.optim (any spelling) or this package."""
+  try:
+    tree = ast.parse(source)
+  except SyntaxError:
+    return False
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import) and any(a.name.startswith(LEGACY_MODULES)
+                                            for a in node.names):
+      return True
+    if isinstance(node, ast.ImportFrom) and node.module and (
+        node.module.startswith(LEGACY_MODULES) or
+        node.module == 'flax' and any(a.name == 'optim' for a in node.names)):
+      return True
+  return False
+
+
+_RESOLVED = {}
+
+
+def _resolves(dotted):
+  """Whether ``dotted`` is a module, or an attribute chain of one, in today's jax."""
+  if dotted not in _RESOLVED:
+    parts = dotted.split('.')
+    ok = False
+    for i in range(len(parts), 0, -1):
+      try:
+        with warnings.catch_warnings():
+          warnings.simplefilter('ignore')
+          obj = importlib.import_module('.'.join(parts[:i]))
+      except Exception:  # pylint: disable=broad-except
+        continue
+      try:
+        for part in parts[i:]:
+          obj = getattr(obj, part)
+        ok = True
+      except AttributeError:
+        ok = False
+      break
+    _RESOLVED[dotted] = ok
+  return _RESOLVED[dotted]
+
+
+def _jax_aliases(tree):
+  """Local name -> the jax module or name it was imported as (any scope: a measurement)."""
+  aliases = {}
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      for a in node.names:
+        if a.name == 'jax' or a.name.startswith('jax.'):
+          if a.asname:
+            aliases[a.asname] = a.name
+          else:
+            aliases[a.name.split('.')[0]] = a.name.split('.')[0]
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level and (
+        node.module == 'jax' or node.module.startswith('jax.')):
+      for a in node.names:
+        if a.name != '*':
+          aliases[a.asname or a.name] = f'{node.module}.{a.name}'
+  return aliases
+
+
+def _chain(node):
+  """``['jnp', 'DeviceArray']`` for a pure chain of names and attributes, else None."""
+  parts = []
+  while isinstance(node, ast.Attribute):
+    parts.append(node.attr)
+    node = node.value
+  if not isinstance(node, ast.Name):
+    return None
+  return [node.id] + parts[::-1]
+
+
+def missing_jax_names(sources):
+  """The ``jax.*`` names the files use (resolved through their imports: ``jnp.DeviceArray``
+  is ``jax.numpy.DeviceArray``) that today's jax lacks; imports of missing modules included."""
+  missing = set()
+  for source in sources.values():
+    try:
+      tree = ast.parse(source)
+    except SyntaxError:
+      continue
+    aliases = _jax_aliases(tree)
+    used = set(aliases.values())
+    parents = {id(c) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+               for c in [n.value]}
+    for node in ast.walk(tree):
+      if isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in parents:
+        chain = _chain(node)
+        if chain and chain[0] in aliases:
+          used.add('.'.join([aliases[chain[0]], *chain[1:]]))
+    for name in used:
+      parts = name.split('.')
+      for i in range(2, len(parts) + 1):   # the shortest missing prefix
+        if not _resolves('.'.join(parts[:i])):
+          missing.add('.'.join(parts[:i]))
+          break
+  return sorted(missing)
+
+
+class _Timeout(Exception):
+  pass
+
+
+def _alarm(signum, frame):
+  raise _Timeout()
+
+
+def measure(folder, timeout):
+  """One program's row (a dict)."""
+  sources = read_sources(folder)
+  row = {'files': len(sources), 'optim_files': sum(map(legacy_imports, sources.values())),
+         'codes': [], 'jax_names_before': [], 'jax_names_left': [], 'seconds': 0.0}
+  start = time.monotonic()
+  signal.signal(signal.SIGALRM, _alarm)
+  signal.alarm(timeout)
+  try:
+    changed, report = _engine.migrate_sources(sources)
+    migrated = {**sources, **changed}
+    again, second = _engine.migrate_sources(migrated)
+    row['jax_names_before'] = missing_jax_names(sources)
+    row['jax_names_left'] = missing_jax_names(migrated)
+  except _Timeout:
+    row.update(outcome='failed', codes=[f'timeout {timeout}s'])
+    return row
+  except Exception as e:  # pylint: disable=broad-except
+    row.update(outcome='failed', codes=[f'{type(e).__name__}: {e}'[:120]])
+    return row
+  finally:
+    signal.alarm(0)
+    row['seconds'] = round(time.monotonic() - start, 1)
+  optimizer = [r for r in report.records if r.code[3] in '01']   # FOM0xx / FOM1xx
+  rewritten = [r for r in optimizer if r.status != 'refused']
+  refused = [r for r in optimizer if r.status == 'refused']
+  row['codes'] = sorted({r.code for r in refused} | {r.code for r in report.failed})
+  row['jax_codes'] = sorted({r.code for r in report.records if r.code[3] == '2'})
+  still_legacy = sorted(os.path.relpath(p, folder) for p, s in migrated.items()
+                        if legacy_imports(s))
+  row['still_imports_flax_optim'] = still_legacy
+  if again:
+    outcome = 'not idempotent'
+  elif report.failed:
+    outcome = 'failed'
+  elif rewritten and refused:
+    outcome = 'half-migrated'
+  elif refused:
+    outcome = 'refused'
+  elif still_legacy and second.exit_status() == 0:
+    outcome = 'check passes, imports flax.optim'
+  elif rewritten and not still_legacy:
+    outcome = 'migrated whole'
+  elif rewritten or still_legacy:
+    outcome = 'refused'   # legacy imports left, --check fails on them
+  else:
+    outcome = 'no flax.optim'
+  row['outcome'] = outcome
+  return row
+
+
+def table(rows):
+  lines = ['| program | kind | files (flax.optim) | outcome | codes | missing jax names: '
+           'before | after migrate | s |', '|---|---|---:|---|---|---:|---|---:|']
+  for r in rows:
+    codes = ', '.join(r['codes'])
+    left = ', '.join(f'`{n}`' for n in r['jax_names_left'])
+    lines.append(f"| {r['program']} | {r['kind']} | {r['files']} ({r['optim_files']}) | "
+                 f"{r['outcome']} | {codes} | {len(r.get('jax_names_before', []))} | {left} | "
+                 f"{r['seconds']} |")
+  counts = collections.Counter((r['kind'], r['outcome']) for r in rows)
+  kinds = sorted({r['kind'] for r in rows})
+  outcomes = sorted({r['outcome'] for r in rows})
+  lines += ['', '| kind | ' + ' | '.join(outcomes) + ' | total |',
+            '|---|' + '---:|' * (len(outcomes) + 1)]
+  for kind in kinds:
+    cells = [counts[(kind, o)] for o in outcomes]
+    lines.append(f'| {kind or "-"} | ' + ' | '.join(map(str, cells)) + f' | {sum(cells)} |')
+  before = sum(not r.get('jax_names_before', ['?']) for r in rows)
+  after = sum(not r['jax_names_left'] for r in rows)
+  lines.append(f'\nPrograms using no jax name that today\'s jax lacks: {before} of {len(rows)} '
+               f'before migrate, {after} after.')
+  return '\n'.join(lines)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  parser.add_argument('corpus')
+  parser.add_argument('--programs', help='TSV with id (and kind) columns')
+  parser.add_argument('--json', help='write the rows here as JSON')
+  parser.add_argument('--only', help='programs whose id contains this')
+  parser.add_argument('--timeout', type=int, default=600, help='seconds per program')
+  args = parser.parse_args(argv)
+  rows = []
+  for program, kind in programs_of(args.corpus, args.programs):
+    if args.only and args.only not in program:
+      continue
+    folder = os.path.join(args.corpus, program)
+    if not os.path.isdir(folder):
+      print(f'{program}: not in {args.corpus}', file=sys.stderr)
+      continue
+    row = {'program': program, 'kind': kind, **measure(folder, args.timeout)}
+    print(f"{program}: {row['outcome']} {' '.join(row['codes'])} ({row['seconds']} s)",
+          file=sys.stderr, flush=True)
+    rows.append(row)
+  if args.json:
+    with open(args.json, 'w') as f:
+      json.dump(rows, f, indent=1)
+      f.write('\n')
+  print(table(rows))
+  return 1 if any(r['outcome'] in DEFECTS for r in rows) else 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())
