@@ -12,7 +12,7 @@ Used by the strict restore (``_restore``: ``Optimizer.restore_state``, ``from_by
 * the step counter (``.../state/step``, or a step given on its own): integers in
   [0, 2**31 - 1] (legacy took -3 and then divided by a negative bias correction);
 * an empty container (``optax.EmptyState()``, ``{}``) written by orbax reads back as ``None``:
-  ``orbax=True`` takes ``None`` for it, and :func:`empty_as_none` spells both alike.
+  ``orbax=True`` takes ``None`` for it (``diff`` compares both alike).
 
 Also here, for the same reason (the core reads them, the checkpoint tool too): the template
 state dict of an optimizer (:func:`template`) and the tree orbax wrote, as keys, shapes and
@@ -27,7 +27,7 @@ from flax import serialization
 
 from . import _tree
 
-__all__ = ['Mismatch', 'check', 'step_problem', 'template', 'empty_as_none', 'orbax_metadata',
+__all__ = ['Mismatch', 'check', 'step_problem', 'template', 'orbax_metadata',
            'same_family', 'describe']
 
 _STEP_PATH = ('state', 'step')
@@ -222,13 +222,6 @@ def template(opt_target, opt_state) -> dict:
   """The state dict ``{'target', 'state'}`` an optimizer of this target and state writes."""
   return {'target': serialization.to_state_dict(opt_target),
           'state': serialization.to_state_dict(opt_state)}
-
-
-def empty_as_none(tree):
-  """``tree`` with every empty dict as None: how orbax reads back an empty container."""
-  if isinstance(tree, dict):
-    return {k: empty_as_none(v) for k, v in tree.items()} if tree else None
-  return tree
 
 
 def _shapes_and_dtypes(node):

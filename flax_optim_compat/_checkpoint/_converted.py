@@ -17,7 +17,6 @@ from flax import serialization
 from . import _conversion
 from . import _sources
 from . import _state_dict
-from .. import _state_check
 from .. import _tree
 from ._codec import CheckpointError
 
@@ -125,4 +124,4 @@ def aligned(trees, optimizer_def, *, tx=None) -> list:
       if not legacy[1 - i] and isinstance(other, dict) and 'step' not in other:
         converted.pop('step', None)  # a to_optax output: {params, opt_state}
       trees[i] = converted
-  return [_state_check.empty_as_none(tree) for tree in trees]
+  return trees
