@@ -43,7 +43,7 @@ def main():
   for line in sys.stdin:
     name, *counts = line.rstrip('\n').split('\t')
     top = name.split('.')[0]
-    if top not in ('jax', 'flax', 'optax') or name in seen:
+    if top not in ('jax', 'flax', 'optax', 'numpy') or name in seen:
       continue
     seen.add(name)
     err = probe(name)

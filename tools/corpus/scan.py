@@ -135,9 +135,63 @@ NAMES = [
     ('flax.jax_utils.prefetch_to_device', 'kept',    'still there (flax.jax_utils)'),
     ('flax.optim.dynamic_scale', 'removed', 'flax.training.dynamic_scale'),
     ('flax.metrics.tensorboard', 'kept', 'still there; importing it needs tensorflow'),
+] + [
+    # flax.nn's (and flax.deprecated.nn's) functions that are not the pre-Linen module system:
+    # the activations, pooling and initializers, each the same function as flax.linen's
+    # (flax 0.5.3 defines both from jax.nn / flax.linen); `flax.nn` stays refused as a whole.
+    (f'{nn}.{name}', 'removed', f'flax.linen.{name}')
+    for nn in ('flax.nn', 'flax.deprecated.nn')
+    for name in ('celu', 'elu', 'gelu', 'glu', 'leaky_relu', 'log_sigmoid', 'log_softmax',
+                 'logsumexp', 'normalize', 'one_hot', 'relu', 'relu6', 'selu', 'sigmoid',
+                 'silu', 'soft_sign', 'softmax', 'softplus', 'swish', 'tanh', 'hard_tanh',
+                 'hard_sigmoid', 'hard_silu', 'hard_swish', 'initializers', 'max_pool',
+                 'avg_pool', 'pooling', 'activation')
+] + [
+    # numpy's aliases: removed in numpy 1.24 (the builtin-type aliases) or numpy 2.0.
+    ('numpy.bool', 'changed', 'bool (numpy 2 brought np.bool back as np.bool_)'),
+    ('numpy.int', 'removed', 'int (numpy 1.24)'),
+    ('numpy.float', 'removed', 'float (numpy 1.24)'),
+    ('numpy.complex', 'removed', 'complex (numpy 1.24)'),
+    ('numpy.object', 'removed', 'object (numpy 1.24)'),
+    ('numpy.str', 'removed', 'str (numpy 1.24)'),
+    ('numpy.long', 'changed', 'int (numpy 1.24 removed it; numpy 2 np.long is the C long)'),
+    ('numpy.unicode', 'removed', 'str (numpy 1.24)'),
+    ('numpy.float_', 'removed', 'np.float64 (numpy 2.0)'),
+    ('numpy.complex_', 'removed', 'np.complex128 (numpy 2.0)'),
+    ('numpy.string_', 'removed', 'np.bytes_ (numpy 2.0)'),
+    ('numpy.unicode_', 'removed', 'np.str_ (numpy 2.0)'),
+    ('numpy.int0', 'removed', 'np.intp (numpy 2.0)'),
+    ('numpy.bool8', 'removed', 'np.bool_ (numpy 2.0)'),
+    ('numpy.NaN', 'removed', 'np.nan (numpy 2.0)'),
+    ('numpy.NAN', 'removed', 'np.nan (numpy 2.0)'),
+    ('numpy.Inf', 'removed', 'np.inf (numpy 2.0)'),
+    ('numpy.Infinity', 'removed', 'np.inf (numpy 2.0)'),
+    ('numpy.infty', 'removed', 'np.inf (numpy 2.0)'),
+    ('numpy.PINF', 'removed', 'np.inf (numpy 2.0)'),
+    ('numpy.NINF', 'removed', '-np.inf (numpy 2.0)'),
+    ('numpy.product', 'removed', 'np.prod (numpy 2.0)'),
+    ('numpy.cumproduct', 'removed', 'np.cumprod (numpy 2.0)'),
+    ('numpy.alltrue', 'removed', 'np.all (numpy 2.0)'),
+    ('numpy.sometrue', 'removed', 'np.any (numpy 2.0)'),
+    ('numpy.round_', 'removed', 'np.round (numpy 2.0)'),
+    ('numpy.in1d', 'removed', 'np.isin (numpy 2.4)'),
+    ('numpy.trapz', 'removed', 'np.trapezoid (numpy 2.4)'),
+    ('numpy.row_stack', 'changed', 'np.vstack (deprecated in numpy 2.0)'),
+    ('numpy.cast', 'removed', 'np.asarray(x, dtype) (numpy 2.0)'),
+    ('numpy.asfarray', 'removed', 'np.asarray(x, float) (numpy 2.0)'),
+    ('numpy.msort', 'removed', 'np.sort(a, axis=0) (numpy 2.0)'),
+    ('numpy.find_common_type', 'removed', 'np.result_type / np.promote_types (numpy 2.0)'),
+    ('numpy.issubsctype', 'removed', 'np.issubdtype (numpy 2.0)'),
+    ('numpy.mat', 'removed', 'np.asmatrix (numpy 2.0)'),
+    ('numpy.sctypes', 'removed', 'explicit dtype lists (numpy 2.0)'),
+    ('numpy.warnings', 'removed', 'import warnings (numpy 1.24)'),
+    ('jax.numpy.float_', 'changed', 'jnp.float64 / jnp.float32 (still there)'),
+    ('jax.numpy.int', 'removed', 'int'),
+    ('jax.numpy.float', 'removed', 'float'),
+    ('jax.numpy.bool', 'changed', 'jnp.bool_'),
 ]
 
-ROOTS = ('jax', 'flax', 'optax', 'jaxlib')
+ROOTS = ('jax', 'flax', 'optax', 'jaxlib', 'numpy')
 DEFAULT_TSV = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'programs.tsv')
 
 
@@ -403,29 +457,34 @@ def main(argv=None):
       print(f'{ref}\t{len(progs[ref])}\t{len(files[ref])}')  # files: distinct
     return 0
 
+  kinds = {prog: kind_of([fs for fs in r['files'].values() if fs is not None])
+           for prog, r in res.items()}
   rows = []
   for key, status, note in NAMES:
     if status == 'kept' and not args.all:
       continue
     progs = [prog for prog, r in res.items() if key in r['hits']]
     nfiles = len(set().union(*(res[p]['hits'][key] for p in progs)))  # distinct files
+    by_kind = collections.Counter(kinds[p] for p in progs)
+    by_kind = ', '.join(f'{k} {by_kind[k]}' for k in ('linen', 'none', 'flax.nn', 'subclass')
+                        if by_kind[k])
     if progs or args.all:
-      rows.append((key, status, len(progs), nfiles, note))
+      rows.append((key, status, len(progs), nfiles, by_kind or '-', note))
   rows.sort(key=lambda r: (-r[2], -r[3], r[0]))
   if args.format == 'tsv':
-    print('name\tstatus\tprograms\tfiles\ttoday')
+    print('name\tstatus\tprograms\tfiles\tby_kind\ttoday')
     for r in rows:
       print('\t'.join(map(str, r)))
   elif args.format == 'md':
-    print('| name | status | #programs | #files | today |')
-    print('| --- | --- | ---: | ---: | --- |')
+    print('| name | status | #programs | #files | programs by kind | today |')
+    print('| --- | --- | ---: | ---: | --- | --- |')
     for r in rows:
-      print(f'| `{r[0]}` | {r[1]} | {r[2]} | {r[3]} | {r[4]} |')
+      print(f'| `{r[0]}` | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} |')
   else:
     w = max([len(r[0]) for r in rows] + [4])
-    print(f'{"name":<{w}}  {"status":<7}  programs  files  today')
+    print(f'{"name":<{w}}  {"status":<7}  programs  files  {"by kind":<28}  today')
     for r in rows:
-      print(f'{r[0]:<{w}}  {r[1]:<7}  {r[2]:>8}  {r[3]:>5}  {r[4]}')
+      print(f'{r[0]:<{w}}  {r[1]:<7}  {r[2]:>8}  {r[3]:>5}  {r[4]:<28}  {r[5]}')
   if args.files:
     for r in rows:
       print(f'\n{r[0]}:')
