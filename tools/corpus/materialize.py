@@ -7,7 +7,7 @@ the row's id (``<owner>+<name>@<short ref>``, or ``flax@<tag>`` for flax's own e
 Each repository must be available as a git directory (bare or not) holding the ref:
 
     python tools/corpus/materialize.py OUT --repos CLONES
-        # CLONES/<owner>+<name> (or CLONES/<owner>+<name>/repo, or .../.git) for each repository
+        # CLONES/<owner>+<name> (or .../repo, .../repo/.git, .../.git) for each repository
 
 ``--seed FILE`` (repository, ref, directories per line, tab-separated) instead builds new rows:
 it resolves the ref, writes the files, classifies each program with ``scan.py`` and prints the
@@ -28,7 +28,8 @@ COLUMNS = ['id', 'repository', 'ref', 'directory', 'kind', 'flax_optim']
 
 def git_dir(repos, repository):
   base = os.path.join(repos, repository.replace('/', '+'))
-  for cand in (os.path.join(base, 'repo'), os.path.join(base, '.git'), base):
+  for cand in (os.path.join(base, 'repo'), os.path.join(base, 'repo', '.git'),
+               os.path.join(base, '.git'), base):
     if os.path.isdir(cand) and os.path.exists(os.path.join(cand, 'HEAD')):
       return cand
   raise SystemExit(f'no git directory for {repository} under {repos}')
