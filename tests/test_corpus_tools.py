@@ -1,0 +1,153 @@
+"""The corpus tools' pure logic: import_sweep's attribution and program layout, scan's names.
+
+No corpus, no network, no subprocess: small programs written to a temporary folder.
+"""
+import importlib.util
+import pathlib
+import sys
+
+import pytest
+
+CORPUS_TOOLS = pathlib.Path(__file__).resolve().parent.parent / 'tools' / 'corpus'
+
+
+def _load(name):
+  spec = importlib.util.spec_from_file_location(f'_corpus_{name}', CORPUS_TOOLS / f'{name}.py')
+  mod = importlib.util.module_from_spec(spec)
+  sys.path.insert(0, str(CORPUS_TOOLS))  # import_sweep / materialize import scan by name
+  try:
+    spec.loader.exec_module(mod)
+  finally:
+    sys.path.remove(str(CORPUS_TOOLS))
+  return mod
+
+
+sweep = _load('import_sweep')
+scan = _load('scan')
+
+PROG = '/corpus/owner+repo@abc/'
+SITE = '/venv/lib/python3.11/site-packages/'
+
+
+def _fail(exc, msg, frames=(), missing=None):
+  return {'exc_type': exc, 'msg': msg, 'missing': missing,
+          'frames': [['<string>', 1, 'run']] + [list(f) for f in frames]}
+
+
+@pytest.mark.parametrize('failure, expected', [
+    # a removed jax module imported by the program
+    (_fail('ModuleNotFoundError', "No module named 'jax.config'",
+           [(PROG + 'train.py', 1, '<module>')], missing='jax.config'),
+     ('ours', 'jax.config')),
+    # a removed attribute reached from the program's own line
+    (_fail('AttributeError', "module 'jax.interpreters.xla' has no attribute 'DeviceArray'",
+           [(PROG + 'networks.py', 9, '<module>')]),
+     ('ours', 'jax.interpreters.xla.DeviceArray')),
+    # numpy 2's message for a removed alias
+    (_fail('AttributeError', '`np.NaN` was removed in the NumPy 2.0 release. Use `np.nan` instead.',
+           [(PROG + 'replay.py', 3, '<module>'), (SITE + 'numpy/__init__.py', 400, '__getattr__')]),
+     ('ours', 'numpy.NaN')),
+    # numpy 1.24's message for a removed builtin alias
+    (_fail('AttributeError', "module 'numpy' has no attribute 'float'.\n`np.float` was a deprecated alias",
+           [(PROG + 'data.py', 3, '<module>')]),
+     ('ours', 'numpy.float')),
+    # the package's refusal of pre-Linen flax.nn
+    (_fail('ImportError', 'flax.nn: pre-Linen flax.nn was removed in flax 0.4.0',
+           [(PROG + 'models.py', 2, '<module>')]),
+     ('ours', 'flax.nn')),
+    # the same removed jax name used inside an installed library is that library's API
+    (_fail('AttributeError', "module 'jax.interpreters.xla' has no attribute 'pytype_aval_mappings'",
+           [(PROG + 'policies.py', 5, '<module>'),
+            (SITE + 'tensorflow_probability/python/ops.py', 681, '<module>'),
+            (SITE + 'jax/_src/deprecations.py', 50, '__getattr__')]),
+     ('library', 'tensorflow_probability')),
+    # a third-party module that is not installed
+    (_fail('ModuleNotFoundError', "No module named 'gin'", [(PROG + 'train.py', 4, '<module>')],
+           missing='gin'),
+     ('library', 'gin')),
+    # a module of the program itself, outside the row's directories
+    (_fail('ModuleNotFoundError', "No module named 'scenic.dataset_lib'",
+           [(PROG + 'scenic/train.py', 4, '<module>')], missing='scenic.dataset_lib'),
+     ('harness', 'scenic.dataset_lib')),
+    (_fail('Timeout', 'no answer within 10 s'), ('harness', 'timeout')),
+    (_fail('DuplicateFlagError', "The flag 'workdir' is defined twice."),
+     ('harness', 'absl flag defined twice')),
+    # a stand-in used beyond what it fakes
+    (_fail('TypeError', "unsupported operand type(s) for +: 'StandIn' and 'int'",
+           [(PROG + 'input_pipeline.py', 8, '<module>')]),
+     ('harness', 'stand-in')),
+    # the program's top level needs data files
+    (_fail('FileNotFoundError', "[Errno 2] No such file or directory: 'data/x.npz'",
+           [(PROG + 'stage1.py', 30, '<module>')]),
+     ('harness', 'FileNotFoundError')),
+])
+def test_attribute(failure, expected):
+  cat, name, _ = sweep.attribute(failure, program_tops=('scenic', 'train'),
+                                 program_dir=PROG.rstrip('/'), sites=())
+  assert (cat, name) == expected
+
+
+def test_attribute_library_in_extra_site():
+  failure = _fail('AttributeError', "module 'jax' has no attribute 'partial'",
+                  [(PROG + 'a.py', 1, '<module>'), ('/libs/oldlib/core.py', 3, '<module>')])
+  assert sweep.attribute(failure, (), PROG.rstrip('/'), sites=('/libs',))[:2] == ('library', 'oldlib')
+  assert sweep.attribute(failure, (), PROG.rstrip('/'), sites=())[:2] == ('ours', 'jax.partial')
+
+
+def _write(root, files):
+  for rel, text in files.items():
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+
+
+def test_plan_scripts_packages_and_namespace_packages(tmp_path):
+  _write(tmp_path / 'o+r@1', {
+      # a script folder: train.py imports its sibling by bare name
+      'examples/mnist/train.py': 'import models\nfrom flax import optim\n',
+      'examples/mnist/main.py': "import train\nif __name__ == '__main__':\n  pass\n",
+      'examples/mnist/models.py': 'import jax\n',
+      'examples/mnist/train_test.py': 'import train\n',
+      # a namespace package imported by its dotted name (no __init__.py on the way up)
+      'rl/agents/sac.py': 'from rl.networks import mlp\n',
+      'rl/networks/mlp.py': 'import flax.linen as nn\n',
+      # a package whose own optax.py must not shadow optax
+      'lib/__init__.py': '',
+      'lib/optax.py': 'import optax\n',
+  })
+  row = {'id': 'o+r@1', 'directory': '.'}
+  job = sweep.plan(str(tmp_path), row)
+  folder = str(tmp_path / 'o+r@1')
+  names = dict(job['entries'] + job['others'])
+  assert [n for n, _ in job['entries']] == ['main']
+  assert {'train', 'models', 'rl.agents.sac', 'rl.networks.mlp', 'lib', 'lib.optax'} <= set(names)
+  assert not any(n.endswith('_test') for n in names)  # tests are not imported
+  assert job['sys_path'][0] == folder + '/examples/mnist'
+  assert folder + '/lib' not in job['sys_path']
+  assert job['sys_path'][-1] == folder
+
+
+def test_summary_counts_programs_per_category():
+  results = [
+      {'id': 'a', 'kind': 'linen', 'ok': True, 'failures': []},
+      {'id': 'b', 'kind': 'linen', 'ok': False, 'failures': [
+          {'module': 'm', 'category': 'ours', 'name': 'jax.tree_map', 'detail': ''},
+          {'module': 'n', 'category': 'ours', 'name': 'jax.tree_map', 'detail': ''}]},
+      {'id': 'c', 'kind': 'none', 'ok': False, 'failures': [
+          {'module': 'm', 'category': 'ours', 'name': 'jax.tree_map', 'detail': ''},
+          {'module': 'm', 'category': 'library', 'name': 'gin', 'detail': ''}]},
+  ]
+  s = sweep.summarize(results)
+  assert (s['programs'], s['ok'], s['failed']) == (3, 1, 2)
+  assert s['with'] == {'ours': 2, 'library': 1}
+  assert s['only'] == {'ours': 1}
+  assert s['names']['ours'] == [('jax.tree_map', 2)]
+
+
+def test_scan_counts_numpy_aliases_and_flax_nn_functions(tmp_path):
+  src = ('import numpy as np\nimport jax.numpy as jnp\nfrom flax import nn\n'
+         'x = np.float(1) + np.NaN\ny = nn.relu(jnp.zeros(2))\nz = np.float32(0)\n')
+  (tmp_path / 'a.py').write_text(src)
+  hits = scan.match(scan.scan_file(str(tmp_path / 'a.py')))
+  assert {'numpy.float', 'numpy.NaN', 'flax.nn.relu', 'flax.nn'} <= hits
+  assert 'numpy.float_' not in hits  # np.float32 is not np.float_ nor np.float
