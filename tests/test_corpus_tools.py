@@ -71,7 +71,7 @@ def _fail(exc, msg, frames=(), missing=None):
      ('harness', 'scenic.dataset_lib')),
     (_fail('Timeout', 'no answer within 10 s'), ('harness', 'timeout')),
     (_fail('DuplicateFlagError', "The flag 'workdir' is defined twice."),
-     ('harness', 'absl flag defined twice')),
+     ('harness', 'absl flags: DuplicateFlagError')),
     # a stand-in used beyond what it fakes
     (_fail('TypeError', "unsupported operand type(s) for +: 'StandIn' and 'int'",
            [(PROG + 'input_pipeline.py', 8, '<module>')]),
@@ -151,3 +151,23 @@ def test_scan_counts_numpy_aliases_and_flax_nn_functions(tmp_path):
   hits = scan.match(scan.scan_file(str(tmp_path / 'a.py')))
   assert {'numpy.float', 'numpy.NaN', 'flax.nn.relu', 'flax.nn'} <= hits
   assert 'numpy.float_' not in hits  # np.float32 is not np.float_ nor np.float
+
+
+def test_attribute_resolves_an_attribute_of_a_jax_object_on_the_failing_line(tmp_path):
+  prog = tmp_path / 'prog'
+  prog.mkdir()
+  (prog / 'lib.py').write_text('import jax\nfrom jax.config import config as c\n'
+                               'jax.config.enable_omnistaging()\nc.enable_x64 = 1\n')
+  line3 = _fail('AttributeError', "'Config' object has no attribute 'enable_omnistaging'",
+                [(str(prog / 'lib.py'), 3, '<module>')])
+  assert sweep.attribute(line3, (), str(prog))[:2] == ('ours', 'jax.config.enable_omnistaging')
+  # the same message from an attribute of a non-jax object stays the program's own failure
+  line4 = _fail('AttributeError', "'Foo' object has no attribute 'bar'",
+                [(str(prog / 'lib.py'), 4, '<module>')])
+  assert sweep.attribute(line4, (), str(prog))[0] == 'harness'
+
+
+def test_cannot_import_name_names_the_attribute_not_the_module():
+  failure = _fail('ImportError', "cannot import name 'partial' from 'jax' (/venv/jax/__init__.py)",
+                  [(PROG + 'train.py', 3, '<module>')], missing='jax')
+  assert sweep.attribute(failure, (), PROG.rstrip('/'))[:2] == ('ours', 'jax.partial')

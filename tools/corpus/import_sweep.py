@@ -27,6 +27,7 @@ other module is the installed one or missing. Each failure is attributed (``attr
 Stdlib only; the child side (``--child``) is this same file run by ``--python``.
 """
 import argparse
+import ast
 import collections
 import concurrent.futures
 import csv
@@ -39,6 +40,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import scan  # noqa: E402  (resolves import aliases on a failing line)
 
 # Stand-ins: data and logging libraries only, faked so that a program's import reaches its
 # model and optimizer code. Everything a program calls on them at import returns another
@@ -187,6 +190,12 @@ def plan(root, row):
           'program_tops': sorted(tops)}
 
 
+# absl's flag errors at import: flags defined twice, or required / parsed at import time,
+# which depends on the command line of one launcher (an entry point failing so is retried alone)
+FLAG_ERRORS = ('DuplicateFlagError', 'IllegalFlagValueError', 'UnrecognizedFlagError',
+               'UnparsedFlagAccessError', 'FlagsError', 'ValidationError')
+
+
 # --- attribution (pure) -------------------------------------------------------------------
 _MOD_ATTR = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")
 _CANNOT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
@@ -230,16 +239,37 @@ def _culprit(frames, program_dir, sites):
   return 'program'
 
 
+_OBJ_ATTR = re.compile(r"(?:'\w+' object|type object '\w+') has no attribute '(\w+)'")
+
+
+def name_on_line(path, lineno, attr):
+  """The dotted jax/flax/... name ending in .attr on that line of a file, aliases resolved."""
+  try:
+    with open(path, 'rb') as f:
+      tree = ast.parse(f.read())
+  except (OSError, SyntaxError, ValueError):
+    return None
+  fs = scan.FileScan()
+  fs.visit(tree)
+  for node in ast.walk(tree):
+    if (isinstance(node, ast.Attribute) and node.attr == attr
+        and node.lineno <= lineno <= getattr(node, 'end_lineno', node.lineno)):
+      dotted = fs.resolve(node)
+      if dotted:
+        return dotted
+  return None
+
+
 def _era_name(failure, program_tops):
   """The jax / flax / numpy / optax name a failure says is missing, or None."""
   exc, msg = failure.get('exc_type', ''), failure.get('msg', '') or ''
   first = msg.splitlines()[0] if msg else ''
   missing = failure.get('missing')
-  if exc in ('ModuleNotFoundError', 'ImportError') and missing:
-    return missing if _top(missing) in OURS else None
-  m = _CANNOT.search(msg)
+  m = _CANNOT.search(msg)  # ImportError.name is then the module imported from
   if m:
     return f'{m.group(2)}.{m.group(1)}' if _top(m.group(2)) in OURS else None
+  if exc in ('ModuleNotFoundError', 'ImportError') and missing:
+    return missing if _top(missing) in OURS else None
   if exc == 'ImportError' and first.startswith('flax.nn'):
     return 'flax.nn'  # the package's one-line refusal of pre-Linen flax.nn
   m = _MOD_ATTR.search(msg)
@@ -251,6 +281,12 @@ def _era_name(failure, program_tops):
   m = _JAX_REMOVED.search(msg)
   if m and exc == 'AttributeError' and _top(m.group(1)) not in program_tops:
     return m.group(1)
+  m = _OBJ_ATTR.search(first)
+  if m and exc == 'AttributeError' and len(failure.get('frames') or []) > 1:
+    f = failure['frames'][-1]  # the line that made the access (jax's Config, a dataclass...)
+    dotted = name_on_line(f[0], f[1], m.group(1))
+    if dotted and _top(dotted) in OURS:
+      return dotted
   return None
 
 
@@ -269,8 +305,8 @@ def attribute(failure, program_tops=(), program_dir=None, sites=()):
     return 'harness', 'timeout', first
   if exc == 'ChildExit':
     return 'harness', 'interpreter exit', first
-  if exc == 'DuplicateFlagError':
-    return 'harness', 'absl flag defined twice', first
+  if exc in FLAG_ERRORS:
+    return 'harness', 'absl flags: ' + exc, first
   culprit = _culprit(frames, program_dir, sites)
   lib = culprit[1] if isinstance(culprit, tuple) else None
   name = _era_name(failure, program_tops)
@@ -281,11 +317,11 @@ def attribute(failure, program_tops=(), program_dir=None, sites=()):
       return 'harness', 'stand-in', first
     return 'ours', name, first
   missing = failure.get('missing')
-  if exc in ('ModuleNotFoundError', 'ImportError') and missing:
+  m = _CANNOT.search(msg)
+  if exc in ('ModuleNotFoundError', 'ImportError') and missing and not m:
     if _top(missing) in program_tops:
       return 'harness', missing, 'module of the program outside the row: ' + first
     return 'library', lib or _top(missing), first
-  m = _CANNOT.search(msg)
   if m:
     mod = m.group(2)
     if _top(mod) in STAND_INS:
@@ -305,7 +341,7 @@ def attribute(failure, program_tops=(), program_dir=None, sites=()):
     if isinstance(owner, tuple) and owner[0] == 'ours':
       return 'ours', f'{exc} in {owner[1]}', first
   if exc in ('FileNotFoundError', 'OSError', 'PermissionError', 'SystemExit', 'KeyError',
-             'IndexError', 'UnrecognizedFlagError', 'IllegalFlagValueError', 'UnparsedFlagAccessError'):
+             'IndexError'):
     return 'harness', exc, 'the program needs data / arguments / environment at import: ' + first
   return 'harness', exc, 'raised by the program at import: ' + first
 
@@ -444,9 +480,9 @@ def sweep_program(root, row, python, env, timeout, sites=()):
   job['stand_ins'] = sorted(STAND_INS)
   job['sites'] = list(sites)
   recs, secs = run_child(python, job, env, timeout) if job['entries'] or job['others'] else ([], 0.0)
-  # two entry points (or a module imported under two names) defining one absl flag: retry alone
+  # two entry points (or a module imported under two names) sharing absl flags: retry alone
   for i, r in enumerate(recs):
-    if not r['ok'] and r.get('exc_type') == 'DuplicateFlagError':
+    if not r['ok'] and r.get('exc_type') in FLAG_ERRORS:
       alone = dict(job, entries=[(r['module'], r['file'])], others=[])
       again, more = run_child(python, alone, env, timeout)
       secs += more
@@ -463,6 +499,7 @@ def sweep_program(root, row, python, env, timeout, sites=()):
   ok_mods = sum(1 for r in recs if r['ok'])
   ok_entries = sum(1 for r in recs if r['ok'] and r.get('role') == 'entry')
   return {'id': row['id'], 'kind': row.get('kind', '?'), 'modules': n_mod, 'modules_ok': ok_mods,
+          'records': recs, 'program_tops': job['program_tops'], 'cwd': folder, 'sites': list(sites),
           'entries': len(job['entries']), 'entries_ok': ok_entries,
           'ok': n_mod > 0 and ok_mods == n_mod and not failures, 'failures': failures,
           'seconds': round(secs, 1)}
@@ -558,8 +595,10 @@ def interpreter_meta(python, env):
           'except Exception: v["where"] = None\n'
           'print(json.dumps(v))')
   try:
+    # from '/', as the programs' children (their cwd is not on sys.path): a checkout in the
+    # current folder must not stand for the installed package
     out = subprocess.run([python, '-c', code], capture_output=True, text=True, env=env,
-                         timeout=120).stdout
+                         timeout=120, cwd='/').stdout
     v = json.loads(out.strip().splitlines()[-1])
   except Exception:  # noqa: BLE001 - metadata only
     return {}
@@ -594,7 +633,15 @@ def main(argv=None):
   ap.add_argument('--jobs', type=int, default=1)
   ap.add_argument('--out', help='write the markdown report here (default: stdout)')
   ap.add_argument('--tsv-out', help='also write the per-program table as TSV here')
+  ap.add_argument('--raw-out', help='also write every import record (JSON), for --rerender')
+  ap.add_argument('--rerender', help='attribute and render the records of a --raw-out file again')
   args = ap.parse_args(argv)
+  if args.rerender:
+    with open(args.rerender) as f:
+      raw = json.load(f)
+    results = [reattribute(r) for r in raw['results']]
+    meta = dict(raw['meta'], attributed='again by ' + os.path.basename(__file__))
+    return _write(args, results, meta, raw)
 
   rows = read_tsv(args.tsv)
   if args.kinds != 'all':
@@ -636,7 +683,25 @@ def main(argv=None):
       'extra libraries (--site)': ', '.join(args.site) or 'none',
       'wall time': f'{time.time() - t0:.0f} s',
   }
+  return _write(args, results, meta, {'meta': meta, 'results': results})
+
+
+def reattribute(r):
+  """A result with its failures attributed again from its records."""
+  failures = []
+  for rec in r['records']:
+    if not rec['ok']:
+      cat, name, detail = attribute(rec, r['program_tops'], r['cwd'], r['sites'])
+      failures.append({'module': rec['module'], 'category': cat, 'name': name, 'detail': detail})
+  return dict(r, failures=failures, ok=r['modules'] > 0 and r['modules_ok'] == r['modules']
+              and not failures)
+
+
+def _write(args, results, meta, raw):
   md = render_md(results, meta)
+  if args.raw_out:
+    with open(args.raw_out, 'w') as f:
+      json.dump(raw, f)
   if args.out:
     with open(args.out, 'w') as f:
       f.write(md)
