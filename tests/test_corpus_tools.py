@@ -171,3 +171,24 @@ def test_cannot_import_name_names_the_attribute_not_the_module():
   failure = _fail('ImportError', "cannot import name 'partial' from 'jax' (/venv/jax/__init__.py)",
                   [(PROG + 'train.py', 3, '<module>')], missing='jax')
   assert sweep.attribute(failure, (), PROG.rstrip('/'))[:2] == ('ours', 'jax.partial')
+
+
+@pytest.mark.parametrize('failure, expected', [
+    (_fail('OverflowError', 'Python integer -1 out of bounds for uint64',
+           [(PROG + 'pycolmap/camera.py', 12, '<module>')]),
+     ('ours', 'numpy 2: Python int out of bounds for the dtype')),
+    (_fail('AttributeError', "module 'tensorflow_probability' has no attribute 'substrates'",
+           [(PROG + 'distribution.py', 4, '<module>')]),
+     ('library', 'tensorflow_probability')),
+    (_fail('SyntaxError', 'invalid syntax (cfg.py, line 36)', [(PROG + 'cfg.py', 36, '<module>')]),
+     ('harness', 'SyntaxError')),
+])
+def test_attribute_numpy_behaviour_library_attributes_and_syntax(failure, expected):
+  assert sweep.attribute(failure, ('train',), PROG.rstrip('/'))[:2] == expected
+
+
+def test_setup_and_docs_are_not_program_modules(tmp_path):
+  _write(tmp_path / 'o+r@1', {'setup.py': "open('README.md')\n", 'docs/conf.py': '',
+                              'pkg/__init__.py': '', 'pkg/train.py': 'import jax\n'})
+  _, _, files = sweep.program_files(str(tmp_path), {'id': 'o+r@1', 'directory': '.'})
+  assert [pathlib.Path(f).name for f in files] == ['__init__.py', 'train.py']

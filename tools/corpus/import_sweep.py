@@ -92,7 +92,7 @@ STAND_INS = {
 OURS = ('jax', 'jaxlib', 'flax', 'numpy', 'optax', 'flax_optim_compat', '_flax_optim_compat_alias')
 
 _STDLIB = set(getattr(sys, 'stdlib_module_names', ()))
-SKIP_FILE = re.compile(r'(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$|(^|/)tests?/')
+SKIP_FILE = re.compile(r'(^|/)(test_[^/]*|[^/]*_test|conftest|setup)\.py$|(^|/)(tests?|docs?)/')
 MAIN_GUARD = re.compile(r'''__name__\s*==\s*['"]__main__['"]''')
 
 
@@ -331,6 +331,16 @@ def attribute(failure, program_tops=(), program_dir=None, sites=()):
     return 'library', _top(mod), first
   if culprit == 'stand-in' or 'StandIn' in msg:
     return 'harness', 'stand-in', first
+  m = _MOD_ATTR.search(msg)
+  if m and _top(m.group(1)) not in program_tops:
+    if _top(m.group(1)) in STAND_INS:
+      return 'harness', 'stand-in', first
+    return 'library', lib or _top(m.group(1)), first
+  if exc == 'OverflowError' and 'out of bounds for' in msg:
+    # numpy 2 refuses a Python int outside the dtype's range (NEP 50); numpy 1 wrapped it
+    return 'ours', 'numpy 2: Python int out of bounds for the dtype', first
+  if exc in ('SyntaxError', 'IndentationError', 'TabError'):
+    return 'harness', exc, 'a file of the program that does not parse: ' + first
   if lib:
     return ('harness', 'stand-in', first) if lib in STAND_INS else ('library', lib, first)
   # raised by the program's own code, or inside jax / flax called by it
@@ -689,6 +699,13 @@ def main(argv=None):
 def reattribute(r):
   """A result with its failures attributed again from its records."""
   failures = []
+  dropped = [rec for rec in r['records'] if rec.get('file') and SKIP_FILE.search(
+      os.path.relpath(rec['file'], r['cwd']))]  # files skipped since the records were made
+  r = dict(r, records=[rec for rec in r['records'] if rec not in dropped])
+  r['modules'] -= len(dropped)
+  r['modules_ok'] -= sum(1 for rec in dropped if rec['ok'])
+  r['entries'] -= sum(1 for rec in dropped if rec.get('role') == 'entry')
+  r['entries_ok'] -= sum(1 for rec in dropped if rec['ok'] and rec.get('role') == 'entry')
   for rec in r['records']:
     if not rec['ok']:
       cat, name, detail = attribute(rec, r['program_tops'], r['cwd'], r['sites'])
