@@ -8,23 +8,29 @@ would name it, then every other module of the program not yet imported. Nothing 
 imported first: the program's own ``import`` lines decide the order in which jax, flax and
 ``flax.optim`` load, with the real jax / flax / numpy of that interpreter. Tests (``*_test.py``,
 ``test_*.py``, ``conftest.py``, ``tests/``) are not imported. Importing a module runs its top
-level only; ``if __name__ == '__main__'`` blocks (training) do not run.
+level only; ``if __name__ == '__main__'`` blocks (training) do not run. ``setup.py`` and
+``docs/`` are not program modules either.
 
 Only data and logging libraries are replaced, by permissive stand-ins (``STAND_INS``); every
-other module is the installed one or missing. Each failure is attributed (``attribute``):
+other module is the installed one (the interpreter's, then the ``--site`` folders') or missing.
+Each failure is attributed (``attribute``):
 
-  ours      a jax / flax / numpy / optax name of the era that is missing or refused today
-            (the name is recorded): something the package could give back
-  library   a third-party module that is not installed, or its API
+  ours      a jax / flax / numpy / optax name (or behaviour) of the era that is missing or
+            refused today, reached from the program's own code (the name is recorded):
+            something the package could give back
+  library   a third-party module that is not installed, or its API (a removed jax name used
+            inside an installed library is that library's)
   harness   the sweep's own limit: timeout, a module of the program outside the row's
-            directories, a stand-in used beyond what it fakes, data files / arguments missing,
-            two entry points defining the same absl flag in one process (retried alone first)
+            directories, a stand-in used beyond what it fakes, data files / flags needed at
+            import, a file that does not parse (absl flag errors are retried alone first)
 
     python tools/corpus/import_sweep.py CORPUS --python /path/to/venv/bin/python \\
-        [--legacy-jax 0|1|auto] [--programs REGEX] [--kinds linen,none,subclass|all] \\
-        [--jobs N] [--out results/FILE.md] [--tsv programs.tsv]
+        [--site LIBS] [--legacy-jax 0|1|auto] [--programs REGEX] [--kinds linen,none,subclass|all] \\
+        [--jobs N] [--out results/FILE.md] [--tsv programs.tsv] [--raw-out F.json]
+    python tools/corpus/import_sweep.py - --rerender F.json --out FILE.md   # attribute again
 
-Stdlib only; the child side (``--child``) is this same file run by ``--python``.
+Stdlib only (plus ``scan.py`` next to it). The child side is the string ``CHILD``, run by
+``--python -c``.
 """
 import argparse
 import ast
