@@ -87,6 +87,13 @@ STAND_INS = {
     'mediapy': 'data: image and video files',
     'png': 'data: image files',
     'sunds': 'data: scene understanding data sets',
+    'requests': 'data: downloads',
+    'xarray': 'data: labelled arrays read from files',
+    'IPython': 'logging: notebook display',
+    'tensorflow_addons': 'data: TF image ops of input pipelines',
+    'tensorflow_gan': 'logging: sample-quality metrics (FID / Inception score) computed in TF',
+    'ipywidgets': 'logging: notebook widgets',
+    'regex': 'data: text tokenizers of input pipelines',
 }
 # Not stood in (the program needs them for its computation, or they are pip-installable
 # configuration): ml_collections, gin, absl, chex, haiku, distrax, rlax, tensorflow_probability,
