@@ -192,3 +192,10 @@ def test_setup_and_docs_are_not_program_modules(tmp_path):
                               'pkg/__init__.py': '', 'pkg/train.py': 'import jax\n'})
   _, _, files = sweep.program_files(str(tmp_path), {'id': 'o+r@1', 'directory': '.'})
   assert [pathlib.Path(f).name for f in files] == ['__init__.py', 'train.py']
+
+
+def test_a_program_inside_a_library_repository_is_not_a_removed_name(tmp_path):
+  (tmp_path / 'examples').mkdir()
+  failure = _fail('ModuleNotFoundError', "No module named 'jax.examples'",
+                  [(str(tmp_path / 'examples' / 'mnist.py'), 3, '<module>')], missing='jax.examples')
+  assert sweep.attribute(failure, ('examples',), str(tmp_path))[:2] == ('harness', 'jax.examples')

@@ -320,6 +320,11 @@ def attribute(failure, program_tops=(), program_dir=None, sites=()):
     return 'harness', 'interpreter exit', first
   if exc in FLAG_ERRORS:
     return 'harness', 'absl flags: ' + exc, first
+  missing = failure.get('missing')
+  if missing and program_dir and '.' in missing and os.path.exists(
+      os.path.join(program_dir, *missing.split('.')[1:])):
+    # a program that lives in a library's own repository (jax's examples: `jax.examples`)
+    return 'harness', missing, 'module of the program under the library\'s name: ' + first
   culprit = _culprit(frames, program_dir, sites)
   lib = culprit[1] if isinstance(culprit, tuple) else None
   name = _era_name(failure, program_tops)
