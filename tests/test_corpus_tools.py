@@ -14,11 +14,12 @@ CORPUS_TOOLS = pathlib.Path(__file__).resolve().parent.parent / 'tools' / 'corpu
 def _load(name):
   spec = importlib.util.spec_from_file_location(f'_corpus_{name}', CORPUS_TOOLS / f'{name}.py')
   mod = importlib.util.module_from_spec(spec)
-  sys.path.insert(0, str(CORPUS_TOOLS))  # import_sweep / materialize import scan by name
+  saved = list(sys.path)
+  sys.path.insert(0, str(CORPUS_TOOLS))  # import_sweep imports scan by name
   try:
     spec.loader.exec_module(mod)
   finally:
-    sys.path.remove(str(CORPUS_TOOLS))
+    sys.path[:] = saved
   return mod
 
 

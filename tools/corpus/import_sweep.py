@@ -46,7 +46,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+if HERE not in sys.path:
+  sys.path.insert(0, HERE)
 import scan  # noqa: E402  (resolves import aliases on a failing line)
 
 # Stand-ins: data and logging libraries only, faked so that a program's import reaches its
