@@ -38,6 +38,7 @@ import collections
 import concurrent.futures
 import csv
 import datetime
+import gzip
 import json
 import os
 import re
@@ -662,11 +663,11 @@ def main(argv=None):
   ap.add_argument('--jobs', type=int, default=1)
   ap.add_argument('--out', help='write the markdown report here (default: stdout)')
   ap.add_argument('--tsv-out', help='also write the per-program table as TSV here')
-  ap.add_argument('--raw-out', help='also write every import record (JSON), for --rerender')
+  ap.add_argument('--raw-out', help='also write every import record (JSON, gzipped if .gz), for --rerender')
   ap.add_argument('--rerender', help='attribute and render the records of a --raw-out file again')
   args = ap.parse_args(argv)
   if args.rerender:
-    with open(args.rerender) as f:
+    with (gzip.open if args.rerender.endswith('.gz') else open)(args.rerender, 'rt') as f:
       raw = json.load(f)
     results = [reattribute(r) for r in raw['results']]
     meta = dict(raw['meta'], attributed='again by ' + os.path.basename(__file__))
@@ -736,7 +737,7 @@ def reattribute(r):
 def _write(args, results, meta, raw):
   md = render_md(results, meta)
   if args.raw_out:
-    with open(args.raw_out, 'w') as f:
+    with (gzip.open if args.raw_out.endswith('.gz') else open)(args.raw_out, 'wt') as f:
       json.dump(raw, f)
   if args.out:
     with open(args.out, 'w') as f:
