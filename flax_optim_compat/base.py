@@ -1,4 +1,5 @@
-"""The legacy ``flax.optim.base`` API: OptimizerState, OptimizerDef, Optimizer, ReplicatedOptimizer.
+"""The legacy ``flax.optim.base``: OptimizerState, OptimizerDef, Optimizer, MultiOptimizer,
+ModelParamTraversal (flax's own, re-bound) and ReplicatedOptimizer.
 
 The user-visible objects are exactly the legacy ones (same dataclass fields, same state dicts).
 This module is the legacy template: ``OptimizerDef`` maps a per-leaf protocol
