@@ -139,11 +139,18 @@ def _without_this_package(site_dir, view):
 
 
 def _pip_install(python, project, root, editable):
+  """``project`` installed into the venv of ``python``: editable, or (a regular install) the
+  run's wheel (``_utils.built_dists``, built once from the same files) where it can be built
+  offline, else ``project`` built by pip with isolation."""
   args = [str(python), '-m', 'pip', 'install', '--no-deps', '--disable-pip-version-check', '-q',
           '--use-pep517']
-  if _utils.offline_build_possible():
+  offline = _utils.offline_build_possible()
+  if offline:
     args += ['--no-build-isolation', '--no-index']
-  args += ['-e', str(project)] if editable else [str(project)]
+  if editable:
+    args += ['-e', str(project)]
+  else:
+    args += [str(_utils.built_dists()[0] if offline else project)]
   _run(args, cwd=root, timeout=300)
 
 
