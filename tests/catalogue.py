@@ -12,7 +12,7 @@ user-written per-leaf optimizer) holds all of that optimizer's cases:
 * ``optax_state``: defs whose state is continued in plain optax (tests/test_optax_state.py);
 * ``guide``: rows of docs/optimizers.md's table (tools/guide_table.py);
 
-and, derived from those: the eager-path tests (tests/test_eager.py, the generic cases), the
+and, derived from those: the eager-path tests (tests/test_compiled_step.py, the generic cases), the
 convert goldens (``CONVERT``: checkpoint cases of one built-in alone; tools/oracle/gen_convert.py)
 and what ``convert.inspect`` must say about each checkpoint file (tests/checkpoint/test_convert.py).
 
