@@ -107,9 +107,11 @@ def check_leaves(node, path: Tuple[str, ...], where: str) -> None:
   if node is None or (isinstance(node, (bool, int, float, complex, np.ndarray, np.generic,
                                         jax.Array)) and _tree.leaf_kind(node) in tuple('biufc')):
     return
-  raise CheckpointError(f'{where}: the leaf at {_tree.join_keys(path) or "/"} is '
-                        f'{_state_check.describe_value(node)}, not a number or an array of '
-                        'numbers.')
+  # Its type alone for a non-array: a string or bytes leaf may be long.
+  what = (_state_check.describe_value(node) if _state_check.is_array(node)
+          else f'a {type(node).__name__}')
+  raise CheckpointError(f'{where}: the leaf at {_tree.join_keys(path) or "/"} is {what}, not a '
+                        'number or an array of numbers.')
 
 
 def check_arrays(tree, path: Tuple[str, ...], where: str) -> None:
