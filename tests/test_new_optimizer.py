@@ -103,6 +103,11 @@ def test_the_generic_checks(registered, dtype, jit):
   del registered
   generic, = ENTRY.generic
   generic_checks.test_converges_on_quadratic_and_keeps_dtypes(generic, dtype, jit)
+
+
+def test_the_generic_retrace_check(registered):
+  del registered
+  generic, = ENTRY.generic
   generic_checks.test_override_value_change_does_not_retrace(generic)
 
 
