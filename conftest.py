@@ -1,13 +1,15 @@
 """Suite set-up, before anything imports jax: 8 simulated CPU devices for the pmap/mesh tests, and
-one compilation cache for the whole run.
+one directory for the whole run, shared by its pytest-xdist workers (``run_dir()``).
 
-Many tests compile the same XLA program through a different ``jax.jit`` object: the dict and
-FrozenDict variants of a golden trajectory, the routes of a pmap case, a checkpoint case before
-and after its restore. jax's in-memory cache is per jitted function; its persistent cache is
-keyed by the compiled program, so with it each distinct program is compiled once per run. The
-cache lives in a temporary directory removed at the end of the run (nothing outlives the
-session), and only this process uses it: subprocesses that tests start keep jax's defaults.
-Set ``FLAX_OPTIM_COMPAT_TEST_CACHE=0`` to run the suite without it.
+That directory holds what is built once per run: the package's wheel and sdist
+(``tests/_utils.built_dists``) and a jax compilation cache. Many tests compile the same XLA
+program through a different ``jax.jit`` object: the dict and FrozenDict variants of a golden
+trajectory, the routes of a pmap case, a checkpoint case before and after its restore. jax's
+in-memory cache is per jitted function; its persistent cache is keyed by the compiled program,
+so with it each distinct program is compiled once per run. Only this process uses the cache:
+subprocesses that tests start keep jax's defaults. The directory is removed at the end of the
+run (nothing outlives the session). Set ``FLAX_OPTIM_COMPAT_TEST_CACHE=0`` to run the suite
+without the compilation cache.
 """
 import os
 import shutil
@@ -17,23 +19,23 @@ os.environ['XLA_FLAGS'] = ' '.join(
     [os.environ.get('XLA_FLAGS', ''), '--xla_force_host_platform_device_count=8']).strip()
 os.environ.setdefault('JAX_PLATFORMS', 'cpu')
 
-# Set by the process that made the cache directory, for its pytest-xdist workers.
-_SHARED_DIR = 'FLAX_OPTIM_COMPAT_TEST_CACHE_DIR'
+# Set by the process that made the run's directory, for its pytest-xdist workers.
+RUN_DIR = 'FLAX_OPTIM_COMPAT_TEST_RUN_DIR'
 _OWN_DIR = None   # the directory this process made and removes
 
 
 def pytest_configure(config):
   global _OWN_DIR
+  directory = os.environ.get(RUN_DIR)
+  if not directory:
+    directory = _OWN_DIR = tempfile.mkdtemp(prefix='flax_optim_compat_tests_')
+    os.environ[RUN_DIR] = directory
   if os.environ.get('FLAX_OPTIM_COMPAT_TEST_CACHE', '1').lower() in ('0', 'false', 'no', 'off'):
     return
   import jax  # pylint: disable=g-import-not-at-top
   if jax.config.jax_compilation_cache_dir:
     return  # the user's own cache
-  directory = os.environ.get(_SHARED_DIR)
-  if not directory:
-    directory = _OWN_DIR = tempfile.mkdtemp(prefix='flax_optim_compat_jax_cache_')
-    os.environ[_SHARED_DIR] = directory
-  jax.config.update('jax_compilation_cache_dir', directory)
+  jax.config.update('jax_compilation_cache_dir', os.path.join(directory, 'jax_cache'))
   jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)
   jax.config.update('jax_persistent_cache_min_entry_size_bytes', 0)
 
@@ -41,4 +43,4 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
   if _OWN_DIR is not None:
     shutil.rmtree(_OWN_DIR, ignore_errors=True)
-    os.environ.pop(_SHARED_DIR, None)
+    os.environ.pop(RUN_DIR, None)

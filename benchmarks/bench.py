@@ -13,7 +13,7 @@ For each case (tree) and optimizer it times, against the same update written wit
 * ``step``: one jitted, donated step (chained calls, dispatch included);
 * ``lower`` / ``compile``: trace+lower and XLA compile of a fresh function (cold);
 * ``eager``: an un-jitted step: ``Optimizer.apply_gradient`` called outside ``jit``, whatever the
-  package does there (today: its cached compiled step, ``flax_optim_compat._eager``), vs the
+  package does there (today: its cached compiled step, ``flax_optim_compat._compiled_step``), vs the
   optax step called un-jitted;
 * ``create`` (vs ``tx.init``), ``to_bytes`` / ``from_bytes`` (vs the same calls on
   ``(params, opt_state)``), ``restore`` of a legacy checkpoint file with

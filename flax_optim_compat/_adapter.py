@@ -29,14 +29,14 @@ import optax
 from . import _adapter_state
 from . import _from_optax
 from . import _hyper
-from . import _plain
+from . import _plain_optax
 from . import _tree
 from .base import OptimizerDef
 from .base import OptimizerState
 
 __all__ = ['OptaxBackedDef', 'PlainOptax']
 
-PlainOptax = _plain.PlainOptax
+PlainOptax = _plain_optax.PlainOptax
 
 _LOW_PRECISION = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 
@@ -142,8 +142,8 @@ class OptaxBackedDef(OptimizerDef):
     keep_param_dtype: cast every new param back to its old dtype, integers included (legacy
       Adafactor did; the others computed ``p - lr * g``, which promotes an integer param).
     plain_optax_forms: the plain optax expressions of this optimizer, most specific first
-      (``_plain.PlainForm``: calls whose keywords name legacy hyper-params, the values they
-      need, how exact they are); :meth:`plain_optax` renders the first that applies.
+      (``_plain_optax.PlainForm``: calls whose keywords name legacy hyper-params, the values
+      they need, how exact they are); :meth:`plain_optax` renders the first that applies.
     step_scaled_fields: legacy fields holding learning-rate-scaled steps (LARS ``momentum``):
       a transformation may keep them negated (``optax.lars``), which the state mapping reads
       from one update of it.
@@ -159,7 +159,7 @@ class OptaxBackedDef(OptimizerDef):
   legacy_placeholders: ClassVar[Mapping[str, Callable[[], jax.Array]]] = {}
   constructor_only_hyper_params: ClassVar[frozenset] = frozenset()
   keep_param_dtype: ClassVar[bool] = False
-  plain_optax_forms: ClassVar[Tuple[_plain.PlainForm, ...]] = ()
+  plain_optax_forms: ClassVar[Tuple[_plain_optax.PlainForm, ...]] = ()
   step_scaled_fields: ClassVar[frozenset] = frozenset()
   half_precision_note: ClassVar[Optional[str]] = None
   # The built-ins' steps are optax math: pure jax (see ``OptimizerDef.pure_jax_step``).
@@ -251,10 +251,10 @@ class OptaxBackedDef(OptimizerDef):
     if (getattr(self.hyper_params, 'learning_rate', 0) is None
         and 'learning_rate' not in (arg_sources or {})):
       # optax reads learning_rate=None as "no scaling": the update would climb the gradient.
-      scheduled = _plain.render(self, self.plain_optax_forms,
-                                dict(arg_sources or {}, learning_rate='schedule'))
+      scheduled = _plain_optax.render(self, self.plain_optax_forms,
+                                      dict(arg_sources or {}, learning_rate='schedule'))
       _hyper.check_constant_rate(self, scheduled.expression)
-    return _plain.render(self, self.plain_optax_forms, arg_sources)
+    return _plain_optax.render(self, self.plain_optax_forms, arg_sources)
 
   def plain_optax_transform(self) -> optax.GradientTransformation:
     """The transformation :meth:`plain_optax` names, built from this def's values.
@@ -267,13 +267,13 @@ class OptaxBackedDef(OptimizerDef):
     """
     if not self.plain_optax_forms:
       raise NotImplementedError(f'{type(self).__name__} declares no plain optax expression.')
-    return _plain.build(self, self.plain_optax_forms)
+    return _plain_optax.build(self, self.plain_optax_forms)
 
   def zero_params_note(self) -> Optional[str]:
     """What :meth:`plain_optax` does differently for an all-zero param (LAMB), or None."""
     if not self.plain_optax_forms:
       return None
-    return _plain.zero_params_note(self, self.plain_optax_forms)
+    return _plain_optax.zero_params_note(self, self.plain_optax_forms)
 
   def legacy_notes(self, params) -> List[str]:
     """Lines naming params that flax 0.5.3 treated differently from every continuation.

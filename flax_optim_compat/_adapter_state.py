@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _plain
+from . import _plain_optax
 from . import _tree
 from .base import OptimizerState
 
@@ -269,9 +269,9 @@ def _hyperparam_values(opt_def) -> Dict[str, Any]:
     for form in opt_def.plain_optax_forms:
       for call in form.calls:
         for keyword, spec in call.keywords:
-          if keyword in out or isinstance(spec, _plain.Attr):
+          if keyword in out or isinstance(spec, _plain_optax.Attr):
             continue
-          if isinstance(spec, _plain.Hyper) == literals:
+          if isinstance(spec, _plain_optax.Hyper) == literals:
             continue
           value = getattr(opt_def.hyper_params, spec.name) if not literals else spec
           if value is None or callable(value) or isinstance(value, (bool, str)):

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from . import _hyper
+from . import _state_check
 from . import _tree
 from .base import OptimizerDef
 from .base import OptimizerState
@@ -138,7 +138,7 @@ class FromOptax(OptimizerDef):
     hp = hyper_param_overrides.pop('hyper_params', self.hyper_params)
     if not isinstance(hp, Mapping):
       raise TypeError(f'{self!r}: hyper_params must be a mapping {{name: value}} of injected '
-                      f'hyper-parameters, got {_hyper.describe(hp)}.')
+                      f'hyper-parameters, got {_state_check.describe_value(hp)}.')
     return {**hp, **hyper_param_overrides}
 
   def _check_names(self, opt_state, hyper_params) -> None:

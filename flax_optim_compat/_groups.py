@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from . import _hyper
+from . import _state_check
 from . import _tree
 
 __all__ = ['UNMATCHED', 'stand_in', 'param_labels', 'masked', 'group_leaves', 'group_transforms',
@@ -400,7 +400,7 @@ def check_hyper_params(hyper_params, sub_optimizers) -> list:
   if not isinstance(hyper_params, (list, tuple)):
     raise TypeError(f'MultiOptimizer hyper_params must be a list with one hyper-params object '
                     f'per (traversal, optimizer) pair ({count}: {names}), got '
-                    f'{_hyper.describe(hyper_params)}.')
+                    f'{_state_check.describe_value(hyper_params)}.')
   if len(hyper_params) != count:
     raise ValueError(f'MultiOptimizer hyper_params must have one entry per (traversal, '
                      f'optimizer) pair: expected {count} ({names}), got {len(hyper_params)}.')
@@ -409,5 +409,6 @@ def check_hyper_params(hyper_params, sub_optimizers) -> list:
     if not isinstance(hp, expected):
       raise TypeError(
           f'MultiOptimizer hyper_params[{i}] must be a {expected.__name__} (the hyper-params '
-          f'of sub-optimizer {i}, {type(opt).__name__}), got {_hyper.describe(hp)}.')
+          f'of sub-optimizer {i}, {type(opt).__name__}), got '
+          f'{_state_check.describe_value(hp)}.')
   return list(hyper_params)

@@ -4,7 +4,8 @@ A hyper-params dataclass's annotations say what each field takes (:func:`allowed
 :func:`checked` applies them to one step's hyper-params; :func:`with_schedules` evaluates
 schedules at the step the optax state counts; a missing learning rate fails at the first update
 (:func:`scale_by_required_learning_rate`); a weight decay is skipped only for a concrete zero
-(:func:`decayed_weights`); error messages show values with :func:`describe`.
+(:func:`decayed_weights`); error messages show values in ``_state_check.describe_value``'s
+words.
 """
 import dataclasses
 import functools
@@ -17,26 +18,14 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from . import _state_check
 from . import _tree
 
 __all__ = ['MissingLearningRateError', 'PerStepRateError', 'check_constant_rate',
            'ScheduledHyperParamsState', 'allowed_kinds',
-           'check_value', 'checked', 'describe', 'as_dict', 'fields_repr', 'with_schedules',
+           'check_value', 'checked', 'as_dict', 'fields_repr', 'with_schedules',
            'scale_by_required_learning_rate', 'require_learning_rate', 'is_concrete_zero',
            'decayed_weights']
-
-
-# ----------------------------------------------------------------------------- describing
-
-def describe(value: Any) -> str:
-  """How an error message shows a value: ``str '0.1'``, ``an array of shape (4,)``, a type."""
-  if value is None or isinstance(value, (bool, int, float, str, np.number)):
-    return f'{type(value).__name__} {value!r}'
-  if isinstance(value, (jax.Array, np.ndarray)):
-    return f'an array of shape {np.shape(value)}'
-  if callable(value) and not isinstance(value, type):
-    return f'the callable {getattr(value, "__name__", type(value).__name__)}'
-  return type(value).__name__
 
 
 def as_dict(hyper_params) -> Any:
@@ -89,14 +78,16 @@ def check_value(where: str, annotation, value: Any) -> None:
                       'or the state layout): give it a Python value, e.g. at construction.')
     if callable(value):
       raise TypeError(f'{where} cannot be a schedule (it decides the form of the update or '
-                      f'the state layout): give it a Python value, got {describe(value)}.')
+                      f'the state layout): give it a Python value, got '
+                      f'{_state_check.describe_value(value)}.')
     return
   if callable(value):
     return  # a schedule
   if _tree.leaf_kind(value) not in ('b', 'i', 'u', 'f'):
-    raise TypeError(f'{where} must be a real number or a scalar array, got {describe(value)}.')
+    raise TypeError(f'{where} must be a real number or a scalar array, got '
+                    f'{_state_check.describe_value(value)}.')
   if np.ndim(value) != 0:
-    raise ValueError(f'{where} must be a scalar, got {describe(value)}.')
+    raise ValueError(f'{where} must be a scalar, got {_state_check.describe_value(value)}.')
 
 
 def checked(opt_def, hyper_params):
@@ -114,7 +105,7 @@ def checked(opt_def, hyper_params):
   name = type(opt_def).__name__
   if type(hyper_params) is not expected:
     raise TypeError(f'{name}: hyper_params must be a {expected.__name__}, got '
-                    f'{describe(hyper_params)}.')
+                    f'{_state_check.describe_value(hyper_params)}.')
   fixed = opt_def.constructor_only_hyper_params
   if fixed:
     hyper_params = hyper_params.replace(

@@ -25,10 +25,8 @@ are dropped, dtypes are cast) before the package sees the data. When the restore
 that function on an orbax directory, the tree orbax *wrote* (its metadata: keys, shapes and
 dtypes, no array data) is read from the directory and checked with the same rules and
 messages. Without a target, orbax returns the raw tree and the check happens when it is
-restored into an optimizer. Limit: flax does not say through a public API that it is restoring
-an orbax directory; the restore reads it from ``restore_checkpoint``'s frame (its locals
-``FLAX_RESTORE_LOCALS``, pinned by a test). A flax release without them gets a
-``RuntimeWarning`` naming what is not checked, and the values-only check.
+restored into an optimizer. How the restore knows it runs inside that function, and why it reads
+the function's frame, is said once, in :func:`_orbax_restore_in_progress`.
 
 Not detectable: optimizers with the same state fields (Adam, AdaBelief and LAMB; Momentum and
 LARS) cannot be told apart from a file. Corrupt msgpack bytes fail in
@@ -327,10 +325,8 @@ def _fast_restore(opt_target, opt_state, state_dict):
 
 # ----------------------------------------------------------------------------- orbax
 
-# flax offers no public way to tell that a restore runs inside its `restore_checkpoint` of an
-# orbax directory, nor which directory: these locals of that function are read from its frame.
-# tests/test_restore_strict.py pins them on the installed flax (it fails when flax renames one);
-# a flax whose function lacks one gets the warning below, once, and the check of the values only.
+# The locals of flax's `restore_checkpoint` read by _orbax_restore_in_progress (pinned by
+# tests/test_restore_strict.py on the installed flax).
 FLAX_RESTORE_LOCALS = ('is_orbax', 'orbax_checkpointer', 'ckpt_path')
 _warned_about_flax = []
 
@@ -350,11 +346,27 @@ def _orbax_restore_in_progress():
   """``(checkpointer, directory)`` if flax's ``restore_checkpoint`` is restoring an orbax dir.
 
   flax's ``restore_checkpoint`` restores an orbax directory onto the target's structure and
-  dtypes, then hands the result to the target's serialization handler: by then a missing key
-  holds the template's value and an extra key is gone. Its frame (found by the public
-  function's code object) holds the directory and the checkpointer; None when this restore
-  does not run inside it (``from_bytes``, a msgpack file, a direct ``restore_state``), and,
-  with a warning, when the function no longer has the locals :data:`FLAX_RESTORE_LOCALS`.
+  dtypes (``orbax_checkpointer.restore(ckpt_path, item=target, restore_args=...)``), then hands
+  the result to the target's serialization handler (``serialization.from_state_dict``): by then
+  a missing key holds the template's value and an extra key is gone. Its frame (found by the
+  public function's code object) holds the directory and the checkpointer; None when this
+  restore does not run inside it (``from_bytes``, a msgpack file, a direct ``restore_state``),
+  and, with a ``RuntimeWarning`` (once) and the check of the values only, when the function no
+  longer has the locals :data:`FLAX_RESTORE_LOCALS`.
+
+  Why a frame and not a supported mechanism: none tells the handler which file it restores.
+  Of flax, the handler sees only the restored tree and ``serialization.current_path()`` (the
+  key path); orbax's checkpointer is the caller's or one ``restore_checkpoint`` makes, with no
+  per-restore hook. The one other way, wrapping ``flax.training.checkpoints.restore_checkpoint``
+  to note its arguments, was measured and rejected: (1) it must be in place before any restore,
+  so ``import flax_optim_compat`` (every legacy program) would import
+  ``flax.training.checkpoints`` and with it orbax, +1.8-2.5 s on a 9-10 s import (``python -X
+  importtime`` on a loaded 2-core machine), or install an import hook into flax; (2) a
+  reference taken before the wrap (``from flax.training.checkpoints import
+  restore_checkpoint`` ahead of ``from flax import optim``, a ``functools.partial``) would
+  restore unchecked, silently; (3) it replaces another library's function for every program
+  in the process. The frame read changes nothing, works however the function was reached
+  (tested), and fails loudly (the warning) where flax renames its locals.
   """
   code = _restore_checkpoint_code()
   if code is None:

@@ -12,7 +12,11 @@ Used by the strict restore (``_restore``: ``Optimizer.restore_state``, ``from_by
 * the step counter (``.../state/step``, or a step given on its own): integers in
   [0, 2**31 - 1] (legacy took -3 and then divided by a negative bias correction);
 * an empty container (``optax.EmptyState()``, ``{}``) written by orbax reads back as ``None``:
-  ``orbax=True`` takes ``None`` for it (``diff`` compares both alike).
+  ``orbax=True`` takes ``None`` for it; :func:`is_empty` is the rule (``inspect`` and ``diff``
+  read both alike).
+
+Also the words every error message of the core uses for a value (:func:`describe_value`) and what
+an array leaf is (:func:`is_array`).
 
 Also here, for the same reason (the core reads them, the checkpoint tool too): the template
 state dict of an optimizer (:func:`template`) and the tree orbax wrote, as keys, shapes and
@@ -28,7 +32,7 @@ from flax import serialization
 from . import _tree
 
 __all__ = ['Mismatch', 'check', 'step_problem', 'template', 'orbax_metadata',
-           'same_family', 'describe']
+           'same_family', 'describe_value', 'is_array', 'is_empty']
 
 _STEP_PATH = ('state', 'step')
 _INT32 = np.iinfo(np.int32)
@@ -43,24 +47,51 @@ class Mismatch(Exception):
     self.detail = detail
 
 
-def _is_array(x) -> bool:
-  return isinstance(x, (np.ndarray, np.generic, jax.Array, jax.ShapeDtypeStruct))
+def is_array(x, *, with_values: bool = False) -> bool:
+  """Whether ``x`` is an array leaf of a state dict: a NumPy array or scalar, a ``jax.Array``,
+  and, unless ``with_values``, a ``jax.ShapeDtypeStruct``.
+
+  A ``jax.ShapeDtypeStruct`` has a shape and a dtype but no values: it is a leaf of an abstract
+  template, or of what orbax's metadata says a directory holds, and is checked like an array.
+  A leaf read from a file's data must hold values: check it ``with_values=True``.
+  """
+  if isinstance(x, (np.ndarray, np.generic, jax.Array)):
+    return True
+  return not with_values and isinstance(x, jax.ShapeDtypeStruct)
+
+
+def is_empty(node) -> bool:
+  """Whether ``node`` is an empty container as a state dict holds one: ``{}`` (what
+  ``optax.EmptyState()``, an empty dict or tuple become in a state dict) or ``None`` (what
+  orbax reads back for one)."""
+  return node is None or (isinstance(node, (dict, list, tuple)) and not node)
 
 
 def _is_py_scalar(x) -> bool:
   return isinstance(x, (bool, int, float, complex))
 
 
-def describe(value) -> str:
-  """``value`` in words: ``'an array of shape (3,) and dtype float32'``, ``'None'``, ..."""
+def describe_value(value) -> str:
+  """``value`` in words, as error messages show it: ``'an array of shape (3,) and dtype
+  float32'``, ``'a Python float (0.1)'``, ``"a str ('0.1')"``, ``'None'``, ``"a dict
+  with keys ['a', 'b']"``, ``'the callable f'``, ``'a Momentum'``."""
   if value is None:
     return 'None'
   if isinstance(value, dict):
     return f'a dict with keys {sorted(value, key=str)}'
-  if _is_array(value):
+  if isinstance(value, jax.ShapeDtypeStruct):
+    return (f'a jax.ShapeDtypeStruct of shape {tuple(value.shape)} and dtype '
+            f'{np.dtype(value.dtype).name} (no values)')
+  if is_array(value):
     return f'an array of shape {tuple(np.shape(value))} and dtype {np.dtype(value.dtype).name}'
   if _is_py_scalar(value):
     return f'a Python {type(value).__name__} ({value!r})'
+  if isinstance(value, str):
+    return f'a str ({value!r})' if len(value) <= 40 else f'a str of {len(value)} characters'
+  if isinstance(value, type):
+    return f'the class {value.__name__}'
+  if callable(value):
+    return f'the callable {getattr(value, "__name__", type(value).__name__)}'
   return f'a {type(value).__name__}'
 
 
@@ -121,14 +152,15 @@ def _check_leaf(expected, actual, path, strip_axis, may_cast):
   """The value to restore for one leaf, or Mismatch."""
   if isinstance(actual, (bytes, msgpack.ExtType)):
     raise Mismatch(path, f'not a valid legacy checkpoint (the leaf is raw msgpack '
-                   f'{describe(actual)[2:]}, not an array: the file is corrupt or was not '
+                   f'{describe_value(actual)[2:]}, not an array: the file is corrupt or was not '
                    'written by flax.serialization)')
   if expected is None:
     if actual is not None:
-      raise Mismatch(path, f'the target expects None but the checkpoint has {describe(actual)}')
+      raise Mismatch(path, 'the target expects None but the checkpoint has '
+                     f'{describe_value(actual)}')
     return None
   is_step = path[-2:] == _STEP_PATH
-  if _is_array(expected):
+  if is_array(expected):
     shape = tuple(np.shape(expected))[1 if strip_axis else 0:]
     dtype = np.dtype(expected.dtype)
     if _is_py_scalar(actual) and shape == () and _kind_ok(dtype, actual):
@@ -139,9 +171,9 @@ def _check_leaf(expected, actual, path, strip_axis, may_cast):
         return np.asarray(actual, dtype)
       except (OverflowError, ValueError):
         raise Mismatch(path, f'{actual!r} does not fit in {dtype.name}') from None
-    if not _is_array(actual):
+    if not is_array(actual):
       raise Mismatch(path, f'the target expects an array of shape {shape} and dtype '
-                     f'{dtype.name} but the checkpoint has {describe(actual)}')
+                     f'{dtype.name} but the checkpoint has {describe_value(actual)}')
     got_shape, got_dtype = tuple(np.shape(actual)), np.dtype(actual.dtype)
     if got_shape != shape:
       raise Mismatch(path, f'shape mismatch: the checkpoint has shape {got_shape} '
@@ -162,17 +194,17 @@ def _check_leaf(expected, actual, path, strip_axis, may_cast):
     allowed = {'b': 'b', 'i': 'iu', 'f': 'iuf', 'c': 'iufc'}[np.result_type(type(expected)).kind]
     if _is_py_scalar(actual):
       got_kind = np.result_type(type(actual)).kind
-    elif _is_array(actual) and np.shape(actual) == ():
+    elif is_array(actual) and np.shape(actual) == ():
       got_kind = _tree.dtype_kind(np.dtype(actual.dtype))
     else:
       got_kind = None
     if got_kind is None or got_kind not in allowed:
       raise Mismatch(path, f'the target expects a scalar like {expected!r} but the checkpoint '
-                     f'has {describe(actual)}')
+                     f'has {describe_value(actual)}')
     return actual
   if type(actual) is not type(expected):
-    raise Mismatch(path, f'the target expects {describe(expected)} but the checkpoint has '
-                   f'{describe(actual)}')
+    raise Mismatch(path, f'the target expects {describe_value(expected)} but the checkpoint '
+                   f'has {describe_value(actual)}')
   return actual
 
 
@@ -199,11 +231,11 @@ def check(expected, actual, path: Tuple[str, ...] = (), *, strip_axis: bool = Fa
     Mismatch: the first difference, in the template's key order.
   """
   if isinstance(expected, dict):
-    if orbax and not expected and actual is None:
+    if orbax and not expected and is_empty(actual):
       return {}
     if not isinstance(actual, dict):
-      raise Mismatch(path, f'the target expects {describe(expected)} but the checkpoint has '
-                     f'{describe(actual)}')
+      raise Mismatch(path, f'the target expects {describe_value(expected)} but the checkpoint '
+                     f'has {describe_value(actual)}')
     missing = sorted(set(expected) - set(actual))
     extra = sorted(set(actual) - set(expected), key=str)
     if missing or extra:

@@ -5,7 +5,7 @@ from flax import struct
 
 from . import _hyper
 from ._adapter import OptaxBackedDef
-from ._plain import Hyper, PlainCall, PlainForm
+from ._plain_optax import Hyper, PlainCall, PlainForm
 
 __all__ = ['AdaBelief']
 

@@ -8,7 +8,7 @@ from flax import struct
 
 from . import _hyper
 from ._adapter import OptaxBackedDef
-from ._plain import Attr, Hyper, PlainCall, PlainForm
+from ._plain_optax import Attr, Hyper, PlainCall, PlainForm
 
 __all__ = ['Adafactor']
 

@@ -1,4 +1,5 @@
-"""The legacy ``flax.optim.base`` API: OptimizerState, OptimizerDef, Optimizer, ReplicatedOptimizer.
+"""The legacy ``flax.optim.base``: OptimizerState, OptimizerDef, Optimizer, MultiOptimizer,
+ModelParamTraversal (flax's own, re-bound) and ReplicatedOptimizer.
 
 The user-visible objects are exactly the legacy ones (same dataclass fields, same state dicts).
 This module is the legacy template: ``OptimizerDef`` maps a per-leaf protocol
@@ -19,7 +20,7 @@ from flax import struct
 from flax import traverse_util
 
 from . import _deprecation
-from . import _eager
+from . import _compiled_step
 from . import _groups
 from . import _hyper
 from . import _tree
@@ -93,7 +94,7 @@ class OptimizerDef:
 
   # Whether ``init_state``/``apply_gradient`` are pure jax functions of their inputs (no Python
   # branching on values, no side effects), so that an un-traced ``Optimizer.apply_gradient``
-  # may run the step compiled and cached (``_eager``). Inherited only inside this package: a
+  # may run the step compiled and cached (``_compiled_step``). Inherited only inside this package: a
   # user's subclass may change a method in a way that is not pure, so it declares it itself.
   pure_jax_step: bool = False
 
@@ -275,7 +276,7 @@ class Optimizer(struct.PyTreeNode):
     """A new optimizer with ``grads`` applied; overrides hold for this call only."""
     hyper_params = self.optimizer_def.update_hyper_params(**hyper_param_overrides)
     # Un-traced (eager) calls of a pure-jax step run it compiled, cached per structure.
-    new_target, new_state = _eager.apply_gradient(
+    new_target, new_state = _compiled_step.apply_gradient(
         self.optimizer_def, hyper_params, self.target, self.state, grads)
     return self.replace(target=new_target, state=new_state)
 

@@ -13,6 +13,7 @@ from flax import serialization
 from flax import struct
 
 from . import _restore
+from . import _state_check
 
 __all__ = ['DynamicScale', 'DynamicScaleResult']
 
@@ -128,14 +129,6 @@ _FIELDS = ('fin_steps', 'scale')
 _KINDS = {'fin_steps': ('iu', 'a non-negative integer'), 'scale': ('iuf', 'a real number')}
 
 
-def _describe(value) -> str:
-  if isinstance(value, (np.ndarray, np.generic, jax.Array)):
-    return f'an array of shape {tuple(np.shape(value))} and dtype {np.dtype(value.dtype).name}'
-  if isinstance(value, (bool, int, float, complex)):
-    return f'a Python {type(value).__name__} ({value!r})'
-  return f'a {type(value).__name__}'
-
-
 def _check_field(name, template_value, value, where):
   kinds, what = _KINDS[name]
   shape = tuple(np.shape(template_value))
@@ -154,8 +147,8 @@ def _check_field(name, template_value, value, where):
     problem = f'must be {what}'
   if problem:
     raise ValueError(f'Cannot restore DynamicScale: at {where + "/" + name!r} the value '
-                     f'{problem}, but the checkpoint has {_describe(value)}. Nothing was '
-                     'restored.')
+                     f'{problem}, but the checkpoint has {_state_check.describe_value(value)}. '
+                     'Nothing was restored.')
 
 
 def _to_state_dict(dyn_scale: DynamicScale) -> dict:
@@ -168,8 +161,8 @@ def _from_state_dict(dyn_scale: DynamicScale, state: dict) -> DynamicScale:
   # flax.struct's own messages for missing and unknown fields (old tests match on them).
   if not isinstance(state, dict):
     raise ValueError(f'Cannot restore DynamicScale: at {where or "/"!r} the checkpoint has '
-                     f'{_describe(state)} but the target expects a dict with the keys '
-                     f'{list(_FIELDS)}. Nothing was restored.')
+                     f'{_state_check.describe_value(state)} but the target expects a dict with '
+                     f'the keys {list(_FIELDS)}. Nothing was restored.')
   for name in _FIELDS:
     if name not in state:
       raise ValueError(f'Missing field {name} in state dict while restoring an instance of '

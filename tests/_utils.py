@@ -1,9 +1,15 @@
 """Tree assertions, fixture loading and trace counting: the one helper module of the suite."""
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
 import importlib.util
 import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
 
 import jax
 import numpy as np
@@ -156,3 +162,71 @@ def offline_build_possible() -> bool:
   if major_minor < (64,):
     return False
   return major_minor >= (70, 1) or importlib.util.find_spec('wheel') is not None
+
+
+# ----------------------------------------------------------------------------- built once a run
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+# The files a build of the package reads (setup.py puts README.md and docs/*.md in the long
+# description).
+BUILD_INPUTS = ('setup.py', 'setup.cfg', 'MANIFEST.in', 'README.md', 'LICENSE',
+                '_flax_optim_compat_alias.py') + tuple(
+                    f'docs/{p.name}' for p in sorted((REPO / 'docs').glob('*.md')))
+
+
+@functools.lru_cache(maxsize=None)
+def run_dir() -> pathlib.Path:
+  """The directory this test run's processes share (conftest.py makes it; removed at the end);
+  a fresh one when the suite's conftest did not run."""
+  directory = os.environ.get('FLAX_OPTIM_COMPAT_TEST_RUN_DIR')
+  return pathlib.Path(directory or tempfile.mkdtemp(prefix='flax_optim_compat_tests_'))
+
+
+@contextlib.contextmanager
+def _run_lock(name):
+  """Holds ``run_dir()/name.lock``: one process of the run at a time (pytest-xdist workers)."""
+  with open(run_dir() / f'{name}.lock', 'w') as lock:
+    try:
+      import fcntl  # pylint: disable=g-import-not-at-top
+    except ImportError:  # not on POSIX: each worker builds its own
+      yield
+      return
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+      yield
+    finally:
+      fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build(args, cwd):
+  proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0, (
+      f'{args!r} failed ({proc.returncode}):\nSTDOUT:\n{proc.stdout}\nSTDERR:\n{proc.stderr}')
+
+
+def built_dists():
+  """``(wheel, sdist)`` of the working tree's package, built offline once per test run.
+
+  The build reads a copy of :data:`BUILD_INPUTS` and the package (nothing is written into the
+  checkout). Every test that needs a built package (tests/test_packaging.py's checks, the
+  regular installs of tests/test_import_alias.py) shares these two files: a build takes
+  10-20 s. Needs :func:`offline_build_possible`. Do not modify the files.
+  """
+  out = run_dir() / 'dists'
+  with _run_lock('dists'):
+    if not (out / 'done').exists():
+      shutil.rmtree(out, ignore_errors=True)
+      project = out / 'project'
+      (project / 'docs').mkdir(parents=True)
+      for name in BUILD_INPUTS:
+        shutil.copy2(REPO / name, project / name)
+      shutil.copytree(REPO / 'flax_optim_compat', project / 'flax_optim_compat',
+                      ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+      _build([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '--no-build-isolation',
+              '--no-index', '--disable-pip-version-check', '-q', '-w', str(out), str(project)],
+             cwd=out)
+      _build([sys.executable, 'setup.py', '-q', 'sdist', '-d', str(out)], cwd=project)
+      (out / 'done').write_text('')
+  wheel, = out.glob('*.whl')
+  sdist, = out.glob('*.tar.gz')
+  return wheel, sdist

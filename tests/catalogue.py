@@ -12,14 +12,16 @@ user-written per-leaf optimizer) holds all of that optimizer's cases:
 * ``optax_state``: defs whose state is continued in plain optax (tests/test_optax_state.py);
 * ``guide``: rows of docs/optimizers.md's table (tools/guide_table.py);
 
-and, derived from those: the eager-path tests (tests/test_eager.py, the generic cases), the
+and, derived from those: the eager-path tests (tests/test_compiled_step.py, the generic cases), the
 convert goldens (``CONVERT``: checkpoint cases of one built-in alone; tools/oracle/gen_convert.py)
 and what ``convert.inspect`` must say about each checkpoint file (tests/checkpoint/test_convert.py).
 
-Adding an optimizer = its module, the ``__init__`` lines (its import, ``__all__``, its place in
-``register_classes``), one entry here, then the fixtures regenerated with ``python -m
-tools.oracle`` in the legacy oracle venv (tools/oracle/README.md); tests/test_catalogue.py
-checks every place its name must appear and that no other list of optimizers exists.
+Adding an optimizer: ARCHITECTURE.md's "where a change goes" lists every file (its module, three
+``__init__`` edits, one entry here, the fixtures regenerated with ``python -m tools.oracle`` in
+the legacy oracle venv, tools/oracle/README.md, or, for one flax 0.5.3 never had, an entry with
+``in_flax_0_5_3=False`` and no fixtures: see :func:`check_entry`); tests/test_catalogue.py
+checks every place its name must appear and that no other list of optimizers exists;
+tests/test_new_optimizer.py adds one that way.
 
 Optimizers are written as JSON-like specs (stored in the fixtures as they are) and built with
 :func:`build_def` against either library: this module must import in the oracle venv (Python
@@ -251,12 +253,35 @@ class Entry:
   """Every case of one optimizer (see the module docstring)."""
   name: str                      # its name in flax.optim / flax_optim_compat
   builtin: bool = True           # an ``optim.X(learning_rate, ...)`` constructor of the package
+  # False for an optimizer flax 0.5.3 never had: the oracle cannot run it, so it has no
+  # trajectories, checkpoints or pmap cases (their fixtures are the oracle's); its expected
+  # values come from plain optax (``optax_state``, ``guide``) or hand math in its tests.
+  in_flax_0_5_3: bool = True
   generic: tuple = ()
   trajectories: dict = dataclasses.field(default_factory=dict)    # family name -> Family
   checkpoints: dict = dataclasses.field(default_factory=dict)     # case name -> Checkpoint
   pmap: dict = dataclasses.field(default_factory=dict)  # case name -> (spec, per-step lrs or None)
   optax_state: dict = dataclasses.field(default_factory=dict)     # case name -> spec
   guide: tuple = ()
+
+
+def check_entry(entry: Entry) -> None:
+  """AssertionError naming what ``entry`` lacks: every optimizer has generic cases and a guide
+  row; one flax 0.5.3 had has oracle cases of every kind (trajectories, checkpoints, pmap); one
+  it never had has none of those and, if built in, its plain optax continuation
+  (``optax_state``)."""
+  assert entry.generic and entry.guide, f'{entry.name}: no generic case or no guide row'
+  oracle = {'trajectories': entry.trajectories, 'checkpoints': entry.checkpoints,
+            'pmap': entry.pmap}
+  if entry.in_flax_0_5_3:
+    missing = [kind for kind, cases in oracle.items() if not cases]
+    assert not missing, f'{entry.name}: no {missing} case (fixtures from the oracle)'
+  else:
+    made_up = [kind for kind, cases in oracle.items() if cases]
+    assert not made_up, (f'{entry.name}: flax 0.5.3 never had it, so the oracle cannot make '
+                         f'its {made_up} fixtures: take expected values from plain optax')
+  if entry.builtin:
+    assert entry.optax_state, f'{entry.name}: no optax_state case'
 
 
 # ----------------------------------------------------------------------------- the catalogue

@@ -72,34 +72,55 @@ def _package_imports(module):
   return found
 
 
+def _matching(pattern):
+  """The modules whose file, relative to the package, matches ``pattern`` (``_migrate/*.py``:
+  every module of that folder, its ``__init__`` too; ``[a-z]*.py``: the public top-level ones).
+  A ``*`` does not cross a ``/``."""
+  return {m for m, path in FILES.items()
+          if pathlib.PurePosixPath(path.relative_to(PACKAGE_DIR).as_posix()).match(pattern)
+          and len(path.relative_to(PACKAGE_DIR).parts) == len(pattern.split('/'))}
+
+
 def _declared_layers():
   """``[(layer, {module, ...}), ...]`` from ARCHITECTURE.md's diagram, lowest layer first.
 
   In the diagram's code block a line starting in column 0 opens a layer (its name is the text
   before the first run of two spaces); every ``*.py`` word, on that line or on the indented
-  lines below it, is a module of that layer (``_checkpoint/_codec.py``), and ``_migrate/*.py``
-  names every module of that folder.
+  lines below it, is a module of that layer (``_checkpoint/_codec.py``), or, with ``*`` or
+  ``[...]`` in it, a pattern (:func:`_matching`) naming every matching module that no other
+  word names in full.
   """
   text = pathlib.Path(REPO, 'ARCHITECTURE.md').read_text(encoding='utf-8')
   block = text.split('```\n', 2)[1]
-  layers = []
+  layers, patterns = [], []
   for line in block.splitlines():
     if line and not line[0].isspace():
       layers.append((re.split(r'\s{2,}', line)[0], set()))
     for word in line.split():
       if word.endswith('.py'):
         assert layers, f'ARCHITECTURE.md: {word} comes before any layer name'
-        if word.endswith('/*.py'):
-          folder = word[:-len('/*.py')]
-          layers[-1][1].update(m for m in FILES if m == folder or m.startswith(folder + '.'))
+        if any(c in word for c in '*['):
+          patterns.append((layers[-1][1], word))
         else:
           layers[-1][1].add(_module_name(PACKAGE_DIR / word))
+  named = {module for _, modules in layers for module in modules}
+  for modules, pattern in patterns:
+    modules.update(_matching(pattern) - named)
   return layers[::-1]
 
 
 LAYERS = _declared_layers()
 LAYER_OF = {module: (rank, name) for rank, (name, modules) in enumerate(LAYERS)
             for module in modules}
+
+
+def test_the_patterns_of_the_diagram():
+  assert _matching('_migrate/*.py') == {m for m in MODULES if m.split('.')[0] == '_migrate'}
+  public = _matching('[a-z]*.py')
+  assert {'sgd', 'adam', 'weight_norm', 'dynamic_scale', 'base', 'convert'} <= public
+  assert not {m for m in public if m.startswith('_') or '.' in m}
+  defs = next(modules for name, modules in LAYERS if name == 'defs')
+  assert 'sgd' in defs and 'base' not in defs and 'convert' not in defs  # named elsewhere
 
 
 def test_the_diagram_names_every_module_once():

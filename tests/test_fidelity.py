@@ -77,7 +77,8 @@ def test_integer_gradients_of_float_params_still_work():
      r"Momentum hyper-parameter 'learning_rate' must be a real number"),
     ({'beta': None}, TypeError, r"Momentum hyper-parameter 'beta' is None"),
     ({'hyper_params': optim.Adam(0.1).hyper_params}, TypeError,
-     r'Momentum: hyper_params must be a _MomentumHyperParams, got _AdamHyperParams'),
+     r'Momentum: hyper_params must be a _MomentumHyperParams, got '
+     r'a _AdamHyperParams'),
 ], ids=['lr-shape', 'lr-str', 'beta-None', 'other-dataclass'])
 def test_bad_overrides_name_the_hyper_parameter(override, error, message):
   optimizer = optim.Momentum(0.1).create({'w': jnp.ones(())})

@@ -114,19 +114,43 @@ def _fresh_venv(root):
   purelib = pathlib.Path(_run(
       [str(python), '-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'],
       cwd=root).stdout.strip())
-  # Path lines only (no `import` line): this environment's own .pth files — including an
-  # editable install of this package — are NOT processed in the fresh venv.
-  dirs = [d for d in site.getsitepackages() if os.path.isdir(d)]
-  (purelib / '_dev_env.pth').write_text(''.join(d + '\n' for d in dirs))
+  # Path lines only (no `import` line): this environment's own .pth files are NOT processed in
+  # the fresh venv. The lines name views of this environment's site-packages without this
+  # package: an install of it here (regular or editable) must not shadow the one under test
+  # (a regular one would: setuptools' editable finder comes after the path finder).
+  views = [_without_this_package(pathlib.Path(d), root / f'env_view_{i}')
+           for i, d in enumerate(site.getsitepackages()) if os.path.isdir(d)]
+  (purelib / '_dev_env.pth').write_text(''.join(f'{view}\n' for view in views))
   return python, purelib
 
 
+def _is_this_package(name):
+  return 'flax_optim_compat' in name.lower().replace('-', '_')
+
+
+def _without_this_package(site_dir, view):
+  """``view``: a directory of links to every entry of ``site_dir`` but this package's own
+  (its modules, its alias hook, its dist-info / egg-link / editable-install files)."""
+  view.mkdir()
+  for entry in site_dir.iterdir():
+    if not _is_this_package(entry.name):
+      (view / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+  return view
+
+
 def _pip_install(python, project, root, editable):
+  """``project`` installed into the venv of ``python``: editable, or (a regular install) the
+  run's wheel (``_utils.built_dists``, built once from the same files) where it can be built
+  offline, else ``project`` built by pip with isolation."""
   args = [str(python), '-m', 'pip', 'install', '--no-deps', '--disable-pip-version-check', '-q',
           '--use-pep517']
-  if _utils.offline_build_possible():
+  offline = _utils.offline_build_possible()
+  if offline:
     args += ['--no-build-isolation', '--no-index']
-  args += ['-e', str(project)] if editable else [str(project)]
+  if editable:
+    args += ['-e', str(project)]
+  else:
+    args += [str(_utils.built_dists()[0] if offline else project)]
   _run(args, cwd=root, timeout=300)
 
 

@@ -281,10 +281,10 @@ def test_per_group_overrides_hand_math_and_no_retrace():
 @pytest.mark.parametrize('bad,error,match', [
     ('short', ValueError, r'expected 2 \(Momentum, GradientDescent\), got 1'),
     ('long', ValueError, r'expected 2 \(Momentum, GradientDescent\), got 3'),
-    ('single', TypeError, r'must be a list .* got _MomentumHyperParams'),
+    ('single', TypeError, r'must be a list .* got a _MomentumHyperParams'),
     ('swapped', TypeError, r'hyper_params\[0\] must be a _MomentumHyperParams .* got '
-                           r'_GradientDescentHyperParams'),
-    ('none', TypeError, r'must be a list .* got NoneType'),
+                           r'a _GradientDescentHyperParams'),
+    ('none', TypeError, r'must be a list .* got None\.'),
 ])
 def test_bad_hyper_params_lists_raise_and_leave_state_untouched(bad, error, match):
   # Legacy truncated a short list silently: the trailing groups' states became None and the

@@ -1,16 +1,12 @@
 """The wheel and sdist a release would upload: their files and their metadata.
 
-Both are built once, offline, from a copy of the files a build reads (as in
-test_import_alias.py: setuptools>=64 and wheel, which the `test` extra brings, build without the
-package index).
+Both are built once per test run, offline, from a copy of the files a build reads
+(``tests/_utils.built_dists``, shared with test_import_alias.py: setuptools>=64 and wheel, which
+the `test` extra brings, build without the package index).
 """
 import configparser
 import email
-import pathlib
 import re
-import shutil
-import subprocess
-import sys
 import tarfile
 import zipfile
 
@@ -18,37 +14,16 @@ import pytest
 
 from tests import _utils
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-DOCS = tuple(f'docs/{p.name}' for p in sorted((REPO / 'docs').glob('*.md')))
-BUILD_INPUTS = ('setup.py', 'setup.cfg', 'MANIFEST.in', 'README.md', 'LICENSE',
-                '_flax_optim_compat_alias.py') + DOCS
-
-
-def _run(args, cwd):
-  proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300)
-  assert proc.returncode == 0, (
-      f'{args!r} failed ({proc.returncode}):\nSTDOUT:\n{proc.stdout}\nSTDERR:\n{proc.stderr}')
+REPO = _utils.REPO
+DOCS = tuple(name for name in _utils.BUILD_INPUTS if name.startswith('docs/'))
+BUILD_INPUTS = _utils.BUILD_INPUTS
 
 
 @pytest.fixture(scope='module')
-def dists(tmp_path_factory):
+def dists():
   if not _utils.offline_build_possible():
     pytest.skip('needs setuptools>=64 and wheel (the `test` extra) to build offline')
-  root = tmp_path_factory.mktemp('packaging')
-  project = root / 'project'
-  project.mkdir()
-  (project / 'docs').mkdir()
-  for name in BUILD_INPUTS:
-    shutil.copy2(REPO / name, project / name)
-  shutil.copytree(REPO / 'flax_optim_compat', project / 'flax_optim_compat',
-                  ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
-  out = root / 'dist'
-  _run([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '--no-build-isolation', '--no-index',
-        '--disable-pip-version-check', '-q', '-w', str(out), str(project)], cwd=root)
-  _run([sys.executable, 'setup.py', '-q', 'sdist', '-d', str(out)], cwd=project)
-  wheel, = out.glob('*.whl')
-  sdist, = out.glob('*.tar.gz')
-  return wheel, sdist
+  return _utils.built_dists()
 
 
 def _wheel_metadata(wheel):

@@ -10,6 +10,7 @@ optimizer whose momentum is bfloat16 came back as float32 arrays (no cast, no er
 momentum and a step of -3 restored as they were (the next Adam step is then NaN); a DynamicScale
 with a (3,) scale restored and failed at the next step. Expected values here are hand math.
 """
+import functools
 import hashlib
 import os
 
@@ -330,3 +331,21 @@ def test_restore_state_refuses_bytes():
   optimizer = _trained(optim.Adam(0.1))
   with pytest.raises(TypeError, match='takes a state dict, not msgpack bytes'):
     optimizer.restore_state(serialization.to_bytes(optimizer))
+
+
+def test_the_orbax_check_works_however_restore_checkpoint_is_reached(tmp_path):
+  """Nothing of flax is replaced (the check reads the frame of flax's own function), so a
+  reference held from before the package was imported, or a partial, is checked as well."""
+  assert checkpoints.restore_checkpoint.__module__ == 'flax.training.checkpoints'
+  assert checkpoints.restore_checkpoint.__code__.co_filename == checkpoints.__file__
+  previous = flax.config.flax_use_orbax_checkpointing
+  flax.config.update('flax_use_orbax_checkpointing', True)
+  try:
+    checkpoints.save_checkpoint(tmp_path, _trained(optim.Adam(0.1)), 1)
+  finally:
+    flax.config.update('flax_use_orbax_checkpointing', previous)
+  assert (tmp_path / 'checkpoint_1').is_dir()  # an orbax directory
+  params = {'dense': dict(PARAMS['dense'], extra=jnp.zeros(2))}
+  restore = functools.partial(checkpoints.restore_checkpoint, tmp_path)
+  with pytest.raises(ValueError, match=r"'/target/dense'.*missing \['extra'\]"):
+    restore(optim.Adam(0.1).create(params))

@@ -1,1 +1,8 @@
-"""Developer tools of flax_optim_compat: the oracle fixture generators and the guide table."""
+"""Developer tools of flax_optim_compat, run from a clone (none is part of the package):
+
+* ``tools/oracle/``: the fixture generators, run in the real flax 0.5.3 (``python -m tools.oracle``);
+* ``guide_table.py``, ``parity_report.py``: docs/optimizers.md's table; the worst difference
+  from the oracle's trajectories;
+* ``migrate_corpus.py``, ``migrate_proof_table.py``: docs/migrate.md's measurements;
+* ``lanes.sh``: the suite on the dependency floors or the newest releases, each in a fresh venv.
+"""

@@ -16,8 +16,8 @@
 # The package is installed editable (with its `flax.optim` alias .pth) from a copy of the working
 # tree's build files taken at the start, so nothing is written into the checkout; the suite then
 # runs from the checkout with the README's test command (`python -m pytest`). Editable, as in the
-# development setup: tests/test_import_alias.py builds fresh venvs that see this venv's
-# site-packages, and a regular install there would shadow the editable install it checks.
+# development setup (tests/test_import_alias.py's fresh venvs see this venv's site-packages
+# without this package, so the suite passes with a regular install here too).
 # Exit status: pytest's (5, no test collected, counts as a failure like any other non-zero one).
 #
 # Python 3.10 gets at most jax 0.6.2 (jax >= 0.7 requires Python >= 3.11). On the floors

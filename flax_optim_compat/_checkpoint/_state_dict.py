@@ -107,14 +107,11 @@ def check_leaves(node, path: Tuple[str, ...], where: str) -> None:
   if node is None or (isinstance(node, (bool, int, float, complex, np.ndarray, np.generic,
                                         jax.Array)) and _tree.leaf_kind(node) in tuple('biufc')):
     return
-  what = (f'an array of dtype {np.dtype(node.dtype).name}' if hasattr(node, 'dtype')
+  # Its type alone for a non-array: a string or bytes leaf may be long.
+  what = (_state_check.describe_value(node) if _state_check.is_array(node)
           else f'a {type(node).__name__}')
   raise CheckpointError(f'{where}: the leaf at {_tree.join_keys(path) or "/"} is {what}, not a '
                         'number or an array of numbers.')
-
-
-def _is_array(x) -> bool:
-  return isinstance(x, (np.ndarray, np.generic, jax.Array))
 
 
 def check_arrays(tree, path: Tuple[str, ...], where: str) -> None:
@@ -122,7 +119,7 @@ def check_arrays(tree, path: Tuple[str, ...], where: str) -> None:
   of them: e.g. params)."""
   check_leaves(tree, path, where)
   for leaf_path, leaf in leaves(tree, path):
-    if not _is_array(leaf) and leaf != {}:
+    if not _state_check.is_array(leaf, with_values=True) and leaf != {}:
       raise CheckpointError(f'{where}: the leaf at {_tree.join_keys(leaf_path)} is a '
                             f'{type(leaf).__name__}, not an array.')
 
@@ -151,13 +148,14 @@ def _str_keys(tree):
 def check_step(step, where: str, what: str = 'the step') -> np.ndarray:
   """The legacy step as an int32 scalar; CheckpointError (naming ``where``, ``what`` and the
   value) unless it is an integer in [0, int32 max]."""
-  if isinstance(step, bool) or not (_is_array(step) or isinstance(step, (int, float))):
+  if isinstance(step, bool) or not (_state_check.is_array(step, with_values=True)
+                                    or isinstance(step, (int, float))):
     raise CheckpointError(f'{where}: {what} must be an integer, not '
-                          f'{_state_check.describe(step)}.')
+                          f'{_state_check.describe_value(step)}.')
   value = np.asarray(step)
   if value.ndim or _tree.dtype_kind(value.dtype) not in 'iu':
     shown = (f'{value.item()!r} ({"a Python float" if isinstance(step, float) else value.dtype.name})'
-             if not value.ndim else _state_check.describe(step))
+             if not value.ndim else _state_check.describe_value(step))
     raise CheckpointError(f'{where}: {what} must be an integer scalar, not {shown}.')
   problem = _state_check.step_problem(value, what)
   if problem:

@@ -52,8 +52,6 @@ class PathRegex:
     >>> kernels = PathRegex('kernel$')
     >>> kernels('/dense/kernel', None), kernels('/dense/bias', None)
     (True, False)
-    >>> kernels.matches_keys(('dense', 'kernel'))
-    True
     >>> kernels == PathRegex('kernel$'), kernels
     (True, PathRegex('kernel$'))
   """
@@ -71,10 +69,6 @@ class PathRegex:
   def __call__(self, path: str, value: Any = None) -> bool:
     """Whether the pattern occurs in ``path`` (``'/dense/kernel'``); ``value`` is not read."""
     return self._regex.search(path) is not None
-
-  def matches_keys(self, keys) -> bool:
-    """The same test for the keys of a path (``('dense', 'kernel')`` -> ``'/dense/kernel'``)."""
-    return self('/' + '/'.join(str(k) for k in keys))
 
   def __repr__(self):
     return f'PathRegex({self.pattern!r})'

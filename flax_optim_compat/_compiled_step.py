@@ -168,12 +168,12 @@ def apply_gradient(opt_def, hyper_params, params, state, grads):
   Examples:
     >>> import jax.numpy as jnp
     >>> import flax_optim_compat as optim
-    >>> from flax_optim_compat import _eager
+    >>> from flax_optim_compat import _compiled_step
     >>> opt_def = optim.Momentum(learning_rate=0.1, beta=0.9)
     >>> params = {'w': jnp.array([1.0, 2.0])}
     >>> state = opt_def.init_state(params)
     >>> for lr in (0.1, 0.2):  # a new learning rate is an argument, not a recompile
-    ...   params, state = _eager.apply_gradient(
+    ...   params, state = _compiled_step.apply_gradient(
     ...       opt_def, opt_def.update_hyper_params(learning_rate=lr), params, state,
     ...       {'w': jnp.ones(2)})
     >>> params['w'].round(4), int(state.step)  # m = 1, 1.9: 1 - 0.1 * 1 - 0.2 * 1.9

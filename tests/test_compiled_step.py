@@ -1,4 +1,5 @@
-"""The eager fast path (``flax_optim_compat._eager``): same numbers, no recompile per value.
+"""An un-traced step through ``flax_optim_compat._compiled_step``: same numbers, no recompile per
+value.
 
 Every expected value here is the def's own step: called op by op (the un-cached eager path), the
 fast path matches it to float rounding (see ``_assert_close``); jitted with the same
@@ -15,7 +16,7 @@ import pytest
 from flax import struct
 
 import flax_optim_compat as optim
-from flax_optim_compat import _eager
+from flax_optim_compat import _compiled_step
 from flax_optim_compat import _hyper
 from tests import catalogue
 
@@ -83,14 +84,14 @@ def _assert_identical(actual, expected):
 
 
 def _fast(opt_def, hp, params, state, grads):
-  return _eager.apply_gradient(opt_def, hp, params, state, grads)
+  return _compiled_step.apply_gradient(opt_def, hp, params, state, grads)
 
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-  _eager.cache_clear()
+  _compiled_step.cache_clear()
   yield
-  _eager.cache_clear()
+  _compiled_step.cache_clear()
 
 
 @pytest.mark.parametrize('dtype', [jnp.float32, jnp.bfloat16], ids=['float32', 'bfloat16'])
@@ -108,7 +109,7 @@ def test_same_numbers_as_the_uncached_step(name, make, override, values, dtype):
     fast_params, fast_state = _fast(opt_def, hp, fast_params, fast_state, grads)
     _assert_close((fast_params, fast_state), (params, state))
   # one compiled step without overrides, one for the override's values
-  assert _eager.cache_info()['traces'] == 2
+  assert _compiled_step.cache_info()['traces'] == 2
 
 
 @pytest.mark.parametrize('name,make,override,values', DEFS, ids=[d[0] for d in DEFS])
@@ -120,7 +121,7 @@ def test_new_override_value_does_not_recompile(name, make, override, values):
   for value in values + (jnp.asarray(values[0], jnp.float32), jnp.asarray(values[1], jnp.float32)):
     params, state = _fast(opt_def, opt_def.update_hyper_params(**{override: value}), params,
                           state, _tree(seed=1))
-  info = _eager.cache_info()
+  info = _compiled_step.cache_info()
   # a Python float override, then a jax array: one trace each, whatever the values
   assert info['traces'] == 2, info
   assert info['hits'] == 2, info
@@ -155,11 +156,11 @@ def test_static_hyper_params_are_part_of_the_key():
     _assert_close(_fast(opt_def, hp, params, state, grads), expected)
   # {} (weight_decay=0 is the def's own value), nesterov=True, a float weight decay (2e-3
   # reuses 1e-3's step), and the float zero, static: it removes the decay term
-  assert _eager.cache_info()['traces'] == 4, _eager.cache_info()
+  assert _compiled_step.cache_info()['traces'] == 4, _compiled_step.cache_info()
 
 
 def test_new_shapes_retrace_and_the_cache_is_bounded(monkeypatch):
-  monkeypatch.setattr(_eager, 'MAX_ENTRIES', 3)
+  monkeypatch.setattr(_compiled_step, 'MAX_ENTRIES', 3)
   opt_def = optim.GradientDescent(learning_rate=0.1)
   # same structure, five shapes: one entry, whose jax.jit traces once per shape
   for n in range(1, 6):
@@ -167,13 +168,13 @@ def test_new_shapes_retrace_and_the_cache_is_bounded(monkeypatch):
     new_params, _ = _fast(opt_def, opt_def.hyper_params, params, opt_def.init_state(params),
                           {'w': jnp.full(n, float(n))})
     np.testing.assert_allclose(new_params['w'], (1 - 0.1 * n) * np.ones(n), rtol=1e-6)
-  info = _eager.cache_info()
+  info = _compiled_step.cache_info()
   assert info['traces'] == 5 and info['entries'] == 1, info
   # five structures: five entries, the oldest dropped past MAX_ENTRIES
   for n in range(5):
     params = {f'w{n}': jnp.ones(2)}
     _fast(opt_def, opt_def.hyper_params, params, opt_def.init_state(params), params)
-  info = _eager.cache_info()
+  info = _compiled_step.cache_info()
   assert info['traces'] == 10 and info['entries'] == 3, info
 
 
@@ -202,7 +203,7 @@ def test_user_per_leaf_def_keeps_running_eagerly():
                                 {'a': jnp.array([2.0]), 'b': jnp.array([-2.0])})
   assert float(new_params['a'][0]) == 0.5 and float(new_params['b'][0]) == 1.5
   assert int(new_state.step) == 1
-  assert _eager.cache_info()['traces'] == 0
+  assert _compiled_step.cache_info()['traces'] == 0
 
 
 def test_subclass_of_a_builtin_is_not_compiled():
@@ -212,7 +213,7 @@ def test_subclass_of_a_builtin_is_not_compiled():
   opt_def = MyAdam(learning_rate=0.1)
   params = _tree()
   _fast(opt_def, opt_def.hyper_params, params, opt_def.init_state(params), _tree(seed=1))
-  assert _eager.cache_info()['misses'] == 0
+  assert _compiled_step.cache_info()['misses'] == 0
 
 
 def test_traced_inputs_run_the_step_directly():
@@ -226,7 +227,7 @@ def test_traced_inputs_run_the_step_directly():
 
   jitted = step(params, state, 0.1)
   _assert_close(jitted, opt_def.apply_gradient(opt_def.hyper_params, params, state, grads))
-  assert _eager.cache_info()['misses'] == 0
+  assert _compiled_step.cache_info()['misses'] == 0
 
 
 def test_bad_grads_raise_as_the_uncached_step_and_nothing_is_cached():
@@ -243,7 +244,7 @@ def test_bad_grads_raise_as_the_uncached_step_and_nothing_is_cached():
   missing = {'dense': {'kernel': jnp.ones((4, 3))}, 'out': jnp.ones((3, 2))}
   with pytest.raises(ValueError, match='missing in the grads'):
     _fast(opt_def, opt_def.hyper_params, params, state, missing)
-  assert _eager.cache_info()['entries'] == 0
+  assert _compiled_step.cache_info()['entries'] == 0
 
 
 def test_bad_shapes_after_a_cached_step_raise_as_the_uncached_step():
@@ -261,7 +262,7 @@ def test_bad_shapes_after_a_cached_step_raise_as_the_uncached_step():
   assert str(fast.value) == str(direct.value)
   _assert_close(_fast(opt_def, opt_def.hyper_params, params, state, _tree(seed=2)),
                 opt_def.apply_gradient(opt_def.hyper_params, params, state, _tree(seed=2)))
-  info = _eager.cache_info()
+  info = _compiled_step.cache_info()
   assert info['entries'] == 1 and info['hits'] == 2, info
 
 
@@ -274,11 +275,11 @@ def test_missing_learning_rate_raises_as_the_uncached_step():
   with pytest.raises(_hyper.MissingLearningRateError) as fast:
     _fast(opt_def, opt_def.hyper_params, params, state, _tree(seed=1))
   assert str(fast.value) == str(direct.value)
-  assert _eager.cache_info()['entries'] == 0
+  assert _compiled_step.cache_info()['entries'] == 0
   # and a rate given per step works, without a recompile per value
   for lr in (0.1, 0.2, 0.3):
     _fast(opt_def, opt_def.update_hyper_params(learning_rate=lr), params, state, _tree(seed=1))
-  assert _eager.cache_info()['traces'] == 1
+  assert _compiled_step.cache_info()['traces'] == 1
 
 
 @pytest.mark.parametrize('make,cached', [
@@ -301,4 +302,4 @@ def test_optimizer_apply_gradient_takes_the_cache_only_for_pure_defs(make, cache
         opt_def.update_hyper_params(**overrides), expected.target, expected.state,
         _tree(seed=seed)))))
   _assert_close((optimizer.target, optimizer.state), (expected.target, expected.state))
-  assert _eager.cache_info()['traces'] == (1 if cached else 0)
+  assert _compiled_step.cache_info()['traces'] == (1 if cached else 0)
