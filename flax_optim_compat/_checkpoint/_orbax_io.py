@@ -8,6 +8,7 @@ import logging
 import os
 
 import jax
+import numpy as np
 from flax import serialization
 
 from . import _outputs
@@ -24,12 +25,40 @@ def is_orbax_dir(path: str) -> bool:
   return bool(names & _MARKERS) or any(n.startswith('ocdbt') for n in names)
 
 
+def _typed_scalars(restored, metadata):
+  """``restored`` with each Python number that orbax's metadata says it saved from a NumPy
+  scalar (``ScalarMetadata``, dtype ``int32``) given that type back: orbax restores
+  ``np.int32(4)`` as the Python int ``4``, and a carried ``epoch`` would not come back as it was
+  written (msgpack keeps ``np.int32``)."""
+  if isinstance(restored, dict) and isinstance(metadata, dict):
+    return {k: _typed_scalars(v, metadata.get(k)) for k, v in restored.items()}
+  if isinstance(restored, (list, tuple)) and isinstance(metadata, (list, tuple)):
+    if len(restored) != len(metadata):
+      return restored
+    return type(restored)(_typed_scalars(v, m) for v, m in zip(restored, metadata))
+  dtype = getattr(metadata, 'dtype', None)
+  if (isinstance(restored, (int, float, complex)) and dtype is not None
+      and tuple(getattr(metadata, 'shape', ()) or ()) == ()):
+    return np.dtype(dtype).type(restored)
+  return restored
+
+
+def _metadata_tree(checkpointer, directory: str):
+  """orbax's metadata tree of ``directory`` (keys, shapes, dtypes; no array data)."""
+  tree = checkpointer.metadata(directory)
+  tree = getattr(tree, 'item_metadata', tree)  # orbax >= 0.9 wraps the tree
+  return getattr(tree, 'tree', tree)
+
+
 def read(directory: str) -> dict:
-  """The state dict in an orbax checkpoint directory (NumPy/jax leaves)."""
+  """The state dict in an orbax checkpoint directory (NumPy/jax leaves; NumPy scalars as the
+  type they were saved from)."""
   import orbax.checkpoint as ocp  # optional dependency: only orbax inputs need it
+  path = os.path.abspath(directory)
   try:
     with ocp.StandardCheckpointer() as checkpointer:
-      restored = checkpointer.restore(os.path.abspath(directory))
+      restored = checkpointer.restore(path)
+      restored = _typed_scalars(restored, _metadata_tree(checkpointer, path))
   except Exception as e:  # pylint: disable=broad-except
     raise CheckpointError(f'{directory!r}: orbax cannot restore it ({type(e).__name__}: '
                           f'{str(e).splitlines()[0] if str(e) else ""}).') from None
