@@ -112,8 +112,10 @@ def inspect(source: Source, *, progress=None) -> CheckpointInfo:
     >>> print(info.summary())
     Adam, AdaBelief or LAMB at step 0, a bare optimizer; 6 params (24 B), 4 leaves, 76 B of arrays
   """
-  tree, _, name = _sources.read_named(source, mode='meta', progress=progress)
-  return _inspect.describe(tree, name)
+  tree, name, notes = _sources.read_meta(source, progress=progress)
+  info = _inspect.describe(tree, name)
+  info.notes.extend(notes)
+  return info
 
 
 def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,

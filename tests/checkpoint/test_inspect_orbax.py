@@ -1,0 +1,162 @@
+"""``inspect`` of an orbax folder reads its metadata, never its arrays, and checks that the
+data files its OCDBT manifest names are there and long enough; a folder plain orbax cannot
+restore is refused in one line naming the file (exit 2), never described as fine.
+
+Expected values: the legacy file's own shapes, and plain orbax's own verdict on each damaged
+folder (it fails to restore each one refused here). The 1 GB case (time and memory independent
+of the arrays' size) runs where ``FLAX_OPTIM_COMPAT_LARGE_TESTS=1``, as test_orbax_large.py.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from flax import serialization
+
+from flax_optim_compat import convert
+from tests import _utils
+
+ocp = pytest.importorskip('orbax.checkpoint')
+pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
+
+
+def _legacy(path, shape):
+  """A GradientDescent file: a kernel of ``shape`` (stored outside orbax's b-tree when over
+  1 KB), a small bias, step 5, a carried int32 epoch."""
+  rng = np.random.default_rng(0)
+  tree = {'step': np.int32(5), 'epoch': np.int32(2), 'optimizer': {
+      'target': {'kernel': rng.standard_normal(shape, np.float32),
+                 'bias': np.arange(3, dtype=np.float32)},
+      'state': {'step': np.int32(5), 'param_states': {'kernel': {}, 'bias': {}}}}}
+  path.write_bytes(serialization.msgpack_serialize(tree))
+  return tree
+
+
+@pytest.fixture(scope='module')
+def orbax_output(tmp_path_factory):
+  tmp = tmp_path_factory.mktemp('orbax')
+  tree = _legacy(tmp / 'legacy', (64, 64))
+  convert.to_orbax(str(tmp / 'legacy'), _gd(), tmp / 'out')
+  return tmp / 'out', tree
+
+
+def _gd():
+  import flax_optim_compat as optim  # pylint: disable=g-import-not-at-top
+  return optim.GradientDescent(0.1)
+
+
+def _restores(path) -> bool:
+  """Whether plain orbax restores the folder (in a child: a failed restore leaves orbax's
+  coroutines to be collected, noise this suite's warnings-as-errors would report)."""
+  code = ('import sys, orbax.checkpoint as ocp\n'
+          'with ocp.StandardCheckpointer() as checkpointer:\n'
+          '  checkpointer.restore(sys.argv[1])\n')
+  return subprocess.run([sys.executable, '-c', code, os.path.abspath(path)], check=False,
+                        capture_output=True, timeout=300,
+                        env={**os.environ, 'JAX_PLATFORMS': 'cpu'}).returncode == 0
+
+
+def test_inspect_reads_metadata_not_arrays(capsys, monkeypatch, orbax_output):
+  out, tree = orbax_output
+  def no_restore(*args, **kwargs):
+    raise AssertionError('inspect restored the arrays')
+  monkeypatch.setattr(ocp.StandardCheckpointer, 'restore', no_restore)
+  code, stdout, err = _utils.run_cli(capsys, 'inspect', str(out), '--json')
+  assert code == 0, err
+  info = json.loads(stdout)
+  leaves = {leaf['path']: (leaf['shape'], leaf['dtype']) for leaf in info['leaves']}
+  assert leaves['/params/kernel'] == ([64, 64], 'float32')
+  assert leaves['/params/bias'] == ([3], 'float32')
+  assert info['step'] == 5 and info['carried'] == ['epoch'] and info['param_count'] == 64 * 64 + 3
+  assert any(note.startswith('orbax data: every file its OCDBT manifest names (')
+             for note in info['notes']), info['notes']
+  assert leaves['/epoch'] == ([], 'int32')
+
+
+def _damaged(orbax_output, tmp_path, damage):
+  out = tmp_path / 'damaged'
+  shutil.copytree(orbax_output[0], out)
+  name = damage(out)
+  return out, name
+
+
+def _remove_process_data(out):
+  for name in os.listdir(out):
+    if name.startswith('ocdbt.process_'):
+      shutil.rmtree(out / name)
+  return 'ocdbt.process_0/d/'
+
+
+def _truncate_largest(out):
+  files = [os.path.join(root, f) for root, _, names in os.walk(out) for f in names
+           if os.sep + 'd' + os.sep in os.path.join(root, f) + os.sep]
+  largest = max(files, key=os.path.getsize)
+  with open(largest, 'r+b') as f:
+    f.truncate(os.path.getsize(largest) // 2)
+  return os.path.relpath(largest, out)
+
+
+def _remove_root_manifest(out):
+  os.remove(out / 'manifest.ocdbt')
+  return 'manifest.ocdbt'
+
+
+@pytest.mark.parametrize('damage, message', [
+    (_remove_process_data, 'its OCDBT manifest names is missing; plain orbax cannot restore it.'),
+    (_truncate_largest, 'truncated; plain orbax cannot restore it.'),
+    (_remove_root_manifest, 'is missing (it has ocdbt.process_0/); plain orbax cannot restore'),
+])
+def test_a_folder_orbax_cannot_restore_is_refused(capsys, tmp_path, orbax_output, damage,
+                                                  message):
+  out, name = _damaged(orbax_output, tmp_path, damage)
+  assert not _restores(out)   # plain orbax's own verdict
+  for extra in ([], ['--json']):
+    code, stdout, err = _utils.run_cli(capsys, 'inspect', str(out), *extra)
+    assert code == 2 and err.count('\n') == 1, err
+    assert f"'{out}'" in err and name in err and message in err, err
+    assert 'converted TrainState' not in stdout
+
+
+def test_an_intact_copy_restores_and_inspects(capsys, tmp_path, orbax_output):
+  out, _ = _damaged(orbax_output, tmp_path, lambda out: None)
+  assert _restores(out)
+  assert _utils.run_cli(capsys, 'inspect', str(out))[0] == 0
+
+
+# ----------------------------------------------------------------------------- 1 GB
+
+_MEASURE = '''
+import resource, sys, time
+from flax_optim_compat import convert
+start = time.perf_counter()
+info = convert.inspect(sys.argv[1])
+print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+      info.total_bytes)
+'''
+
+
+def _measure(path):
+  out = subprocess.run([sys.executable, '-c', _MEASURE, str(path)], capture_output=True,
+                       text=True, check=True, timeout=600).stdout.split()
+  return float(out[0]), int(out[1]), int(out[2])
+
+
+@pytest.mark.skipif(os.environ.get('FLAX_OPTIM_COMPAT_LARGE_TESTS') != '1',
+                    reason='a 1 GB orbax output: tools/lanes.sh runs it '
+                           '(FLAX_OPTIM_COMPAT_LARGE_TESTS=1)')
+def test_inspect_time_and_memory_do_not_grow_with_the_arrays(tmp_path):
+  measured = {}
+  for name, shape in (('small', (64, 64)), ('large', (16384, 16384))):   # 16 KB, 1 GiB
+    _legacy(tmp_path / f'{name}.msgpack', shape)
+    convert.to_orbax(str(tmp_path / f'{name}.msgpack'), _gd(), tmp_path / name)
+    os.remove(tmp_path / f'{name}.msgpack')
+    measured[name] = _measure(tmp_path / name)
+  (small_s, small_rss, small_bytes), (large_s, large_rss, large_bytes) = (
+      measured['small'], measured['large'])
+  assert large_bytes > 1 << 30 and small_bytes < 1 << 15
+  # Reading the arrays would take more than 1 GiB more memory (and seconds); metadata does not.
+  assert large_rss - small_rss < 64 << 20, (small_rss, large_rss)
+  assert large_s < small_s + 1.0, (small_s, large_s)
