@@ -90,15 +90,21 @@ def checkpoint_file(source: Union[str, os.PathLike]) -> str:
 def inspect(source: Source, *, progress=None) -> CheckpointInfo:
   """Describes a legacy checkpoint: tree, step, where the optimizer sits, which optimizer wrote it.
 
+  A msgpack file's arrays are not materialised; an orbax directory is read from its metadata
+  (arrays over 1 KB never read) and the data files its OCDBT manifest names are checked to be
+  present and long enough (a note says what was checked, or what was not).
+
   Args:
-    source: a path, msgpack bytes or a state dict.
+    source: a path (msgpack file, orbax directory, or a directory of ``checkpoint_<N>``),
+      msgpack bytes or a state dict.
     progress: optional ``callback(bytes_read, total_bytes)`` while a file is read.
 
   Returns:
     A :class:`CheckpointInfo`; ``.summary()`` is one line, ``.tree()`` the readable tree.
 
   Raises:
-    CheckpointError: the source cannot be read (missing, empty, truncated, not msgpack).
+    CheckpointError: the source cannot be read (missing, empty, truncated, not msgpack; an
+      orbax directory whose metadata or data files plain orbax could not restore from).
 
   Examples:
     >>> import jax.numpy as jnp
