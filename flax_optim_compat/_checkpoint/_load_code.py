@@ -149,7 +149,8 @@ def free_names(code: str) -> List[str]:
 def python(state_dict, *, path: str, tx: str, reader: Reader, template: Template,
            labels: Optional[str] = None) -> Optional[str]:
   """The Python that loads ``state_dict`` as written to ``path``, its imports included; None
-  where carried keys are not Python names (:func:`not_python_names`) or the code would use a
+  where carried keys are not Python names (:func:`not_python_names`), ``tx`` is not Python
+  source, or the code would use a
   name no import in :data:`IMPORTS` (or the reader's own) gives (it would not run as printed).
 
   Args:
@@ -169,7 +170,11 @@ def python(state_dict, *, path: str, tx: str, reader: Reader, template: Template
   body = '\n'.join(lines) + '\n'
   # What the user gives: the model's params, and the carried values a template takes by name.
   given = {'params', *(carried if reader.carried_from_template else ())}
-  needed = [name for name in free_names(body) if name not in given]
+  try:
+    used = free_names(body)
+  except SyntaxError:   # a tx that is not Python source (a schedule written as <function ...>)
+    return None
+  needed = [name for name in used if name not in given]
   known = {**IMPORTS, **reader.imports}
   if any(name not in known for name in needed):
     return None

@@ -121,3 +121,14 @@ def test_a_carried_scalar_keeps_its_type_there_and_back(capsys, tmp_path, to):
     assert type(read[key]) is type(tree[key]), (key, type(read[key]))
     assert read[key].dtype == tree[key].dtype and read[key].shape == tree[key].shape, key
     np.testing.assert_array_equal(read[key], tree[key])
+
+
+def test_code_that_would_not_run_as_printed_is_not_printed():
+  tree = {'step': 1, 'params': {'w': np.ones(2)}, 'opt_state': {}}
+  assert convert.load_code(tree, 'x', tx='optax.sgd(<function f at 0x1>)') is None
+  assert convert.load_code(tree, 'x', tx='mylib.sgd(0.1)') is None   # no import known for it
+  assert convert.load_code(tree, 'x', tx='optax.sgd(0.1)', to='legacy') is None  # prints none
+  code = convert.load_code(
+      tree, 'x', tx='optax.inject_hyperparams(optax.sgd, hyperparam_dtype=jnp.float32)(0.1)')
+  assert code.splitlines()[:3] == ['import optax', 'import jax.numpy as jnp',
+                                   'from flax import serialization']
