@@ -48,15 +48,28 @@ def _gd():
   return optim.GradientDescent(0.1)
 
 
-def _restores(path) -> bool:
-  """Whether plain orbax restores the folder (in a child: a failed restore leaves orbax's
+_RESTORES = """
+import json, sys
+import orbax.checkpoint as ocp
+verdicts = []
+for path in sys.argv[1:]:
+  try:
+    with ocp.StandardCheckpointer() as checkpointer:
+      checkpointer.restore(path)
+    verdicts.append(True)
+  except Exception:
+    verdicts.append(False)
+print(json.dumps(verdicts))
+"""
+
+
+def _restores(*paths):
+  """Whether plain orbax restores each folder (in one child: a failed restore leaves orbax's
   coroutines to be collected, noise this suite's warnings-as-errors would report)."""
-  code = ('import sys, orbax.checkpoint as ocp\n'
-          'with ocp.StandardCheckpointer() as checkpointer:\n'
-          '  checkpointer.restore(sys.argv[1])\n')
-  return subprocess.run([sys.executable, '-c', code, os.path.abspath(path)], check=False,
-                        capture_output=True, timeout=300,
-                        env={**os.environ, 'JAX_PLATFORMS': 'cpu'}).returncode == 0
+  proc = subprocess.run([sys.executable, '-c', _RESTORES, *map(os.path.abspath, paths)],
+                        check=True, capture_output=True, text=True, timeout=300,
+                        env={**os.environ, 'JAX_PLATFORMS': 'cpu'})
+  return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_inspect_reads_metadata_not_arrays(capsys, monkeypatch, orbax_output):
@@ -74,13 +87,6 @@ def test_inspect_reads_metadata_not_arrays(capsys, monkeypatch, orbax_output):
   assert any(note.startswith('orbax data: every file its OCDBT manifest names (')
              for note in info['notes']), info['notes']
   assert leaves['/epoch'] == ([], 'int32')
-
-
-def _damaged(orbax_output, tmp_path, damage):
-  out = tmp_path / 'damaged'
-  shutil.copytree(orbax_output[0], out)
-  name = damage(out)
-  return out, name
 
 
 def _remove_process_data(out):
@@ -104,25 +110,47 @@ def _remove_root_manifest(out):
   return 'manifest.ocdbt'
 
 
-@pytest.mark.parametrize('damage, message', [
-    (_remove_process_data, 'its OCDBT manifest names is missing; plain orbax cannot restore it.'),
-    (_truncate_largest, 'truncated; plain orbax cannot restore it.'),
-    (_remove_root_manifest, 'is missing (it has ocdbt.process_0/); plain orbax cannot restore'),
-])
-def test_a_folder_orbax_cannot_restore_is_refused(capsys, tmp_path, orbax_output, damage,
-                                                  message):
-  out, name = _damaged(orbax_output, tmp_path, damage)
-  assert not _restores(out)   # plain orbax's own verdict
+def _intact(out):
+  return None
+
+
+DAMAGES = {
+    'process data removed': (_remove_process_data,
+                             'its OCDBT manifest names is missing; plain orbax cannot restore it.'),
+    'data file truncated': (_truncate_largest, 'truncated; plain orbax cannot restore it.'),
+    'manifest removed': (_remove_root_manifest,
+                         'is missing (it has ocdbt.process_0/); plain orbax cannot restore'),
+}
+
+
+@pytest.fixture(scope='module')
+def damaged(orbax_output, tmp_path_factory):
+  """``{damage: (folder, the file it names, whether plain orbax restores it)}``, and an intact
+  copy as ``'intact'``."""
+  tmp = tmp_path_factory.mktemp('damaged')
+  folders = {}
+  for key, damage in [('intact', _intact)] + [(k, d) for k, (d, _) in DAMAGES.items()]:
+    out = tmp / key.replace(' ', '-')
+    shutil.copytree(orbax_output[0], out)
+    folders[key] = (out, damage(out))
+  verdicts = _restores(*(out for out, _ in folders.values()))
+  return {key: (out, name, ok) for (key, (out, name)), ok in zip(folders.items(), verdicts)}
+
+
+@pytest.mark.parametrize('key', sorted(DAMAGES))
+def test_a_folder_orbax_cannot_restore_is_refused(capsys, damaged, key):
+  out, name, restores = damaged[key]
+  assert not restores   # plain orbax's own verdict
   for extra in ([], ['--json']):
     code, stdout, err = _utils.run_cli(capsys, 'inspect', str(out), *extra)
     assert code == 2 and err.count('\n') == 1, err
-    assert f"'{out}'" in err and name in err and message in err, err
+    assert f"'{out}'" in err and name in err and DAMAGES[key][1] in err, err
     assert 'converted TrainState' not in stdout
 
 
-def test_an_intact_copy_restores_and_inspects(capsys, tmp_path, orbax_output):
-  out, _ = _damaged(orbax_output, tmp_path, lambda out: None)
-  assert _restores(out)
+def test_an_intact_copy_restores_and_inspects(capsys, damaged):
+  out, _, restores = damaged['intact']
+  assert restores
   assert _utils.run_cli(capsys, 'inspect', str(out))[0] == 0
 
 
