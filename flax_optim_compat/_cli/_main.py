@@ -16,7 +16,6 @@ import sys
 import warnings
 from typing import List, Optional
 
-
 import flax_optim_compat as optim
 from .. import _deprecation
 from .. import convert
