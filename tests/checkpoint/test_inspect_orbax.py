@@ -187,4 +187,6 @@ def test_inspect_time_and_memory_do_not_grow_with_the_arrays(tmp_path):
   assert large_bytes > 1 << 30 and small_bytes < 1 << 15
   # Reading the arrays would take more than 1 GiB more memory (and seconds); metadata does not.
   assert large_rss - small_rss < 64 << 20, (small_rss, large_rss)
-  assert large_s < small_s + 1.0, (small_s, large_s)
+  # Reading them took 3.2 s on a quiet machine (30 s on a loaded one) against ~1 s of imports
+  # and metadata: a ratio, so that the machine's load moves both sides.
+  assert large_s < 2 * small_s + 0.5, (small_s, large_s)
