@@ -22,23 +22,25 @@ are all or nothing and never replace an existing path. The same is available fro
 command line: ``python -m flax_optim_compat --help``.
 """
 import os
-from typing import Mapping, Optional, Union
+from typing import List, Mapping, Optional, Union
 
 from flax.training import train_state as flax_train_state
 
-from ._checkpoint import _codec, _conversion, _converted, _diff, _inspect, _load_code, _orbax_io
+from ._checkpoint import _conversion, _converted, _diff, _formats, _inspect, _orbax_io
 from ._checkpoint import _outputs, _sources
 from ._checkpoint._codec import CheckpointError
 from ._checkpoint._conversion import Conversion, ConversionWarning, OptaxCheckpoint, ProbeError
 from ._checkpoint._converted import ConvertedCheckpoint
 from ._checkpoint._diff import DiffResult
+from ._checkpoint._formats import OutputFormat
 from ._checkpoint._inspect import CheckpointInfo
 from .base import OptimizerDef
 
 __all__ = ['CheckpointError', 'ProbeError', 'CheckpointInfo', 'DiffResult', 'Conversion', 'ConversionWarning',
-           'ConvertedCheckpoint', 'load', 'load_converted', 'inspect', 'convert_checkpoint',
+           'ConvertedCheckpoint', 'OutputFormat', 'load', 'load_converted', 'inspect', 'convert_checkpoint',
            'to_optax', 'to_train_state', 'to_orbax', 'to_legacy', 'legacy_from_converted',
-           'diff', 'write_msgpack', 'check_new_output', 'checkpoint_file', 'load_code']
+           'diff', 'write_msgpack', 'check_new_output', 'checkpoint_file', 'load_code',
+           'output_formats', 'output_format']
 
 Source = Union[str, os.PathLike, bytes, bytearray, memoryview, Mapping]
 
@@ -88,15 +90,21 @@ def checkpoint_file(source: Union[str, os.PathLike]) -> str:
 def inspect(source: Source, *, progress=None) -> CheckpointInfo:
   """Describes a legacy checkpoint: tree, step, where the optimizer sits, which optimizer wrote it.
 
+  A msgpack file's arrays are not materialised; an orbax directory is read from its metadata
+  (arrays over 1 KB never read) and the data files its OCDBT manifest names are checked to be
+  present and long enough (a note says what was checked, or what was not).
+
   Args:
-    source: a path, msgpack bytes or a state dict.
+    source: a path (msgpack file, orbax directory, or a directory of ``checkpoint_<N>``),
+      msgpack bytes or a state dict.
     progress: optional ``callback(bytes_read, total_bytes)`` while a file is read.
 
   Returns:
     A :class:`CheckpointInfo`; ``.summary()`` is one line, ``.tree()`` the readable tree.
 
   Raises:
-    CheckpointError: the source cannot be read (missing, empty, truncated, not msgpack).
+    CheckpointError: the source cannot be read (missing, empty, truncated, not msgpack; an
+      orbax directory whose metadata or data files plain orbax could not restore from).
 
   Examples:
     >>> import jax.numpy as jnp
@@ -110,8 +118,10 @@ def inspect(source: Source, *, progress=None) -> CheckpointInfo:
     >>> print(info.summary())
     Adam, AdaBelief or LAMB at step 0, a bare optimizer; 6 params (24 B), 4 leaves, 76 B of arrays
   """
-  tree, _, name = _sources.read_named(source, mode='meta', progress=progress)
-  return _inspect.describe(tree, name)
+  tree, name, notes = _sources.read_meta(source, progress=progress)
+  info = _inspect.describe(tree, name)
+  info.notes.extend(notes)
+  return info
 
 
 def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
@@ -485,7 +495,7 @@ def write_msgpack(path: Union[str, os.PathLike], state_dict: dict) -> None:
     Traceback (most recent call last):
     flax_optim_compat.convert.CheckpointError: '...state.msgpack' already exists; choose a new output path (nothing was overwritten).
   """
-  _outputs.write_file(path, lambda f: _codec.encode(f, state_dict))
+  _outputs.write_msgpack(path, state_dict)
 
 
 def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None, *,
@@ -532,22 +542,55 @@ def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None, *,
   return _diff.compare(*trees)
 
 
-def load_code(state_dict, path: Union[str, os.PathLike], *, tx: str, orbax: bool = False,
-              labels: Optional[str] = None, as_dict: bool = False) -> Optional[str]:
-  """The plain flax + optax Python that loads ``state_dict`` written to ``path``.
+def output_formats() -> List[OutputFormat]:
+  """The output formats ``convert`` writes (the CLI's ``--to`` choices), in order.
 
-  A flax ``TrainState`` (a subclass declaring exactly the keys carried beside it) of ``tx``
-  over the user's ``params``, restored from the msgpack file, or from the orbax directory by
-  its absolute path (the carried values then given by their own names: orbax restores into a
-  template of the same structure). None where a carried key is not a Python name.
+  Each is an :class:`OutputFormat`: its ``name``, a ``help`` clause, ``write(path, tree)``,
+  whether it ``reads_converted`` (goes back to legacy) and ``load_code(...)``. Each is one
+  module of ``_checkpoint/_formats/``.
+
+  Examples:
+    >>> from flax_optim_compat import convert
+    >>> [f.name for f in convert.output_formats()]
+    ['optax', 'train-state', 'orbax', 'legacy']
+  """
+  return _formats.all_formats()
+
+
+def output_format(name: str) -> OutputFormat:
+  """The output format ``name`` (a ``--to`` value).
+
+  Raises:
+    CheckpointError: there is no such format (the message names those there are).
+
+  Examples:
+    >>> from flax_optim_compat import convert
+    >>> convert.output_format('orbax').carried_by_name
+    True
+  """
+  return _formats.get(name)
+
+
+def load_code(state_dict, path: Union[str, os.PathLike], *, tx: str, to: str = 'train-state',
+              labels: Optional[str] = None) -> Optional[str]:
+  """The plain flax + optax Python that loads ``state_dict`` written to ``path`` as ``to``.
+
+  Its imports are those of the names it uses: it runs as printed, given the user's ``params``
+  (and, for orbax, each carried key's value by its own name). For ``train-state`` and ``orbax``
+  a flax ``TrainState`` (a subclass declaring exactly the keys carried beside it) of ``tx``
+  over ``params``, restored from the msgpack file, or from the orbax directory by its absolute
+  path (orbax restores into a template of the same structure); for ``optax`` a dict template.
+  None where a carried key is not a Python name, or the format prints no load code (``legacy``).
 
   Args:
     state_dict: :class:`Conversion`'s ``state_dict``.
     path: where it was written.
     tx: the optax expression it is a state of, as source (``Conversion.load_with``).
-    orbax: ``path`` is an orbax directory (else msgpack).
+    to: the output format it was written in (:func:`output_formats`).
     labels: the ``param_labels = ...`` line ``tx`` needs (a MultiOptimizer's).
-    as_dict: a ``{'step', 'params', 'opt_state', ...}`` dict template instead of a TrainState.
+
+  Raises:
+    CheckpointError: ``to`` is no output format.
 
   Examples:
     >>> import numpy as np
@@ -568,5 +611,4 @@ def load_code(state_dict, path: Union[str, os.PathLike], *, tx: str, orbax: bool
       state = serialization.from_bytes(template, f.read())
     <BLANKLINE>
   """
-  return _load_code.python(state_dict, path=os.fspath(path), orbax=orbax, tx=tx,
-                           labels=labels, as_dict=as_dict)
+  return _formats.get(to).load_code(state_dict, os.fspath(path), tx=tx, labels=labels)

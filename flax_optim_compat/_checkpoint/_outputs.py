@@ -23,6 +23,9 @@ import threading
 import time
 from typing import Callable
 
+from flax import serialization
+
+from . import _codec
 from ._codec import CheckpointError
 
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
@@ -189,6 +192,13 @@ def write_file(path, write: Callable) -> None:
   path = check_new(path)
   with _parent_folders(path):
     _write_file(path, write)
+
+
+def write_msgpack(path, tree) -> None:
+  """Writes ``tree`` (a state dict, or what ``flax.serialization.to_state_dict`` makes one of)
+  as flax msgpack to the new file ``path``, leaf by leaf (:func:`write_file`)."""
+  state_dict = serialization.to_state_dict(tree)
+  write_file(path, lambda f: _codec.encode(f, state_dict))
 
 
 def _write_file(path: str, write: Callable) -> None:

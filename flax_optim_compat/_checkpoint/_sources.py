@@ -2,7 +2,7 @@
 directory) and its state dict."""
 import os
 import re
-from typing import Mapping, Tuple
+from typing import List, Mapping, Tuple
 
 from flax import serialization
 
@@ -71,3 +71,16 @@ def read_named(source, mode: str = 'numpy', progress=None) -> Tuple[dict, str, s
   with open(path, 'rb') as f:
     tree = _codec.decode(f, repr(path), mode=mode, total=size, progress=progress)
   return tree, repr(path), path
+
+
+def read_meta(source, progress=None) -> Tuple[dict, str, List[str]]:
+  """``(state dict, name of what was read, notes)`` without reading big arrays: a msgpack
+  file's in 'meta' mode (:func:`_codec.decode`), an orbax directory's from its metadata, its
+  data files checked (:func:`_orbax_io.read_meta`, whose notes say what was checked)."""
+  if isinstance(source, (str, os.PathLike)):
+    path = checkpoint_path(source)
+    if os.path.isdir(path):
+      tree, notes = _orbax_io.read_meta(path)
+      return tree, path, notes
+  tree, _, name = read_named(source, mode='meta', progress=progress)
+  return tree, name, []

@@ -16,8 +16,6 @@ import sys
 import warnings
 from typing import List, Optional
 
-from flax import serialization
-
 import flax_optim_compat as optim
 from .. import _deprecation
 from .. import convert
@@ -145,29 +143,26 @@ def _labels_text(opt_def) -> Optional[str]:
 
 
 def _cmd_convert(args, out) -> int:
-  if args.step is not None and args.to != 'legacy':
-    raise UsageError('--step applies to --to legacy (the legacy step of a converted file); a '
-                     'legacy input has its own step.')
+  to = convert.output_format(args.to)
+  if args.step is not None and not to.reads_converted:
+    raise UsageError('--step applies to ' + ' or '.join(
+        f'--to {f.name}' for f in convert.output_formats() if f.reads_converted) +
+        ' (the legacy step of a converted file); a legacy input has its own step.')
   opt_def = parse_optimizer(args.optimizer)
   tx, tx_text = _target_txs(args, opt_def)
   progress = _progress_for(args.path)
   with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter('always', convert.ConversionWarning)
-    if args.to == 'legacy':
+    convert.check_new_output(args.out)
+    if to.reads_converted:
       if args.keep_layout or args.replica is not None:
-        raise UsageError('--keep-layout and --replica apply to a legacy input; --to legacy '
+        raise UsageError(f'--keep-layout and --replica apply to a legacy input; --to {to.name} '
                          'restores the layout the converted file has.')
-      back = convert.legacy_from_converted(args.path, opt_def, tx=tx, step=args.step,
-                                           path=args.out)
+      back = convert.legacy_from_converted(args.path, opt_def, tx=tx, step=args.step)
+      to.write(args.out, back)
       found = convert.inspect(back)
       result = None
-    elif args.to == 'orbax':
-      result = convert.to_orbax(args.path, opt_def, args.out, tx=tx,
-                                keep_layout=args.keep_layout, replica=args.replica,
-                                progress=progress, accept_difference=args.accept_difference,
-                                tx_source=tx_text)
     else:
-      convert.check_new_output(args.out)
       result = convert.convert_checkpoint(args.path, opt_def, tx=tx,
                                           keep_layout=args.keep_layout, replica=args.replica,
                                           progress=progress,
@@ -175,32 +170,31 @@ def _cmd_convert(args, out) -> int:
                                           tx_source=tx_text)
       # Every --to keeps the train state's step: `optax` differs from `train-state` only in
       # the load code printed (a dict template; flax ignores the keys a dict template lacks).
-      convert.write_msgpack(args.out, serialization.to_state_dict(result.state_dict))
+      to.write(args.out, result.state_dict)
   warned = [str(w.message) for w in caught if issubclass(w.category, convert.ConversionWarning)]
   if not args.json:
     for warning in warned:
       sys.stderr.write(f'{_PROG} convert: warning: {warning}\n')
   if result is None:
     if args.json:
-      _write_json(out, {'out': args.out, 'to': 'legacy', 'warnings': warned,
+      _write_json(out, {'out': args.out, 'to': to.name, 'warnings': warned,
                         'inspect': found.as_dict()})
     else:
-      out.write(f'wrote {args.out} (legacy): {found.summary()}\n')
+      out.write(f'wrote {args.out} ({to.name}): {found.summary()}\n')
     return 0
   load_with = result.load_with or tx_text  # the conversion renders a MultiOptimizer's --tx list
   own_multi = isinstance(opt_def, optim.MultiOptimizer) and isinstance(tx_text, str)
   labels = (_labels_text(opt_def) if isinstance(opt_def, optim.MultiOptimizer) and not own_multi
             else None)
-  code = convert.load_code(result.state_dict, args.out, tx=load_with, orbax=args.to == 'orbax',
-                           labels=labels, as_dict=args.to == 'optax')
+  code = to.load_code(result.state_dict, args.out, tx=load_with, labels=labels)
   step = int(result.train_state.step)
   if args.json:
-    _write_json(out, {'out': args.out, 'to': args.to, 'step': step, 'tx': load_with,
+    _write_json(out, {'out': args.out, 'to': to.name, 'step': step, 'tx': load_with,
                       'param_labels': labels, 'load_code': code, 'notes': list(result.notes),
                       'probe': result.probe.summary(), 'accepted': result.accepted,
                       'warnings': warned})
     return 0
-  out.write(f'wrote {args.out} ({args.to}, step {step}): load it with tx={load_with}\n')
+  out.write(f'wrote {args.out} ({to.name}, step {step}): load it with tx={load_with}\n')
   if isinstance(opt_def, optim.MultiOptimizer) and not own_multi:
     out.write('  labels: one per group in order (\'0\', \'1\', ...), \'unmatched\' for the '
               'params no group selects' + (f'; {labels}' if labels else '') + '\n')
@@ -209,7 +203,7 @@ def _cmd_convert(args, out) -> int:
     out.write(f'  accepted (--accept-difference): {result.accepted}\n')
   if code is not None:
     out.write('  load it in plain flax + optax (`params`' + (', and each carried key by its '
-              'name,' if args.to == 'orbax' else '') + ' from your model: for the structure):\n')
+              'name,' if to.carried_by_name else '') + ' from your model: for the structure):\n')
     out.write(''.join(f'    {line}\n'.rstrip(' ') if line else '\n'
                       for line in code.splitlines()))
   for note in result.notes:
@@ -330,11 +324,9 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--optimizer', required=True,
                  help='the optimizer that wrote it, e.g. "Adam(learning_rate=1e-3, '
                       'weight_decay=1e-4)" or "WeightNorm(Momentum(0.1))"')
-  p.add_argument('--to', required=True, choices=('optax', 'train-state', 'orbax', 'legacy'),
-                 help='optax: msgpack {step, params, opt_state}, loaded as a dict; '
-                      'train-state: the same, loaded as a flax TrainState; orbax: an orbax checkpoint '
-                      'directory of that TrainState (each with every key that sat beside the '
-                      'optimizer); legacy: back to a legacy msgpack file, those keys included')
+  formats = convert.output_formats()
+  p.add_argument('--to', required=True, choices=[f.name for f in formats],
+                 help='; '.join(f'{f.name}: {f.help}' for f in formats))
   p.add_argument('--out', required=True, help='the output path (must not exist)')
   p.add_argument('--tx', action='append', default=None, metavar='EXPR',
                  help='the optax transformation to convert into, as optax Python (parsed, never '
