@@ -3,7 +3,8 @@
 Exit status: 0 success (``diff``: the checkpoints agree within ``--rtol``/``--atol``), 1 ``diff``
 found differences, 2 bad input, an existing output or a full disk (one line on stderr naming
 what is wrong; nothing is written), 130 interrupted (Ctrl-C: one line, nothing is left
-behind), 141 the reader of stdout went away (e.g. ``| head``: no message).
+behind), 141 the reader of stdout went away (e.g. ``| head``: no message). With ``--json``
+every outcome is JSON on stdout, a failure ``{"error": "<the line>", "code": <the status>}``.
 """
 import argparse
 import contextlib
@@ -23,6 +24,7 @@ from .. import _deprecation
 from .. import convert
 from . import _demo as demo
 from .._expr._core import UsageError
+from .._expr._core import one_line
 from .._expr._optimizer import parse_optimizer
 from .._expr._optimizer import path_regexes
 from .._expr._tx import canonical_tx
@@ -50,6 +52,7 @@ examples:
 exit status: 0 ok (diff: same within --rtol/--atol), 1 diff found differences,
   2 bad input, existing output or full disk (one line on stderr; nothing written),
   130 interrupted (nothing left behind), 141 stdout closed early (e.g. | head).
+  with --json, a failure is {"error": "...", "code": N} on stdout instead.
   migrate: 0 nothing to change, 1 changes proposed or written, 2 anything refused or failed.
 """
 
@@ -283,11 +286,19 @@ def _cmd_migrate(args, out) -> int:
 # ----------------------------------------------------------------------------- main
 
 
+class _ArgumentsRefused(Exception):
+  """A usage error found by argparse: ``prog`` (e.g. ``flax-optim-compat convert``) and why."""
+
+  def __init__(self, prog: str, message: str):
+    super().__init__(message)
+    self.prog = prog
+
+
 class _Parser(argparse.ArgumentParser):
-  """An argument parser whose errors are one line on stderr (exit status 2), like the rest."""
+  """An argument parser whose errors are reported as every other error is (exit status 2)."""
 
   def error(self, message):
-    self.exit(2, _one_line(f'{self.prog}: error: {message}'))
+    raise _ArgumentsRefused(self.prog, message)
 
 
 def _non_negative_int(text: str) -> int:
@@ -409,11 +420,17 @@ def _parser() -> argparse.ArgumentParser:
   return parser
 
 
-def _one_line(message: str) -> str:
-  """``message`` as one line of stderr text that any terminal encoding can print."""
-  line = ' '.join(str(message).split('\n'))
-  encoding = getattr(sys.stderr, 'encoding', None) or 'utf-8'
-  return line.encode(encoding, 'backslashreplace').decode(encoding) + '\n'
+def _fail(prefix: str, message: str, code: int, as_json: bool) -> int:
+  """Reports a failure: ``{"error": message, "code": code}`` on stdout where ``--json`` was
+  given (nothing on stderr), else ``prefix: error: message`` as one line on stderr."""
+  if as_json:
+    _write_json(sys.stdout, {'error': one_line(message, 'utf-8'), 'code': code})
+    sys.stdout.flush()
+  else:
+    encoding = getattr(sys.stderr, 'encoding', None) or 'utf-8'
+    sys.stderr.write(one_line(f'{prefix}: {message}' if code == 130 else
+                              f'{prefix}: error: {message}', encoding) + '\n')
+  return code
 
 
 def _without_closed_loop_noise(previous):
@@ -464,8 +481,16 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _main(argv: Optional[List[str]]) -> int:
-  args = _parser().parse_args(argv)
+  argv = sys.argv[1:] if argv is None else list(argv)
+  # Whether the answer is JSON is known before the arguments are: a usage error is reported
+  # in the format asked for too.
+  as_json = '--json' in argv[:argv.index('--')] if '--' in argv else '--json' in argv
+  try:
+    args = _parser().parse_args(argv)
+  except _ArgumentsRefused as e:
+    return _fail(e.prog, str(e), 2, as_json)
   prefix = f'{_PROG} {args.command}'
+  as_json = bool(getattr(args, 'json', False))
   try:
     with warnings.catch_warnings():
       # Constructing a legacy optimizer def warns; this tool exists to leave them behind.
@@ -474,17 +499,14 @@ def _main(argv: Optional[List[str]]) -> int:
       sys.stdout.flush()
       return code
   except (convert.CheckpointError, UsageError) as e:
-    sys.stderr.write(_one_line(f'{prefix}: error: {e}'))
-    return 2
+    return _fail(prefix, str(e), 2, as_json)
   except (ValueError, TypeError) as e:
     # What the optimizer def, the tx or jax refuse (overlapping traversals, a tx whose init
     # cannot be traced, ...): their first line names the problem; nothing was written.
     first = (str(e).splitlines() or [''])[0]
-    sys.stderr.write(_one_line(f'{prefix}: error: {type(e).__name__}: {first}'))
-    return 2
+    return _fail(prefix, f'{type(e).__name__}: {first}', 2, as_json)
   except KeyboardInterrupt:
-    sys.stderr.write(_one_line(f'{prefix}: interrupted'))
-    return 130
+    return _fail(prefix, 'interrupted', 130, as_json)
   except BrokenPipeError:
     # The reader (e.g. `| head`) has gone: stop quietly, as a program killed by SIGPIPE.
     with contextlib.suppress(OSError):
@@ -493,9 +515,5 @@ def _main(argv: Optional[List[str]]) -> int:
     return 128 + signal.SIGPIPE
   except OSError as e:
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
-      sys.stderr.write(_one_line(f'{prefix}: error: no space left on device: '
-                                 f'{e.filename or ""}'))
-      return 2
-    sys.stderr.write(_one_line(f'{prefix}: error: {e.strerror or e}: {e.filename or ""}'
-                               .rstrip(': ')))
-    return 2
+      return _fail(prefix, f'no space left on device: {e.filename or ""}', 2, as_json)
+    return _fail(prefix, f'{e.strerror or e}: {e.filename or ""}'.rstrip(': '), 2, as_json)
