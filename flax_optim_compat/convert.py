@@ -284,7 +284,8 @@ def check_new_output(path: Union[str, os.PathLike]) -> str:
 
 def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, os.PathLike],
              *, tx=None, keep_layout: bool = False, replica: Optional[int] = None,
-             progress=None, accept_difference: bool = False, tx_source=None) -> Conversion:
+             progress=None, accept_difference: bool = False, tx_source=None,
+             on_write=None) -> Conversion:
   """Writes the conversion of ``source`` as an orbax checkpoint in ``directory``.
 
   The checkpoint holds :func:`convert_checkpoint`'s ``state_dict``: ``{'step', 'params',
@@ -306,6 +307,7 @@ def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, 
     progress: optional ``callback(bytes_read, total_bytes)`` while a file is read.
     accept_difference: see :func:`convert_checkpoint` (the probe runs before the write).
     tx_source: see :func:`convert_checkpoint`.
+    on_write: optional ``callback()``, called once the probe has passed, as the write starts.
 
   Returns:
     The :class:`Conversion` that was written.
@@ -335,6 +337,8 @@ def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, 
   result = convert_checkpoint(source, optimizer_def, tx=tx, keep_layout=keep_layout,
                               replica=replica, progress=progress,
                               accept_difference=accept_difference, tx_source=tx_source)
+  if on_write is not None:
+    on_write()
   _orbax_io.write(directory, result.state_dict)
   return result
 

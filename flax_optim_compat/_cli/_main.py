@@ -23,6 +23,7 @@ import flax_optim_compat as optim
 from .. import _deprecation
 from .. import convert
 from . import _demo as demo
+from ._feedback import Feedback
 from .._expr._core import UsageError
 from .._expr._core import one_line
 from .._expr._optimizer import parse_optimizer
@@ -31,7 +32,6 @@ from .._expr._tx import canonical_tx
 from .._expr._tx import parse_tx
 
 _PROG = 'flax-optim-compat'
-_PROGRESS_MIN_BYTES = 100 << 20
 
 _EPILOG = """\
 examples:
@@ -60,42 +60,30 @@ exit status: 0 ok (diff: same within --rtol/--atol), 1 diff found differences,
 # ----------------------------------------------------------------------------- output helpers
 
 
-def _progress_callback(path, stream):
-  """A stderr progress line for files over ~100 MB when stderr is a terminal, else None."""
-  try:
-    size = os.path.getsize(path) if os.path.isfile(path) else 0
-  except OSError:
+def _feedback(args) -> Feedback:
+  """The step line on stderr: on a terminal only, never with ``--quiet``."""
+  return Feedback.for_stream(sys.stderr, args.quiet)
+
+
+def _read_progress(feedback: Feedback, path, then=None):
+  """The read's ``progress`` callback (a bar) for a checkpoint file; for an orbax folder the
+  read is one step without a bar (and ``then`` is part of it)."""
+  if not feedback.enabled:
     return None
-  if size < _PROGRESS_MIN_BYTES or not stream.isatty():
-    return None
-  last = [-1]
-
-  def report(done, total):
-    percent = int(100 * done / total) if total else 100
-    if percent != last[0]:
-      last[0] = percent
-      bar = '#' * (percent // 4)
-      stream.write(f'\rreading {os.path.basename(path)} [{bar:<25}] {percent:3d}% '
-                   f'({done / 1e6:,.0f}/{total / 1e6:,.0f} MB)')
-      if done >= total:
-        stream.write('\n')
-      stream.flush()
-  return report
-
-
-def _progress_for(path):
   try:
-    path = convert.checkpoint_file(path)
+    return feedback.read_progress(convert.checkpoint_file(path), then)
   except convert.CheckpointError:
+    feedback.start(f'reading {path}' + (f', then {then}' if then else ''))
     return None
-  return _progress_callback(path, sys.stderr)
 
 
 # ----------------------------------------------------------------------------- commands
 
 
 def _cmd_inspect(args, out) -> int:
-  info = convert.inspect(args.path, progress=_progress_for(args.path))
+  feedback = _feedback(args)
+  with feedback.steps():
+    info = convert.inspect(args.path, progress=_read_progress(feedback, args.path))
   if args.json:
     json.dump(info.as_dict(), out, indent=1)
     out.write('\n')
@@ -153,13 +141,16 @@ def _cmd_convert(args, out) -> int:
                      'legacy input has its own step.')
   opt_def = parse_optimizer(args.optimizer)
   tx, tx_text = _target_txs(args, opt_def)
-  progress = _progress_for(args.path)
-  with warnings.catch_warnings(record=True) as caught:
+  feedback = _feedback(args)
+  progress = _read_progress(feedback, args.path, then='probing the conversion')
+  writing = f'writing {args.out}'
+  with warnings.catch_warnings(record=True) as caught, feedback.steps():
     warnings.simplefilter('always', convert.ConversionWarning)
     if args.to == 'legacy':
       if args.keep_layout or args.replica is not None:
         raise UsageError('--keep-layout and --replica apply to a legacy input; --to legacy '
                          'restores the layout the converted file has.')
+      feedback.start(f'converting {args.path} back to the legacy layout, {writing}')
       back = convert.legacy_from_converted(args.path, opt_def, tx=tx, step=args.step,
                                            path=args.out)
       found = convert.inspect(back)
@@ -168,7 +159,8 @@ def _cmd_convert(args, out) -> int:
       result = convert.to_orbax(args.path, opt_def, args.out, tx=tx,
                                 keep_layout=args.keep_layout, replica=args.replica,
                                 progress=progress, accept_difference=args.accept_difference,
-                                tx_source=tx_text)
+                                tx_source=tx_text,
+                                on_write=lambda: feedback.start(f'{writing} (orbax: save, commit)'))
     else:
       convert.check_new_output(args.out)
       result = convert.convert_checkpoint(args.path, opt_def, tx=tx,
@@ -178,6 +170,7 @@ def _cmd_convert(args, out) -> int:
                                           tx_source=tx_text)
       # Every --to keeps the train state's step: `optax` differs from `train-state` only in
       # the load code printed (a dict template; flax ignores the keys a dict template lacks).
+      feedback.start(writing)
       convert.write_msgpack(args.out, serialization.to_state_dict(result.state_dict))
   warned = [str(w.message) for w in caught if issubclass(w.category, convert.ConversionWarning)]
   if not args.json:
@@ -231,7 +224,10 @@ def _cmd_diff(args, out) -> int:
     raise UsageError('--tx converts the legacy side into that transformation; give '
                      '--optimizer too (the optimizer that wrote the legacy file).')
   tx = _target_txs(args, opt_def)[0] if opt_def is not None else None
-  result = convert.diff(args.a, args.b, opt_def, tx=tx)
+  feedback = _feedback(args)
+  with feedback.steps():
+    feedback.start(f'comparing {args.a} and {args.b}')
+    result = convert.diff(args.a, args.b, opt_def, tx=tx)
   same = result.same(args.rtol, args.atol)
   if args.json:
     _write_json(out, result.as_dict(args.rtol, args.atol))
@@ -321,6 +317,10 @@ def _tolerance(text: str) -> float:
   return value
 
 
+_QUIET_HELP = ('no step line on stderr (on a terminal, each step that lasts over a second - '
+               'reading, probing, writing, orbax\'s commit - is shown with its time)')
+
+
 def _parser() -> argparse.ArgumentParser:
   parser = _Parser(
       prog=_PROG, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG,
@@ -332,6 +332,7 @@ def _parser() -> argparse.ArgumentParser:
   p = sub.add_parser('inspect', help='what is in a checkpoint: optimizer, step, tree')
   p.add_argument('path', help='a msgpack checkpoint file, or a directory of checkpoint_<N> files')
   p.add_argument('--json', action='store_true', help='machine-readable output')
+  p.add_argument('--quiet', '-q', action='store_true', help=_QUIET_HELP)
   p.add_argument('--depth', type=_non_negative_int, default=None,
                  help='collapse the tree below this depth (0: one line for the whole tree)')
   p.set_defaults(run=_cmd_inspect)
@@ -370,6 +371,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--json', action='store_true',
                  help='machine-readable output: the output, step, tx, the code that loads it, '
                       'notes and warnings')
+  p.add_argument('--quiet', '-q', action='store_true', help=_QUIET_HELP)
   p.add_argument('--step', type=int, default=None,
                  help='--to legacy: the legacy step, for a converted file whose optax state '
                       'keeps no count (e.g. Momentum); default: the count, else the file\'s step')
@@ -394,6 +396,7 @@ def _parser() -> argparse.ArgumentParser:
                       'the plain optax expression')
   p.add_argument('--all', action='store_true', help='list every leaf, not only differing ones')
   p.add_argument('--json', action='store_true', help='machine-readable output')
+  p.add_argument('--quiet', '-q', action='store_true', help=_QUIET_HELP)
   p.set_defaults(run=_cmd_diff)
 
   p = sub.add_parser('demo', help='the whole story on a tiny model: old code unchanged trains and '
