@@ -12,6 +12,7 @@ import errno
 import json
 import logging
 import os
+import shlex
 import signal
 import sys
 import warnings
@@ -23,6 +24,7 @@ import flax_optim_compat as optim
 from .. import _deprecation
 from .. import convert
 from . import _demo as demo
+from . import _install
 from ._feedback import Feedback
 from .._expr._core import UsageError
 from .._expr._core import one_line
@@ -229,8 +231,9 @@ def _cmd_diff(args, out) -> int:
     feedback.start(f'comparing {args.a} and {args.b}')
     result = convert.diff(args.a, args.b, opt_def, tx=tx)
   same = result.same(args.rtol, args.atol)
+  hint = _diff_hint(result, args) if not same else None
   if args.json:
-    _write_json(out, result.as_dict(args.rtol, args.atol))
+    _write_json(out, dict(result.as_dict(args.rtol, args.atol), hint=hint))
     return 0 if same else 1
   tolerance = f'rtol {args.rtol:g}' + (f', atol {args.atol:g}' if args.atol else '')
   for path in result.only_a:
@@ -252,7 +255,21 @@ def _cmd_diff(args, out) -> int:
     if os.path.isdir(path):
       with contextlib.suppress(convert.CheckpointError):  # an orbax directory is read whole
         out.write(f'  read {name}: {convert.checkpoint_file(path)}\n')
+  if hint:
+    out.write(f'  hint: {hint}\n')
   return 0 if same else 1
+
+
+def _diff_hint(result, args) -> Optional[str]:
+  """What would make the two sides comparable, where their layouts differ."""
+  if not result.layouts_differ or args.optimizer:
+    return None
+  legacy, converted = ('A', 'B') if result.layouts[0] == 'legacy' else ('B', 'A')
+  path = args.a if legacy == 'A' else args.b
+  return (f'{legacy} is a legacy checkpoint and {converted} a converted one, so their paths '
+          f'differ: add --optimizer "<the optimizer that wrote {legacy}>", as given to convert '
+          f'(`{_PROG} inspect {shlex.quote(path)}` names its family), to convert {legacy} first and compare '
+          'them leaf by leaf')
 
 
 # ----------------------------------------------------------------------------- demo
@@ -274,7 +291,7 @@ def _cmd_migrate(args, out) -> int:
   except ImportError as e:
     if not (e.name or '').startswith('libcst'):
       raise
-    sys.stderr.write(f"{_PROG} migrate: needs LibCST: pip install 'flax_optim_compat[migrate]'\n")
+    sys.stderr.write(f'{_PROG} migrate: needs LibCST: {_install.pip_command("migrate")}\n')
     return 2
   return _command.run(args, out)
 
@@ -326,11 +343,14 @@ def _parser() -> argparse.ArgumentParser:
       prog=_PROG, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG,
       description='Inspect, convert and diff legacy flax.optim (flax <= 0.5.3) msgpack '
                   'checkpoints: to optax state, a flax TrainState, orbax, and back.')
-  parser.add_argument('--version', action='version', version=f'%(prog)s {optim.__version__}')
+  parser.add_argument('--version', action='version', version=f'%(prog)s {optim.__version__}',
+                      help='the version of flax_optim_compat, and exit')
   sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
 
   p = sub.add_parser('inspect', help='what is in a checkpoint: optimizer, step, tree')
-  p.add_argument('path', help='a msgpack checkpoint file, or a directory of checkpoint_<N> files')
+  p.add_argument('path', help='a msgpack checkpoint file (legacy or converted), a directory of '
+                              'checkpoint_<N> files (the newest is read), or an orbax checkpoint '
+                              'folder (as convert --to orbax writes)')
   p.add_argument('--json', action='store_true', help='machine-readable output')
   p.add_argument('--quiet', '-q', action='store_true', help=_QUIET_HELP)
   p.add_argument('--depth', type=_non_negative_int, default=None,
@@ -378,8 +398,10 @@ def _parser() -> argparse.ArgumentParser:
   p.set_defaults(run=_cmd_convert)
 
   p = sub.add_parser('diff', help='per-leaf max abs / rel differences of two checkpoints')
-  p.add_argument('a')
-  p.add_argument('b')
+  p.add_argument('a', help='the first checkpoint (A): a msgpack file, a directory of '
+                           'checkpoint_<N> files or an orbax folder')
+  p.add_argument('b', help='the second checkpoint (B), as A; a legacy file and a converted one '
+                           'compare leaf by leaf with --optimizer')
   p.add_argument('--rtol', type=_tolerance, default=0.0,
                  help='float leaves with max|a-b| / max(|a|,|b|) <= RTOL count as the same '
                       '(default 0: equal values; NaN equals NaN and inf equals inf at the '
@@ -406,7 +428,7 @@ def _parser() -> argparse.ArgumentParser:
   p.set_defaults(run=_cmd_demo)
 
   p = sub.add_parser('migrate', help='rewrite legacy flax.optim code to optax + TrainState '
-                                     '(diff by default; needs flax_optim_compat[migrate])')
+                                     '(diff by default; needs LibCST, the [migrate] extra)')
   p.add_argument('paths', nargs='+', metavar='PATH',
                  help='files or directories, analysed together as one project')
   mode = p.add_mutually_exclusive_group()
