@@ -108,5 +108,7 @@ class Feedback:
     self._drawn = True
 
   def _close_locked(self) -> None:
-    if self._label is not None and self._drawn:
+    # A step that lasted DELAY gets its line even if the ticker had no turn (a loaded machine).
+    if self._label is not None and (
+        self._drawn or time.monotonic() - self._started >= DELAY):
       self._draw_locked(final=True)

@@ -6,6 +6,7 @@ import os
 import pty
 import re
 import sys
+import threading
 import time
 
 import pytest
@@ -61,8 +62,25 @@ def slow_steps(monkeypatch):
 
 
 def _on_a_terminal(capsys, argv):
-  """``(exit code, stdout, the lines drawn on the terminal that is stderr)``."""
+  """``(exit code, stdout, what was drawn on the terminal that is stderr)``.
+
+  The terminal's other end is read while the command runs: a terminal holds only so much
+  unread output before a write to it blocks.
+  """
   main, child = pty.openpty()
+  drawn = []
+
+  def read():
+    while True:
+      try:
+        chunk = os.read(main, 1 << 16)
+      except OSError:  # EIO: the command's end is closed and everything was read
+        return
+      if not chunk:
+        return
+      drawn.append(chunk)
+  reader = threading.Thread(target=read, daemon=True)
+  reader.start()
   terminal = open(child, 'w', encoding='utf-8')  # pylint: disable=consider-using-with
   previous = sys.stderr
   try:
@@ -71,23 +89,12 @@ def _on_a_terminal(capsys, argv):
       code = _cli.main(argv)
     finally:
       sys.stderr = previous
-    terminal.flush()
-    os.set_blocking(main, False)
-    drawn = b''
-    while True:
-      try:
-        chunk = os.read(main, 1 << 16)
-      except BlockingIOError:
-        break
-      if not chunk:
-        break
-      drawn += chunk
+      terminal.close()
+    reader.join(timeout=60)
   finally:
-    terminal.close()
     os.close(main)
   out, _ = capsys.readouterr()
-  text = drawn.decode()
-  return code, out, text
+  return code, out, b''.join(drawn).decode()
 
 
 _CLOSED = re.compile(r'(?P<step>.*?)(?P<bar> \[[# ]{25}\] +\d+%.*)? (?P<seconds>\d+\.\d) s done')
@@ -144,8 +151,9 @@ def test_nothing_is_drawn_when_stderr_is_not_a_terminal(capsys, tmp_path, slow_s
 
 
 def test_fast_steps_leave_nothing(monkeypatch, capsys, tmp_path):
-  """Without the injected sleeps every step of this small file is under a second."""
-  monkeypatch.setattr(_feedback, 'DELAY', 5.0)
+  """Steps shorter than DELAY draw nothing (DELAY raised far above any step of this small
+  file, so that a loaded machine cannot make one last that long)."""
+  monkeypatch.setattr(_feedback, 'DELAY', 300.0)
   code, _, drawn = _on_a_terminal(capsys, [
       'convert', ADAM_FILE, '--optimizer', ADAM, '--to', 'optax', '--out', str(tmp_path / 'o')])
   assert code == 0 and drawn == '', drawn
