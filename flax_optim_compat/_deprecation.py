@@ -15,7 +15,9 @@ shown when that line is in ``__main__`` (the script being run) and in test runne
 when it is in an imported module; ``python -W always::DeprecationWarning`` (or the filter
 above with ``'always'``) shows every one, as legacy's import-time filter did.
 
-Where legacy warned (the texts below are legacy's, verbatim):
+Where legacy warned (the texts below are legacy's, verbatim; ``USE_OPTAX`` then says how this
+package moves code and checkpoints off it, after legacy's text, so a ``match=`` on legacy's text
+still matches):
 
 * constructing any ``OptimizerDef`` (every optimizer, ``MultiOptimizer``, ``WeightNorm``,
   ``ReplicatedOptimizer``, hence also ``Optimizer.replicate()`` and ``create(focus=...)``);
@@ -33,7 +35,9 @@ __all__ = ['FlaxOptimDeprecationWarning', 'warn_deprecated']
 # Exact legacy texts (old code and old tests match on them, typos included).
 USE_OPTAX = ('Use `optax` instead of `flax.optim`. Refer to the update guide '
              'https://flax.readthedocs.io/en/latest/howtos/optax_update_guide.html '
-             'for detailed instructions.')
+             'for detailed instructions. To move off it, `flax-optim-compat migrate PATH` '
+             'rewrites the code and `flax-optim-compat convert` the checkpoints '
+             '(flax-optim-compat --help).')
 COMPUTE_GRADIENT = ('compute_gradient() will be removed soon. '
                     'Use jax.grad() or jax.value_and_grad()instead.')
 OPTIMIZE = ('optimize() will be removed soon. '

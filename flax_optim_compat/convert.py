@@ -294,7 +294,8 @@ def check_new_output(path: Union[str, os.PathLike]) -> str:
 
 def to_orbax(source: Source, optimizer_def: OptimizerDef, directory: Union[str, os.PathLike],
              *, tx=None, keep_layout: bool = False, replica: Optional[int] = None,
-             progress=None, accept_difference: bool = False, tx_source=None) -> Conversion:
+             progress=None, accept_difference: bool = False,
+             tx_source=None) -> Conversion:
   """Writes the conversion of ``source`` as an orbax checkpoint in ``directory``.
 
   The checkpoint holds :func:`convert_checkpoint`'s ``state_dict``: ``{'step', 'params',

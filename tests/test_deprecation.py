@@ -23,9 +23,12 @@ from tests import catalogue
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
-USE_OPTAX = ('Use `optax` instead of `flax.optim`. Refer to the update guide '
-             'https://flax.readthedocs.io/en/latest/howtos/optax_update_guide.html for detailed '
-             'instructions.')
+LEGACY_USE_OPTAX = ('Use `optax` instead of `flax.optim`. Refer to the update guide '
+                    'https://flax.readthedocs.io/en/latest/howtos/optax_update_guide.html for '
+                    'detailed instructions.')
+# Legacy's text, then the package's own tools for leaving it.
+USE_OPTAX = (LEGACY_USE_OPTAX + ' To move off it, `flax-optim-compat migrate PATH` rewrites the '
+             'code and `flax-optim-compat convert` the checkpoints (flax-optim-compat --help).')
 # Legacy's missing spaces ("value_and_grad()instead", "value_and_grad()and") are kept.
 COMPUTE_GRADIENT = ('compute_gradient() will be removed soon. Use jax.grad() or '
                     'jax.value_and_grad()instead.')

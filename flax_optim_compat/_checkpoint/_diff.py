@@ -8,7 +8,7 @@ family. Lists compare as dicts of their indices. An empty dict and None are the 
 nothing stored (an empty optax state is ``{}`` in msgpack and reads back as None from orbax).
 """
 import dataclasses
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -33,6 +33,10 @@ class DiffResult:
     differing: ``[(path, description), ...]`` for integer, bool and other leaves (strings,
       bytes, None) whose values differ (exact comparisons, no tolerance).
     exact: the number of leaves compared exactly (those in ``differing`` included).
+    layouts: per side, ``'legacy'`` (it holds a legacy optimizer), ``'converted'`` (a
+      ``{'params', 'opt_state'}`` train state) or None (neither): a legacy side and a
+      converted one compare in one layout only once the legacy side is converted
+      (``optimizer_def=``, the CLI's ``--optimizer``).
   """
   leaves: List[Tuple[str, float, float]]
   only_a: List[str]
@@ -40,6 +44,13 @@ class DiffResult:
   mismatched: List[Tuple[str, str]]
   differing: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
   exact: int = 0
+  layouts: Tuple[Optional[str], Optional[str]] = (None, None)
+
+  @property
+  def layouts_differ(self) -> bool:
+    """One side legacy and the other converted: most paths differ until the legacy side is
+    converted (``optimizer_def=``)."""
+    return sorted(map(str, self.layouts)) == ['converted', 'legacy']
 
   @property
   def compared(self) -> int:
@@ -68,7 +79,7 @@ class DiffResult:
   def as_dict(self, rtol: float = 0.0, atol: float = 0.0) -> dict:
     """A JSON-ready dict: ``same`` within ``rtol``/``atol``, the counts and every list."""
     return {'same': self.same(rtol, atol), 'rtol': rtol, 'atol': atol,
-            'compared': self.compared, 'max_abs': _json_number(self.max_abs),
+            'compared': self.compared, 'layouts': list(self.layouts), 'max_abs': _json_number(self.max_abs),
             'max_rel': _json_number(self.max_rel), 'structural': self.structural,
             'leaves': [{'path': p, 'max_abs': _json_number(a), 'max_rel': _json_number(r),
                         'same': self.leaf_same(a, r, rtol, atol)} for p, a, r in self.leaves],
@@ -147,12 +158,24 @@ def _inexact(xa: np.ndarray, xb: np.ndarray) -> Tuple[float, float]:
   return max_abs, max_rel
 
 
+def layout(tree) -> Optional[str]:
+  """``'legacy'``, ``'converted'`` or None: what kind of checkpoint ``tree`` is."""
+  if not isinstance(tree, dict):
+    return None
+  if _state_dict.find_optimizers(tree):
+    return 'legacy'
+  if _state_dict.find(tree, _state_dict.is_train_state):
+    return 'converted'
+  return None
+
+
 def compare(tree_a: dict, tree_b: dict) -> DiffResult:
   """The :class:`DiffResult` of two state dicts."""
   leaves_a = {_tree.join_keys(p): v for p, v in _state_dict.leaves(_normalise(tree_a))}
   leaves_b = {_tree.join_keys(p): v for p, v in _state_dict.leaves(_normalise(tree_b))}
   result = DiffResult([], [p for p in leaves_a if p not in leaves_b],
-                      [p for p in leaves_b if p not in leaves_a], [])
+                      [p for p in leaves_b if p not in leaves_a], [],
+                      layouts=(layout(tree_a), layout(tree_b)))
   for path, va in leaves_a.items():
     if path not in leaves_b:
       continue

@@ -3,7 +3,8 @@
 Exit status: 0 success (``diff``: the checkpoints agree within ``--rtol``/``--atol``), 1 ``diff``
 found differences, 2 bad input, an existing output or a full disk (one line on stderr naming
 what is wrong; nothing is written), 130 interrupted (Ctrl-C: one line, nothing is left
-behind), 141 the reader of stdout went away (e.g. ``| head``: no message).
+behind), 141 the reader of stdout went away (e.g. ``| head``: no message). With ``--json``
+every outcome is JSON on stdout, a failure ``{"error": "<the line>", "code": <the status>}``.
 """
 import argparse
 import contextlib
@@ -11,6 +12,7 @@ import errno
 import json
 import logging
 import os
+import shlex
 import signal
 import sys
 import warnings
@@ -20,14 +22,16 @@ import flax_optim_compat as optim
 from .. import _deprecation
 from .. import convert
 from . import _demo as demo
+from . import _install
+from ._feedback import Feedback
 from .._expr._core import UsageError
+from .._expr._core import one_line
 from .._expr._optimizer import parse_optimizer
 from .._expr._optimizer import path_regexes
 from .._expr._tx import canonical_tx
 from .._expr._tx import parse_tx
 
 _PROG = 'flax-optim-compat'
-_PROGRESS_MIN_BYTES = 100 << 20
 
 _EPILOG = """\
 examples:
@@ -48,6 +52,7 @@ examples:
 exit status: 0 ok (diff: same within --rtol/--atol), 1 diff found differences,
   2 bad input, existing output or full disk (one line on stderr; nothing written),
   130 interrupted (nothing left behind), 141 stdout closed early (e.g. | head).
+  with --json, a failure is {"error": "...", "code": N} on stdout instead.
   migrate: 0 nothing to change, 1 changes proposed or written, 2 anything refused or failed.
 """
 
@@ -55,42 +60,30 @@ exit status: 0 ok (diff: same within --rtol/--atol), 1 diff found differences,
 # ----------------------------------------------------------------------------- output helpers
 
 
-def _progress_callback(path, stream):
-  """A stderr progress line for files over ~100 MB when stderr is a terminal, else None."""
-  try:
-    size = os.path.getsize(path) if os.path.isfile(path) else 0
-  except OSError:
+def _feedback(args) -> Feedback:
+  """The step line on stderr: on a terminal only, never with ``--quiet``."""
+  return Feedback.for_stream(sys.stderr, args.quiet)
+
+
+def _read_progress(feedback: Feedback, path, then=None):
+  """The read's ``progress`` callback (a bar) for a checkpoint file; for an orbax folder the
+  read is one step without a bar (and ``then`` is part of it)."""
+  if not feedback.enabled:
     return None
-  if size < _PROGRESS_MIN_BYTES or not stream.isatty():
-    return None
-  last = [-1]
-
-  def report(done, total):
-    percent = int(100 * done / total) if total else 100
-    if percent != last[0]:
-      last[0] = percent
-      bar = '#' * (percent // 4)
-      stream.write(f'\rreading {os.path.basename(path)} [{bar:<25}] {percent:3d}% '
-                   f'({done / 1e6:,.0f}/{total / 1e6:,.0f} MB)')
-      if done >= total:
-        stream.write('\n')
-      stream.flush()
-  return report
-
-
-def _progress_for(path):
   try:
-    path = convert.checkpoint_file(path)
+    return feedback.read_progress(convert.checkpoint_file(path), then)
   except convert.CheckpointError:
+    feedback.start(f'reading {path}' + (f', then {then}' if then else ''))
     return None
-  return _progress_callback(path, sys.stderr)
 
 
 # ----------------------------------------------------------------------------- commands
 
 
 def _cmd_inspect(args, out) -> int:
-  info = convert.inspect(args.path, progress=_progress_for(args.path))
+  feedback = _feedback(args)
+  with feedback.steps():
+    info = convert.inspect(args.path, progress=_read_progress(feedback, args.path))
   if args.json:
     json.dump(info.as_dict(), out, indent=1)
     out.write('\n')
@@ -150,14 +143,17 @@ def _cmd_convert(args, out) -> int:
         ' (the legacy step of a converted file); a legacy input has its own step.')
   opt_def = parse_optimizer(args.optimizer)
   tx, tx_text = _target_txs(args, opt_def)
-  progress = _progress_for(args.path)
-  with warnings.catch_warnings(record=True) as caught:
+  feedback = _feedback(args)
+  progress = _read_progress(feedback, args.path, then='probing the conversion')
+  writing = f'writing {args.out}'
+  with warnings.catch_warnings(record=True) as caught, feedback.steps():
     warnings.simplefilter('always', convert.ConversionWarning)
     convert.check_new_output(args.out)
     if to.reads_converted:
       if args.keep_layout or args.replica is not None:
         raise UsageError(f'--keep-layout and --replica apply to a legacy input; --to {to.name} '
                          'restores the layout the converted file has.')
+      feedback.start(f'converting {args.path} back to the legacy layout, {writing}')
       back = convert.legacy_from_converted(args.path, opt_def, tx=tx, step=args.step)
       to.write(args.out, back)
       found = convert.inspect(back)
@@ -170,6 +166,7 @@ def _cmd_convert(args, out) -> int:
                                           tx_source=tx_text)
       # Every --to keeps the train state's step: `optax` differs from `train-state` only in
       # the load code printed (a dict template; flax ignores the keys a dict template lacks).
+      feedback.start(writing + to.write_steps)
       to.write(args.out, result.state_dict)
   warned = [str(w.message) for w in caught if issubclass(w.category, convert.ConversionWarning)]
   if not args.json:
@@ -222,10 +219,14 @@ def _cmd_diff(args, out) -> int:
     raise UsageError('--tx converts the legacy side into that transformation; give '
                      '--optimizer too (the optimizer that wrote the legacy file).')
   tx = _target_txs(args, opt_def)[0] if opt_def is not None else None
-  result = convert.diff(args.a, args.b, opt_def, tx=tx)
+  feedback = _feedback(args)
+  with feedback.steps():
+    feedback.start(f'comparing {args.a} and {args.b}')
+    result = convert.diff(args.a, args.b, opt_def, tx=tx)
   same = result.same(args.rtol, args.atol)
+  hint = _diff_hint(result, args) if not same else None
   if args.json:
-    _write_json(out, result.as_dict(args.rtol, args.atol))
+    _write_json(out, dict(result.as_dict(args.rtol, args.atol), hint=hint))
     return 0 if same else 1
   tolerance = f'rtol {args.rtol:g}' + (f', atol {args.atol:g}' if args.atol else '')
   for path in result.only_a:
@@ -247,7 +248,21 @@ def _cmd_diff(args, out) -> int:
     if os.path.isdir(path):
       with contextlib.suppress(convert.CheckpointError):  # an orbax directory is read whole
         out.write(f'  read {name}: {convert.checkpoint_file(path)}\n')
+  if hint:
+    out.write(f'  hint: {hint}\n')
   return 0 if same else 1
+
+
+def _diff_hint(result, args) -> Optional[str]:
+  """What would make the two sides comparable, where their layouts differ."""
+  if not result.layouts_differ or args.optimizer:
+    return None
+  legacy, converted = ('A', 'B') if result.layouts[0] == 'legacy' else ('B', 'A')
+  path = args.a if legacy == 'A' else args.b
+  return (f'{legacy} is a legacy checkpoint and {converted} a converted one, so their paths '
+          f'differ: add --optimizer "<the optimizer that wrote {legacy}>", as given to convert '
+          f'(`{_PROG} inspect {shlex.quote(path)}` names its family), to convert {legacy} first and compare '
+          'them leaf by leaf')
 
 
 # ----------------------------------------------------------------------------- demo
@@ -269,7 +284,7 @@ def _cmd_migrate(args, out) -> int:
   except ImportError as e:
     if not (e.name or '').startswith('libcst'):
       raise
-    sys.stderr.write(f"{_PROG} migrate: needs LibCST: pip install 'flax_optim_compat[migrate]'\n")
+    sys.stderr.write(f'{_PROG} migrate: needs LibCST: {_install.pip_command("migrate")}\n')
     return 2
   return _command.run(args, out)
 
@@ -277,11 +292,19 @@ def _cmd_migrate(args, out) -> int:
 # ----------------------------------------------------------------------------- main
 
 
+class _ArgumentsRefused(Exception):
+  """A usage error found by argparse: ``prog`` (e.g. ``flax-optim-compat convert``) and why."""
+
+  def __init__(self, prog: str, message: str):
+    super().__init__(message)
+    self.prog = prog
+
+
 class _Parser(argparse.ArgumentParser):
-  """An argument parser whose errors are one line on stderr (exit status 2), like the rest."""
+  """An argument parser whose errors are reported as every other error is (exit status 2)."""
 
   def error(self, message):
-    self.exit(2, _one_line(f'{self.prog}: error: {message}'))
+    raise _ArgumentsRefused(self.prog, message)
 
 
 def _non_negative_int(text: str) -> int:
@@ -304,17 +327,25 @@ def _tolerance(text: str) -> float:
   return value
 
 
+_QUIET_HELP = ('no step line on stderr (on a terminal, each step that lasts over a second - '
+               'reading, probing, writing, orbax\'s commit - is shown with its time)')
+
+
 def _parser() -> argparse.ArgumentParser:
   parser = _Parser(
       prog=_PROG, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG,
       description='Inspect, convert and diff legacy flax.optim (flax <= 0.5.3) msgpack '
                   'checkpoints: to optax state, a flax TrainState, orbax, and back.')
-  parser.add_argument('--version', action='version', version=f'%(prog)s {optim.__version__}')
+  parser.add_argument('--version', action='version', version=f'%(prog)s {optim.__version__}',
+                      help='the version of flax_optim_compat, and exit')
   sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
 
   p = sub.add_parser('inspect', help='what is in a checkpoint: optimizer, step, tree')
-  p.add_argument('path', help='a msgpack checkpoint file, or a directory of checkpoint_<N> files')
+  p.add_argument('path', help='a msgpack checkpoint file (legacy or converted), a directory of '
+                              'checkpoint_<N> files (the newest is read), or an orbax checkpoint '
+                              'folder (as convert --to orbax writes)')
   p.add_argument('--json', action='store_true', help='machine-readable output')
+  p.add_argument('--quiet', '-q', action='store_true', help=_QUIET_HELP)
   p.add_argument('--depth', type=_non_negative_int, default=None,
                  help='collapse the tree below this depth (0: one line for the whole tree)')
   p.set_defaults(run=_cmd_inspect)
@@ -351,14 +382,17 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--json', action='store_true',
                  help='machine-readable output: the output, step, tx, the code that loads it, '
                       'notes and warnings')
+  p.add_argument('--quiet', '-q', action='store_true', help=_QUIET_HELP)
   p.add_argument('--step', type=int, default=None,
                  help='--to legacy: the legacy step, for a converted file whose optax state '
                       'keeps no count (e.g. Momentum); default: the count, else the file\'s step')
   p.set_defaults(run=_cmd_convert)
 
   p = sub.add_parser('diff', help='per-leaf max abs / rel differences of two checkpoints')
-  p.add_argument('a')
-  p.add_argument('b')
+  p.add_argument('a', help='the first checkpoint (A): a msgpack file, a directory of '
+                           'checkpoint_<N> files or an orbax folder')
+  p.add_argument('b', help='the second checkpoint (B), as A; a legacy file and a converted one '
+                           'compare leaf by leaf with --optimizer')
   p.add_argument('--rtol', type=_tolerance, default=0.0,
                  help='float leaves with max|a-b| / max(|a|,|b|) <= RTOL count as the same '
                       '(default 0: equal values; NaN equals NaN and inf equals inf at the '
@@ -375,6 +409,7 @@ def _parser() -> argparse.ArgumentParser:
                       'the plain optax expression')
   p.add_argument('--all', action='store_true', help='list every leaf, not only differing ones')
   p.add_argument('--json', action='store_true', help='machine-readable output')
+  p.add_argument('--quiet', '-q', action='store_true', help=_QUIET_HELP)
   p.set_defaults(run=_cmd_diff)
 
   p = sub.add_parser('demo', help='the whole story on a tiny model: old code unchanged trains and '
@@ -384,7 +419,7 @@ def _parser() -> argparse.ArgumentParser:
   p.set_defaults(run=_cmd_demo)
 
   p = sub.add_parser('migrate', help='rewrite legacy flax.optim code to optax + TrainState '
-                                     '(diff by default; needs flax_optim_compat[migrate])')
+                                     '(diff by default; needs LibCST, the [migrate] extra)')
   p.add_argument('paths', nargs='+', metavar='PATH',
                  help='files or directories, analysed together as one project')
   mode = p.add_mutually_exclusive_group()
@@ -401,11 +436,17 @@ def _parser() -> argparse.ArgumentParser:
   return parser
 
 
-def _one_line(message: str) -> str:
-  """``message`` as one line of stderr text that any terminal encoding can print."""
-  line = ' '.join(str(message).split('\n'))
-  encoding = getattr(sys.stderr, 'encoding', None) or 'utf-8'
-  return line.encode(encoding, 'backslashreplace').decode(encoding) + '\n'
+def _fail(prefix: str, message: str, code: int, as_json: bool) -> int:
+  """Reports a failure: ``{"error": message, "code": code}`` on stdout where ``--json`` was
+  given (nothing on stderr), else ``prefix: error: message`` as one line on stderr."""
+  if as_json:
+    _write_json(sys.stdout, {'error': one_line(message, 'utf-8'), 'code': code})
+    sys.stdout.flush()
+  else:
+    encoding = getattr(sys.stderr, 'encoding', None) or 'utf-8'
+    sys.stderr.write(one_line(f'{prefix}: {message}' if code == 130 else
+                              f'{prefix}: error: {message}', encoding) + '\n')
+  return code
 
 
 def _without_closed_loop_noise(previous):
@@ -456,8 +497,16 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _main(argv: Optional[List[str]]) -> int:
-  args = _parser().parse_args(argv)
+  argv = sys.argv[1:] if argv is None else list(argv)
+  # Whether the answer is JSON is known before the arguments are: a usage error is reported
+  # in the format asked for too.
+  as_json = '--json' in argv[:argv.index('--')] if '--' in argv else '--json' in argv
+  try:
+    args = _parser().parse_args(argv)
+  except _ArgumentsRefused as e:
+    return _fail(e.prog, str(e), 2, as_json)
   prefix = f'{_PROG} {args.command}'
+  as_json = bool(getattr(args, 'json', False))
   try:
     with warnings.catch_warnings():
       # Constructing a legacy optimizer def warns; this tool exists to leave them behind.
@@ -466,17 +515,14 @@ def _main(argv: Optional[List[str]]) -> int:
       sys.stdout.flush()
       return code
   except (convert.CheckpointError, UsageError) as e:
-    sys.stderr.write(_one_line(f'{prefix}: error: {e}'))
-    return 2
+    return _fail(prefix, str(e), 2, as_json)
   except (ValueError, TypeError) as e:
     # What the optimizer def, the tx or jax refuse (overlapping traversals, a tx whose init
     # cannot be traced, ...): their first line names the problem; nothing was written.
     first = (str(e).splitlines() or [''])[0]
-    sys.stderr.write(_one_line(f'{prefix}: error: {type(e).__name__}: {first}'))
-    return 2
+    return _fail(prefix, f'{type(e).__name__}: {first}', 2, as_json)
   except KeyboardInterrupt:
-    sys.stderr.write(_one_line(f'{prefix}: interrupted'))
-    return 130
+    return _fail(prefix, 'interrupted', 130, as_json)
   except BrokenPipeError:
     # The reader (e.g. `| head`) has gone: stop quietly, as a program killed by SIGPIPE.
     with contextlib.suppress(OSError):
@@ -485,9 +531,5 @@ def _main(argv: Optional[List[str]]) -> int:
     return 128 + signal.SIGPIPE
   except OSError as e:
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
-      sys.stderr.write(_one_line(f'{prefix}: error: no space left on device: '
-                                 f'{e.filename or ""}'))
-      return 2
-    sys.stderr.write(_one_line(f'{prefix}: error: {e.strerror or e}: {e.filename or ""}'
-                               .rstrip(': ')))
-    return 2
+      return _fail(prefix, f'no space left on device: {e.filename or ""}', 2, as_json)
+    return _fail(prefix, f'{e.strerror or e}: {e.filename or ""}'.rstrip(': '), 2, as_json)

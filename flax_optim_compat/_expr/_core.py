@@ -81,10 +81,11 @@ def placeholder(name: str) -> str:
   return f'<{name}>'
 
 
-def _one_line(message: str) -> str:
-  """``message`` on one line, non-ASCII characters escaped (safe on any terminal encoding)."""
-  text = ' '.join(str(message).split())
-  return text.encode('ascii', 'backslashreplace').decode('ascii')
+def one_line(message, encoding: str = 'ascii') -> str:
+  """``message`` as one line of text: line breaks become spaces, and the characters
+  ``encoding`` cannot write are escaped (the default, ASCII, is safe on any terminal)."""
+  text = ' '.join(str(message).splitlines()).strip()
+  return text.encode(encoding, 'backslashreplace').decode(encoding)
 
 
 def quote(text: str, limit: int = _ECHO_CHARS) -> str:
@@ -136,7 +137,7 @@ class Context:
     self.where = ''            # the part being built, e.g. 'MultiOptimizer group 1: '
 
   def fail(self, detail: str) -> ExpressionError:
-    return ExpressionError(_one_line(f'{self.source} {quote(self.text)}: {self.where}{detail}'))
+    return ExpressionError(one_line(f'{self.source} {quote(self.text)}: {self.where}{detail}'))
 
 
 # ----------------------------------------------------------------------------- parsing

@@ -3,7 +3,6 @@
 Every bad input exits with status 2 and one line on stderr naming what is wrong (no
 traceback), writes nothing and leaves the input as it was.
 """
-import io
 import json
 import os
 import subprocess
@@ -328,22 +327,6 @@ def test_diff_legacy_against_converted(capsys, tmp_path, orbax_dir):
   assert code == 1 and 'only in A: /target/scale' in out
   code, out, _ = _run(capsys, 'diff', ADAM_DIR, orbax_dir, '--optimizer', ADAM)
   assert code == 0, out
-
-
-def test_progress_line_only_on_a_terminal(monkeypatch, tmp_path):
-  monkeypatch.setattr(_cli, '_PROGRESS_MIN_BYTES', 10)
-
-  class Terminal(io.StringIO):
-
-    def isatty(self):
-      return True
-
-  assert _cli._progress_callback(ADAM_FILE, io.StringIO()) is None
-  stream = Terminal()
-  report = _cli._progress_callback(ADAM_FILE, stream)
-  convert.inspect(ADAM_FILE, progress=report)
-  assert stream.getvalue().startswith('\rreading checkpoint_3 [')
-  assert stream.getvalue().endswith('[#########################] 100% (0/0 MB)\n')
 
 
 def test_demo(capsys):

@@ -252,6 +252,11 @@ from flax_optim_compat._cli import _main as _cli
 from flax_optim_compat._checkpoint import _codec, _outputs
 
 source, work = sys.argv[1], sys.argv[2]
+# This child stands for the program run from a terminal, where Ctrl-C raises KeyboardInterrupt.
+# Python installs that handler only if SIGINT was not ignored when it started, and a suite
+# started in the background by a non-interactive shell (`pytest ... &`, `nohup`-style CI
+# scripts) hands its children SIGINT ignored: raise_signal is then a no-op and nothing stops.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 def interrupt_at(owner, name, nth, after=False):
   original = getattr(owner, name)

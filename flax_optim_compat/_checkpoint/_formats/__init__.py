@@ -30,6 +30,8 @@ class OutputFormat:
       form (``legacy``); else the input is a legacy checkpoint and the tree its conversion.
     reader: how the printed load code reads the output (None: no load code is printed).
     template: what the printed load code reads it into.
+    write_steps: what the write does, where it is more than one step (shown with
+      ``writing PATH`` on a terminal while it runs).
   """
   name: str
   help: str
@@ -38,6 +40,7 @@ class OutputFormat:
   reads_converted: bool = False
   reader: Optional[_load_code.Reader] = None
   template: Optional[_load_code.Template] = None
+  write_steps: str = ''
 
   @property
   def carried_by_name(self) -> bool:
