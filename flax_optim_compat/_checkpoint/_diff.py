@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _codec
 from . import _state_dict
+from .. import _state_check
 from .. import _tree
 
 
@@ -51,6 +52,11 @@ class DiffResult:
     """One side legacy and the other converted: most paths differ until the legacy side is
     converted (``optimizer_def=``)."""
     return sorted(map(str, self.layouts)) == ['converted', 'legacy']
+
+  @property
+  def legacy_side(self) -> Optional[int]:
+    """Where the layouts differ, which side (0: ``a``, 1: ``b``) holds the legacy optimizer."""
+    return self.layouts.index('legacy') if self.layouts_differ else None
 
   @property
   def compared(self) -> int:
@@ -100,8 +106,8 @@ def _json_number(x: float):
 
 def _normalise(tree):
   """Lists and tuples as dicts of their indices (as flax's state dicts store them); an empty
-  dict as None."""
-  if isinstance(tree, dict) and not tree:
+  container as None (:func:`_state_check.is_empty`)."""
+  if _state_check.is_empty(tree):
     return None
   if isinstance(tree, dict):
     return {k: _normalise(v) for k, v in tree.items()}

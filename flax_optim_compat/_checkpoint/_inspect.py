@@ -10,6 +10,7 @@ from . import _codec
 from .. import _layouts
 from . import _replicas
 from . import _state_dict
+from .. import _state_check
 from .. import _tree
 
 
@@ -206,7 +207,7 @@ def optax_state_text(node, table=None) -> str:
   """An optax state read from a file (dicts, ``{}``/None for empty states), written as the
   optax types its fields name: ``(ScaleByAdamState(count, mu, nu), EmptyState())``."""
   table = _optax_state_types() if table is None else table
-  if node is None or node == {}:
+  if _state_check.is_empty(node):
     return 'EmptyState()'
   if not isinstance(node, dict):
     return 'an array'

@@ -257,8 +257,8 @@ def _diff_hint(result, args) -> Optional[str]:
   """What would make the two sides comparable, where their layouts differ."""
   if not result.layouts_differ or args.optimizer:
     return None
-  legacy, converted = ('A', 'B') if result.layouts[0] == 'legacy' else ('B', 'A')
-  path = args.a if legacy == 'A' else args.b
+  legacy, converted = ('A', 'B') if result.legacy_side == 0 else ('B', 'A')
+  path = (args.a, args.b)[result.legacy_side]
   return (f'{legacy} is a legacy checkpoint and {converted} a converted one, so their paths '
           f'differ: add --optimizer "<the optimizer that wrote {legacy}>", as given to convert '
           f'(`{_PROG} inspect {shlex.quote(path)}` names its family), to convert {legacy} first and compare '

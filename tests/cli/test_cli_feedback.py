@@ -12,7 +12,6 @@ import time
 import pytest
 
 from flax_optim_compat._checkpoint import _conversion
-from flax_optim_compat._checkpoint import _orbax_io
 from flax_optim_compat._checkpoint import _outputs
 from flax_optim_compat._checkpoint import _sources
 from flax_optim_compat._cli import _feedback
@@ -58,7 +57,8 @@ def slow_steps(monkeypatch):
     monkeypatch.setattr(_sources, name, _slow_read(getattr(_sources, name)))
   monkeypatch.setattr(_conversion, 'convert_tree', _slow(_conversion.convert_tree))
   monkeypatch.setattr(_outputs, 'write_file', _slow(_outputs.write_file))
-  monkeypatch.setattr(_orbax_io, 'write', _slow(_orbax_io.write))
+  # the orbax format's write publishes its folder through _outputs.write_directory
+  monkeypatch.setattr(_outputs, 'write_directory', _slow(_outputs.write_directory))
 
 
 def _on_a_terminal(capsys, argv):

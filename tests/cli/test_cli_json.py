@@ -7,6 +7,7 @@ import pytest
 
 from flax_optim_compat._cli import _main as _cli
 from flax_optim_compat import convert
+from flax_optim_compat._checkpoint import _outputs
 from tests import _utils
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
@@ -88,7 +89,7 @@ def test_interrupted_with_json_is_json(capsys, tmp_path, monkeypatch, command):
 def test_a_failed_write_with_json_is_json(capsys, tmp_path, monkeypatch):
   def refused(*args, **kwargs):
     raise PermissionError(13, 'Permission denied', str(tmp_path / 'out'))
-  monkeypatch.setattr(convert, 'write_msgpack', refused)
+  monkeypatch.setattr(_outputs, 'write_file', refused)  # what every msgpack format writes with
   error = _json_failure(capsys, 'convert', ADAM_FILE, '--optimizer', ADAM, '--to', 'optax',
                         '--out', str(tmp_path / 'out'), '--json')
   assert error == f'Permission denied: {tmp_path / "out"}', error
