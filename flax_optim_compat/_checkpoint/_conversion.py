@@ -7,6 +7,7 @@ the legacy numbers (one per group of a MultiOptimizer); the state mapping itself
 'opt_state', ...}`` layout with the keys that sat beside the optimizer, or the file's own tree
 with the optimizer node replaced (``keep_layout``). Every conversion's notes are one line each.
 """
+import dataclasses
 import re
 import warnings
 from typing import Any, List, NamedTuple, Optional, Tuple
@@ -198,6 +199,14 @@ def _default_target(opt_def):
     return opt_def.plain_optax_transform(), plain.expression, None
   what = (f'no plain optax continues {opt_def!r} exactly ({plain.difference})'
           if plain is not None else f'{opt_def!r} has no plain optax expression')
+  if dataclasses.is_dataclass(opt_def.hyper_params) and any(
+      callable(getattr(opt_def.hyper_params, f.name))
+      for f in dataclasses.fields(opt_def.hyper_params)):
+    # A schedule is a Python function: its repr is no source text.
+    return (opt_def.optax_transform(), None,
+            f'{what}: the state is that of optim.{type(opt_def).__name__}(...).optax_transform() '
+            'with its schedule, which cannot be written as Python here (load_with is None): '
+            'build the same optimizer with the same schedule and call .optax_transform()')
   return (opt_def.optax_transform(), f'optim.{opt_def!r}.optax_transform()',
           f'{what}: the state is that of optim.{opt_def!r}.optax_transform(), so loading it '
           'needs flax_optim_compat')
@@ -247,7 +256,8 @@ def targets(opt_def, tx, *, stacklevel: int = 3, tx_source=None):
                       f'({plain.difference}).', ConversionWarning, stacklevel=stacklevel)
     txs.append(sub_tx)
     texts.append(text)
-  if given is None and any(not _rate_set_per_step(d) for d in defs):
+  if given is None and any(not _rate_set_per_step(d) and not callable(
+      getattr(d.hyper_params, 'learning_rate', None)) for d in defs):
     notes.append(_per_step_note(texts[0] if not multi else None))
   if not multi:
     return txs[0], txs[0], texts[0], notes

@@ -65,7 +65,7 @@ class ProbeResult(NamedTuple):
     bit_exact: every param equal, bit for bit, after every update (float32 copies).
     max_rel: the largest difference of the two sides' updates, relative to the leaf's largest
       legacy update (leaves of ``known`` excepted): the class.
-    first: ``(leaf path and pass, update, relative difference)`` of the first leaf beyond the
+    first: ``(leaf path, update, relative difference)`` of the first leaf beyond the
       class, or None when every leaf is within it.
     known: ``(path, note, relative difference)`` of differing leaves the def explains.
     stand_ins: leaves cut down to fit the probe (their paths).
@@ -73,6 +73,8 @@ class ProbeResult(NamedTuple):
     half_rel: the largest difference on the file's own 16-bit values (None: the file has none).
     half_dtypes: the file's 16-bit float dtypes.
     accepted: the caller accepted a difference beyond the class.
+    first_pass: the pass of ``first`` (``''``: the file's values; ``' (gradients of global norm
+      2000)'``, ``' (params scaled by 1e-6)'``).
   """
   updates: int
   bit_exact: bool
@@ -84,6 +86,7 @@ class ProbeResult(NamedTuple):
   half_rel: Optional[float] = None
   half_dtypes: Tuple[str, ...] = ()
   accepted: bool = False
+  first_pass: str = ''
 
   @property
   def within(self) -> bool:
@@ -91,7 +94,7 @@ class ProbeResult(NamedTuple):
 
   def summary(self) -> str:
     """One line, only what was measured: ``'bit-exact over 4 updates'`` / ``'within 1e-6 of
-    each update over 4 updates (largest 3e-07 of an update)'`` / ``'differs by 0.01 of an
+    each update over 4 updates (the 1e-6 class; largest 3e-07 of an update)'`` / ``'differs by 0.01 of an
     update (params leaf /w): accepted'`` / the difference beyond the class."""
     if self.unchecked is not None:
       return f'cannot check: {self.unchecked}'
@@ -100,13 +103,14 @@ class ProbeResult(NamedTuple):
     if self.bit_exact:
       return f'bit-exact over {self.updates} updates{copies}'
     if self.first is None:
-      return (f'within 1e-6 of each update over {self.updates} updates (largest '
-              f'{self.max_rel:.2g} of an update){copies}')
+      return (f'within 1e-6 of each update over {self.updates} updates (the 1e-6 class; '
+              f'largest {self.max_rel:.2g} of an update){copies}')
     path, update, rel = self.first
     if self.accepted:
-      return f'differs by {_rel_text(rel)} of an update (params leaf {path}): accepted'
-    return (f'params leaf {path}: the updates differ by {_rel_text(rel)} of the legacy update '
-            f'at update {update + 1} of {self.updates}, beyond the 1e-6 class')
+      return (f'differs by {_rel_text(rel)} of an update (params leaf {path}{self.first_pass}): '
+              'accepted')
+    return (f'params leaf {path} differs by {_rel_text(rel)} of the legacy update in update '
+            f'{update + 1} of {self.updates}{self.first_pass}, beyond the 1e-6 class')
 
 
 def _rel_text(rel: float) -> str:
@@ -312,7 +316,7 @@ def run(opt_def, params, state, full_tx, state_tx, *, hyper_params=None,
       unchecked = unchecked or non_finite(label, k, new_l, 'legacy') or non_finite(
           label, k, new_t, 'the target')
       bit_exact = bit_exact and all(_same_bits(a, b) for a, b in zip(new_l, new_t))
-  max_rel, first, known = 0.0, None, {}
+  max_rel, first, first_pass, known = 0.0, None, '', {}
   # The class, on float64 copies: a term below a float32 param's last bit still shows. (Where
   # every float32 update is bit-exact there is nothing to measure: a term of 1e-6 of an update
   # changes some of the leaf's bits.)
@@ -330,7 +334,7 @@ def run(opt_def, params, state, full_tx, state_tx, *, hyper_params=None,
           continue
         max_rel = max(max_rel, rel)
         if first is None and rel > TOLERANCE:
-          first = (paths[j] + label, k, rel)
+          first, first_pass = (paths[j], k, rel), label
   half_rel = None
   if half and unchecked is None:
     # What the file's own 16-bit values add: a note, not the class.
@@ -345,7 +349,7 @@ def run(opt_def, params, state, full_tx, state_tx, *, hyper_params=None,
     max_rel = 0.0
   return ProbeResult(UPDATES, bit_exact and unchecked is None and first is None, max_rel,
                      first, tuple((p, known_zero_note, r) for p, r in known.items()), stand_ins,
-                     unchecked, half_rel, tuple(half))
+                     unchecked, half_rel, tuple(half), first_pass=first_pass)
 
 
 def describe_known(result: ProbeResult) -> List[str]:

@@ -13,9 +13,11 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from flax import serialization
 
+import flax_optim_compat as optim
 from flax_optim_compat import convert
 from flax_optim_compat._cli import _main as _cli
 from flax_optim_compat._expr import _tx
@@ -143,3 +145,13 @@ def test_a_default_conversion_says_the_file_cannot_tell_a_per_step_rate():
 def test_a_constant_rate_for_a_run_that_set_it_per_step_is_refused():
   with pytest.raises(convert.CheckpointError, match='trains at a constant rate'):
     _convert('adam-schedule', 'Adam()', 'optax.adam(learning_rate=0.01)')
+
+
+def test_a_def_whose_rate_is_a_schedule_continues_and_its_load_with_is_not_made_up():
+  path = os.path.join(FIXTURES, 'adam-schedule.msgpack')
+  conversion = convert.convert_checkpoint(
+      path, optim.Adam(learning_rate=optax.exponential_decay(0.01, 1, 0.9)))
+  assert conversion.probe.within and conversion.load_with is None
+  assert any('cannot be written as Python' in n for n in conversion.notes), conversion.notes
+  assert not any('set the learning rate per step' in n for n in conversion.notes)
+  assert _worst('adam-schedule', conversion) <= CONTINUES
