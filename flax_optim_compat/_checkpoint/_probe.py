@@ -371,7 +371,7 @@ def describe_half(result: ProbeResult) -> List[str]:
             else f'up to {result.half_rel:.2g} of an update')
   return [f'half precision: on the file\'s own {" and ".join(result.half_dtypes)} values the '
           f'two sides\' updates differ by {amount} (16-bit rounding; the class above was '
-          'measured on float32 and float64 copies)']
+          'measured on float32 or wider copies)']
 
 
 # ----------------------------------------------------------------------------- the --tx text
