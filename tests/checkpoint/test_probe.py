@@ -258,3 +258,15 @@ def test_half_precision_is_a_note_never_a_wider_class():
   with pytest.raises(convert.ProbeError, match='params leaf /w differs by 1 of the legacy update'):
     convert.convert_checkpoint(data, optim.Momentum(0.01, beta=0.9),
                                tx=optax.sgd(learning_rate=0.02, momentum=0.9))
+
+
+def test_the_keywords_read_from_tx_include_optax_defaults_not_spellings():
+  adam = optim.Adam(0.002).plain_optax().expression
+  assert _probe.differences(adam, 'optax.adamw(0.002)', 'Adam(0.002)') == [
+      "weight_decay=0.0001 (optax's default) in --tx, 0 for Adam(0.002)"]
+  # mu_dtype=None is the params' dtype: not a contradiction the text can tell.
+  assert not _probe.differences(adam, 'optax.adam(0.002, mu_dtype=jnp.float32)', 'Adam(0.002)')
+  factor = optim.Adafactor(0.01, beta1=0.9, dtype_momentum=jnp.bfloat16).plain_optax().expression
+  assert not _probe.differences(factor, factor.replace("'bfloat16'", 'jnp.bfloat16'), 'A')
+  assert _probe.differences(factor, factor.replace("dtype_momentum='bfloat16', ", ''), 'A') == [
+      "dtype_momentum=float32 (optax's default) in --tx, 'bfloat16' for A"]
