@@ -51,12 +51,6 @@ LARGE_NORM = 2e3     # the global norm of the large gradients' pass
 _HALF = ('float16', 'bfloat16')
 
 
-class Known(NamedTuple):
-  """A difference the conversion already says (one note), not a refusal: e.g. LAMB's zero params."""
-  path: str
-  note: str
-
-
 class ProbeResult(NamedTuple):
   """What the probe measured.
 
