@@ -357,7 +357,7 @@ def _probe_rates(opt_def, opt_state, tx, tx_source):
       readers.append(lambda count, o, f=value: f(count))
     elif kind == 'injected' and len(groups) == 1:
       readers.append(lambda count, o: _injected_rate(o))
-    elif kind in ('constant', 'unknown') and (source is None or kind == 'constant'):
+    elif kind == 'constant':
       try:
         _hyper.check_constant_rate(sub, None)
       except _hyper.PerStepRateError as e:
@@ -365,7 +365,8 @@ def _probe_rates(opt_def, opt_state, tx, tx_source):
     else:
       raise CheckpointError(
           f'{where}{sub!r} had its rate set per step, and the learning rate of the tx given '
-          'cannot be read to check it: give it as a schedule of literal arguments (e.g. '
+          + ('(an object: pass tx_source=, its Python text) ' if source is None else '')
+          + 'cannot be read to check it: give it as a schedule of literal arguments (e.g. '
           'learning_rate=optax.exponential_decay(0.01, 1000, 0.9))'
           + ('' if len(groups) == 1 else ' in each such group')
           + ' or, for one optimizer, as optax.inject_hyperparams(optax.X)(learning_rate=...)')
