@@ -413,12 +413,17 @@ def _calls(text: str) -> Optional[List[Tuple[str, dict]]]:
     bound = _bound(call)
     if bound is None:
       return None
-    name, _, bound = bound
-    values = {'': set(bound.arguments)}   # the keywords written out
+    name, injected, bound = bound
+    # '': the keywords written out; '*': those the state supplies (numbers injected by
+    # inject_hyperparams: the conversion keeps the file's values there, and says so).
+    values = {'': set(bound.arguments), '*': set()}
     for param in bound.signature.parameters.values():
       if param.name in bound.arguments:
         try:
           values[param.name] = ast.literal_eval(bound.arguments[param.name])
+          if injected and isinstance(values[param.name], (int, float)) and not isinstance(
+              values[param.name], bool):
+            values['*'].add(param.name)
         except (ValueError, SyntaxError, TypeError):
           values[param.name] = ast.unparse(bound.arguments[param.name])
       elif param.default is not inspect.Parameter.empty:
@@ -485,15 +490,18 @@ def differences(expected: Optional[str], given: Optional[str], legacy: str,
   if [n for n, _ in want] == [n for n, _ in got]:
     for (_, mine), (_, theirs) in zip(want, got):
       for key in theirs:
-        if key.endswith('dtype') and None in (mine.get(key), theirs[key]):
+        if key in ('', '*') or key in skip or key in theirs['*'] or key not in mine:
+          continue
+        if key.endswith('dtype') and None in (mine[key], theirs[key]):
           continue   # None: the params' dtype, which the probe and the dtype check see
-        if key and key not in skip and key in mine and not _same(mine[key], theirs[key]):
+        if not _same(mine[key], theirs[key]):
           found.append(f'{_shown(key, theirs)} in --tx, {mine[key]!r} for {legacy}')
     return found
   if len(want) == 1:
     (_, mine), (their_name, theirs) = want[0], got[0]
     for key in theirs:
-      if key in _NEUTRAL and key not in mine and not _same(theirs[key], _NEUTRAL[key]):
+      if key in _NEUTRAL and key not in mine and key not in theirs['*'] and not _same(
+          theirs[key], _NEUTRAL[key]):
         found.append(f'{_shown(key, theirs)} in --tx, {_NEUTRAL[key]!r} for {legacy}')
     for key in sorted(mine['']):
       if key in _NEUTRAL and key not in theirs and not _same(mine[key], _NEUTRAL[key]):
