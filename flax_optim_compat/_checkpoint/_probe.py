@@ -88,8 +88,9 @@ class ProbeResult(NamedTuple):
 
   def summary(self) -> str:
     """One line, only what was measured: ``'bit-exact over 4 updates'`` / ``'within 1e-6 of
-    each update over 4 updates (the 1e-6 class; largest 3e-07 of an update)'`` / ``'differs by 0.01 of an
-    update (params leaf /w): accepted'`` / the difference beyond the class."""
+    each update over 4 updates (the 1e-6 class; largest 3e-07 of an update on float64
+    copies)'`` / ``'differs by 0.01 of an update (params leaf /w): accepted'`` / the
+    difference beyond the class."""
     if self.unchecked is not None:
       return f'cannot check: {self.unchecked}'
     copies = (f' (on float32 copies of the {" and ".join(self.half_dtypes)} values)'
@@ -98,7 +99,7 @@ class ProbeResult(NamedTuple):
       return f'bit-exact over {self.updates} updates{copies}'
     if self.first is None:
       return (f'within 1e-6 of each update over {self.updates} updates (the 1e-6 class; '
-              f'largest {self.max_rel:.2g} of an update){copies}')
+              f'largest {self.max_rel:.2g} of an update on float64 copies){copies}')
     path, update, rel = self.first
     if self.accepted:
       return (f'differs by {_rel_text(rel)} of an update (params leaf {path}{self.first_pass}): '
