@@ -160,10 +160,10 @@ def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
 
   Before anything is returned (so before anything is written) the *probe* runs the legacy
   optimizer as ``optimizer_def`` states it and the target transformation from the converted
-  state side by side for a few updates on synthetic gradients of the file's shapes and dtypes
-  (big leaves cut down to at most 160 per dimension), and compares the params after each
-  update: ``Conversion.probe.summary()`` says what it measured (bit-exact, or the largest
-  relative difference within the 1e-6 class).
+  state side by side for a few updates from the file's own values at its step (big leaves cut
+  down to at most 160 per dimension), and compares each update relative to the legacy update:
+  ``Conversion.probe.summary()`` says what it measured (bit-exact, or within 1e-6 of each
+  update with the largest difference).
 
   Returns:
     A :class:`Conversion` ``(train_state, state_dict, load_with, notes, probe, accepted)``.

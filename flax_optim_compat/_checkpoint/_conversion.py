@@ -7,6 +7,7 @@ the legacy numbers (one per group of a MultiOptimizer); the state mapping itself
 'opt_state', ...}`` layout with the keys that sat beside the optimizer, or the file's own tree
 with the optimizer node replaced (``keep_layout``). Every conversion's notes are one line each.
 """
+import dataclasses
 import re
 import warnings
 from typing import Any, List, NamedTuple, Optional, Tuple
@@ -109,11 +110,39 @@ def restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, T
     leaf_path = _tree.join_keys(path + ('target',) + bad[0])
     raise CheckpointError(f'{where}: the target leaf at {leaf_path} is not an array.')
   template = _state_dict.abstract_optimizer(opt_def, target)
+  _check_state_dtypes(node, path, where, opt_def, template)
   try:
     restored = serialization.from_state_dict(template, node, name=_tree.join_keys(path).lstrip('/'))
   except ValueError as e:
     raise CheckpointError(f'{where}: {e}') from None
   return restored, path
+
+
+def _dtype_name(x) -> Optional[str]:
+  dtype = getattr(x, 'dtype', None)
+  return None if dtype is None else str(np.dtype(dtype))
+
+
+def _check_state_dtypes(node, path, where: str, opt_def, template) -> None:
+  """CheckpointError naming the first float state leaf whose dtype in the file is not the one
+  ``opt_def`` keeps (Adafactor's momentum in bfloat16 against ``dtype_momentum=float32``): the
+  restore would cast it without a word and the run would continue in another precision."""
+  wanted = dict(_state_dict.leaves(serialization.to_state_dict(template)['state']))
+  for key_path, leaf in _state_dict.leaves(node['state']):
+    want = wanted.get(key_path)
+    have_dtype, want_dtype = _dtype_name(leaf), _dtype_name(want)
+    if have_dtype is None or want_dtype is None or have_dtype == want_dtype:
+      continue
+    if not (jnp.issubdtype(leaf.dtype, jnp.floating) and jnp.issubdtype(want.dtype, jnp.floating)):
+      continue
+    dtype_args = sorted(k for k, v in vars(opt_def).items()
+                        if k.startswith('dtype') and _dtype_name(jnp.zeros((), v)) == want_dtype) \
+        if hasattr(opt_def, '__dict__') else []
+    hint = (f' (give --optimizer {dtype_args[0]}=jnp.{have_dtype})' if dtype_args else '')
+    raise CheckpointError(
+        f'{where}: the state leaf {_tree.join_keys(path + ("state",) + key_path)} is '
+        f'{have_dtype} in the file; {opt_def!r} keeps it {want_dtype}{hint}: restoring would '
+        'cast it and the run would not continue as written.')
 
 
 def _check_family(node, path, where: str, opt_def) -> None:
@@ -170,6 +199,14 @@ def _default_target(opt_def):
     return opt_def.plain_optax_transform(), plain.expression, None
   what = (f'no plain optax continues {opt_def!r} exactly ({plain.difference})'
           if plain is not None else f'{opt_def!r} has no plain optax expression')
+  if dataclasses.is_dataclass(opt_def.hyper_params) and any(
+      callable(getattr(opt_def.hyper_params, f.name))
+      for f in dataclasses.fields(opt_def.hyper_params)):
+    # A schedule is a Python function: its repr is no source text.
+    return (opt_def.optax_transform(), None,
+            f'{what}: the state is that of optim.{type(opt_def).__name__}(...).optax_transform() '
+            'with its schedule, which cannot be written as Python here (load_with is None): '
+            'build the same optimizer with the same schedule and call .optax_transform()')
   return (opt_def.optax_transform(), f'optim.{opt_def!r}.optax_transform()',
           f'{what}: the state is that of optim.{opt_def!r}.optax_transform(), so loading it '
           'needs flax_optim_compat')
@@ -219,12 +256,29 @@ def targets(opt_def, tx, *, stacklevel: int = 3, tx_source=None):
                       f'({plain.difference}).', ConversionWarning, stacklevel=stacklevel)
     txs.append(sub_tx)
     texts.append(text)
+  if given is None and any(not _rate_set_per_step(d) and not callable(
+      getattr(d.hyper_params, 'learning_rate', None)) for d in defs):
+    notes.append(_per_step_note(texts[0] if not multi else None))
   if not multi:
     return txs[0], txs[0], texts[0], notes
   load_with = None
   if all(t is not None for t in texts):
     load_with = _groups.multi_transform_source(texts)
   return opt_def.optax_transform(group_txs=txs), txs, load_with, notes
+
+
+def _per_step_note(expression: Optional[str]) -> str:
+  """The one line of a default conversion whose def has a rate: the file cannot tell whether
+  the run set it per step, and the forms that continue a run that did."""
+  function = 'optax.X'
+  if expression and expression.startswith('optax.') and not expression.startswith(
+      ('optax.chain(', 'optax.multi_transform(')):
+    function = expression.split('(', 1)[0]
+  return ('the file cannot tell whether the run set the learning rate per step '
+          '(apply_gradient(grads, learning_rate=lr)): this continues at the constant rate of '
+          'the optimizer given; a run that set it per step converts with the optimizer without '
+          f'its learning_rate and --tx {function}(learning_rate=schedule, ...) (a schedule of '
+          f'optax\'s count) or optax.inject_hyperparams({function})(learning_rate=..., ...)')
 
 
 def default_targets(opt_def):
@@ -266,42 +320,120 @@ def _injected_rate(opt_state):
   return None
 
 
-def _probe_hyper_params(opt_def, opt_state):
-  """The hyper-params the probe runs legacy with: the def's own, or (a def whose rate was set
-  per step) with the rate ``tx`` injects; CheckpointError when ``tx`` keeps a constant rate."""
-  if isinstance(opt_def, MultiOptimizer) or getattr(opt_def.hyper_params, 'learning_rate',
-                                                     0) is not None:
-    return opt_def.hyper_params
-  rate = _injected_rate(opt_state)
-  if rate is None:
-    try:
-      _hyper.check_constant_rate(opt_def, None)
-    except _hyper.PerStepRateError as e:
-      raise CheckpointError(f'the tx given trains at a constant rate: {e}') from None
-  return opt_def.hyper_params.replace(learning_rate=float(np.asarray(rate)))
+def _group_defs_and_sources(opt_def, tx_source):
+  """``[(where, def, --tx text or None)]``: the def, or each group of a MultiOptimizer."""
+  if isinstance(opt_def, MultiOptimizer):
+    defs = list(opt_def.sub_optimizers)
+    sources = list(tx_source) if isinstance(tx_source, (list, tuple)) else [None] * len(defs)
+    return [(f'group {i} ({d!r}): ', d, s) for i, (d, s) in enumerate(zip(defs, sources))]
+  return [('', opt_def, tx_source if isinstance(tx_source, str) else None)]
+
+
+def _rate_set_per_step(opt_def) -> bool:
+  return getattr(opt_def.hyper_params, 'learning_rate', 0) is None
+
+
+def _probe_rates(opt_def, opt_state, tx, tx_source):
+  """``(rate_of, with_rate)`` of :func:`_probe.run` for a def (or groups) whose rate was set
+  per step: the legacy side runs each update at the rate the target uses there (a schedule of
+  the step read from ``--tx``, or the rate ``inject_hyperparams`` holds); ``(None, None)`` when
+  every rate is the def's own. CheckpointError for a constant rate (no constant rate continues
+  such a run) or a rate the probe cannot read."""
+  groups = _group_defs_and_sources(opt_def, tx_source)
+  if not any(_rate_set_per_step(d) for _, d, _ in groups):
+    return None, None
+  if tx is None:
+    return None, None   # the default conversion refuses it (_default_target)
+  readers = []
+  for where, sub, source in groups:
+    if not _rate_set_per_step(sub):
+      readers.append(None)
+      continue
+    kind, value = _probe.learning_rate_of(source)
+    if kind == 'unknown' and source is None and len(groups) == 1 and \
+        _injected_rate(opt_state) is not None:
+      kind = 'injected'
+    if kind == 'schedule':
+      readers.append(lambda count, o, f=value: f(count))
+    elif kind == 'injected' and len(groups) == 1:
+      readers.append(lambda count, o: _injected_rate(o))
+    elif kind == 'constant':
+      try:
+        _hyper.check_constant_rate(sub, None)
+      except _hyper.PerStepRateError as e:
+        raise CheckpointError(f'{where}the tx given trains at a constant rate: {e}') from None
+    else:
+      raise CheckpointError(
+          f'{where}{sub!r} had its rate set per step, and the learning rate of the tx given '
+          + ('(an object: pass tx_source=, its Python text) ' if source is None else '')
+          + 'cannot be read to check it: give it as a schedule of literal arguments (e.g. '
+          'learning_rate=optax.exponential_decay(0.01, 1000, 0.9))'
+          + ('' if len(groups) == 1 else ' in each such group')
+          + ' or, for one optimizer, as optax.inject_hyperparams(optax.X)(learning_rate=...)')
+
+  if len(groups) == 1:
+    hp = opt_def.hyper_params
+    return (lambda count, o: readers[0](count, o),
+            lambda rate: hp.replace(learning_rate=rate))
+  hps = list(opt_def.hyper_params)
+  return (lambda count, o: tuple(None if r is None else r(count, o) for r in readers),
+          lambda rates: [h if r is None else h.replace(learning_rate=r)
+                         for h, r in zip(hps, rates)])
+
+
+def _expected(sub):
+  """The plain optax expression that continues ``sub`` (``learning_rate=schedule`` where its
+  rate was set per step), or None."""
+  try:
+    if _rate_set_per_step(sub):
+      return sub.plain_optax({'learning_rate': 'schedule'}).expression
+    return sub.plain_optax().expression
+  except (NotImplementedError, ValueError, TypeError):
+    return None
+
+
+def _keyword_differences(opt_def, tx, tx_source) -> List[str]:
+  """Every hyper-parameter the ``--tx`` text sets otherwise than ``--optimizer`` (optax's
+  defaults included), read before any number."""
+  if tx is None:
+    return []
+  found = []
+  for where, sub, source in _group_defs_and_sources(opt_def, tx_source):
+    skip = ('learning_rate',) if _rate_set_per_step(sub) else ()
+    found += [where + d for d in _probe.differences(_expected(sub), source, repr(sub), skip)]
+  return found
 
 
 def _probed(optimizer_def, optimizer, full_tx, state_tx, opt_state, *, tx, tx_source, where,
             accept_difference):
-  """``(probe result, notes, accepted line)``: the probe run, refused beyond its class."""
-  result = _probe.run(optimizer_def, optimizer.target, optimizer.state.step, full_tx, state_tx,
-                      hyper_params=_probe_hyper_params(optimizer_def, opt_state),
+  """``(probe result, notes, accepted line)``: the probe run, refused beyond its class or where
+  ``--tx`` names another hyper-parameter value than ``--optimizer``."""
+  found = _keyword_differences(optimizer_def, tx, tx_source)
+  rate_of, with_rate = _probe_rates(optimizer_def, opt_state, tx, tx_source)
+  result = _probe.run(optimizer_def, optimizer.target, optimizer.state, full_tx, state_tx,
+                      rate_of=rate_of, with_rate=with_rate,
                       known_zero_note=optimizer_def.zero_params_note())
-  notes = _probe.describe_known(result)
-  if result.within:
+  notes = _probe.describe_known(result) + _probe.describe_half(result)
+  if result.within and not found:
     return result, notes, None
-  expected = None
-  if tx is not None and not isinstance(optimizer_def, MultiOptimizer):
-    plain = _plain_of(optimizer_def)
-    expected = plain.expression if plain is not None else None
-  why = _probe.cause(expected, tx_source if isinstance(tx_source, str) else None,
-                     repr(optimizer_def))
-  line = (f'the target does not continue {optimizer_def!r}: {result.summary()}'
-          + (f' ({why})' if why else ''))
-  if not accept_difference:
-    raise ProbeError(f'{where}: {line}; nothing was written (accept_difference=True / '
-                     '--accept-difference converts anyway)', result)
-  return result, notes, line
+  if found:
+    why = '; '.join(found)
+    line = (f'the target does not continue {optimizer_def!r}: {why} (read from the tx before '
+            f'any update; the probe measured {result.summary()})')
+  else:
+    expected = None
+    if tx is not None and not isinstance(optimizer_def, MultiOptimizer):
+      expected = _expected(optimizer_def)
+    why = _probe.cause(expected, tx_source if isinstance(tx_source, str) else None,
+                       repr(optimizer_def))
+    line = (f'the target does not continue {optimizer_def!r}: {result.summary()}'
+            + (f' ({why})' if why else ''))
+  if result.unchecked is not None or not accept_difference:
+    raise ProbeError(f'{where}: {line}; nothing was written'
+                     + ('' if result.unchecked is not None else
+                        ' (accept_difference=True / --accept-difference converts anyway)'),
+                     result)
+  return result._replace(accepted=True), notes, line
 
 
 def convert_tree(tree: dict, where: str, optimizer_def: OptimizerDef, *, tx, keep_layout: bool,

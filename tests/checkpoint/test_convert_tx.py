@@ -324,9 +324,12 @@ def test_to_legacy_reads_states_of_every_form_back():
 
 def test_lamb_names_all_zero_params_where_optax_lamb_differs():
   raw = _raw('LAMB')
-  assert not convert.convert_checkpoint(raw, _opt_def('LAMB')).notes[1:]
+
+  def zero_notes(conversion):  # a default conversion also says what the file cannot tell
+    return tuple(n for n in conversion.notes[1:] if 'set the learning rate per step' not in n)
+  assert not zero_notes(convert.convert_checkpoint(raw, _opt_def('LAMB')))
   raw['target']['dense']['bias'] = np.zeros_like(raw['target']['dense']['bias'])
-  notes = convert.convert_checkpoint(raw, _opt_def('LAMB')).notes
+  notes = (None,) + zero_notes(convert.convert_checkpoint(raw, _opt_def('LAMB')))
   # Legacy's trust ratio is 0 for a zero param (it never moves), optax.lamb's 1 (it moves by
   # about the learning rate): the whole leaf differs, relative difference 1.
   note = ('/dense/bias is all zeros: optax.lamb moves an all-zero param (trust ratio 1), legacy '

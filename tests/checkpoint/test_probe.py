@@ -65,10 +65,10 @@ CONTRADICTIONS = [
                  'eps=1e-06, nesterov=True)',
                  'trust_coefficient=0.001 in --tx, 0.01 for LARS(', id='lars-trust'),
     pytest.param('RMSProp', None, 'optax.rmsprop(learning_rate=0.01, decay=0.85)',
-                 'eps_in_sqrt=True in --tx, False for RMSProp(', id='rmsprop-eps-in-sqrt'),
+                 "eps_in_sqrt=True (optax's default) in --tx, False for RMSProp(", id='rmsprop-eps-in-sqrt'),
     pytest.param('AdaBelief', 'AdaBelief(learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-10)',
                  'optax.adabelief(learning_rate=0.01, b1=0.85, b2=0.99, eps=1e-10)',
-                 'eps_root=1e-16 in --tx, 1e-10 for AdaBelief(', id='adabelief-eps-root'),
+                 "eps_root=1e-16 (optax's default) in --tx, 1e-10 for AdaBelief(", id='adabelief-eps-root'),
     # optax.adafactor fixes the param-scale floor at 1e-3: legacy epsilon2 shows on small params.
     pytest.param('Adafactor-defaults', 'Adafactor(learning_rate=0.05, epsilon2=0.01)',
                  'optax.adafactor(learning_rate=0.05)', None, id='adafactor-epsilon2'),
@@ -94,8 +94,10 @@ CONTRADICTIONS = [
 def test_a_tx_that_does_not_continue_the_optimizer_is_refused(capsys, tmp_path, name,
                                                                optimizer, tx, cause):
   err = _refused(capsys, tmp_path, name, optimizer, [tx])
-  assert 'the target does not continue' in err and 'params leaf /' in err, err
-  assert 'beyond the 1e-6 class' in err and '--accept-difference' in err, err
+  assert 'the target does not continue' in err and '--accept-difference' in err, err
+  # A keyword --tx sets otherwise is named before any number; else the probe names the leaf.
+  assert 'read from the tx before any update' in err or (
+      'params leaf /' in err and 'beyond the 1e-6 class' in err), err
   if cause:
     assert cause in err, err
 
@@ -213,3 +215,58 @@ def test_a_multi_transform_whose_label_spans_two_groups_is_refused_clearly(capsy
     convert.convert_checkpoint(_utils.legacy_checkpoint('MultiOptimizer'),
                                _utils_def('MultiOptimizer'),
                                tx=optax.multi_transform({'a': optax.adam(0.01)}, 'a'))
+
+
+def test_nan_on_either_side_is_never_equal():
+  """Legacy Adafactor is NaN below its step_offset: the probe cannot check, whatever --tx."""
+  params = {'w': jnp.ones((3, 4)), 'b': jnp.ones((4,))}
+  opt_def = optim.Adafactor(0.05, step_offset=10)
+  legacy = opt_def.create(params).apply_gradient(jax.tree_util.tree_map(jnp.ones_like, params))
+  assert np.isnan(np.asarray(legacy.target['b'])).all()
+  data = serialization.to_bytes(legacy)
+  for tx in (None, optax.adafactor(learning_rate=0.1, decay_offset=10)):
+    with pytest.raises(convert.ProbeError, match='cannot check: legacy gives NaN or inf at /'):
+      convert.convert_checkpoint(data, opt_def, tx=tx, accept_difference=True)
+
+
+def test_a_state_dtype_the_optimizer_would_cast_is_named():
+  params = {'w': jnp.ones((3, 4)), 'b': jnp.ones((4,))}
+  written = optim.Adafactor(0.01, beta1=0.9, min_dim_size_to_factor=2,
+                            dtype_momentum=jnp.bfloat16).create(params)
+  with pytest.raises(convert.CheckpointError,
+                     match=r'state leaf /state/param_states/b/m is bfloat16 in the file; '
+                           r'Adafactor\(.*\) keeps it float32 \(give --optimizer '
+                           r'dtype_momentum=jnp.bfloat16\)'):
+    convert.convert_checkpoint(serialization.to_bytes(written),
+                               optim.Adafactor(0.01, beta1=0.9, min_dim_size_to_factor=2))
+
+
+def test_half_precision_is_a_note_never_a_wider_class():
+  """All-bf16 Momentum: the class on float32 copies; a doubled rate is refused (by name)."""
+  params = {'w': jnp.linspace(-1, 1, 12, dtype=jnp.bfloat16).reshape(3, 4)}
+  legacy = optim.Momentum(0.01, beta=0.9).create(params).apply_gradient(
+      {'w': jnp.full((3, 4), 0.5, jnp.bfloat16)})
+  data = serialization.to_bytes(legacy)
+  result = convert.convert_checkpoint(data, optim.Momentum(0.01, beta=0.9))
+  assert result.probe.within and 'on float32 copies of the bfloat16 values' in \
+      result.probe.summary(), result.probe.summary()
+  with pytest.raises(convert.ProbeError, match='learning_rate=0.02 in --tx, 0.01 for Momentum'):
+    convert.convert_checkpoint(data, optim.Momentum(0.01, beta=0.9),
+                               tx=optax.sgd(learning_rate=0.02, momentum=0.9),
+                               tx_source='optax.sgd(learning_rate=0.02, momentum=0.9)')
+  # Without the text to read, the update (twice legacy's) is measured on float32 copies.
+  with pytest.raises(convert.ProbeError, match='params leaf /w differs by 1 of the legacy update'):
+    convert.convert_checkpoint(data, optim.Momentum(0.01, beta=0.9),
+                               tx=optax.sgd(learning_rate=0.02, momentum=0.9))
+
+
+def test_the_keywords_read_from_tx_include_optax_defaults_not_spellings():
+  adam = optim.Adam(0.002).plain_optax().expression
+  assert _probe.differences(adam, 'optax.adamw(0.002)', 'Adam(0.002)') == [
+      "weight_decay=0.0001 (optax's default) in --tx, 0 for Adam(0.002)"]
+  # mu_dtype=None is the params' dtype: not a contradiction the text can tell.
+  assert not _probe.differences(adam, 'optax.adam(0.002, mu_dtype=jnp.float32)', 'Adam(0.002)')
+  factor = optim.Adafactor(0.01, beta1=0.9, dtype_momentum=jnp.bfloat16).plain_optax().expression
+  assert not _probe.differences(factor, factor.replace("'bfloat16'", 'jnp.bfloat16'), 'A')
+  assert _probe.differences(factor, factor.replace("dtype_momentum='bfloat16', ", ''), 'A') == [
+      "dtype_momentum=float32 (optax's default) in --tx, 'bfloat16' for A"]
