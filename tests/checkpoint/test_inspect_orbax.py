@@ -141,11 +141,17 @@ def damaged(orbax_output, tmp_path_factory):
 def test_a_folder_orbax_cannot_restore_is_refused(capsys, damaged, key):
   out, name, restores = damaged[key]
   assert not restores   # plain orbax's own verdict
-  for extra in ([], ['--json']):
-    code, stdout, err = _utils.run_cli(capsys, 'inspect', str(out), *extra)
-    assert code == 2 and err.count('\n') == 1, err
-    assert f"'{out}'" in err and name in err and DAMAGES[key][1] in err, err
-    assert 'converted TrainState' not in stdout
+  code, stdout, err = _utils.run_cli(capsys, 'inspect', str(out))
+  assert code == 2 and err.count('\n') == 1, err
+  assert f"'{out}'" in err and name in err and DAMAGES[key][1] in err, err
+  assert 'converted TrainState' not in stdout
+  # with --json the same line is the JSON error on stdout, and stderr stays empty
+  code, stdout, err = _utils.run_cli(capsys, 'inspect', str(out), '--json')
+  assert code == 2 and not err, err
+  failure = json.loads(stdout)
+  assert failure['code'] == 2, stdout
+  assert f"'{out}'" in failure['error'] and name in failure['error'], stdout
+  assert DAMAGES[key][1] in failure['error'], stdout
 
 
 def test_an_intact_copy_restores_and_inspects(capsys, damaged):
