@@ -33,14 +33,15 @@ Examples:
 import functools
 import importlib
 import importlib.machinery
-import inspect
 import os
+import re
 import sys
 import types
 import warnings
 from typing import NamedTuple
 
-__all__ = ['LegacyName', 'NAMES', 'FLAX_DEFAULTS', 'lookup', 'activate', 'is_active']
+__all__ = ['LegacyName', 'NAMES', 'FLAX_DEFAULTS', 'lookup', 'activate', 'is_active',
+           'defaults_active', 'legacy_use']
 
 
 class LegacyName(NamedTuple):
@@ -162,10 +163,13 @@ _SUBMODULES = {entry.qualname: entry for entry in NAMES
 # Modules whose attributes we add: patched when they finish executing, or at activate().
 PATCHED_MODULES = (frozenset(_BY_MODULE) - {'jax.config'}) | {'flax'}
 
-_state = {'active': False}
+# 'active': the names are given back; 'defaults': the flax defaults are set too (the legacy
+# API itself is in use, not only a removed name).
+_state = {'active': False, 'defaults': False}
 _warned = set()
 _values = {}
 _MARK = '_flax_optim_compat_legacy_names'
+_DEFAULTS_MARK = '_flax_optim_compat_legacy_defaults'
 
 
 def lookup(module: str, name: str) -> LegacyName | None:
@@ -176,6 +180,93 @@ def lookup(module: str, name: str) -> LegacyName | None:
 def is_active() -> bool:
   """Whether :func:`activate` ran in this process."""
   return _state['active']
+
+
+def defaults_active() -> bool:
+  """Whether the flax defaults are set (:func:`activate` ran with ``defaults=True``)."""
+  return _state['defaults']
+
+
+# --- recognising a legacy module from its source -------------------------------------------
+
+# Local names old code gave a table module besides its last component (``import jax.numpy as
+# jnp``; ``import jax.numpy as np`` was common in 2020). ``jax.random``'s last component is left
+# out: ``random.shuffle`` is the standard library's.
+_LOCAL_NAMES = {'jax.numpy': ('jnp', 'np', 'numpy'), 'numpy': ('np', 'onp', 'numpy'),
+                'jax.random': ('jrandom',)}
+# A comment: `#` up to the end of the line with no quote after it (so not a `#` inside a string).
+_COMMENT = re.compile(r'#[^\n\'"]*$', re.M)
+_FROM_IMPORT = re.compile(r'^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)', re.M)
+_IMPORT = re.compile(r'^[ \t]*import[ \t]+([^\n#;]*)', re.M)
+_CHAIN = re.compile(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+')
+_API = 'flax.optim'
+
+
+def _chain_keys():
+  keys = set()
+  for entry in NAMES:
+    if entry.kind in ('keywords', 'module', 'config_module') or entry.removed == 'not yet':
+      # `np.clip(a_max=)` is still numpy's; modules are recognised by their imports; a name
+      # the installed jax still has needs nothing.
+      continue
+    keys.add(entry.qualname)
+    last = entry.module.rpartition('.')[2]
+    for local in _LOCAL_NAMES.get(entry.module, (last,)):
+      keys.add(f'{local}.{entry.name}')
+  return frozenset(keys)
+
+
+_CHAIN_KEYS = _chain_keys()
+
+
+def _imported(statement: str):
+  """The dotted names of ``import a.b as c, d``."""
+  for part in statement.split(','):
+    name = part.split()[0] if part.split() else ''
+    if name:
+      yield name
+
+
+def legacy_use(source: str) -> str | None:
+  r"""What a module's source shows of the legacy era, before it runs.
+
+  Returns ``'api'`` when it uses ``flax.optim`` (``from flax import optim``, ``import
+  flax.optim``, ``flax.optim.Adam``), ``'names'`` when it uses a removed name of :data:`NAMES`
+  (``jax.tree_multimap``, ``jnp.DeviceArray``, ``from jax.config import config``, ...), else
+  None. Comments are ignored; it reads text, so a name in a string counts too.
+
+  Examples:
+    >>> from flax_optim_compat._legacy_jax import legacy_use
+    >>> legacy_use('from flax import linen as nn, optim\n')
+    'api'
+    >>> legacy_use('def f(x: jax.interpreters.xla.DeviceArray): ...\n')
+    'names'
+    >>> legacy_use('import jax\nx = jax.tree_util.tree_map(f, t)  # not jax.tree_map\n') is None
+    True
+  """
+  source = _COMMENT.sub('', source)
+  found = None
+  for module, names in _FROM_IMPORT.findall(source):
+    names = [n.split()[0] for n in names.strip('()').replace('\n', ' ').split(',') if n.split()]
+    if (module == 'flax' and 'optim' in names) or module == _API or module.startswith(_API + '.'):
+      return 'api'
+    if module in _SUBMODULES or any(lookup(module, n) for n in names):
+      found = 'names'
+  for statement in _IMPORT.findall(source):
+    for name in _imported(statement):
+      if name == _API or name.startswith(_API + '.'):
+        return 'api'
+      if any(name == m or name.startswith(m + '.') for m in _SUBMODULES):
+        found = 'names'
+  for chain in _CHAIN.findall(source):
+    if chain.startswith(_API + '.'):
+      return 'api'
+    if found is None:
+      parts = chain.split('.')
+      if any('.'.join(parts[i:j]) in _CHAIN_KEYS
+             for i in range(len(parts)) for j in range(i + 2, len(parts) + 1)):
+        found = 'names'
+  return found
 
 
 # --- warnings ------------------------------------------------------------------------------
@@ -293,6 +384,7 @@ def _still_has(module: types.ModuleType, name: str) -> bool:
 
 
 def _rejects_keywords(function, keywords) -> bool:
+  import inspect  # pylint: disable=import-outside-toplevel  (only when a table function is wrapped)
   try:
     params = inspect.signature(function).parameters
   except (TypeError, ValueError):
@@ -337,12 +429,16 @@ def _patch_config(config) -> None:
 
 def _patch(module: types.ModuleType) -> None:
   """Gives ``module`` the names of the table it misses (once; idempotent)."""
-  if module.__dict__.get(_MARK) or not _state['active']:
+  if not _state['active']:
+    return
+  if module.__name__ == 'flax':
+    if _state['defaults'] and not module.__dict__.get(_DEFAULTS_MARK):
+      module.__dict__[_DEFAULTS_MARK] = True
+      _patch_flax(module)
+    return
+  if module.__dict__.get(_MARK):
     return
   module.__dict__[_MARK] = True
-  if module.__name__ == 'flax':
-    _patch_flax(module)
-    return
   if module.__name__ == 'jax':
     _patch_config(module.config)
   missing = {}
@@ -364,16 +460,23 @@ def after_import(module: types.ModuleType) -> None:
     _patch(module)
 
 
-def activate() -> None:
+def activate(defaults: bool = True) -> None:
   """Gives back the removed names in every loaded module, and from now on in later ones.
 
   Modules imported later are patched by the start-up hook (``_flax_optim_compat_alias``), which
   calls :func:`after_import`. Idempotent.
+
+  Args:
+    defaults: also set the flax defaults of :data:`FLAX_DEFAULTS` (the legacy API is in use).
+      The hook passes False when a module's source only uses a removed name: such a program
+      gets the names, and the flax defaults only once it imports ``flax.optim``.
   """
   _state['active'] = True
+  _state['defaults'] = _state['defaults'] or defaults
   for name in PATCHED_MODULES:
     module = sys.modules.get(name)
-    if module is not None:
+    # A module still executing is patched when it has finished (`after_import`).
+    if module is not None and not getattr(module.__spec__, '_initializing', False):
       _patch(module)
 
 

@@ -243,3 +243,95 @@ print(json.dumps({'same': [getattr(jax, n) is f for n, f in before.items()],
                   'getattr_chained': jax.__getattr__ is not getattr_before}))
 ''']))
   assert out == {'same': [True, True, True], 'tree_map': True, 'getattr_chained': True}
+
+
+# --- any import order: small programs of the shapes real ones have (their README says which) --
+
+PROGRAMS = REPO / 'tests' / 'fixtures' / 'legacy_names' / 'programs'
+
+
+def _program(tmp_path, name, script, **env):
+  """Runs the program ``name`` (a copy, so nothing is written into the repo) as ``python script``."""
+  import shutil  # pylint: disable=g-import-not-at-top
+  work = tmp_path / 'work'
+  shutil.copytree(PROGRAMS / name, work)
+  return subprocess.run([sys.executable, script], cwd=work, env=_env(tmp_path, **env),
+                        capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_a_removed_name_used_before_the_module_importing_flax_optim(tmp_path):
+  out = _json(_program(tmp_path, 'module_first', 'main.py'))
+  assert out['double'] == [0.0, 2.0, 4.0] and out['is_array'] == [True, True], out
+  assert out['tree_multimap'] == [3] and out['init'] == 'FrozenDict', out
+  assert out['step'] == pytest.approx([1 - 0.1 * 0.5] * 2), out  # one GradientDescent step
+  # Without the names the program stops at its first module, as it does on today's jax.
+  proc = _program(tmp_path / 'off', 'module_first', 'main.py', FLAX_OPTIM_COMPAT_LEGACY_JAX='0')
+  assert proc.returncode == 1 and "has no attribute 'DeviceArray'" in proc.stderr, proc.stderr
+
+
+def test_a_package_init_importing_such_a_module_first(tmp_path):
+  out = _json(_program(tmp_path, 'package_init', 'run.py'))
+  # Momentum(lr=0.1, beta=0.5) from w=3 (tree_multimap of 1*3) with gradient 1, twice:
+  # v=1, w=2.9; v=1.5, w=2.75.
+  assert out == {'is_array': True, 'w': pytest.approx([2.75, 2.75])}, out
+
+
+def test_from_jax_config_import_config_on_line_1(tmp_path):
+  out = _json(_program(tmp_path, 'jax_config_first', 'main.py'))
+  # Adam's first step from 0 with gradient 1: the bias-corrected moments are both 1, so the
+  # update is lr * 1 / (1 + eps); in float32 `1 - 0.999` is 0.00099998713, which leaves the
+  # corrected second moment at 1.0000129 (7e-6 relative).
+  assert out == {'x64': False, 'w': pytest.approx([-0.1, -0.1], rel=2e-5),
+                 'clip': [0.0, 1.0, 2.0, 2.0]}
+  proc = _program(tmp_path / 'off', 'jax_config_first', 'main.py',
+                  FLAX_OPTIM_COMPAT_LEGACY_JAX='0')
+  assert proc.returncode == 1 and "No module named 'jax.config'" in proc.stderr, proc.stderr
+
+
+def test_a_modern_program_file_sees_what_it_sees_without_the_package(tmp_path):
+  """Its source is read (it names jax), found modern, and nothing changes: no name, no warning."""
+  out = _json(_program(tmp_path, 'modern', 'main.py'))
+  plain = _json(_program(tmp_path / 'plain', 'modern', 'main.py',
+                         FLAX_OPTIM_COMPAT_LEGACY_JAX='0', FLAX_OPTIM_COMPAT_ALIAS='0'))
+  # The one difference is the alias's, not the names': `flax` answers `flax.optim` (and refuses
+  # `flax.nn` in one line) through a module __getattr__ while the alias is on.
+  assert out.pop('getattrs') == plain.pop('getattrs') + ['flax']
+  assert out == plain, (out, plain)
+  assert out['init'] == 'dict' and out['orbax'] is True and out['package'] == [], out
+
+
+@pytest.mark.parametrize('source, expected', [
+    ('from flax import linen as nn, optim\n', 'api'),
+    ('from flax import (\n    linen,\n    optim,\n)\n', 'api'),
+    ('import flax.optim as legacy_optim\n', 'api'),
+    ('import flax\nopt = flax.optim.Adam(1e-3)\n', 'api'),
+    ('from flax.optim import dynamic_scale\n', 'api'),
+    ('from jax.config import config\n', 'names'),
+    ('from jax.experimental import optimizers\n', 'names'),
+    ('import jax.experimental.stax as stax\n', 'names'),
+    ('def f(x: jnp.DeviceArray): ...\n', 'names'),
+    ('import jax.numpy as np\nT = np.DeviceArray\n', 'names'),
+    ('y = jax.tree_map(f, x)\n', 'names'),
+    ('y = jax.ops.index_update(x, jax.ops.index[0], 1.0)\n', 'names'),
+    ('from jax import tree_multimap\n', 'names'),
+    ('config.enable_omnistaging()\n', 'names'),
+    ('k = jax.random.shuffle(key, x)\n', 'names'),
+    # Today's spellings, names jax still has, and names that are only the same text:
+    ('y = jax.tree_util.tree_map(f, x)\n', None),
+    ('import random\nrandom.shuffle(x)\n', None),
+    ('np.clip(x, a_min=0, a_max=1)\n', None),
+    ('jax.config.update("jax_enable_x64", True)\n', None),
+    ('i = jax.host_id()\n', None),
+    ('import flax.linen as nn\nfrom flax.training import train_state\n', None),
+    ('# was: from flax import optim\n#   jax.tree_multimap(f, a, b)\n', None),
+])
+def test_legacy_use_reads_a_source(source, expected):
+  assert _legacy_jax.legacy_use(source) == expected
+
+
+def test_sources_naming_no_table_package_are_not_read():
+  """The hook skips a source naming none of SOURCE_HINTS: every table module must be among them."""
+  import _flax_optim_compat_alias  # pylint: disable=g-import-not-at-top
+  hints = {hint.decode() for hint in _flax_optim_compat_alias.SOURCE_HINTS}
+  for entry in _legacy_jax.NAMES:
+    assert any(hint in entry.module for hint in hints), entry
