@@ -301,7 +301,7 @@ class LegacyJaxFinder:
         self._read_main()
       finally:
         self._busy = False
-    if self.active and (fullname in ('jax', 'flax') or fullname.startswith('jax.')):
+    if self.active and fullname.partition('.')[0] in ('jax', 'flax', 'numpy'):
       legacy = self._legacy_module()
       if legacy is None:
         return None

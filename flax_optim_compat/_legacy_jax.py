@@ -53,7 +53,9 @@ class LegacyName(NamedTuple):
       submodule's last component.
     kind: how it is given back (and how the codemod rewrites a use):
       ``'alias'``: the object at ``target`` (a rename);
-      ``'function'``: the function ``target`` of this module (a few lines of today's jax);
+      ``'function'``: the function ``target`` of this module (a few lines of today's jax),
+      or the object at a dotted ``target`` (numpy's and jax's names that moved out of their
+      library: the codemod does not rewrite them, it marks them FOM299);
       ``'config_attribute'``: that function, set on today's ``jax.config`` object;
       ``'at'``: ``f(x, idx, y)`` is ``x.at[idx].<target>(y)``;
       ``'second_argument'``: ``f(x, y)`` is ``y``;
@@ -94,6 +96,14 @@ def _index(name, method):
 def _array_type(module, name, removed, annotation_only=False):
   return LegacyName(module, name, 'alias', 'jax.Array', 'jax.Array', removed,
                     annotation_only=annotation_only)
+
+
+def _numpy(name, target, replacement, removed):
+  return LegacyName('numpy', name, 'function', target, replacement, removed)
+
+
+# numpy.NINF: -inf (numpy < 2.0 defined it as this float).
+NINF = float('-inf')
 
 
 # Every name found in two or more public programs that used flax.optim (flax's own examples,
@@ -143,6 +153,18 @@ NAMES = (
                'jax.example_libraries.optimizers (or optax)', 'jax 0.3.16'),
     LegacyName('jax.experimental', 'stax', 'module', 'jax.example_libraries.stax',
                'jax.example_libraries.stax (or flax.linen)', 'jax 0.3.16'),
+    LegacyName('jax', 'partial', 'function', 'functools.partial', 'functools.partial',
+               'jax 0.2.21'),
+    # numpy's aliases that corpus programs (or the data code of outside programs) use and that
+    # the installed numpy may lack (given back only then): the builtin types of numpy < 1.24,
+    # and the numpy 2.0 removals, each the very object it named.
+    _numpy('int', 'builtins.int', 'int', 'numpy 1.24'),
+    _numpy('float', 'builtins.float', 'float', 'numpy 1.24'),
+    _numpy('object', 'builtins.object', 'object', 'numpy 1.24'),
+    _numpy('float_', 'numpy.float64', 'np.float64', 'numpy 2.0'),
+    _numpy('NaN', 'numpy.nan', 'np.nan', 'numpy 2.0'),
+    _numpy('NINF', 'NINF', '-np.inf', 'numpy 2.0'),
+    _numpy('product', 'numpy.prod', 'np.prod', 'numpy 2.0'),
 )
 
 # flax config flags set while the legacy API is in use, unless the user set the flag's
@@ -353,6 +375,8 @@ def _value(entry: LegacyName):
       value = tie_in
     elif entry.kind == 'module':
       value = importlib.import_module(entry.target)
+    elif entry.kind == 'function' and '.' in entry.target:
+      value = _resolve(entry.target)
     elif entry.kind in ('function', 'config_attribute'):
       value = globals()[entry.target]
     else:
@@ -420,6 +444,56 @@ def _patch_flax(flax) -> None:
     config.update(flag, value)
 
 
+# --- the era's pickles ------------------------------------------------------------------------
+
+# jax 0.4.x pickled an array as `jax._src.array._reconstruct_array(fun, args, arr_state,
+# aval_state)`; the pickle names that function by its path, so it is the one place to adapt.
+_ARRAY_MODULE, _RECONSTRUCT = 'jax._src.array', '_reconstruct_array'
+
+
+def _avals_take_named_shape() -> bool:
+  core = sys.modules.get('jax._src.core')
+  try:
+    core.ShapedArray((), 'float32').update(named_shape={})
+  except TypeError:
+    return False
+  except Exception:  # pylint: disable=broad-except  (another jax: leave its pickles alone)
+    return True
+  return True
+
+
+def _tolerant_reconstruct(reconstruct):
+  """Today's reconstructor, taking the ``named_shape`` that jax 0.4.x arrays were pickled with.
+
+  Named shapes only ever held the named axes of a value being traced (``xmap``); an array that
+  was pickled, hence concrete, had ``{}``, which today's jax means by having none. A non-empty
+  one cannot be a stored array's, and is refused in one line.
+  """
+
+  @functools.wraps(reconstruct)
+  def _reconstruct_array(fun, args, arr_state, aval_state):
+    if 'named_shape' in aval_state:
+      if aval_state['named_shape']:
+        raise ValueError(f'cannot unpickle a jax array with named axes '
+                         f'{dict(aval_state["named_shape"])!r}: only traced values had them, '
+                         'and jax no longer has named shapes')
+      aval_state = {k: v for k, v in aval_state.items() if k != 'named_shape'}
+    return reconstruct(fun, args, arr_state, aval_state)
+
+  _reconstruct_array.__flax_optim_compat_wraps__ = reconstruct
+  return _reconstruct_array
+
+
+def _patch_pickles() -> None:
+  """Arrays pickled by jax 0.4.x load, when today's avals lack their ``named_shape``."""
+  module = sys.modules.get(_ARRAY_MODULE)
+  reconstruct = getattr(module, _RECONSTRUCT, None)
+  if (reconstruct is None or hasattr(reconstruct, '__flax_optim_compat_wraps__')
+      or _avals_take_named_shape()):
+    return
+  setattr(module, _RECONSTRUCT, _tolerant_reconstruct(reconstruct))
+
+
 def _patch_config(config) -> None:
   """Today's ``jax.config`` object gets the methods old code calls on it that it lost."""
   for entry in _BY_MODULE.get('jax.config', {}).values():
@@ -441,6 +515,7 @@ def _patch(module: types.ModuleType) -> None:
   module.__dict__[_MARK] = True
   if module.__name__ == 'jax':
     _patch_config(module.config)
+    _patch_pickles()
   missing = {}
   for name, entry in _BY_MODULE.get(module.__name__, {}).items():
     if entry.kind == 'keywords':
