@@ -19,7 +19,9 @@ Turn it off with the environment variable ``FLAX_OPTIM_COMPAT_ALIAS=0`` (also ``
 ``no``, ``off``); ``python -S`` (no ``site``) skips ``.pth`` files and therefore the alias.
 ``install()`` / ``uninstall()`` do it by hand, e.g. when the package is used from a source
 tree without being installed. While the alias is installed, pre-Linen ``flax.nn`` (``from flax
-import nn``, ``flax.nn.Module``) fails with one line saying it is not restored.
+import nn``, ``flax.nn.Module``) fails with one line saying it is not restored; while the legacy
+names are on (below), ``flax.nn`` holds only its functions that ``flax.linen`` has, and the rest
+fails at first use with that line.
 
 A second finder, :class:`LegacyJaxFinder`, gives back the jax names and flax defaults of
 flax.optim's time (``jax.tree_map``, ``from jax.config import config``, ``init`` returning a
@@ -88,6 +90,10 @@ def legacy_jax_mode(environ=None) -> str:
 
 def _flax_getattr(name):
   """PEP 562 hook for the ``flax`` package: ``flax.optim`` without importing it first."""
+  legacy = sys.modules.get(_LEGACY_JAX)
+  if name == 'nn' and legacy is not None and legacy.is_active():
+    import importlib
+    return importlib.import_module('flax.nn')  # its functions that flax.linen has
   if name in ('nn', 'deprecated'):
     raise AttributeError(f"module 'flax' has no attribute {name!r}: {_PRE_LINEN_MESSAGE}")
   if name == 'optim':

@@ -102,6 +102,11 @@ def _numpy(name, target, replacement, removed):
   return LegacyName('numpy', name, 'function', target, replacement, removed)
 
 
+def _flax_nn(name):
+  return LegacyName('flax.nn', name, 'function', f'flax.linen.{name}', f'flax.linen.{name}',
+                    'flax 0.4.0')
+
+
 # numpy.NINF: -inf (numpy < 2.0 defined it as this float).
 NINF = float('-inf')
 
@@ -165,6 +170,12 @@ NAMES = (
     _numpy('NaN', 'numpy.nan', 'np.nan', 'numpy 2.0'),
     _numpy('NINF', 'NINF', '-np.inf', 'numpy 2.0'),
     _numpy('product', 'numpy.prod', 'np.prod', 'numpy 2.0'),
+    # Pre-Linen flax.nn's functions that are flax.linen's (flax <= 0.3 re-exported the same jax
+    # functions, and linen's pooling is flax.nn's code): NeRF programs register them with gin.
+    # flax.nn's module system (Module, Model, Dense, ...) stays refused in one line.
+    *(_flax_nn(name) for name in ('relu', 'gelu', 'sigmoid', 'softplus', 'elu', 'tanh',
+                                  'leaky_relu', 'log_softmax', 'log_sigmoid', 'initializers',
+                                  'max_pool', 'avg_pool')),
 )
 
 # flax config flags set while the legacy API is in use, unless the user set the flag's
@@ -182,8 +193,15 @@ for _entry in NAMES:
   _BY_MODULE.setdefault(_entry.module, {})[_entry.name] = _entry
 _SUBMODULES = {entry.qualname: entry for entry in NAMES
                if entry.kind in ('module', 'config_module')}
+# Removed modules of which only the table's names come back (any other attribute is refused).
+PARTIAL_MODULES = frozenset({'flax.nn'})
+PRE_LINEN_MESSAGE = ('pre-Linen flax.nn was removed in flax 0.4.0 (flax 0.3.6 had moved it to '
+                     'flax.deprecated.nn) and flax_optim_compat does not restore it (it gives back '
+                     'flax.optim, and of flax.nn only the functions flax.linen has: '
+                     + ', '.join(e.name for e in NAMES if e.module == 'flax.nn')
+                     + '): port the model to flax.linen')
 # Modules whose attributes we add: patched when they finish executing, or at activate().
-PATCHED_MODULES = (frozenset(_BY_MODULE) - {'jax.config'}) | {'flax'}
+PATCHED_MODULES = (frozenset(_BY_MODULE) - {'jax.config'} - PARTIAL_MODULES) | {'flax'}
 
 # 'active': the names are given back; 'defaults': the flax defaults are set too (the legacy
 # API itself is in use, not only a removed name).
@@ -215,7 +233,7 @@ def defaults_active() -> bool:
 # jnp``; ``import jax.numpy as np`` was common in 2020). ``jax.random``'s last component is left
 # out: ``random.shuffle`` is the standard library's.
 _LOCAL_NAMES = {'jax.numpy': ('jnp', 'np', 'numpy'), 'numpy': ('np', 'onp', 'numpy'),
-                'jax.random': ('jrandom',)}
+                'jax.random': ('jrandom',), 'flax.nn': ()}  # `nn.relu` is linen's today
 # A comment: `#` up to the end of the line with no quote after it (so not a `#` inside a string).
 _COMMENT = re.compile(r'#[^\n\'"]*$', re.M)
 _FROM_IMPORT = re.compile(r'^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)', re.M)
@@ -272,13 +290,14 @@ def legacy_use(source: str) -> str | None:
     names = [n.split()[0] for n in names.strip('()').replace('\n', ' ').split(',') if n.split()]
     if (module == 'flax' and 'optim' in names) or module == _API or module.startswith(_API + '.'):
       return 'api'
-    if module in _SUBMODULES or any(lookup(module, n) for n in names):
+    if (module in _SUBMODULES or module in PARTIAL_MODULES or any(lookup(module, n) for n in names)
+        or any(f'{module}.{n}' in PARTIAL_MODULES for n in names)):
       found = 'names'
   for statement in _IMPORT.findall(source):
     for name in _imported(statement):
       if name == _API or name.startswith(_API + '.'):
         return 'api'
-      if any(name == m or name.startswith(m + '.') for m in _SUBMODULES):
+      if any(name == m or name.startswith(m + '.') for m in (*_SUBMODULES, *PARTIAL_MODULES)):
         found = 'names'
   for chain in _CHAIN.findall(source):
     if chain.startswith(_API + '.'):
@@ -560,8 +579,9 @@ def activate(defaults: bool = True) -> None:
 def _other_spec(fullname):
   """The spec any other finder has for ``fullname`` (the installed jax still has it), or None."""
   for finder in list(sys.meta_path):
-    if getattr(finder, 'is_flax_optim_compat_legacy_jax', False):
-      continue
+    if (getattr(finder, 'is_flax_optim_compat_legacy_jax', False)
+        or getattr(finder, 'is_flax_optim_compat_alias', False)):
+      continue  # ours (the alias refuses flax.nn while the names are off)
     find_spec = getattr(finder, 'find_spec', None)
     if find_spec is None:
       continue
@@ -614,8 +634,33 @@ class _SubmoduleLoader:
       module.__spec__ = self._target_spec
 
 
+class _PartialModule(types.ModuleType):
+  """A removed module of :data:`PARTIAL_MODULES`: the table's names, every other one refused."""
+
+  def __getattr__(self, name):
+    entry = lookup(self.__name__, name)
+    if entry is None:
+      if name.startswith('__'):
+        raise AttributeError(name)
+      raise AttributeError(f'module {self.__name__!r} has no attribute {name!r}: '
+                           f'{PRE_LINEN_MESSAGE}')
+    _warn_once(entry)
+    return _value(entry)
+
+
+class _PartialLoader:
+
+  def create_module(self, spec):
+    return _PartialModule(spec.name, f'Legacy {spec.name}, in part, given back by flax_optim_compat.')
+
+  def exec_module(self, module):
+    pass
+
+
 def submodule_spec(fullname: str):
   """A spec for a removed submodule old code imports, or None (also when jax still has it)."""
+  if fullname in PARTIAL_MODULES and _state['active'] and _other_spec(fullname) is None:
+    return importlib.machinery.ModuleSpec(fullname, _PartialLoader())
   entry = _SUBMODULES.get(fullname)
   if entry is None or not _state['active'] or _other_spec(fullname) is not None:
     return None

@@ -179,7 +179,10 @@ TABLE = %r
 # What today's jax has, looked up before the package is imported (for 'keywords': whether the
 # function takes the old keywords itself, as jnp.clip(a_max=) did up to jax 0.9).
 def _has(module, name, kind):
-  owner = jax.config if kind == 'config_attribute' else importlib.import_module(module)
+  try:
+    owner = jax.config if kind == 'config_attribute' else importlib.import_module(module)
+  except ImportError:
+    return False  # a removed module (flax.nn)
   if kind == 'keywords':
     return {'a_min', 'a_max'} <= set(inspect.signature(getattr(owner, name)).parameters)
   return hasattr(owner, name)
@@ -222,13 +225,46 @@ def test_each_name_warns_once_naming_its_replacement(tmp_path):
 
 
 def test_pre_linen_flax_nn_is_one_clear_line(tmp_path):
-  for code, error in (('from flax import nn', 'ImportError'), ('import flax.nn', 'ImportError'),
-                      ('import flax\nflax.nn.Module', 'AttributeError')):
+  # While the names are on, flax.nn holds only linen's functions: its module system is refused
+  # at its first use, in one line.
+  for code in ('from flax import nn\nnn.Module', 'import flax.nn\nflax.nn.Model',
+               'import flax\nflax.nn.Dense'):
     proc = _run(tmp_path, ['-c', 'from flax import optim\n' + code])
     assert proc.returncode == 1
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith(error + ':') and 'flax.nn' in last and 'flax 0.4.0' in last, last
+    assert last.startswith('AttributeError:') and 'flax.nn' in last and 'flax 0.4.0' in last, last
     assert 'flax_optim_compat does not restore it' in last, last
+  # Off, the import itself is refused.
+  for code, error in (('from flax import nn', 'ImportError'), ('import flax.nn', 'ImportError'),
+                      ('import flax\nflax.nn.Module', 'AttributeError')):
+    proc = _run(tmp_path, ['-c', 'from flax import optim\n' + code],
+                FLAX_OPTIM_COMPAT_LEGACY_JAX='0')
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(error + ':') and 'flax.nn' in last and 'flax 0.4.0' in last, last
+
+
+FLAX_NN_FUNCTIONS = r'''
+import json
+import flax
+R = flax.nn.relu                   # before anything imports flax.optim, as a NeRF gin config
+from flax import nn
+import flax.linen as linen
+import jax.numpy as jnp
+x = jnp.arange(-2.0, 2.0).reshape(1, 4, 1)
+print(json.dumps({
+    'same': [getattr(nn, n) is getattr(linen, n) for n in %r],
+    'relu': R(jnp.asarray([-1.0, 2.0])).tolist(),
+    'max_pool': nn.max_pool(x, (2,), strides=(2,)).ravel().tolist()}))
+'''
+
+
+def test_flax_nn_functions_are_linens(tmp_path):
+  names = [e.name for e in _legacy_jax.NAMES if e.module == 'flax.nn']
+  program = tmp_path / 'nerf_config.py'
+  program.write_text(FLAX_NN_FUNCTIONS % (names,))
+  out = _json(_run(tmp_path, [str(program)]))
+  assert out == {'same': [True] * len(names), 'relu': [0.0, 2.0], 'max_pool': [-1.0, 1.0]}, out
 
 
 def test_names_jax_still_has_are_left_alone(tmp_path):
@@ -316,6 +352,11 @@ def test_a_modern_program_file_sees_what_it_sees_without_the_package(tmp_path):
     ('from jax import tree_multimap\n', 'names'),
     ('config.enable_omnistaging()\n', 'names'),
     ('k = jax.random.shuffle(key, x)\n', 'names'),
+    ('gin.external_configurable(flax.nn.relu, module="flax.nn")\n', 'names'),
+    ('from flax import nn\n', 'names'),
+    ('x = np.zeros(3, dtype=np.float)\n', 'names'),
+    ('import flax.linen as nn\ny = nn.relu(x)\n', None),
+    ('x = np.zeros(3, dtype=np.float32)\n', None),
     # Today's spellings, names jax still has, and names that are only the same text:
     ('y = jax.tree_util.tree_map(f, x)\n', None),
     ('import random\nrandom.shuffle(x)\n', None),
