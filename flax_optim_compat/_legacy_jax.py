@@ -176,6 +176,12 @@ NAMES = (
     *(_flax_nn(name) for name in ('relu', 'gelu', 'sigmoid', 'softplus', 'elu', 'tanh',
                                   'leaky_relu', 'log_softmax', 'log_sigmoid', 'initializers',
                                   'max_pool', 'avg_pool')),
+    # The three functions of jax.lib.xla_bridge that corpus programs call (get_backend in 5
+    # files, process_index 3, device_count 1), each today's public function of the same result.
+    *(LegacyName('jax.lib.xla_bridge', name, 'function', target, target, 'jax 0.8.0')
+      for name, target in (('get_backend', 'jax.extend.backend.get_backend'),
+                           ('device_count', 'jax.device_count'),
+                           ('process_index', 'jax.process_index'))),
 )
 
 # flax config flags set while the legacy API is in use, unless the user set the flag's
@@ -194,12 +200,24 @@ for _entry in NAMES:
 _SUBMODULES = {entry.qualname: entry for entry in NAMES
                if entry.kind in ('module', 'config_module')}
 # Removed modules of which only the table's names come back (any other attribute is refused).
-PARTIAL_MODULES = frozenset({'flax.nn'})
+PARTIAL_MODULES = frozenset({'flax.nn', 'jax.lib.xla_bridge'})
+
+
+def _names_of(module):
+  return ', '.join(e.name for e in NAMES if e.module == module)
+
+
 PRE_LINEN_MESSAGE = ('pre-Linen flax.nn was removed in flax 0.4.0 (flax 0.3.6 had moved it to '
                      'flax.deprecated.nn) and flax_optim_compat does not restore it (it gives back '
-                     'flax.optim, and of flax.nn only the functions flax.linen has: '
-                     + ', '.join(e.name for e in NAMES if e.module == 'flax.nn')
-                     + '): port the model to flax.linen')
+                     f'flax.optim, and of flax.nn only the functions flax.linen has: '
+                     f'{_names_of("flax.nn")}): port the model to flax.linen')
+# What a partial module says of any other attribute.
+_PARTIAL_REFUSALS = {
+    'flax.nn': PRE_LINEN_MESSAGE,
+    'jax.lib.xla_bridge': ('jax 0.8.0 removed jax.lib.xla_bridge; flax_optim_compat gives back '
+                           f'only its {_names_of("jax.lib.xla_bridge")} (jax.devices(), '
+                           'jax.default_backend() and jax.extend.backend have the rest)'),
+}
 # Modules whose attributes we add: patched when they finish executing, or at activate().
 PATCHED_MODULES = (frozenset(_BY_MODULE) - {'jax.config'} - PARTIAL_MODULES) | {'flax'}
 
@@ -643,7 +661,7 @@ class _PartialModule(types.ModuleType):
       if name.startswith('__'):
         raise AttributeError(name)
       raise AttributeError(f'module {self.__name__!r} has no attribute {name!r}: '
-                           f'{PRE_LINEN_MESSAGE}')
+                           f'{_PARTIAL_REFUSALS[self.__name__]}')
     _warn_once(entry)
     return _value(entry)
 

@@ -354,6 +354,7 @@ def test_a_modern_program_file_sees_what_it_sees_without_the_package(tmp_path):
     ('k = jax.random.shuffle(key, x)\n', 'names'),
     ('gin.external_configurable(flax.nn.relu, module="flax.nn")\n', 'names'),
     ('from flax import nn\n', 'names'),
+    ('from jax.lib import xla_bridge\n', 'names'),
     ('x = np.zeros(3, dtype=np.float)\n', 'names'),
     ('import flax.linen as nn\ny = nn.relu(x)\n', None),
     ('x = np.zeros(3, dtype=np.float32)\n', None),
@@ -433,3 +434,26 @@ def test_without_the_legacy_api_todays_jax_alone_fails_on_them(tmp_path):
   if 'error' not in out:
     pytest.skip('this jax still loads jax 0.4 pickles by itself')
   assert 'named_shape' in out['error'], out
+
+
+XLA_BRIDGE = r'''
+import json
+from jax.lib import xla_bridge      # line 1: recognised from this file before it runs
+import jax, jax.extend.backend
+out = {'same': [xla_bridge.get_backend() is jax.extend.backend.get_backend(),
+                xla_bridge.device_count() == jax.device_count(),
+                xla_bridge.process_index() == jax.process_index()]}
+try:
+  xla_bridge.xla_client
+except AttributeError as e:
+  out['other'] = str(e)
+print(json.dumps(out))
+'''
+
+
+def test_xla_bridge_gives_its_three_functions_and_refuses_the_rest(tmp_path):
+  program = tmp_path / 'spmd.py'
+  program.write_text(XLA_BRIDGE)
+  out = _json(_run(tmp_path, [str(program)]))
+  assert out['same'] == [True, True, True], out
+  assert 'jax 0.8.0 removed jax.lib.xla_bridge' in out['other'], out
