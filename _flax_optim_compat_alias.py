@@ -19,15 +19,19 @@ Turn it off with the environment variable ``FLAX_OPTIM_COMPAT_ALIAS=0`` (also ``
 ``no``, ``off``); ``python -S`` (no ``site``) skips ``.pth`` files and therefore the alias.
 ``install()`` / ``uninstall()`` do it by hand, e.g. when the package is used from a source
 tree without being installed. While the alias is installed, pre-Linen ``flax.nn`` (``from flax
-import nn``, ``flax.nn.Module``) fails with one line saying it is not restored.
+import nn``, ``flax.nn.Module``) fails with one line saying it is not restored; while the legacy
+names are on (below), ``flax.nn`` holds only its functions that ``flax.linen`` has, and the rest
+fails at first use with that line.
 
 A second finder, :class:`LegacyJaxFinder`, gives back the jax names and flax defaults of
 flax.optim's time (``jax.tree_map``, ``from jax.config import config``, ``init`` returning a
-``FrozenDict``, ...; the table is ``flax_optim_compat._legacy_jax``) once the legacy API is in use:
-when ``flax_optim_compat`` (hence ``flax.optim``) has been imported. It only watches the imports of
-``jax``, a few of its submodules, ``flax`` and ``flax_optim_compat``, and patches each module after
-it has executed; it imports nothing at start-up either. ``FLAX_OPTIM_COMPAT_LEGACY_JAX=1`` turns
-the names on from the start (still at jax's import), ``=0`` turns them off.
+``FrozenDict``, ...; the table is ``flax_optim_compat._legacy_jax``) to the programs that use them,
+whatever they import first: it reads each of the program's own modules (never a library's) just
+before it is imported, and ``__main__``'s file at its first import; ``flax.optim`` there (or the
+import of ``flax_optim_compat``) turns the names and the flax defaults on, a removed name of the
+table the names. It patches ``jax``, a few of its submodules and ``flax`` after they executed,
+and imports nothing at start-up either. ``FLAX_OPTIM_COMPAT_LEGACY_JAX=1`` turns everything on
+from the start (still at jax's import), ``=0`` off.
 """
 import os
 import sys
@@ -86,6 +90,10 @@ def legacy_jax_mode(environ=None) -> str:
 
 def _flax_getattr(name):
   """PEP 562 hook for the ``flax`` package: ``flax.optim`` without importing it first."""
+  legacy = sys.modules.get(_LEGACY_JAX)
+  if name == 'nn' and legacy is not None and legacy.is_active():
+    import importlib
+    return importlib.import_module('flax.nn')  # its functions that flax.linen has
   if name in ('nn', 'deprecated'):
     raise AttributeError(f"module 'flax' has no attribute {name!r}: {_PRE_LINEN_MESSAGE}")
   if name == 'optim':
@@ -230,37 +238,148 @@ def _load_legacy_jax():
   return module
 
 
-class LegacyJaxFinder:
-  """A ``sys.meta_path`` finder that watches the imports the legacy jax names depend on.
+# Top-level modules whose source is never read for legacy names: the libraries the table patches
+# (they name the old names in their own deprecation tables) and this distribution.
+_NOT_READ = frozenset({'jax', 'jaxlib', 'flax', 'optax', 'numpy', 'orbax', _TARGET, __name__})
+# Every module of the table lives in one of these packages, so a source naming none of them uses
+# none of its names: only a source that does loads the table to be read (tests check the list).
+SOURCE_HINTS = (b'jax', b'flax', b'numpy')
 
-  It answers nothing itself but the removed submodules of the table (``jax.config``,
-  ``jax.experimental.optimizers``): for ``jax``, its patched submodules, ``flax`` and
-  ``flax_optim_compat`` it wraps the spec another finder gives, to act after the module ran.
+
+def _is_program_file(path) -> bool:
+  """Whether ``path`` is a ``.py`` file of the program, not of Python or an installed library."""
+  if not isinstance(path, str) or not path.endswith('.py'):
+    return False
+  parts = path.split(os.sep)
+  if 'site-packages' in parts or 'dist-packages' in parts:
+    return False
+  for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+    if prefix not in ('', os.sep) and path.startswith(prefix + os.sep):
+      return False  # the standard library, a venv's bin/ scripts
+  return True
+
+
+def _spec_file(spec):
+  if spec.origin not in (None, 'namespace'):
+    return spec.origin
+  for location in spec.submodule_search_locations or ():
+    return os.path.join(location, '__init__.py')  # a namespace package: judged by its folder
+  return None
+
+
+class LegacyJaxFinder:
+  """A ``sys.meta_path`` finder that gives the legacy jax names back to the programs that use them.
+
+  Two jobs:
+
+  * **recognise** a legacy program before its code runs: each of the program's own modules (a
+    ``.py`` file outside site-packages and Python's own folders; ``__main__``'s file at the first
+    import it makes) is read when it is about to be imported, and
+    ``_legacy_jax.legacy_use`` looks at its source: ``flax.optim`` turns the names and the flax
+    defaults on, a removed name of the table turns the names on. So the names are there for that
+    module's first line whatever was imported before, and the first import of
+    ``flax_optim_compat`` turns everything on too. For the program's modules this finder returns
+    the spec the other finders give (found once, not twice); it never reads a library's source.
+  * **patch**: once on, it wraps the specs of ``jax``, its patched submodules and ``flax`` to add
+    the names after the module ran, and answers the removed submodules of the table
+    (``jax.config``, ``jax.experimental.optimizers``) itself.
   """
 
   is_flax_optim_compat_legacy_jax = True
 
   def __init__(self, active=False):
-    self.active = active  # True from the start with FLAX_OPTIM_COMPAT_LEGACY_JAX=1
+    self.active = active  # the names are on (from the start with FLAX_OPTIM_COMPAT_LEGACY_JAX=1)
+    self.defaults = active  # the flax defaults too
     self._legacy = None
+    # top-level module name -> whether it is the program's own code (its source is read)
+    self._program_tops = dict.fromkeys(_NOT_READ | frozenset(sys.builtin_module_names), False)
+    self._read = set()
+    self._main_read = False
+    self._busy = False
 
   def find_spec(self, fullname, path=None, target=None):
     if fullname == _TARGET:
       return self._then(fullname, path, target, self._on_package)
-    if not self.active or not (fullname in ('jax', 'flax') or fullname.startswith('jax.')):
+    if not self._main_read and not self.defaults and not self._busy:
+      # Before anything else: `from jax.config import config` on line 1 asks for `jax` first.
+      self._busy = True
+      try:
+        self._read_main()
+      finally:
+        self._busy = False
+    if self.active and fullname.partition('.')[0] in ('jax', 'flax', 'numpy'):
+      legacy = self._legacy_module()
+      if legacy is None:
+        return None
+      if fullname in legacy.PATCHED_MODULES:
+        return self._then(fullname, path, target, legacy.after_import)
+      return legacy.submodule_spec(fullname)
+    if self.defaults or self._busy:
+      return None  # nothing left to recognise
+    top = fullname.partition('.')[0]
+    if self._program_tops.get(top) is False:
+      return None  # the common case: a module of a library or of Python
+    self._busy = True  # imports made while reading (the table module's) are not read themselves
+    try:
+      return self._recognise(fullname, top, path, target)
+    finally:
+      self._busy = False
+
+  def _recognise(self, fullname, top, path, target):
+    if self._program_tops.get(top) is False or self.defaults:
       return None
+    spec = _other_finders_spec(fullname, path, target)
+    if spec is None:
+      return None
+    if fullname == top:
+      self._program_tops[top] = _is_program_file(_spec_file(spec))
+    elif top not in self._program_tops:  # imported before this finder was installed
+      top_spec = getattr(sys.modules.get(top), '__spec__', None)
+      self._program_tops[top] = top_spec is not None and _is_program_file(_spec_file(top_spec))
+    if self._program_tops.get(top):
+      self._read_source(_spec_file(spec))
+    return spec
+
+  def _read_main(self):
+    """``__main__``'s own file, read at the first import it makes (before that line finishes)."""
+    if self._main_read:
+      return
+    main = sys.modules.get('__main__')
+    path = getattr(main, '__file__', None)
+    if path is None:
+      return  # still starting up, or `python -c` / interactive: no file to read
+    self._main_read = True
+    if getattr(main, '__spec__', None) is None and _is_program_file(os.path.abspath(path)):
+      self._read_source(os.path.abspath(path))  # `python -m` modules are read at their import
+
+  def _read_source(self, path):
+    if path is None or path in self._read:
+      return
+    self._read.add(path)
+    try:
+      with open(path, 'rb') as f:
+        data = f.read()
+    except OSError:
+      return
+    if not any(hint in data for hint in SOURCE_HINTS):
+      return
     legacy = self._legacy_module()
     if legacy is None:
-      return None
-    if fullname in legacy.PATCHED_MODULES:
-      return self._then(fullname, path, target, legacy.after_import)
-    return legacy.submodule_spec(fullname)
+      return
+    use = legacy.legacy_use(data.decode('utf-8', 'replace'))
+    if use is not None:
+      self._turn_on(legacy, defaults=use == 'api')
+
+  def _turn_on(self, legacy, defaults):
+    self.active = True
+    self.defaults = self.defaults or defaults
+    legacy.activate(defaults=self.defaults)
 
   def _legacy_module(self):
     if self._legacy is None:
       self._legacy = _load_legacy_jax()
       if self._legacy is not None and self.active:
-        self._legacy.activate()
+        self._legacy.activate(defaults=self.defaults)
     return self._legacy
 
   def _on_package(self, package):
@@ -269,9 +388,8 @@ class LegacyJaxFinder:
       return
     if not hasattr(package, '_legacy_jax'):
       package._legacy_jax = legacy  # pylint: disable=protected-access
-    self.active = True
     self._legacy = legacy
-    legacy.activate()
+    self._turn_on(legacy, defaults=True)
 
   @staticmethod
   def _then(fullname, path, target, after):
@@ -291,9 +409,11 @@ def install_legacy_jax(active=False) -> None:
   """
   for finder in sys.meta_path:
     if getattr(finder, 'is_flax_optim_compat_legacy_jax', False):
-      if active and not finder.active:
-        finder.active = True
-        if 'jax' in sys.modules or 'flax' in sys.modules:
+      if active and not getattr(finder, 'defaults', finder.active):
+        finder.active = finder.defaults = True
+        if getattr(finder, '_legacy', None) is not None:  # pylint: disable=protected-access
+          finder._legacy.activate()  # pylint: disable=protected-access
+        elif 'jax' in sys.modules or 'flax' in sys.modules:
           finder._legacy_module()  # pylint: disable=protected-access
       return
   finder = LegacyJaxFinder(active=active)

@@ -33,14 +33,15 @@ Examples:
 import functools
 import importlib
 import importlib.machinery
-import inspect
 import os
+import re
 import sys
 import types
 import warnings
 from typing import NamedTuple
 
-__all__ = ['LegacyName', 'NAMES', 'FLAX_DEFAULTS', 'lookup', 'activate', 'is_active']
+__all__ = ['LegacyName', 'NAMES', 'FLAX_DEFAULTS', 'lookup', 'activate', 'is_active',
+           'defaults_active', 'legacy_use']
 
 
 class LegacyName(NamedTuple):
@@ -52,7 +53,9 @@ class LegacyName(NamedTuple):
       submodule's last component.
     kind: how it is given back (and how the codemod rewrites a use):
       ``'alias'``: the object at ``target`` (a rename);
-      ``'function'``: the function ``target`` of this module (a few lines of today's jax);
+      ``'function'``: the function ``target`` of this module (a few lines of today's jax),
+      or the object at a dotted ``target`` (numpy's and jax's names that moved out of their
+      library: the codemod does not rewrite them, it marks them FOM299);
       ``'config_attribute'``: that function, set on today's ``jax.config`` object;
       ``'at'``: ``f(x, idx, y)`` is ``x.at[idx].<target>(y)``;
       ``'second_argument'``: ``f(x, y)`` is ``y``;
@@ -93,6 +96,19 @@ def _index(name, method):
 def _array_type(module, name, removed, annotation_only=False):
   return LegacyName(module, name, 'alias', 'jax.Array', 'jax.Array', removed,
                     annotation_only=annotation_only)
+
+
+def _numpy(name, target, replacement, removed):
+  return LegacyName('numpy', name, 'function', target, replacement, removed)
+
+
+def _flax_nn(name):
+  return LegacyName('flax.nn', name, 'function', f'flax.linen.{name}', f'flax.linen.{name}',
+                    'flax 0.4.0')
+
+
+# numpy.NINF: -inf (numpy < 2.0 defined it as this float).
+NINF = float('-inf')
 
 
 # Every name found in two or more public programs that used flax.optim (flax's own examples,
@@ -142,6 +158,30 @@ NAMES = (
                'jax.example_libraries.optimizers (or optax)', 'jax 0.3.16'),
     LegacyName('jax.experimental', 'stax', 'module', 'jax.example_libraries.stax',
                'jax.example_libraries.stax (or flax.linen)', 'jax 0.3.16'),
+    LegacyName('jax', 'partial', 'function', 'functools.partial', 'functools.partial',
+               'jax 0.2.21'),
+    # numpy's aliases that corpus programs (or the data code of outside programs) use and that
+    # the installed numpy may lack (given back only then): the builtin types of numpy < 1.24,
+    # and the numpy 2.0 removals, each the very object it named.
+    _numpy('int', 'builtins.int', 'int', 'numpy 1.24'),
+    _numpy('float', 'builtins.float', 'float', 'numpy 1.24'),
+    _numpy('object', 'builtins.object', 'object', 'numpy 1.24'),
+    _numpy('float_', 'numpy.float64', 'np.float64', 'numpy 2.0'),
+    _numpy('NaN', 'numpy.nan', 'np.nan', 'numpy 2.0'),
+    _numpy('NINF', 'NINF', '-np.inf', 'numpy 2.0'),
+    _numpy('product', 'numpy.prod', 'np.prod', 'numpy 2.0'),
+    # Pre-Linen flax.nn's functions that are flax.linen's (flax <= 0.3 re-exported the same jax
+    # functions, and linen's pooling is flax.nn's code): NeRF programs register them with gin.
+    # flax.nn's module system (Module, Model, Dense, ...) stays refused in one line.
+    *(_flax_nn(name) for name in ('relu', 'gelu', 'sigmoid', 'softplus', 'elu', 'tanh',
+                                  'leaky_relu', 'log_softmax', 'log_sigmoid', 'initializers',
+                                  'max_pool', 'avg_pool')),
+    # The three functions of jax.lib.xla_bridge that corpus programs call (get_backend in 5
+    # files, process_index 3, device_count 1), each today's public function of the same result.
+    *(LegacyName('jax.lib.xla_bridge', name, 'function', target, target, 'jax 0.8.0')
+      for name, target in (('get_backend', 'jax.extend.backend.get_backend'),
+                           ('device_count', 'jax.device_count'),
+                           ('process_index', 'jax.process_index'))),
 )
 
 # flax config flags set while the legacy API is in use, unless the user set the flag's
@@ -159,13 +199,35 @@ for _entry in NAMES:
   _BY_MODULE.setdefault(_entry.module, {})[_entry.name] = _entry
 _SUBMODULES = {entry.qualname: entry for entry in NAMES
                if entry.kind in ('module', 'config_module')}
-# Modules whose attributes we add: patched when they finish executing, or at activate().
-PATCHED_MODULES = (frozenset(_BY_MODULE) - {'jax.config'}) | {'flax'}
+# Removed modules of which only the table's names come back (any other attribute is refused).
+PARTIAL_MODULES = frozenset({'flax.nn', 'jax.lib.xla_bridge'})
 
-_state = {'active': False}
+
+def _names_of(module):
+  return ', '.join(e.name for e in NAMES if e.module == module)
+
+
+PRE_LINEN_MESSAGE = ('pre-Linen flax.nn was removed in flax 0.4.0 (flax 0.3.6 had moved it to '
+                     'flax.deprecated.nn) and flax_optim_compat does not restore it (it gives back '
+                     f'flax.optim, and of flax.nn only the functions flax.linen has: '
+                     f'{_names_of("flax.nn")}): port the model to flax.linen')
+# What a partial module says of any other attribute.
+_PARTIAL_REFUSALS = {
+    'flax.nn': PRE_LINEN_MESSAGE,
+    'jax.lib.xla_bridge': ('jax 0.8.0 removed jax.lib.xla_bridge; flax_optim_compat gives back '
+                           f'only its {_names_of("jax.lib.xla_bridge")} (jax.devices(), '
+                           'jax.default_backend() and jax.extend.backend have the rest)'),
+}
+# Modules whose attributes we add: patched when they finish executing, or at activate().
+PATCHED_MODULES = (frozenset(_BY_MODULE) - {'jax.config'} - PARTIAL_MODULES) | {'flax'}
+
+# 'active': the names are given back; 'defaults': the flax defaults are set too (the legacy
+# API itself is in use, not only a removed name).
+_state = {'active': False, 'defaults': False}
 _warned = set()
 _values = {}
 _MARK = '_flax_optim_compat_legacy_names'
+_DEFAULTS_MARK = '_flax_optim_compat_legacy_defaults'
 
 
 def lookup(module: str, name: str) -> LegacyName | None:
@@ -176,6 +238,94 @@ def lookup(module: str, name: str) -> LegacyName | None:
 def is_active() -> bool:
   """Whether :func:`activate` ran in this process."""
   return _state['active']
+
+
+def defaults_active() -> bool:
+  """Whether the flax defaults are set (:func:`activate` ran with ``defaults=True``)."""
+  return _state['defaults']
+
+
+# --- recognising a legacy module from its source -------------------------------------------
+
+# Local names old code gave a table module besides its last component (``import jax.numpy as
+# jnp``; ``import jax.numpy as np`` was common in 2020). ``jax.random``'s last component is left
+# out: ``random.shuffle`` is the standard library's.
+_LOCAL_NAMES = {'jax.numpy': ('jnp', 'np', 'numpy'), 'numpy': ('np', 'onp', 'numpy'),
+                'jax.random': ('jrandom',), 'flax.nn': ()}  # `nn.relu` is linen's today
+# A comment: `#` up to the end of the line with no quote after it (so not a `#` inside a string).
+_COMMENT = re.compile(r'#[^\n\'"]*$', re.M)
+_FROM_IMPORT = re.compile(r'^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)', re.M)
+_IMPORT = re.compile(r'^[ \t]*import[ \t]+([^\n#;]*)', re.M)
+_CHAIN = re.compile(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+')
+_API = 'flax.optim'
+
+
+def _chain_keys():
+  keys = set()
+  for entry in NAMES:
+    if entry.kind in ('keywords', 'module', 'config_module') or entry.removed == 'not yet':
+      # `np.clip(a_max=)` is still numpy's; modules are recognised by their imports; a name
+      # the installed jax still has needs nothing.
+      continue
+    keys.add(entry.qualname)
+    last = entry.module.rpartition('.')[2]
+    for local in _LOCAL_NAMES.get(entry.module, (last,)):
+      keys.add(f'{local}.{entry.name}')
+  return frozenset(keys)
+
+
+_CHAIN_KEYS = _chain_keys()
+
+
+def _imported(statement: str):
+  """The dotted names of ``import a.b as c, d``."""
+  for part in statement.split(','):
+    name = part.split()[0] if part.split() else ''
+    if name:
+      yield name
+
+
+def legacy_use(source: str) -> str | None:
+  r"""What a module's source shows of the legacy era, before it runs.
+
+  Returns ``'api'`` when it uses ``flax.optim`` (``from flax import optim``, ``import
+  flax.optim``, ``flax.optim.Adam``), ``'names'`` when it uses a removed name of :data:`NAMES`
+  (``jax.tree_multimap``, ``jnp.DeviceArray``, ``from jax.config import config``, ...), else
+  None. Comments are ignored; it reads text, so a name in a string counts too.
+
+  Examples:
+    >>> from flax_optim_compat._legacy_jax import legacy_use
+    >>> legacy_use('from flax import linen as nn, optim\n')
+    'api'
+    >>> legacy_use('def f(x: jax.interpreters.xla.DeviceArray): ...\n')
+    'names'
+    >>> legacy_use('import jax\nx = jax.tree_util.tree_map(f, t)  # not jax.tree_map\n') is None
+    True
+  """
+  source = _COMMENT.sub('', source)
+  found = None
+  for module, names in _FROM_IMPORT.findall(source):
+    names = [n.split()[0] for n in names.strip('()').replace('\n', ' ').split(',') if n.split()]
+    if (module == 'flax' and 'optim' in names) or module == _API or module.startswith(_API + '.'):
+      return 'api'
+    if (module in _SUBMODULES or module in PARTIAL_MODULES or any(lookup(module, n) for n in names)
+        or any(f'{module}.{n}' in PARTIAL_MODULES for n in names)):
+      found = 'names'
+  for statement in _IMPORT.findall(source):
+    for name in _imported(statement):
+      if name == _API or name.startswith(_API + '.'):
+        return 'api'
+      if any(name == m or name.startswith(m + '.') for m in (*_SUBMODULES, *PARTIAL_MODULES)):
+        found = 'names'
+  for chain in _CHAIN.findall(source):
+    if chain.startswith(_API + '.'):
+      return 'api'
+    if found is None:
+      parts = chain.split('.')
+      if any('.'.join(parts[i:j]) in _CHAIN_KEYS
+             for i in range(len(parts)) for j in range(i + 2, len(parts) + 1)):
+        found = 'names'
+  return found
 
 
 # --- warnings ------------------------------------------------------------------------------
@@ -262,6 +412,8 @@ def _value(entry: LegacyName):
       value = tie_in
     elif entry.kind == 'module':
       value = importlib.import_module(entry.target)
+    elif entry.kind == 'function' and '.' in entry.target:
+      value = _resolve(entry.target)
     elif entry.kind in ('function', 'config_attribute'):
       value = globals()[entry.target]
     else:
@@ -293,6 +445,7 @@ def _still_has(module: types.ModuleType, name: str) -> bool:
 
 
 def _rejects_keywords(function, keywords) -> bool:
+  import inspect  # pylint: disable=import-outside-toplevel  (only when a table function is wrapped)
   try:
     params = inspect.signature(function).parameters
   except (TypeError, ValueError):
@@ -328,6 +481,56 @@ def _patch_flax(flax) -> None:
     config.update(flag, value)
 
 
+# --- the era's pickles ------------------------------------------------------------------------
+
+# jax 0.4.x pickled an array as `jax._src.array._reconstruct_array(fun, args, arr_state,
+# aval_state)`; the pickle names that function by its path, so it is the one place to adapt.
+_ARRAY_MODULE, _RECONSTRUCT = 'jax._src.array', '_reconstruct_array'
+
+
+def _avals_take_named_shape() -> bool:
+  core = sys.modules.get('jax._src.core')
+  try:
+    core.ShapedArray((), 'float32').update(named_shape={})
+  except TypeError:
+    return False
+  except Exception:  # pylint: disable=broad-except  (another jax: leave its pickles alone)
+    return True
+  return True
+
+
+def _tolerant_reconstruct(reconstruct):
+  """Today's reconstructor, taking the ``named_shape`` that jax 0.4.x arrays were pickled with.
+
+  Named shapes only ever held the named axes of a value being traced (``xmap``); an array that
+  was pickled, hence concrete, had ``{}``, which today's jax means by having none. A non-empty
+  one cannot be a stored array's, and is refused in one line.
+  """
+
+  @functools.wraps(reconstruct)
+  def _reconstruct_array(fun, args, arr_state, aval_state):
+    if 'named_shape' in aval_state:
+      if aval_state['named_shape']:
+        raise ValueError(f'cannot unpickle a jax array with named axes '
+                         f'{dict(aval_state["named_shape"])!r}: only traced values had them, '
+                         'and jax no longer has named shapes')
+      aval_state = {k: v for k, v in aval_state.items() if k != 'named_shape'}
+    return reconstruct(fun, args, arr_state, aval_state)
+
+  _reconstruct_array.__flax_optim_compat_wraps__ = reconstruct
+  return _reconstruct_array
+
+
+def _patch_pickles() -> None:
+  """Arrays pickled by jax 0.4.x load, when today's avals lack their ``named_shape``."""
+  module = sys.modules.get(_ARRAY_MODULE)
+  reconstruct = getattr(module, _RECONSTRUCT, None)
+  if (reconstruct is None or hasattr(reconstruct, '__flax_optim_compat_wraps__')
+      or _avals_take_named_shape()):
+    return
+  setattr(module, _RECONSTRUCT, _tolerant_reconstruct(reconstruct))
+
+
 def _patch_config(config) -> None:
   """Today's ``jax.config`` object gets the methods old code calls on it that it lost."""
   for entry in _BY_MODULE.get('jax.config', {}).values():
@@ -337,14 +540,19 @@ def _patch_config(config) -> None:
 
 def _patch(module: types.ModuleType) -> None:
   """Gives ``module`` the names of the table it misses (once; idempotent)."""
-  if module.__dict__.get(_MARK) or not _state['active']:
+  if not _state['active']:
+    return
+  if module.__name__ == 'flax':
+    if _state['defaults'] and not module.__dict__.get(_DEFAULTS_MARK):
+      module.__dict__[_DEFAULTS_MARK] = True
+      _patch_flax(module)
+    return
+  if module.__dict__.get(_MARK):
     return
   module.__dict__[_MARK] = True
-  if module.__name__ == 'flax':
-    _patch_flax(module)
-    return
   if module.__name__ == 'jax':
     _patch_config(module.config)
+    _patch_pickles()
   missing = {}
   for name, entry in _BY_MODULE.get(module.__name__, {}).items():
     if entry.kind == 'keywords':
@@ -364,16 +572,23 @@ def after_import(module: types.ModuleType) -> None:
     _patch(module)
 
 
-def activate() -> None:
+def activate(defaults: bool = True) -> None:
   """Gives back the removed names in every loaded module, and from now on in later ones.
 
   Modules imported later are patched by the start-up hook (``_flax_optim_compat_alias``), which
   calls :func:`after_import`. Idempotent.
+
+  Args:
+    defaults: also set the flax defaults of :data:`FLAX_DEFAULTS` (the legacy API is in use).
+      The hook passes False when a module's source only uses a removed name: such a program
+      gets the names, and the flax defaults only once it imports ``flax.optim``.
   """
   _state['active'] = True
+  _state['defaults'] = _state['defaults'] or defaults
   for name in PATCHED_MODULES:
     module = sys.modules.get(name)
-    if module is not None:
+    # A module still executing is patched when it has finished (`after_import`).
+    if module is not None and not getattr(module.__spec__, '_initializing', False):
       _patch(module)
 
 
@@ -382,8 +597,9 @@ def activate() -> None:
 def _other_spec(fullname):
   """The spec any other finder has for ``fullname`` (the installed jax still has it), or None."""
   for finder in list(sys.meta_path):
-    if getattr(finder, 'is_flax_optim_compat_legacy_jax', False):
-      continue
+    if (getattr(finder, 'is_flax_optim_compat_legacy_jax', False)
+        or getattr(finder, 'is_flax_optim_compat_alias', False)):
+      continue  # ours (the alias refuses flax.nn while the names are off)
     find_spec = getattr(finder, 'find_spec', None)
     if find_spec is None:
       continue
@@ -436,8 +652,33 @@ class _SubmoduleLoader:
       module.__spec__ = self._target_spec
 
 
+class _PartialModule(types.ModuleType):
+  """A removed module of :data:`PARTIAL_MODULES`: the table's names, every other one refused."""
+
+  def __getattr__(self, name):
+    entry = lookup(self.__name__, name)
+    if entry is None:
+      if name.startswith('__'):
+        raise AttributeError(name)
+      raise AttributeError(f'module {self.__name__!r} has no attribute {name!r}: '
+                           f'{_PARTIAL_REFUSALS[self.__name__]}')
+    _warn_once(entry)
+    return _value(entry)
+
+
+class _PartialLoader:
+
+  def create_module(self, spec):
+    return _PartialModule(spec.name, f'Legacy {spec.name}, in part, given back by flax_optim_compat.')
+
+  def exec_module(self, module):
+    pass
+
+
 def submodule_spec(fullname: str):
   """A spec for a removed submodule old code imports, or None (also when jax still has it)."""
+  if fullname in PARTIAL_MODULES and _state['active'] and _other_spec(fullname) is None:
+    return importlib.machinery.ModuleSpec(fullname, _PartialLoader())
   entry = _SUBMODULES.get(fullname)
   if entry is None or not _state['active'] or _other_spec(fullname) is not None:
     return None

@@ -179,7 +179,10 @@ TABLE = %r
 # What today's jax has, looked up before the package is imported (for 'keywords': whether the
 # function takes the old keywords itself, as jnp.clip(a_max=) did up to jax 0.9).
 def _has(module, name, kind):
-  owner = jax.config if kind == 'config_attribute' else importlib.import_module(module)
+  try:
+    owner = jax.config if kind == 'config_attribute' else importlib.import_module(module)
+  except ImportError:
+    return False  # a removed module (flax.nn)
   if kind == 'keywords':
     return {'a_min', 'a_max'} <= set(inspect.signature(getattr(owner, name)).parameters)
   return hasattr(owner, name)
@@ -222,13 +225,46 @@ def test_each_name_warns_once_naming_its_replacement(tmp_path):
 
 
 def test_pre_linen_flax_nn_is_one_clear_line(tmp_path):
-  for code, error in (('from flax import nn', 'ImportError'), ('import flax.nn', 'ImportError'),
-                      ('import flax\nflax.nn.Module', 'AttributeError')):
+  # While the names are on, flax.nn holds only linen's functions: its module system is refused
+  # at its first use, in one line.
+  for code in ('from flax import nn\nnn.Module', 'import flax.nn\nflax.nn.Model',
+               'import flax\nflax.nn.Dense'):
     proc = _run(tmp_path, ['-c', 'from flax import optim\n' + code])
     assert proc.returncode == 1
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith(error + ':') and 'flax.nn' in last and 'flax 0.4.0' in last, last
+    assert last.startswith('AttributeError:') and 'flax.nn' in last and 'flax 0.4.0' in last, last
     assert 'flax_optim_compat does not restore it' in last, last
+  # Off, the import itself is refused.
+  for code, error in (('from flax import nn', 'ImportError'), ('import flax.nn', 'ImportError'),
+                      ('import flax\nflax.nn.Module', 'AttributeError')):
+    proc = _run(tmp_path, ['-c', 'from flax import optim\n' + code],
+                FLAX_OPTIM_COMPAT_LEGACY_JAX='0')
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(error + ':') and 'flax.nn' in last and 'flax 0.4.0' in last, last
+
+
+FLAX_NN_FUNCTIONS = r'''
+import json
+import flax
+R = flax.nn.relu                   # before anything imports flax.optim, as a NeRF gin config
+from flax import nn
+import flax.linen as linen
+import jax.numpy as jnp
+x = jnp.arange(-2.0, 2.0).reshape(1, 4, 1)
+print(json.dumps({
+    'same': [getattr(nn, n) is getattr(linen, n) for n in %r],
+    'relu': R(jnp.asarray([-1.0, 2.0])).tolist(),
+    'max_pool': nn.max_pool(x, (2,), strides=(2,)).ravel().tolist()}))
+'''
+
+
+def test_flax_nn_functions_are_linens(tmp_path):
+  names = [e.name for e in _legacy_jax.NAMES if e.module == 'flax.nn']
+  program = tmp_path / 'nerf_config.py'
+  program.write_text(FLAX_NN_FUNCTIONS % (names,))
+  out = _json(_run(tmp_path, [str(program)]))
+  assert out == {'same': [True] * len(names), 'relu': [0.0, 2.0], 'max_pool': [-1.0, 1.0]}, out
 
 
 def test_names_jax_still_has_are_left_alone(tmp_path):
@@ -243,3 +279,181 @@ print(json.dumps({'same': [getattr(jax, n) is f for n, f in before.items()],
                   'getattr_chained': jax.__getattr__ is not getattr_before}))
 ''']))
   assert out == {'same': [True, True, True], 'tree_map': True, 'getattr_chained': True}
+
+
+# --- any import order: small programs of the shapes real ones have (their README says which) --
+
+PROGRAMS = REPO / 'tests' / 'fixtures' / 'legacy_names' / 'programs'
+
+
+def _program(tmp_path, name, script, **env):
+  """Runs the program ``name`` (a copy, so nothing is written into the repo) as ``python script``."""
+  import shutil  # pylint: disable=g-import-not-at-top
+  work = tmp_path / 'work'
+  shutil.copytree(PROGRAMS / name, work)
+  return subprocess.run([sys.executable, script], cwd=work, env=_env(tmp_path, **env),
+                        capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_a_removed_name_used_before_the_module_importing_flax_optim(tmp_path):
+  out = _json(_program(tmp_path, 'module_first', 'main.py'))
+  assert out['double'] == [0.0, 2.0, 4.0] and out['is_array'] == [True, True], out
+  assert out['tree_multimap'] == [3] and out['init'] == 'FrozenDict', out
+  assert out['step'] == pytest.approx([1 - 0.1 * 0.5] * 2), out  # one GradientDescent step
+  # Without the names the program stops at its first module, as it does on today's jax.
+  proc = _program(tmp_path / 'off', 'module_first', 'main.py', FLAX_OPTIM_COMPAT_LEGACY_JAX='0')
+  assert proc.returncode == 1 and "has no attribute 'DeviceArray'" in proc.stderr, proc.stderr
+
+
+def test_a_package_init_importing_such_a_module_first(tmp_path):
+  out = _json(_program(tmp_path, 'package_init', 'run.py'))
+  # Momentum(lr=0.1, beta=0.5) from w=3 (tree_multimap of 1*3) with gradient 1, twice:
+  # v=1, w=2.9; v=1.5, w=2.75.
+  assert out == {'is_array': True, 'w': pytest.approx([2.75, 2.75])}, out
+
+
+def test_from_jax_config_import_config_on_line_1(tmp_path):
+  out = _json(_program(tmp_path, 'jax_config_first', 'main.py'))
+  # Adam's first step from 0 with gradient 1: the bias-corrected moments are both 1, so the
+  # update is lr * 1 / (1 + eps); in float32 `1 - 0.999` is 0.00099998713, which leaves the
+  # corrected second moment at 1.0000129 (7e-6 relative).
+  assert out == {'x64': False, 'w': pytest.approx([-0.1, -0.1], rel=2e-5),
+                 'clip': [0.0, 1.0, 2.0, 2.0]}
+  proc = _program(tmp_path / 'off', 'jax_config_first', 'main.py',
+                  FLAX_OPTIM_COMPAT_LEGACY_JAX='0')
+  assert proc.returncode == 1 and "No module named 'jax.config'" in proc.stderr, proc.stderr
+
+
+def test_a_modern_program_file_sees_what_it_sees_without_the_package(tmp_path):
+  """Its source is read (it names jax), found modern, and nothing changes: no name, no warning."""
+  out = _json(_program(tmp_path, 'modern', 'main.py'))
+  plain = _json(_program(tmp_path / 'plain', 'modern', 'main.py',
+                         FLAX_OPTIM_COMPAT_LEGACY_JAX='0', FLAX_OPTIM_COMPAT_ALIAS='0'))
+  # The one difference is the alias's, not the names': `flax` answers `flax.optim` (and refuses
+  # `flax.nn` in one line) through a module __getattr__ while the alias is on.
+  assert out.pop('getattrs') == plain.pop('getattrs') + ['flax']
+  assert out == plain, (out, plain)
+  assert out['init'] == 'dict' and out['orbax'] is True and out['package'] == [], out
+
+
+@pytest.mark.parametrize('source, expected', [
+    ('from flax import linen as nn, optim\n', 'api'),
+    ('from flax import (\n    linen,\n    optim,\n)\n', 'api'),
+    ('import flax.optim as legacy_optim\n', 'api'),
+    ('import flax\nopt = flax.optim.Adam(1e-3)\n', 'api'),
+    ('from flax.optim import dynamic_scale\n', 'api'),
+    ('from jax.config import config\n', 'names'),
+    ('from jax.experimental import optimizers\n', 'names'),
+    ('import jax.experimental.stax as stax\n', 'names'),
+    ('def f(x: jnp.DeviceArray): ...\n', 'names'),
+    ('import jax.numpy as np\nT = np.DeviceArray\n', 'names'),
+    ('y = jax.tree_map(f, x)\n', 'names'),
+    ('y = jax.ops.index_update(x, jax.ops.index[0], 1.0)\n', 'names'),
+    ('from jax import tree_multimap\n', 'names'),
+    ('config.enable_omnistaging()\n', 'names'),
+    ('k = jax.random.shuffle(key, x)\n', 'names'),
+    ('gin.external_configurable(flax.nn.relu, module="flax.nn")\n', 'names'),
+    ('from flax import nn\n', 'names'),
+    ('from jax.lib import xla_bridge\n', 'names'),
+    ('x = np.zeros(3, dtype=np.float)\n', 'names'),
+    ('import flax.linen as nn\ny = nn.relu(x)\n', None),
+    ('x = np.zeros(3, dtype=np.float32)\n', None),
+    # Today's spellings, names jax still has, and names that are only the same text:
+    ('y = jax.tree_util.tree_map(f, x)\n', None),
+    ('import random\nrandom.shuffle(x)\n', None),
+    ('np.clip(x, a_min=0, a_max=1)\n', None),
+    ('jax.config.update("jax_enable_x64", True)\n', None),
+    ('i = jax.host_id()\n', None),
+    ('import flax.linen as nn\nfrom flax.training import train_state\n', None),
+    ('# was: from flax import optim\n#   jax.tree_multimap(f, a, b)\n', None),
+])
+def test_legacy_use_reads_a_source(source, expected):
+  assert _legacy_jax.legacy_use(source) == expected
+
+
+def test_sources_naming_no_table_package_are_not_read():
+  """The hook skips a source naming none of SOURCE_HINTS: every table module must be among them."""
+  import _flax_optim_compat_alias  # pylint: disable=g-import-not-at-top
+  hints = {hint.decode() for hint in _flax_optim_compat_alias.SOURCE_HINTS}
+  for entry in _legacy_jax.NAMES:
+    assert any(hint in entry.module for hint in hints), entry
+
+
+NUMPY_AND_PARTIAL = r'''
+import functools, json, math
+import numpy as np
+from flax import optim
+import jax
+print(json.dumps({
+    'types': [np.int is int, np.float is float, np.object is object, np.float_ is np.float64],
+    'nan': math.isnan(np.NaN), 'ninf': np.NINF, 'product': int(np.product([2, 3, 4])),
+    'partial': jax.partial is functools.partial,
+    'dtype': np.zeros(2, dtype=np.int).dtype == np.dtype(int)}).replace('-Infinity', '"-inf"'))
+'''
+
+
+def test_numpy_aliases_and_jax_partial_are_the_objects_they_named(tmp_path):
+  out = _json(_run(tmp_path, ['-c', NUMPY_AND_PARTIAL]))
+  assert out == {'types': [True] * 4, 'nan': True, 'ninf': '-inf', 'product': 24,
+                 'partial': True, 'dtype': True}, out
+
+
+PICKLE = REPO / 'tests' / 'fixtures' / 'legacy_names' / 'jax_0_4_13_arrays'
+LOAD_PICKLE = r'''
+import json, pickle, sys
+import numpy as np
+if sys.argv[2] == 'legacy':
+  from flax import optim
+import jax, jax.numpy as jnp
+try:
+  with open(sys.argv[1], 'rb') as f:
+    arrays = pickle.load(f)
+except Exception as e:
+  print(json.dumps({'error': f'{type(e).__name__}: {e}'}))
+  raise SystemExit
+out = {key: {'type': 'numpy' if isinstance(v, np.ndarray) else 'jax', 'dtype': str(v.dtype),
+             'shape': list(v.shape),
+             'weak_type': bool(getattr(getattr(v, 'aval', None), 'weak_type', False)),
+             'values': np.asarray(v, np.float64).tolist()} for key, v in arrays.items()}
+today = jnp.arange(3.0) * 2  # today's own pickles go through the same function
+out['round_trip'] = pickle.loads(pickle.dumps(today)).tolist()
+print(json.dumps(out))
+'''
+
+
+def test_arrays_pickled_by_jax_0_4_load_with_their_values(tmp_path):
+  expected = json.loads(PICKLE.with_suffix('.json').read_text())
+  assert expected.pop('jax') == '0.4.13'
+  out = _json(_run(tmp_path, ['-c', LOAD_PICKLE, str(PICKLE.with_suffix('.pkl')), 'legacy']))
+  assert out.pop('round_trip') == [0.0, 2.0, 4.0]
+  assert out == expected  # dtype, shape, weak type and every value, exactly
+
+
+def test_without_the_legacy_api_todays_jax_alone_fails_on_them(tmp_path):
+  out = _json(_run(tmp_path, ['-c', LOAD_PICKLE, str(PICKLE.with_suffix('.pkl')), 'modern']))
+  if 'error' not in out:
+    pytest.skip('this jax still loads jax 0.4 pickles by itself')
+  assert 'named_shape' in out['error'], out
+
+
+XLA_BRIDGE = r'''
+import json
+from jax.lib import xla_bridge      # line 1: recognised from this file before it runs
+import jax, jax.extend.backend
+out = {'same': [xla_bridge.get_backend() is jax.extend.backend.get_backend(),
+                xla_bridge.device_count() == jax.device_count(),
+                xla_bridge.process_index() == jax.process_index()]}
+try:
+  xla_bridge.xla_client
+except AttributeError as e:
+  out['other'] = str(e)
+print(json.dumps(out))
+'''
+
+
+def test_xla_bridge_gives_its_three_functions_and_refuses_the_rest(tmp_path):
+  program = tmp_path / 'spmd.py'
+  program.write_text(XLA_BRIDGE)
+  out = _json(_run(tmp_path, [str(program)]))
+  assert out['same'] == [True, True, True], out
+  assert 'jax 0.8.0 removed jax.lib.xla_bridge' in out['other'], out
