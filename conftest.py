@@ -19,6 +19,10 @@ os.environ['XLA_FLAGS'] = ' '.join(
     [os.environ.get('XLA_FLAGS', ''), '--xla_force_host_platform_device_count=8']).strip()
 os.environ.setdefault('JAX_PLATFORMS', 'cpu')
 
+# Programs the tests run in their own processes (tests/fixtures/legacy_names/programs/...), not
+# test modules: --doctest-modules would import them.
+collect_ignore_glob = ['tests/fixtures/*']
+
 # Set by the process that made the run's directory, for its pytest-xdist workers.
 RUN_DIR = 'FLAX_OPTIM_COMPAT_TEST_RUN_DIR'
 _OWN_DIR = None   # the directory this process made and removes

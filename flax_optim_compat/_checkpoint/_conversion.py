@@ -428,11 +428,11 @@ def _probed(optimizer_def, optimizer, full_tx, state_tx, opt_state, *, tx, tx_so
                        repr(optimizer_def))
     line = (f'the target does not continue {optimizer_def!r}: {result.summary()}'
             + (f' ({why})' if why else ''))
-  if result.unchecked is not None or not accept_difference:
-    raise ProbeError(f'{where}: {line}; nothing was written'
-                     + ('' if result.unchecked is not None else
-                        ' (accept_difference=True / --accept-difference converts anyway)'),
-                     result)
+  if not accept_difference:
+    # What the probe could not check (a NaN or inf on one side) is never vouched for either:
+    # only the user's explicit acceptance writes it, with the line saying what was not checked.
+    raise ProbeError(f'{where}: {line}; nothing was written (accept_difference=True / '
+                     '--accept-difference converts anyway)', result)
   return result._replace(accepted=True), notes, line
 
 
