@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from tests import _migrate_harness as harness  # noqa: E402  pylint: disable=g-import-not-at-top
-from tests.migrate import examples as migrate_examples  # noqa: E402  pylint: disable=g-import-not-at-top
+from tests.migrate import rules as migrate_examples  # noqa: E402  pylint: disable=g-import-not-at-top
 
 
 def _cell(text, limit=110):

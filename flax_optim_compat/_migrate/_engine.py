@@ -16,7 +16,7 @@ from . import _jax_names
 from . import _plan
 from . import _project
 from . import _refusals
-from . import _rules
+from . import _rule
 from . import _unit
 from ._report import Record, Report
 
@@ -24,7 +24,7 @@ from ._report import Record, Report
 class _Apply(cst.CSTTransformer):
   """Rewrites the plan's nodes with their rules; adds the plan's markers (once)."""
 
-  def __init__(self, plan: _edits.FilePlan, context: _rules.Context):
+  def __init__(self, plan: _edits.FilePlan, context: _rule.Context):
     super().__init__()
     self.plan = plan
     self.context = context
@@ -32,7 +32,7 @@ class _Apply(cst.CSTTransformer):
   def on_leave(self, original_node, updated_node):
     edit = self.plan.edits.get(id(original_node))
     if edit is not None:
-      updated_node = edit.rule.rewrite(original_node, updated_node, edit.data, self.context)
+      updated_node = edit.rule.rewrite(updated_node, edit.data, self.context)
     markers = self.plan.markers.get(id(original_node))
     if markers and isinstance(updated_node, cst.FlattenSentinel):   # a statement split in two
       first, *rest = updated_node.nodes
@@ -64,27 +64,16 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
                         for n in unit.nodes if isinstance(n, cst.Name) and
                         n.value == 'train_state')
   alias = 'train_state' if has_train_state or 'train_state' not in names else 'flax_train_state'
-  context = _rules.Context(train_state=alias)
+  context = _rule.Context(train_state=alias)
   module = unit.module.visit(_Apply(plan, context))
   if not plan.edits:
     return module.code
   ctx = codemod.CodemodContext()
-  if 'optax' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(ctx, 'optax')
-  if 'train_state' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(
-        ctx, 'flax.training', 'train_state', None if alias == 'train_state' else alias)
-  if 'jax_utils' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(ctx, 'flax', 'jax_utils')
-  if 'traverse_util' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(ctx, 'flax', 'traverse_util')
-  if 'dynamic_scale' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(ctx, 'flax.training', 'dynamic_scale',
-                                                 'dynamic_scale_lib')
-  if 'jax' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(ctx, 'jax')
-  if 'jnp' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(ctx, 'jax.numpy', asname='jnp')
+  for needed in sorted(plan.needs, key=lambda i: (i.module, i.name or '', i.asname or '')):
+    asname = needed.asname
+    if needed == _edits.TRAIN_STATE and alias != 'train_state':
+      asname = alias
+    visitors.AddImportsVisitor.add_needed_import(ctx, needed.module, needed.name, asname)
   module = visitors.AddImportsVisitor(ctx).transform_module(module)
   for base, name, asname in unused_imports:   # removed jax names whose calls were rewritten
     visitors.RemoveImportsVisitor.remove_unused_import(ctx, base, name, asname)

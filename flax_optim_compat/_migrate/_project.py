@@ -19,7 +19,7 @@ import libcst as cst
 from libcst import metadata as meta
 
 from . import _unit
-from ._unit import Unit
+from ._unit import SourceFile
 
 # Function wrappers whose result is called with the wrapped function's arguments.
 _WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'flax.jax_utils.pad_shard_unpad'})
@@ -97,7 +97,7 @@ class Project:
 
   def __init__(self, sources: Dict[str, str]):
     """``sources``: absolute path -> text."""
-    self.units: List[Unit] = []
+    self.units: List[SourceFile] = []
     self.failed: List[Tuple[str, str]] = []   # (path, why) of files that do not parse
     files = sorted(sources)
     root = _root_of([os.path.abspath(f) for f in files]) if files else '.'
@@ -110,9 +110,9 @@ class Project:
         self.failed.append((f, f'does not parse: {e.message} (line {e.raw_line})'))
         continue
       wrapper = meta.MetadataWrapper(module, cache=manager.get_cache_for_path(rel[f]))
-      self.units.append(Unit(f, sources[f], wrapper))
-    self._functions: Dict[str, Tuple[Unit, cst.FunctionDef]] = {}
-    self._classes: Dict[str, Tuple[Unit, cst.ClassDef]] = {}
+      self.units.append(SourceFile(f, sources[f], wrapper))
+    self._functions: Dict[str, Tuple[SourceFile, cst.FunctionDef]] = {}
+    self._classes: Dict[str, Tuple[SourceFile, cst.ClassDef]] = {}
     for unit in self.units:
       for node in unit.nodes:
         if isinstance(node, cst.FunctionDef):
@@ -141,13 +141,13 @@ class Project:
 
   # -------------------------------------------------------------------- name resolution
 
-  def var_slot(self, unit: Unit, name: cst.CSTNode) -> Optional[tuple]:
+  def var_slot(self, unit: SourceFile, name: cst.CSTNode) -> Optional[tuple]:
     names = unit.names(name)
     if len(names) != 1:
       return None
     return ('var', next(iter(names)))
 
-  def resolve_callable(self, unit: Unit, func: cst.CSTNode, shift: int = 0, depth: int = 0):
+  def resolve_callable(self, unit: SourceFile, func: cst.CSTNode, shift: int = 0, depth: int = 0):
     """``(unit, FunctionDef | ClassDef, shift)`` that a call of ``func`` runs, else None.
 
     ``shift``: how many leading positional parameters a ``functools.partial`` already bound.
@@ -176,7 +176,7 @@ class Project:
         return self.resolve_callable(unit, value, shift, depth + 1)
     return None
 
-  def _single_value(self, unit: Unit, name: cst.Name) -> Optional[cst.BaseExpression]:
+  def _single_value(self, unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
     """The value of the one ``name = value`` that binds ``name``, else None."""
     scope = unit.scopes.get(name)
     if scope is None:
@@ -191,7 +191,7 @@ class Project:
       return assign.value
     return None
 
-  def assignment_values(self, unit: Unit, name: cst.Name) -> Optional[List[cst.BaseExpression]]:
+  def assignment_values(self, unit: SourceFile, name: cst.Name) -> Optional[List[cst.BaseExpression]]:
     """The values of every ``name = value`` binding of ``name``; None if another kind binds it."""
     scope = unit.scopes.get(name)
     if scope is None:
@@ -210,7 +210,7 @@ class Project:
 
   # -------------------------------------------------------------------- what is a legacy value
 
-  def def_call(self, unit: Unit, node: cst.CSTNode) -> Optional[cst.Call]:
+  def def_call(self, unit: SourceFile, node: cst.CSTNode) -> Optional[cst.Call]:
     """The ``optim.X(...)`` call that ``node`` evaluates to (directly or through a variable)."""
     if isinstance(node, cst.Call) and (unit.legacy(node.func) or self.is_user_def(unit, node.func)):
       return node
@@ -220,8 +220,8 @@ class Project:
         return self.def_call(unit, values[0])
     return None
 
-  def def_branches(self, unit: Unit, node: cst.CSTNode,
-                   depth: int = 0) -> Optional[List[Tuple[Unit, cst.Call]]]:
+  def def_branches(self, unit: SourceFile, node: cst.CSTNode,
+                   depth: int = 0) -> Optional[List[Tuple[SourceFile, cst.Call]]]:
     """Every def call ``node`` may evaluate to, one per branch, else None.
 
     A variable bound in ``if``/``else`` branches (``opt_def = optim.Adam(...)`` in one,
@@ -233,7 +233,7 @@ class Project:
       return None
     if isinstance(node, cst.Call) and (unit.legacy(node.func) or self.is_user_def(unit, node.func)):
       return [(unit, node)]
-    branches: List[Tuple[Unit, cst.Call]] = []
+    branches: List[Tuple[SourceFile, cst.Call]] = []
     if isinstance(node, cst.Name):
       values = self.assignment_values(unit, node)
       if not values or len(_unit.accesses(unit, node) or ()) != 1:
@@ -261,16 +261,16 @@ class Project:
       return branches
     return None
 
-  def is_user_def(self, unit: Unit, func: cst.CSTNode) -> bool:
+  def is_user_def(self, unit: SourceFile, func: cst.CSTNode) -> bool:
     """Whether ``func`` names one of the project's own subclasses of a flax.optim def."""
     return bool(unit.names(func) & self.user_defs)
 
-  def is_create(self, unit: Unit, node: cst.CSTNode) -> bool:
+  def is_create(self, unit: SourceFile, node: cst.CSTNode) -> bool:
     return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
             and node.func.attr.value == 'create'
             and self.def_branches(unit, node.func.value) is not None)
 
-  def slot_of(self, unit: Unit, node: cst.CSTNode) -> Optional[tuple]:
+  def slot_of(self, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:
     """The slot whose optimizer ``node`` evaluates to, or None if it is not one."""
     if isinstance(node, cst.Call):
       if self.is_create(unit, node):
@@ -365,7 +365,7 @@ class Project:
               self._mark(slot, by_def[id(call)])
             by_def.setdefault(id(call), slot)
 
-  def annotated_slot(self, unit: Unit, annotation: cst.Annotation) -> Optional[tuple]:
+  def annotated_slot(self, unit: SourceFile, annotation: cst.Annotation) -> Optional[tuple]:
     owner = unit.parent(annotation)
     if isinstance(owner, cst.Param):
       return self.var_slot(unit, owner.name)
@@ -377,7 +377,7 @@ class Project:
       return ('return', unit.path, owner.name.value, id(owner), None)
     return None
 
-  def _bind_targets(self, unit: Unit, target: cst.BaseExpression, value: cst.BaseExpression,
+  def _bind_targets(self, unit: SourceFile, target: cst.BaseExpression, value: cst.BaseExpression,
                     value_slot_of) -> bool:
     changed = False
     if isinstance(target, (cst.Tuple, cst.List)):
@@ -411,14 +411,14 @@ class Project:
       changed |= self._mark(tslot, slot)
     return changed
 
-  def target_slot(self, unit: Unit, target: cst.BaseExpression) -> Optional[tuple]:
+  def target_slot(self, unit: SourceFile, target: cst.BaseExpression) -> Optional[tuple]:
     if isinstance(target, cst.Name):
       return self.var_slot(unit, target)
     if isinstance(target, cst.Attribute) and not _unit.is_module_like(unit, target.value):
       return ('field', target.attr.value)
     return None
 
-  def _flow(self, unit: Unit, node: cst.CSTNode) -> bool:
+  def _flow(self, unit: SourceFile, node: cst.CSTNode) -> bool:
     slot_of = lambda n: self.slot_of(unit, n)
     changed = False
     if isinstance(node, cst.Assign):
@@ -454,7 +454,7 @@ class Project:
                 changed |= self._mark(('field', arg.keyword.value), slot)
     return changed
 
-  def _flow_call(self, unit: Unit, call: cst.Call, callee) -> bool:
+  def _flow_call(self, unit: SourceFile, call: cst.Call, callee) -> bool:
     cunit, cnode, shift = callee
     changed = False
     if isinstance(cnode, cst.ClassDef):
@@ -486,7 +486,7 @@ class Project:
     return changed
 
 
-def _compared_with_a_string(unit: Unit, node: cst.CSTNode) -> bool:
+def _compared_with_a_string(unit: SourceFile, node: cst.CSTNode) -> bool:
   """Whether ``node`` is one side of a comparison whose other side is a string literal."""
   parent = unit.parent(node)
   if isinstance(parent, cst.ComparisonTarget):
@@ -498,7 +498,7 @@ def _compared_with_a_string(unit: Unit, node: cst.CSTNode) -> bool:
                                                cst.FormattedString)) for s in sides)
 
 
-def unwrap(unit: Unit, value: cst.BaseExpression) -> cst.BaseExpression:
+def unwrap(unit: SourceFile, value: cst.BaseExpression) -> cst.BaseExpression:
   """``value`` inside the pass-through calls around it (``replicate((a, b))`` -> ``(a, b)``)."""
   for _ in range(8):
     arg = pass_through_arg(unit, value) if isinstance(value, cst.Call) else None
@@ -508,7 +508,7 @@ def unwrap(unit: Unit, value: cst.BaseExpression) -> cst.BaseExpression:
   return value
 
 
-def pass_through_arg(unit: Unit, call: cst.Call) -> Optional[cst.BaseExpression]:
+def pass_through_arg(unit: SourceFile, call: cst.Call) -> Optional[cst.BaseExpression]:
   """The argument that ``call`` (``jax_utils.replicate(opt)``, ...) returns, else None."""
   for name in unit.names(call.func):
     if name in _PASS_THROUGH:

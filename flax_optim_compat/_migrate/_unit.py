@@ -1,6 +1,6 @@
 """One parsed file of the project, and what its names refer to.
 
-A ``Unit`` holds a file's LibCST tree with the metadata the analysis reads: fully qualified
+A ``SourceFile`` holds a file's LibCST tree with the metadata the analysis reads: fully qualified
 names (``optim.Adam`` after ``from flax import optim`` is ``flax.optim.Adam``), scopes, parents
 and positions. ``legacy_name`` says which names are flax.optim's own, however they are spelled
 (``'Adam'`` for each of ``flax.optim.Adam``, ``flax.optim.adam.Adam``,
@@ -46,7 +46,7 @@ def legacy_name(names: Iterable[str]) -> Optional[str]:
   return None
 
 
-class Unit:
+class SourceFile:
   """One parsed file with the metadata the analysis reads."""
 
   def __init__(self, path: str, source: str, wrapper: meta.MetadataWrapper):
@@ -90,7 +90,7 @@ def plain_reference(node) -> bool:
   return isinstance(node, cst.Attribute) and plain_reference(node.value)
 
 
-def mentioned_names(unit: Unit, node: cst.CSTNode) -> Set[str]:
+def mentioned_names(unit: SourceFile, node: cst.CSTNode) -> Set[str]:
   """The variable names ``node`` mentions (not attribute or keyword names)."""
   names = set()
   for n in walk(node):
@@ -102,7 +102,7 @@ def mentioned_names(unit: Unit, node: cst.CSTNode) -> Set[str]:
   return names
 
 
-def accesses(unit: Unit, name: cst.Name) -> Optional[List[cst.CSTNode]]:
+def accesses(unit: SourceFile, name: cst.Name) -> Optional[List[cst.CSTNode]]:
   """Every read of the variable ``name`` (once each, over all its bindings); None where
   something other than an assignment binds it."""
   scope = unit.scopes.get(name)
@@ -124,7 +124,7 @@ def call_arg(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseEx
   return positional[position].value if position < len(positional) else None
 
 
-def is_module_like(unit: Unit, node: cst.CSTNode) -> bool:
+def is_module_like(unit: SourceFile, node: cst.CSTNode) -> bool:
   """Whether ``node`` names an imported module (``jax``, ``optim``), not a value."""
   scope = unit.scopes.get(node)
   if isinstance(node, cst.Name) and scope is not None:
