@@ -9,6 +9,7 @@ from typing import Dict, Tuple
 
 import libcst as cst
 from libcst import codemod
+from libcst import metadata as meta
 from libcst.codemod import visitors
 
 from . import _edits
@@ -77,21 +78,38 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
   module = visitors.AddImportsVisitor(ctx).transform_module(module)
   for base, name, asname in unused_imports:   # removed jax names whose calls were rewritten
     visitors.RemoveImportsVisitor.remove_unused_import(ctx, base, name, asname)
+  # The legacy imports, and every import the original code read: an import the rewrite left
+  # unused goes (one the code never read, perhaps imported for its side effects, stays).
   for node in unit.nodes:
-    if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+    if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar) and (
+        not node.relative):
       base = cst.Module([]).code_for_node(node.module) if node.module else ''
       for a in node.names:
         if unit.legacy(a.name) or base.startswith(('flax.optim', 'flax_optim_compat')) or (
-            base == 'flax' and a.name.value == 'optim'):
+            base == 'flax' and a.name.value == 'optim') or _read(unit, a):
           asname = a.asname.name.value if a.asname else None
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, base, a.name.value, asname)
     elif isinstance(node, cst.Import):
       for a in node.names:
         full = cst.Module([]).code_for_node(a.name)
-        if full.startswith(('flax.optim', 'flax_optim_compat')):
+        if full.startswith(('flax.optim', 'flax_optim_compat')) or _read(unit, a):
           asname = a.asname.name.value if a.asname else None
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, full, None, asname)
   return _remove_imports(module, ctx).code
+
+
+def _read(unit, alias: cst.ImportAlias) -> bool:
+  """Whether the original code reads the name an import binds."""
+  bound = alias.asname.name if alias.asname else alias.name
+  while isinstance(bound, cst.Attribute):   # ``import jax.numpy`` binds ``jax``
+    bound = bound.value
+  if not isinstance(bound, cst.Name):
+    return False
+  scope = unit.scopes.get(alias)
+  if scope is None:
+    return False
+  return any(isinstance(a, meta.ImportAssignment) and a.node is unit.parent(alias) and a.references
+             for a in scope[bound.value])
 
 
 def _import_lines(module: cst.Module) -> set:

@@ -196,13 +196,12 @@ def _def_site_check(project, group, files) -> dict:
     elif any(n.startswith('flax.nn.') for node in unit.nodes
              if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node)):
       site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
-    # A def variable must be used only as this create's receiver.
+    # A def variable must be used only as the receiver of its creates.
     receiver = site.node.func.value
-    if site.refusal is None and isinstance(receiver, cst.Name):
-      uses = _unit.accesses(unit, receiver)
-      if uses is None or len(uses) != 1:
-        site.refusal = _refusals.ESCAPE
-        site.message = f'the def {receiver.value} is used elsewhere too'
+    if site.refusal is None and isinstance(receiver, cst.Name) and not _project.only_created(
+        unit, receiver):
+      site.refusal = _refusals.ESCAPE
+      site.message = f'the def {receiver.value} is used elsewhere too'
   return multis
 
 

@@ -24,6 +24,7 @@ from ._unit import SourceFile
 # Function wrappers whose result is called with the wrapped function's arguments.
 _WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'flax.jax_utils.pad_shard_unpad'})
 _PARTIAL = frozenset({'functools.partial'})
+_COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
 # Calls that return the optimizer they are given (argument position, keyword name).
 _PASS_THROUGH = {
     'flax.jax_utils.replicate': (0, 'tree'),
@@ -121,6 +122,14 @@ class Project:
         elif isinstance(node, cst.ClassDef):
           for name in unit.names(node.name):
             self._classes[name] = (unit, node)
+    # Classes related by inheritance share their fields: ``self.optimizer`` set in a base
+    # class and read in a subclass is one field.
+    self._families = _UnionFind()
+    for name, (u, node) in self._classes.items():
+      for base in node.bases:
+        for base_name in u.names(base.value):
+          if base_name in self._classes:
+            self._families.union(base_name, name)
     # The project's own subclasses of a flax.optim def: their optimizers are tracked (and
     # refused at every use, not only at the class).
     self.user_defs = {name for name, (u, node) in self._classes.items() if any(
@@ -134,10 +143,56 @@ class Project:
           axis = _unit.call_arg(node, 1, 'axis_name')
           if callee is not None and isinstance(axis, cst.SimpleString):
             self.pmap_axes.setdefault(id(callee[1]), set()).add(axis.evaluated_value)
+    self._compiled = self._compiled_functions()
     self.groups = _UnionFind()
     self.optimizer_slots: Set[tuple] = set()
     self.def_slots: Set[tuple] = set()
     self._analyse()
+
+  def _compiled_functions(self) -> Set[int]:
+    """The ids of the FunctionDefs that run traced, under ``jax.jit`` / ``jax.pmap``: given to
+    one (``jax.jit(step)``, ``@jax.jit``, ``@functools.partial(jax.pmap, ...)``), or called
+    from one."""
+    compiled: Set[int] = set()
+    bodies = []
+    for unit in self.units:
+      for node in unit.nodes:
+        if isinstance(node, cst.Call) and unit.names(node.func) & _COMPILERS and node.args:
+          callee = self.resolve_callable(unit, node.args[0].value)
+          if callee is not None and isinstance(callee[1], cst.FunctionDef):
+            compiled.add(id(callee[1]))
+        elif isinstance(node, cst.FunctionDef):
+          bodies.append((unit, node))
+          for d in node.decorators:
+            head = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            partial = isinstance(d.decorator, cst.Call) and unit.names(head) & _PARTIAL and (
+                d.decorator.args and unit.names(d.decorator.args[0].value) & _COMPILERS)
+            if unit.names(head) & _COMPILERS or partial:
+              compiled.add(id(node))
+    for _ in range(8):   # what a compiled function calls runs traced too
+      grown = False
+      for unit, fdef in bodies:
+        if id(fdef) not in compiled:
+          continue
+        for node in _unit.walk(fdef.body):
+          if isinstance(node, cst.Call):
+            callee = self.resolve_callable(unit, node.func)
+            if callee is not None and isinstance(callee[1], cst.FunctionDef) and (
+                id(callee[1]) not in compiled):
+              compiled.add(id(callee[1]))
+              grown = True
+      if not grown:
+        break
+    return compiled
+
+  def is_compiled(self, unit: SourceFile, node: cst.CSTNode) -> bool:
+    """Whether ``node`` runs traced: inside a function that runs under jit or pmap."""
+    fdef = unit.enclosing(node, (cst.FunctionDef,))
+    while fdef is not None:
+      if id(fdef) in self._compiled:
+        return True
+      fdef = unit.enclosing(unit.parent(fdef), (cst.FunctionDef,))
+    return False
 
   # -------------------------------------------------------------------- name resolution
 
@@ -227,7 +282,8 @@ class Project:
     A variable bound in ``if``/``else`` branches (``opt_def = optim.Adam(...)`` in one,
     ``optim.Momentum(...)`` in another) and a call of the project's own function whose every
     ``return`` is a def (``get_optimizer_def(config)``) have one def per branch. Each variable
-    on the way must be read only there (once), or the def goes elsewhere too.
+    on the way must be read only there (once), or only as the receiver of ``.create(...)``
+    calls (a shared def created more than once), or the def goes elsewhere too.
     """
     if depth > 8:
       return None
@@ -236,7 +292,7 @@ class Project:
     branches: List[Tuple[SourceFile, cst.Call]] = []
     if isinstance(node, cst.Name):
       values = self.assignment_values(unit, node)
-      if not values or len(_unit.accesses(unit, node) or ()) != 1:
+      if not values or not only_created(unit, node):
         return None
       for value in values:
         found = self.def_branches(unit, value, depth + 1)
@@ -294,7 +350,9 @@ class Project:
     if isinstance(node, cst.Attribute):
       if _compared_with_a_string(unit, node):
         return None   # ``config.optim.optimizer == 'Adam'``: a config field, not an optimizer
-      slot = ('field', node.attr.value)
+      slot = self.field_slot(unit, node.value, node.attr.value)
+      if slot[1] is None and not unit.uses_jax_or_flax:
+        return None   # an attribute of an unknown class, in a file that never sees jax or flax
       if slot in self.optimizer_slots and not _unit.is_module_like(unit, node.value):
         return slot
       return None
@@ -370,8 +428,9 @@ class Project:
     if isinstance(owner, cst.Param):
       return self.var_slot(unit, owner.name)
     if isinstance(owner, cst.AnnAssign) and isinstance(owner.target, cst.Name):
-      if isinstance(unit.enclosing(owner, (cst.ClassDef, cst.FunctionDef)), cst.ClassDef):
-        return ('field', owner.target.value)
+      owner_class = unit.enclosing(owner, (cst.ClassDef, cst.FunctionDef))
+      if isinstance(owner_class, cst.ClassDef):
+        return ('field', self._family(unit, owner_class), owner.target.value)
       return self.var_slot(unit, owner.target)
     if isinstance(owner, cst.FunctionDef):
       return ('return', unit.path, owner.name.value, id(owner), None)
@@ -415,7 +474,7 @@ class Project:
     if isinstance(target, cst.Name):
       return self.var_slot(unit, target)
     if isinstance(target, cst.Attribute) and not _unit.is_module_like(unit, target.value):
-      return ('field', target.attr.value)
+      return self.field_slot(unit, target.value, target.attr.value)
     return None
 
   def _flow(self, unit: SourceFile, node: cst.CSTNode) -> bool:
@@ -436,6 +495,8 @@ class Project:
           slot = slot_of(v)
           if slot:
             changed |= self._mark(('return', unit.path, fdef.name.value, id(fdef), i), slot)
+    elif isinstance(node, cst.Attribute):
+      changed |= self._join_field(unit, node)
     elif isinstance(node, cst.Call) and unit.names(node.func) & TREE_MAPS:
       slots = [slot_of(a.value) for a in node.args[1:] if a.keyword is None and not a.star]
       slots = [s for s in slots if s]
@@ -451,7 +512,55 @@ class Project:
             if arg.keyword is not None:
               slot = slot_of(arg.value)
               if slot:
-                changed |= self._mark(('field', arg.keyword.value), slot)
+                changed |= self._mark(
+                    self.field_slot(unit, node.func.value, arg.keyword.value), slot)
+    return changed
+
+  def _family(self, unit: SourceFile, classdef: cst.ClassDef) -> Optional[str]:
+    """The class family (a class and the project's classes it derives from, or that derive
+    from it) of ``classdef``, named by one of its classes."""
+    names = sorted(unit.names(classdef.name) & set(self._classes))
+    return self._families.find(names[0]) if names else None
+
+  def receiver_family(self, unit: SourceFile, node: cst.CSTNode) -> Optional[str]:
+    """The class family of ``node`` where it is the ``self`` of a method, else None (a value
+    of a class the analysis does not know)."""
+    if not isinstance(node, cst.Name):
+      return None
+    fdef = unit.enclosing(node, (cst.FunctionDef,))
+    while fdef is not None:
+      params = [*fdef.params.posonly_params, *fdef.params.params]
+      if node.value in {p.name.value for p in params + list(fdef.params.kwonly_params)}:
+        owner = unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef))
+        static = any(unit.code(d.decorator) in ('staticmethod', 'classmethod')
+                     for d in fdef.decorators)
+        if isinstance(owner, cst.ClassDef) and params[0].name.value == node.value and not static:
+          return self._family(unit, owner)
+        return None
+      fdef = unit.enclosing(unit.parent(fdef), (cst.FunctionDef,))
+    return None
+
+  def field_slot(self, unit: SourceFile, receiver: cst.CSTNode, name: str) -> tuple:
+    """The slot of the attribute ``name`` of ``receiver``: the field of its class family where
+    the receiver is a method's ``self``, else the field of an unknown class (None)."""
+    return ('field', self.receiver_family(unit, receiver), name)
+
+  def _join_field(self, unit: SourceFile, node: cst.Attribute) -> bool:
+    """Joins the attribute ``node`` of an unknown class with the same field of the classes
+    that hold an optimizer in it, in a file that uses jax or flax (a same-named attribute of
+    a TensorFlow agent is not one of theirs); and ``self.<name>`` of a class with the field of
+    an unknown class that holds one."""
+    if not unit.uses_jax_or_flax or _unit.is_module_like(unit, node.value):
+      return False
+    slot = self.field_slot(unit, node.value, node.attr.value)
+    unknown = ('field', None, node.attr.value)
+    changed = False
+    if slot == unknown:
+      for other in [s for s in self.optimizer_slots
+                    if s[0] == 'field' and s[2] == slot[2] and s != unknown]:
+        changed |= self._mark(unknown, other)
+    elif unknown in self.optimizer_slots:
+      changed |= self._mark(slot, unknown)
     return changed
 
   def _flow_call(self, unit: SourceFile, call: cst.Call, callee) -> bool:
@@ -462,7 +571,8 @@ class Project:
         if arg.keyword is not None:
           slot = self.slot_of(unit, arg.value)
           if slot:
-            changed |= self._mark(('field', arg.keyword.value), slot)
+            changed |= self._mark(('field', self._family(cunit, cnode), arg.keyword.value),
+                                  slot)
       return changed
     params = list(cnode.params.params)
     if isinstance(cunit.enclosing(cunit.parent(cnode), (cst.ClassDef, cst.FunctionDef)),
@@ -484,6 +594,23 @@ class Project:
         if pslot:
           changed |= self._mark(pslot, slot)
     return changed
+
+
+def only_created(unit: SourceFile, name: cst.Name) -> bool:
+  """Whether the variable ``name`` is read once, or only as ``name.create(...)``."""
+  uses = _unit.accesses(unit, name)
+  if uses is None or not uses:
+    return False
+  if len(uses) == 1:
+    return True
+  for use in uses:
+    attribute = unit.parent(use)
+    call = unit.parent(attribute)
+    if not (isinstance(attribute, cst.Attribute) and attribute.value is use
+            and attribute.attr.value == 'create' and isinstance(call, cst.Call)
+            and call.func is attribute):
+      return False
+  return True
 
 
 def _compared_with_a_string(unit: SourceFile, node: cst.CSTNode) -> bool:

@@ -61,6 +61,15 @@ class SourceFile:
     self.module_name = next(iter(self.fqnames.get(self.module, ())), None)
     self.module_name = self.module_name.name if self.module_name else ''
     self.nodes = walk(self.module)   # one walk, reused by every pass of the analysis
+    self._uses = None
+
+  @property
+  def uses_jax_or_flax(self) -> bool:
+    """Whether any name of the file refers to jax, flax, optax or this package."""
+    if self._uses is None:
+      roots = {q.name.split('.')[0] for qs in self.fqnames.values() for q in qs}
+      self._uses = bool(roots & {'jax', 'flax', 'optax', 'flax_optim_compat'})
+    return self._uses
 
   def names(self, node: cst.CSTNode) -> Set[str]:
     return {q.name for q in self.fqnames.get(node, ())}

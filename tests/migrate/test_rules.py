@@ -63,7 +63,7 @@ def test_a_throwaway_rule_is_discovered_and_run_without_touching_the_engine(tmp_
   (tmp_path / 'fom098_optimizer_def.py').write_text(_THROWAWAY)
   monkeypatch.setattr(rules, '__path__', [*rules.__path__, str(tmp_path)])
   monkeypatch.setattr(rules, 'ALL', rules.discover())
-  assert [r.code for r in rules.ALL][-3:] == ['FOM012', 'FOM013', 'FOM098']
+  assert rules.ALL[-1].code == 'FOM098'
   new, report = migrate_source(_PROGRAM)
   assert report.exit_status() == 1, report.summary(written=False)
   assert {r.code for r in report.records} == {'FOM001', 'FOM002', 'FOM004', 'FOM098'}

@@ -17,7 +17,7 @@ from .. import _rule
 from .. import _unit
 from .._report import Record
 from .._unit import SourceFile
-from .fom004_apply import apply_data, apply_gradients, how
+from .fom004_apply import apply_data, apply_gradients, exactness, how
 
 
 class Optimize(_rule.Rule):
@@ -45,9 +45,10 @@ class Optimize(_rule.Rule):
     file_plan = plan.files[site.unit.path]
     file_plan.edits[id(_edits.statement_of(site.unit, site.node))] = _rule.Edit(self, data)
     file_plan.needs.add(_edits.JAX)
-    plan.records.append(Record.of(site, 'rewritten', code=self.code,
+    exact, note = exactness(site, plan)
+    plan.records.append(Record.of(site, 'rewritten', code=self.code, exact=exact,
                                   message='optimize -> jax.value_and_grad, then apply_gradients'
-                                  + how(plan.mode)))
+                                  + how(plan.mode) + note))
 
   def rewrite(self, updated, data, context):
     """The statement line ``new, loss[, aux] = opt.optimize(f, **overrides)`` -> two."""

@@ -8,4 +8,5 @@ EXAMPLES = {
     'create_adamw': '1e-6',
     'def_variable_jit': 'bit-exact',
     'def_branches': '1e-6',
+    'shared_def': '1e-6',
 }

@@ -7,5 +7,5 @@ this file (run both ways by tests/migrate/test_migrate_equivalence.py), and its 
 # isinstance, del.
 EXAMPLES = {
     'dynamic_scale': 'bit-exact',
-    'dynamic_scale_selection': '1e-6',
+    'dynamic_scale_selection': 'bit-exact',
 }
