@@ -78,6 +78,12 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
           refused_nodes.update(
               id(statement_of(u, call)) for u, call in project.def_branches(
                   site.unit, site.node.func.value) or ())
+          # the variables its def reads: ``t = optim.ModelParamTraversal(fn)`` of a group
+          call = project.def_call(site.unit, site.node.func.value)
+          for name in (_unit.walk(call) if call is not None else ()):
+            if isinstance(name, cst.Name):
+              refused_nodes.update(id(statement_of(site.unit, v))
+                                   for v in project.assignment_values(site.unit, name) or ())
   for site in loose:
     refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
   for unit in project.units:
@@ -180,17 +186,18 @@ def _def_site_check(project, group, files) -> dict:
         else:
           pairs = None
           break
-      multis[id(site)] = _multi_groups(project, unit, pairs) if pairs else None
+      why = 'an argument is not a (traversal, def) pair'
+      multis[id(site)], why = _multi_groups(project, unit, pairs) if pairs else (None, why)
       if multis[id(site)] is None or len(site.node.args) != 1:
-        site.refusal, site.message = _refusals.MULTI, unit.code(call)
+        site.refusal, site.message = _refusals.MULTI, f'{unit.code(call)}: {why}'
     elif name not in _unit.BUILTIN_DEFS:
       site.refusal, site.message = _refusals.UNKNOWN_DEF, unit.code(call)
     elif any(a.keyword and a.keyword.value == 'focus' for a in site.node.args) or len(
         site.node.args) > 1:
       focus = _unit.call_arg(site.node, 1, 'focus')
-      multis[id(site)] = _multi_groups(project, unit, [(focus, call)])
+      multis[id(site)], why = _multi_groups(project, unit, [(focus, call)])
       if multis[id(site)] is None or len(site.node.args) != 2:
-        site.refusal, site.message = _refusals.MULTI, 'create(..., focus=...)'
+        site.refusal, site.message = _refusals.MULTI, f'create(..., focus=...): {why}'
     elif _optax_text.def_call(name, call, unit.module) is None:
       site.refusal, site.message = _refusals.UNKNOWN_DEF, f'{unit.code(call)}: arguments'
     elif any(n.startswith('flax.nn.') for node in unit.nodes
@@ -225,23 +232,25 @@ def _branch_check(project, site):
 
 
 def _multi_groups(project, unit, pairs):
-  """Per ``(traversal, def)`` pair: (filter source, traversal value to rewrite, DefCall)."""
+  """``(groups, None)``, per ``(traversal, def)`` pair (filter source, traversal value to
+  rewrite, filter function, DefCall); else ``(None, why not)``."""
   groups = []
-  for traversal, def_node in pairs:
+  for i, (traversal, def_node) in enumerate(pairs):
     rewrite = None
     if isinstance(traversal, cst.Name):
       values = project.assignment_values(unit, traversal)
       uses = _unit.accesses(unit, traversal)
       if not values or len(values) != 1 or uses is None or not all(
           isinstance(unit.parent(u), (cst.Element, cst.Arg)) for u in uses):
-        return None
+        return None, (f'group {i}: the traversal {unit.code(traversal)} is not assigned once '
+                      'and used only here')
       rewrite, filter_source = values[0], unit.code(traversal)
       traversal = values[0]
     else:
       filter_source = None
     if not (isinstance(traversal, cst.Call) and 'ModelParamTraversal' in {
         n.rsplit('.', 1)[-1] for n in unit.names(traversal.func)} and len(traversal.args) == 1):
-      return None
+      return None, f'group {i}: {unit.code(traversal)} is not ModelParamTraversal(filter_fn)'
     fn = traversal.args[0].value
     if filter_source is None:
       filter_source = unit.code(fn)
@@ -249,12 +258,15 @@ def _multi_groups(project, unit, pairs):
         filter_source = f'({filter_source})'
     name = unit.legacy(def_node.func) if isinstance(def_node, cst.Call) else None
     if name not in _unit.BUILTIN_DEFS:
-      return None
+      return None, f'group {i}: {unit.code(def_node)} is not a built-in def written here'
     call = _optax_text.def_call(name, def_node, unit.module)
-    if call is None or call.sources.get('learning_rate', 'None') == 'None':
-      return None
+    if call is None:
+      return None, f'group {i}: the arguments of {unit.code(def_node)}'
+    if call.sources.get('learning_rate', 'None') == 'None':
+      return None, (f'group {i}: {unit.code(def_node)} has no learning rate (set per step, '
+                    'which migrate does not write for a MultiOptimizer)')
     groups.append((filter_source, rewrite, fn, call))
-  return groups
+  return groups, None
 
 
 def _plan_group(project, group, files, records, conversions, plain_optax, unseen):
