@@ -504,8 +504,11 @@ class Project:
         changed |= self._mark(slots[0], other)
     elif isinstance(node, cst.Call):
       callee = self.resolve_callable(unit, node.func)
+      bound = self.partial_callee(unit, node)
       if callee is not None:
         changed |= self._flow_call(unit, node, callee)
+      elif bound is not None:   # ``partial(loss_fn, opt)``: opt is loss_fn's first parameter
+        changed |= self._flow_call(unit, node.with_changes(args=node.args[1:]), bound)
       elif isinstance(node.func, cst.Attribute) and node.func.attr.value == 'replace':
         if slot_of(node.func.value) is None:
           for arg in node.args:
@@ -562,6 +565,14 @@ class Project:
     elif unknown in self.optimizer_slots:
       changed |= self._mark(slot, unknown)
     return changed
+
+  def partial_callee(self, unit: SourceFile, call: cst.Call):
+    """``resolve_callable`` of ``f`` in ``functools.partial(f, ...)``, else None."""
+    if unit.names(call.func) & _PARTIAL and call.args and call.args[0].keyword is None:
+      callee = self.resolve_callable(unit, call.args[0].value)
+      if callee is not None and isinstance(callee[1], cst.FunctionDef):
+        return callee
+    return None
 
   def _flow_call(self, unit: SourceFile, call: cst.Call, callee) -> bool:
     cunit, cnode, shift = callee

@@ -175,6 +175,8 @@ def _flows_ok(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
     callee = project.resolve_callable(unit, call.func)
     if callee is not None:
       return True
+    if project.partial_callee(unit, call) is not None and call.args[0] is not parent:
+      return True   # ``functools.partial(loss_fn, opt)``: a parameter of loss_fn
     if isinstance(call.func, cst.Attribute) and call.func.attr.value == 'replace' and (
         parent.keyword is not None):
       return True

@@ -42,3 +42,15 @@ def test_the_jax_agent_runs_both_ways_to_the_same_numbers(migrated):
   claim = migration.exactness(folder / 'jax_agent.py')
   harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
                             claim, label='jax_agent.py')
+
+
+def test_an_optimizer_bound_by_functools_partial_is_a_parameter_of_the_function():
+  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+  source = ('import functools\n\nimport jax\nimport jax.numpy as jnp\nfrom flax import optim\n\n\n'
+            'def loss_fn(lagrange, params):\n'
+            '  return jnp.sum(params["w"] * lagrange.target["m"])\n\n\n'
+            'def run(p):\n  lagrange = optim.Adam(0.1).create({"m": jnp.ones(2)})\n'
+            '  return jax.grad(functools.partial(loss_fn, lagrange))(p)\n')
+  new, report = migrate_source(source)
+  assert report.exit_status() == 1, report.summary(written=False)
+  assert 'lagrange.params["m"]' in new and 'optim' not in new.replace('optax', '')
