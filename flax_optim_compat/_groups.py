@@ -115,8 +115,9 @@ def is_user_multi(txs) -> bool:
   return txs is not None and is_transformation(txs)
 
 
-def multi_transform_source(group_sources: Sequence[str]) -> str:
-  """The Python source of :func:`transform` given each group's source, in order.
+def multi_transform_source(group_sources: Sequence[str], labels: str = 'param_labels') -> str:
+  """The Python source of :func:`transform` given each group's source, in order, and the
+  source of the function that labels the params (``labels``).
 
   Examples:
     >>> multi_transform_source(['optax.sgd(learning_rate=0.1)'])
@@ -124,7 +125,7 @@ def multi_transform_source(group_sources: Sequence[str]) -> str:
   """
   inner = ', '.join(f"'{i}': {text}" for i, text in enumerate(group_sources))
   return (f"optax.multi_transform({{{inner}, '{UNMATCHED}': optax.set_to_zero()}}, "
-          'param_labels)')
+          f'{labels})')
 
 
 def transform(txs, label_tree: Callable[[Any], Any]) -> optax.GradientTransformation:

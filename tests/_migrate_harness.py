@@ -88,15 +88,16 @@ def legacy_env(tmp_path: pathlib.Path, **extra: str) -> Dict[str, str]:
          if k not in ('PYTHONPATH', 'PYTHONHOME', 'PYTHONSTARTUP', 'FLAX_OPTIM_COMPAT_ALIAS')}
   env['PYTHONPATH'] = os.pathsep.join([str(hook_dir), str(REPO)])
   env['JAX_PLATFORMS'] = 'cpu'
-  # Old scripts wrote msgpack checkpoints; flax's default today is orbax.
-  env['FLAX_USE_ORBAX_CHECKPOINTING'] = 'false'
+  # No FLAX_USE_ORBAX_CHECKPOINTING: the checkpoint format each side writes is its own (legacy:
+  # msgpack, set by flax.optim; migrated: what the rewrite sets).
+  env.pop('FLAX_USE_ORBAX_CHECKPOINTING', None)
   env.update(extra)
   return env
 
 
 def isolated_env(**extra: str) -> Dict[str, str]:
   """Extra environment of an *after* child (run_isolated drops PYTHONPATH itself)."""
-  env = {'JAX_PLATFORMS': 'cpu', 'FLAX_USE_ORBAX_CHECKPOINTING': 'false'}
+  env = {'JAX_PLATFORMS': 'cpu'}
   env.update(extra)
   return env
 
@@ -173,6 +174,21 @@ def migrate_copy(sources: Sequence[pathlib.Path], dest: pathlib.Path,
       [sys.executable, '-m', 'flax_optim_compat', 'migrate', str(dest), '--write', '--report',
        str(report), *extra_args],
       cwd=dest.parent, env=env, capture_output=True, text=True, timeout=300, check=False)
+  assert proc.returncode in (0, 1, 2), (
+      f'migrate crashed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}')
+  assert report.exists(), f'migrate wrote no report:\n{proc.stderr[-4000:]}'
+  return Migration(proc.returncode, proc.stdout, proc.stderr, json.loads(report.read_text()))
+
+
+def migrate_folder(folder: pathlib.Path, extra_args: Sequence[str] = ()) -> Migration:
+  """Migrates a folder in place, as a user does: ``migrate FOLDER --write --report``."""
+  report = folder.parent / f'{folder.name}_report.json'
+  env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'FLAX_OPTIM_COMPAT_ALIAS')}
+  env['PYTHONPATH'] = str(REPO)
+  proc = subprocess.run(
+      [sys.executable, '-m', 'flax_optim_compat', 'migrate', str(folder), '--write', '--report',
+       str(report), *extra_args],
+      cwd=folder.parent, env=env, capture_output=True, text=True, timeout=300, check=False)
   assert proc.returncode in (0, 1, 2), (
       f'migrate crashed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}')
   assert report.exists(), f'migrate wrote no report:\n{proc.stderr[-4000:]}'

@@ -201,7 +201,15 @@ def write_msgpack(path, tree) -> None:
   write_file(path, lambda f: _codec.encode(f, state_dict))
 
 
-def _write_file(path: str, write: Callable) -> None:
+def replace_file(path, write: Callable) -> None:
+  """Calls ``write(f)`` on a temporary file next to the existing file ``path``; renames it over
+  ``path`` when complete (the file's mode kept): ``path`` holds the old bytes or the new ones."""
+  path = os.path.abspath(path)
+  _write_file(path, write, replace=os.stat(path).st_mode & 0o7777)
+
+
+def _write_file(path: str, write: Callable, replace=None) -> None:
+  """``replace``: the mode of the file ``path`` that the new one replaces (None: a new file)."""
   tmp = None
   try:
     with deferred_interrupt():
@@ -211,11 +219,15 @@ def _write_file(path: str, write: Callable) -> None:
       write(f)
       f.flush()
       os.fsync(f.fileno())
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
+    # mkstemp creates 0600; give the file the usual mode, or the mode of the one it replaces
+    os.chmod(tmp, 0o666 & ~_umask() if replace is None else replace)
     with deferred_interrupt() as interrupted:
-      _link_no_replace(tmp, path)
+      if replace is None:
+        _link_no_replace(tmp, path)
+      else:
+        os.replace(tmp, path)
       tmp = None
-      if interrupted:  # Ctrl-C while publishing: all or nothing, and it was ours
+      if interrupted and replace is None:  # Ctrl-C while publishing: all or nothing, and ours
         os.unlink(path)
     _fsync_directory(os.path.dirname(path))
   except OSError as e:

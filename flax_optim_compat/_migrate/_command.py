@@ -7,9 +7,9 @@ goes to stderr.
 import difflib
 import os
 import sys
-import tempfile
 from typing import Callable, Dict, Optional, TextIO
 
+from .._checkpoint import _outputs
 from . import _engine
 from . import _project
 
@@ -20,25 +20,6 @@ def _read(paths) -> Dict[str, str]:
     with open(path, encoding='utf-8', newline='') as f:  # keep the file's own line endings
       sources[path] = f.read()
   return sources
-
-
-def write_atomically(path: str, text: str) -> None:
-  """Replaces ``path`` by ``text``: a temp file in the same folder, fsync, rename."""
-  folder = os.path.dirname(os.path.abspath(path))
-  mode = os.stat(path).st_mode & 0o7777
-  fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp',
-                             dir=folder)
-  try:
-    with os.fdopen(fd, 'w', encoding='utf-8', newline='') as f:
-      f.write(text)
-      f.flush()
-      os.fsync(f.fileno())
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
-    tmp = None
-  finally:
-    if tmp is not None:
-      os.unlink(tmp)
 
 
 def _label(side: str, path: str) -> str:
@@ -67,7 +48,8 @@ def run(args, out: TextIO, err: Optional[TextIO] = None) -> int:
   shown = _shown(args.paths)
   for path in sorted(changed):
     if args.write:
-      write_atomically(path, changed[path])
+      # The file holds its old text or the new one, never a part (its mode kept).
+      _outputs.replace_file(path, lambda f, text=changed[path]: f.write(text.encode('utf-8')))
     elif not args.check:
       out.writelines(difflib.unified_diff(
           sources[path].splitlines(True), changed[path].splitlines(True),

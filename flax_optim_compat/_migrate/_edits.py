@@ -2,26 +2,46 @@
 marker comments above each statement, and the imports the new code needs.
 """
 import dataclasses
-from typing import Dict, List, Set
+from typing import Dict, List, NamedTuple, Optional, Set
 
 import libcst as cst
 
-from ._rules import NoData, Rule
-from ._unit import Unit
+from ._unit import SourceFile
+
+
+@dataclasses.dataclass(frozen=True)
+class NoData:
+  """The data of a rule that needs nothing but its node."""
+
+
+class Import(NamedTuple):
+  """An import the new code needs: ``import module`` / ``from module import name as asname``."""
+  module: str
+  name: Optional[str] = None
+  asname: Optional[str] = None
+
+
+OPTAX = Import('optax')
+JAX = Import('jax')
+JNP = Import('jax.numpy', asname='jnp')
+JAX_UTILS = Import('flax', 'jax_utils')
+TRAVERSE_UTIL = Import('flax', 'traverse_util')
+# The engine imports it under another name where the file already uses ``train_state``.
+TRAIN_STATE = Import('flax.training', 'train_state')
 
 
 @dataclasses.dataclass(frozen=True)
 class Edit:
-  rule: Rule          # the rule that rewrites the node
-  data: object = NoData()   # the rule's own data class (``_rules.CreateData``, ...)
+  rule: object              # the ``_rule.Rule`` that rewrites the node
+  data: object = NoData()   # the rule's own data class
 
 
 @dataclasses.dataclass
 class FilePlan:
-  unit: Unit
+  unit: SourceFile
   edits: Dict[int, Edit] = dataclasses.field(default_factory=dict)
   markers: Dict[int, List[str]] = dataclasses.field(default_factory=dict)
-  needs: Set[str] = dataclasses.field(default_factory=set)   # imports: 'optax', 'jnp', ...
+  needs: Set[Import] = dataclasses.field(default_factory=set)
 
   def mark(self, node: cst.CSTNode, text: str, unless: str = ''):
     """Puts the marker ``text`` above ``node``'s statement once (not where a marker of the
@@ -32,7 +52,7 @@ class FilePlan:
       texts.append(text)
 
 
-def statement_of(unit: Unit, node: cst.CSTNode) -> cst.CSTNode:
+def statement_of(unit: SourceFile, node: cst.CSTNode) -> cst.CSTNode:
   """The statement that holds ``node`` (the line a marker goes above)."""
   while node is not None and not isinstance(
       node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):

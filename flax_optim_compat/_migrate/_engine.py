@@ -9,6 +9,7 @@ from typing import Dict, Tuple
 
 import libcst as cst
 from libcst import codemod
+from libcst import metadata as meta
 from libcst.codemod import visitors
 
 from . import _edits
@@ -16,7 +17,7 @@ from . import _jax_names
 from . import _plan
 from . import _project
 from . import _refusals
-from . import _rules
+from . import _rule
 from . import _unit
 from ._report import Record, Report
 
@@ -24,7 +25,7 @@ from ._report import Record, Report
 class _Apply(cst.CSTTransformer):
   """Rewrites the plan's nodes with their rules; adds the plan's markers (once)."""
 
-  def __init__(self, plan: _edits.FilePlan, context: _rules.Context):
+  def __init__(self, plan: _edits.FilePlan, context: _rule.Context):
     super().__init__()
     self.plan = plan
     self.context = context
@@ -32,7 +33,7 @@ class _Apply(cst.CSTTransformer):
   def on_leave(self, original_node, updated_node):
     edit = self.plan.edits.get(id(original_node))
     if edit is not None:
-      updated_node = edit.rule.rewrite(original_node, updated_node, edit.data, self.context)
+      updated_node = edit.rule.rewrite(updated_node, edit.data, self.context)
     markers = self.plan.markers.get(id(original_node))
     if markers and isinstance(updated_node, cst.FlattenSentinel):   # a statement split in two
       first, *rest = updated_node.nodes
@@ -64,45 +65,51 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
                         for n in unit.nodes if isinstance(n, cst.Name) and
                         n.value == 'train_state')
   alias = 'train_state' if has_train_state or 'train_state' not in names else 'flax_train_state'
-  context = _rules.Context(train_state=alias)
+  context = _rule.Context(train_state=alias)
   module = unit.module.visit(_Apply(plan, context))
   if not plan.edits:
     return module.code
   ctx = codemod.CodemodContext()
-  if 'optax' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(ctx, 'optax')
-  if 'train_state' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(
-        ctx, 'flax.training', 'train_state', None if alias == 'train_state' else alias)
-  if 'jax_utils' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(ctx, 'flax', 'jax_utils')
-  if 'traverse_util' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(ctx, 'flax', 'traverse_util')
-  if 'dynamic_scale' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(ctx, 'flax.training', 'dynamic_scale',
-                                                 'dynamic_scale_lib')
-  if 'jax' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(ctx, 'jax')
-  if 'jnp' in plan.needs:
-    visitors.AddImportsVisitor.add_needed_import(ctx, 'jax.numpy', asname='jnp')
+  for needed in sorted(plan.needs, key=lambda i: (i.module, i.name or '', i.asname or '')):
+    asname = needed.asname
+    if needed == _edits.TRAIN_STATE and alias != 'train_state':
+      asname = alias
+    visitors.AddImportsVisitor.add_needed_import(ctx, needed.module, needed.name, asname)
   module = visitors.AddImportsVisitor(ctx).transform_module(module)
   for base, name, asname in unused_imports:   # removed jax names whose calls were rewritten
     visitors.RemoveImportsVisitor.remove_unused_import(ctx, base, name, asname)
+  # The legacy imports, and every import the original code read: an import the rewrite left
+  # unused goes (one the code never read, perhaps imported for its side effects, stays).
   for node in unit.nodes:
-    if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+    if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar) and (
+        not node.relative):
       base = cst.Module([]).code_for_node(node.module) if node.module else ''
       for a in node.names:
         if unit.legacy(a.name) or base.startswith(('flax.optim', 'flax_optim_compat')) or (
-            base == 'flax' and a.name.value == 'optim'):
+            base == 'flax' and a.name.value == 'optim') or _read(unit, a):
           asname = a.asname.name.value if a.asname else None
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, base, a.name.value, asname)
     elif isinstance(node, cst.Import):
       for a in node.names:
         full = cst.Module([]).code_for_node(a.name)
-        if full.startswith(('flax.optim', 'flax_optim_compat')):
+        if full.startswith(('flax.optim', 'flax_optim_compat')) or _read(unit, a):
           asname = a.asname.name.value if a.asname else None
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, full, None, asname)
   return _remove_imports(module, ctx).code
+
+
+def _read(unit, alias: cst.ImportAlias) -> bool:
+  """Whether the original code reads the name an import binds."""
+  bound = alias.asname.name if alias.asname else alias.name
+  while isinstance(bound, cst.Attribute):   # ``import jax.numpy`` binds ``jax``
+    bound = bound.value
+  if not isinstance(bound, cst.Name):
+    return False
+  scope = unit.scopes.get(alias)
+  if scope is None:
+    return False
+  return any(isinstance(a, meta.ImportAssignment) and a.node is unit.parent(alias) and a.references
+             for a in scope[bound.value])
 
 
 def _import_lines(module: cst.Module) -> set:

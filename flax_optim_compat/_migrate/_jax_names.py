@@ -30,8 +30,8 @@ from .. import _legacy_jax
 from . import _edits
 from ._refusals import MARKER
 from ._report import Record
-from ._rules import Rule
-from ._unit import Unit, call_arg
+from ._rule import Rule
+from ._unit import SourceFile, call_arg
 
 
 class _Name(NamedTuple):
@@ -167,12 +167,19 @@ class Dropped:
     return cst.RemovalSentinel.REMOVE
 
 
-def _apply(original, updated, data, context):
-  return data.apply(updated)
+class _JaxNameRule(Rule):
+  """A rule of this module: its data (``Renamed``, ``IndexOp``, ...) writes the new node."""
+
+  def __init__(self, code: str, title: str):
+    super().__init__()
+    self.code, self.title = code, title
+
+  def rewrite(self, updated, data, context):
+    return data.apply(updated)
 
 
 def _rule(code: str, title: str) -> Rule:
-  return Rule(code, title, _apply)
+  return _JaxNameRule(code, title)
 
 
 ALIAS = _rule('FOM201', 'a renamed jax name -> its name today (jax.tree_map -> '
@@ -199,7 +206,7 @@ class FileResult:
   unused_imports: List[Tuple[str, str, Optional[str]]] = dataclasses.field(default_factory=list)
 
 
-def _entry(unit: Unit, node: cst.CSTNode) -> Optional[_Name]:
+def _entry(unit: SourceFile, node: cst.CSTNode) -> Optional[_Name]:
   """The table entry ``node`` refers to (its one qualified name), else None."""
   names = unit.names(node)
   if len(names) != 1:
@@ -216,7 +223,7 @@ def _new_import(entry: _Name, full: str, bound: str) -> Tuple[str, str]:
   return module, name if name == bound else f'{name} as {bound}'
 
 
-def _import_texts(unit: Unit, stmt, kept_names) -> Optional[Tuple[List[str], List[_Name]]]:
+def _import_texts(unit: SourceFile, stmt, kept_names) -> Optional[Tuple[List[str], List[_Name]]]:
   """The new import statements for one import, and the entries they replace; None if unchanged.
 
   A name in ``kept_names`` keeps its import (a use of it is left as it is).
@@ -272,7 +279,7 @@ def _import_texts(unit: Unit, stmt, kept_names) -> Optional[Tuple[List[str], Lis
   return lines, entries
 
 
-def _within_import(unit: Unit, node: cst.CSTNode) -> bool:
+def _within_import(unit: SourceFile, node: cst.CSTNode) -> bool:
   return unit.enclosing(node, (cst.Import, cst.ImportFrom)) is not None
 
 
@@ -343,7 +350,7 @@ def _plan_call(unit, call, entry, plan, result) -> bool:
   return True
 
 
-def _uses(unit: Unit):
+def _uses(unit: SourceFile):
   """``(node, entry)`` for each use of a removed name outside the import statements."""
   for node in unit.nodes:
     if not isinstance(node, (cst.Name, cst.Attribute)) or _within_import(unit, node):
@@ -356,7 +363,7 @@ def _uses(unit: Unit):
       yield node, entry
 
 
-def plan_file(unit: Unit, plan: _edits.FilePlan) -> FileResult:
+def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
   """Adds the edits for the removed jax names of one file to its plan; returns its records."""
   result = FileResult()
   uses = list(_uses(unit))
@@ -404,5 +411,5 @@ def _plan_rename(node, entry, plan, result):
     data = Renamed(suffix=entry.target[len(parent):])
   else:
     data = Renamed(full=entry.target)
-    plan.needs.add(entry.target.split('.')[0])
+    plan.needs.add(_edits.Import(entry.target.split('.')[0]))
   _add(plan, result, node, _RULE_OF_KIND[entry.kind], data, f'{entry.name} -> {entry.target}')

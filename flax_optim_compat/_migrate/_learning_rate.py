@@ -24,7 +24,7 @@ def lr_mode(project, applies, overrides, creates) -> Tuple[str, Optional[str]]:
     return 'inject', None
   schedules = set()
   for site in applies:
-    text = _schedule(project, site.unit, overrides[id(site)], site.node.func.value, creates)
+    text = _schedule(project, site, overrides[id(site)], applies, creates)
     if text is None:
       return 'inject', None
     schedules.add(text)
@@ -33,11 +33,21 @@ def lr_mode(project, applies, overrides, creates) -> Tuple[str, Optional[str]]:
   return 'schedule', schedules.pop()
 
 
-def _schedule(project, unit, lr, receiver, creates) -> Optional[str]:
-  """``lr`` as a function of the receiver's step, or None when it is not provably one."""
+def _schedule(project, site, lr, applies, creates) -> Optional[str]:
+  """``lr`` as a function of the receiver's step, or None when it is not provably one.
+
+  A step read into a variable (``step = optimizer.state.step``) is the step of this update only
+  where nothing updates the optimizer between the read and this update: the only apply site
+  of the object in its function, not in a loop the read is outside of. Otherwise legacy fed
+  every update the value read once, which a schedule of optax's ``count`` is not.
+  """
+  unit, receiver = site.unit, site.node.func.value
   globals_used: List[cst.CSTNode] = []
-  body = _step_function(project, unit, lr, receiver, globals_used, 0)
+  reads: List[cst.CSTNode] = []
+  body = _step_function(project, unit, lr, receiver, globals_used, 0, reads)
   if body is None:
+    return None
+  if reads and not _read_for_this_update_only(unit, site, applies, reads):
     return None
   for c in creates:
     if c.unit is not unit:
@@ -81,8 +91,40 @@ def _is_step_of(node, receiver) -> bool:
           and node.value.value.deep_equals(receiver))
 
 
-def _step_function(project, unit, expr, receiver, globals_used, depth):
-  """``expr`` with the receiver's ``state.step`` as ``count``; None if anything else varies."""
+def _read_for_this_update_only(unit, site, applies, reads) -> bool:
+  """Whether each read of the step into a variable (``reads``: the assigned values) is
+  followed by this update and no other: one apply site of the object in the read's function,
+  inside every loop the site is in."""
+  function = unit.enclosing(site.node, (cst.FunctionDef,))
+  others = [s for s in applies if s is not site and s.unit is unit
+            and unit.enclosing(s.node, (cst.FunctionDef,)) is function]
+  if others:
+    return False
+  site_loops = _loops(unit, site.node, function)
+  for read in reads:
+    if unit.enclosing(read, (cst.FunctionDef,)) is not function:
+      return False
+    if not site_loops <= _loops(unit, read, function):
+      return False
+  return True
+
+
+def _loops(unit, node, function) -> set:
+  """The loops (``for``/``while``, comprehensions) around ``node`` inside ``function``."""
+  loops = set()
+  node = unit.parent(node)
+  while node is not None and node is not function:
+    if isinstance(node, (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp,
+                         cst.GeneratorExp, cst.Lambda)):
+      loops.add(id(node))
+    node = unit.parent(node)
+  return loops
+
+
+def _step_function(project, unit, expr, receiver, globals_used, depth, reads):
+  """``expr`` with the receiver's ``state.step`` as ``count``; None if anything else varies.
+
+  ``reads`` collects the assigned values through which a variable holds the step."""
   if depth > 6:
     return None
   if _is_step_of(expr, receiver):
@@ -102,15 +144,17 @@ def _step_function(project, unit, expr, receiver, globals_used, depth):
     values = project.assignment_values(unit, expr)
     if values is None or len(values) != 1:
       return None
-    inner = _step_function(project, unit, values[0], receiver, globals_used, depth + 1)
+    inner = _step_function(project, unit, values[0], receiver, globals_used, depth + 1, reads)
     if inner is None:
       return None
+    if _mentions_count(inner):
+      reads.append(values[0])
     if isinstance(inner, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer,
                           cst.Float)) or inner.lpar:
       return inner
     return inner.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
   if isinstance(expr, cst.Attribute):
-    base = _step_function(project, unit, expr.value, receiver, globals_used, depth)
+    base = _step_function(project, unit, expr.value, receiver, globals_used, depth, reads)
     return None if base is None else expr.with_changes(value=base)
   if isinstance(expr, (cst.Lambda, cst.NamedExpr, cst.Await, cst.Yield, cst.GeneratorExp,
                        cst.ListComp, cst.DictComp, cst.SetComp)):
@@ -119,7 +163,7 @@ def _step_function(project, unit, expr, receiver, globals_used, depth):
     return expr
   replaced = {}
   for child in _expressions_in(expr):
-    new = _step_function(project, unit, child, receiver, globals_used, depth)
+    new = _step_function(project, unit, child, receiver, globals_used, depth, reads)
     if new is None:
       return None
     replaced[id(child)] = new

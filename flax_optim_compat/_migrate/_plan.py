@@ -4,8 +4,9 @@ The plan maps each original node to the rule that rewrites it (and what that rul
 know), each statement to the markers above it (``_edits``), and lists one report record per
 site. An object is refused as a whole when one of its sites is: a def the tool does not
 rewrite, a hyper-parameter override, a replication without its pmap, a use the analysis cannot
-follow. Otherwise every site gets its edit here; the learning-rate mode comes from
-``_learning_rate``, and the create sites' optax expression and convert command from ``_create``.
+follow. Otherwise what holds for the whole object (its defs, the learning-rate mode from
+``_learning_rate``, the gradient average of a replicated optimizer) is decided here, as an
+``ObjectPlan``, and each site is handed to its rule (``rules.claiming``), which plans its edits.
 """
 import dataclasses
 import os
@@ -13,16 +14,16 @@ from typing import Dict, List
 
 import libcst as cst
 
-from . import _create
 from . import _learning_rate
-from . import _optax
+from . import _optax_text
 from . import _project
 from . import _refusals
-from . import _rules
 from . import _sites
 from . import _unit
-from ._edits import Edit, FilePlan, statement_of
+from . import rules
+from ._edits import FilePlan, statement_of
 from ._report import Record, Conversion
+from ._rule import ObjectPlan
 
 
 @dataclasses.dataclass
@@ -77,6 +78,12 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
           refused_nodes.update(
               id(statement_of(u, call)) for u, call in project.def_branches(
                   site.unit, site.node.func.value) or ())
+          # the variables its def reads: ``t = optim.ModelParamTraversal(fn)`` of a group
+          call = project.def_call(site.unit, site.node.func.value)
+          for name in (_unit.walk(call) if call is not None else ()):
+            if isinstance(name, cst.Name):
+              refused_nodes.update(id(statement_of(site.unit, v))
+                                   for v in project.assignment_values(site.unit, name) or ())
   for site in loose:
     refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
   for unit in project.units:
@@ -117,35 +124,25 @@ def _leftovers(unit, plan, handled, records):
   unit.module.visit(_LeftoverVisitor(unit, plan, handled, records))
 
 
-_STATEMENT_RULES = (_rules.COMPUTE_GRADIENT, _rules.OPTIMIZE)
-
-
 class _LeftoverVisitor(cst.CSTVisitor):
 
   def __init__(self, unit, plan, handled, records):
     super().__init__()
     self.unit, self.plan, self.handled, self.records = unit, plan, handled, records
 
+  def _by_a_rule(self, node) -> bool:
+    return any(rule.plan_name(self.unit, node, self.plan, self.records) for rule in rules.ALL)
+
   def on_visit(self, node) -> bool:
     unit, plan = self.unit, self.plan
     edit = plan.edits.get(id(node))
-    if _dynamic_scale_import(unit, node):
-      # ``from flax.optim import dynamic_scale as dynamic_scale_lib``: the name FOM010 writes.
-      plan.edits[id(node)] = Edit(_rules.DYNAMIC_SCALE)
-      self.records.append(Record(unit.path, unit.line(node), _rules.DYNAMIC_SCALE.code,
-                                 'rewritten', 'bit-exact',
-                                 f'{unit.code(node)} -> from flax.training import ...'))
+    if isinstance(node, (cst.Import, cst.ImportFrom)):
+      self._by_a_rule(node)   # ``from flax.optim import dynamic_scale as dynamic_scale_lib``
       return False
-    # A gradient statement (FOM011, FOM012) is rebuilt from its rewritten parts: look inside.
-    if id(node) in self.handled or (edit and edit.rule not in _STATEMENT_RULES) or isinstance(
-        node, (cst.Import, cst.ImportFrom)):
+    # A statement a rule rebuilds from its rewritten parts (FOM011, FOM012): look inside.
+    if id(node) in self.handled or (edit and not edit.rule.rebuilds_statement):
       return False
-    if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node) == 'DynamicScale':
-      plan.edits[id(node)] = Edit(_rules.DYNAMIC_SCALE)
-      plan.needs.add('dynamic_scale')
-      self.records.append(Record(unit.path, unit.line(node), _rules.DYNAMIC_SCALE.code,
-                                 'rewritten', 'bit-exact',
-                                 f'{unit.code(node)} -> dynamic_scale_lib.DynamicScale'))
+    if self._by_a_rule(node):
       return False
     if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node):
       plan.mark(node, _refusals.marker_text(_refusals.UNFOLLOWED))
@@ -157,17 +154,6 @@ class _LeftoverVisitor(cst.CSTVisitor):
         node.func.attr.value == 'optax_transform'):
       return False   # the package's exact transform, kept on purpose (flagged FOM009)
     return True
-
-
-def _dynamic_scale_import(unit, node) -> bool:
-  """``from flax.optim import dynamic_scale as dynamic_scale_lib`` (the alias FOM010 writes)."""
-  return (isinstance(node, cst.ImportFrom) and isinstance(node.names, (list, tuple))
-          and len(node.names) == 1 and node.names[0].asname is not None
-          and unit.code(node.names[0].asname.name) == _rules.DYNAMIC_SCALE_ALIAS
-          and unit.legacy(node.names[0].name) is None
-          and node.module is not None and unit.code(node.module) in ('flax.optim',
-                                                                      'flax_optim_compat')
-          and node.names[0].name.value == 'dynamic_scale')
 
 
 def _def_site_check(project, group, files) -> dict:
@@ -200,39 +186,39 @@ def _def_site_check(project, group, files) -> dict:
         else:
           pairs = None
           break
-      multis[id(site)] = _multi_groups(project, unit, pairs) if pairs else None
+      why = 'an argument is not a (traversal, def) pair'
+      multis[id(site)], why = _multi_groups(project, unit, pairs) if pairs else (None, why)
       if multis[id(site)] is None or len(site.node.args) != 1:
-        site.refusal, site.message = _refusals.MULTI, unit.code(call)
+        site.refusal, site.message = _refusals.MULTI, f'{unit.code(call)}: {why}'
     elif name not in _unit.BUILTIN_DEFS:
       site.refusal, site.message = _refusals.UNKNOWN_DEF, unit.code(call)
     elif any(a.keyword and a.keyword.value == 'focus' for a in site.node.args) or len(
         site.node.args) > 1:
       focus = _unit.call_arg(site.node, 1, 'focus')
-      multis[id(site)] = _multi_groups(project, unit, [(focus, call)])
+      multis[id(site)], why = _multi_groups(project, unit, [(focus, call)])
       if multis[id(site)] is None or len(site.node.args) != 2:
-        site.refusal, site.message = _refusals.MULTI, 'create(..., focus=...)'
-    elif _optax.def_call(name, call, unit.module) is None:
+        site.refusal, site.message = _refusals.MULTI, f'create(..., focus=...): {why}'
+    elif _optax_text.def_call(name, call, unit.module) is None:
       site.refusal, site.message = _refusals.UNKNOWN_DEF, f'{unit.code(call)}: arguments'
     elif any(n.startswith('flax.nn.') for node in unit.nodes
              if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node)):
       site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
-    # A def variable must be used only as this create's receiver.
+    # A def variable must be used only as the receiver of its creates.
     receiver = site.node.func.value
-    if site.refusal is None and isinstance(receiver, cst.Name):
-      uses = _unit.accesses(unit, receiver)
-      if uses is None or len(uses) != 1:
-        site.refusal = _refusals.ESCAPE
-        site.message = f'the def {receiver.value} is used elsewhere too'
+    if site.refusal is None and isinstance(receiver, cst.Name) and not _project.only_created(
+        unit, receiver):
+      site.refusal = _refusals.ESCAPE
+      site.message = f'the def {receiver.value} is used elsewhere too'
   return multis
 
 
 def _branch_check(project, site):
   """A create whose def is built in branches or by a helper: each branch a built-in def whose
-  arguments ``_optax`` reads (``site.branches``), or the object is refused."""
+  arguments ``_optax_text`` reads (``site.branches``), or the object is refused."""
   site.branches = []
   for unit, call in project.def_branches(site.unit, site.node.func.value):
     name = unit.legacy(call.func)
-    parsed = _optax.def_call(name, call, unit.module) if name in _unit.BUILTIN_DEFS else None
+    parsed = _optax_text.def_call(name, call, unit.module) if name in _unit.BUILTIN_DEFS else None
     if parsed is None or len(site.node.args) != 1:
       site.refusal = _refusals.UNKNOWN_DEF
       site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
@@ -246,23 +232,25 @@ def _branch_check(project, site):
 
 
 def _multi_groups(project, unit, pairs):
-  """Per ``(traversal, def)`` pair: (filter source, traversal value to rewrite, DefCall)."""
+  """``(groups, None)``, per ``(traversal, def)`` pair (filter source, traversal value to
+  rewrite, filter function, DefCall); else ``(None, why not)``."""
   groups = []
-  for traversal, def_node in pairs:
+  for i, (traversal, def_node) in enumerate(pairs):
     rewrite = None
     if isinstance(traversal, cst.Name):
       values = project.assignment_values(unit, traversal)
       uses = _unit.accesses(unit, traversal)
       if not values or len(values) != 1 or uses is None or not all(
           isinstance(unit.parent(u), (cst.Element, cst.Arg)) for u in uses):
-        return None
+        return None, (f'group {i}: the traversal {unit.code(traversal)} is not assigned once '
+                      'and used only here')
       rewrite, filter_source = values[0], unit.code(traversal)
       traversal = values[0]
     else:
       filter_source = None
     if not (isinstance(traversal, cst.Call) and 'ModelParamTraversal' in {
         n.rsplit('.', 1)[-1] for n in unit.names(traversal.func)} and len(traversal.args) == 1):
-      return None
+      return None, f'group {i}: {unit.code(traversal)} is not ModelParamTraversal(filter_fn)'
     fn = traversal.args[0].value
     if filter_source is None:
       filter_source = unit.code(fn)
@@ -270,27 +258,87 @@ def _multi_groups(project, unit, pairs):
         filter_source = f'({filter_source})'
     name = unit.legacy(def_node.func) if isinstance(def_node, cst.Call) else None
     if name not in _unit.BUILTIN_DEFS:
-      return None
-    call = _optax.def_call(name, def_node, unit.module)
-    if call is None or call.sources.get('learning_rate', 'None') == 'None':
-      return None
+      return None, f'group {i}: {unit.code(def_node)} is not a built-in def written here'
+    call = _optax_text.def_call(name, def_node, unit.module)
+    if call is None:
+      return None, f'group {i}: the arguments of {unit.code(def_node)}'
+    if call.sources.get('learning_rate', 'None') == 'None':
+      return None, (f'group {i}: {unit.code(def_node)} has no learning rate (set per step, '
+                    'which migrate does not write for a MultiOptimizer)')
     groups.append((filter_source, rewrite, fn, call))
-  return groups
+  return groups, None
 
 
 def _plan_group(project, group, files, records, conversions, plain_optax, unseen):
-  """Plans one object: every site rewritten, or the object refused and each site marked.
+  """Plans one object: every site rewritten by its rule, or the object refused and each site
+  marked.
 
   ``unseen``: the object is created out of sight while another object escaped the analysis
   (it may be that one, e.g. through an import the analysis cannot resolve).
   """
+  obj = _decide(project, group, files, records, conversions, plain_optax, unseen)
+  if group.refused:
+    _refuse(group, files, records)
+    return
+  for site in group.sites:
+    rules.claiming(site, obj).plan(site, obj)
+
+
+def _decide(project, group, files, records, conversions, plain_optax, unseen) -> ObjectPlan:
+  """What holds for the whole object (its defs, learning-rate mode, gradient average); refuses
+  the sites that block it."""
   multis = _def_site_check(project, group, files)
   creates = [s for s in group.sites if s.kind == 'create']
   # ``optimize(loss_fn, **overrides)`` applies the gradient as ``apply_gradient`` does: the same
   # overrides, learning-rate mode and gradient average (one whose shape is refused is left out).
   applies = [s for s in group.sites
              if s.kind == 'apply' or (s.kind == 'optimize' and s.refusal is None)]
-  # Learning-rate overrides and other hyper-parameter overrides.
+  overrides = _overrides(applies)
+  calls = {}
+  for site in creates:
+    if site.refusal is None and id(site) in multis:
+      if any(overrides.values()):
+        site.refusal = _refusals.OVERRIDE
+        site.message = 'a learning_rate= override of a MultiOptimizer (every group)'
+    elif site.refusal is None and site.branches is None:
+      call = project.def_call(site.unit, site.node.func.value)
+      calls[id(site)] = _optax_text.def_call(site.unit.legacy(call.func), call, site.unit.module)
+  pmeans = _replication(project, group, applies)
+  mode, schedule = _learning_rate.lr_mode(project, applies, overrides, creates)
+  keep_layout = any(s.slot and s.slot[0] == 'field' for s in group.sites) or any(
+      k[0] == 'field' for k in _members(project, group.root))
+  obj = ObjectPlan(project, files, records, conversions, plain_optax, creates, multis, calls,
+                   overrides, pmeans, mode, schedule, keep_layout)
+  if mode == 'inject':
+    for site in applies:
+      if overrides[id(site)] is None:
+        lrs = obj.create_lr_texts()
+        if len(lrs) != 1 or not (lrs <= {None} or _optax_text.is_literal(next(iter(lrs)))):
+          site.refusal = _refusals.LR_NONE
+          site.message = 'applied without learning_rate= while other sites set it'
+      if not _unit.plain_reference(site.node.func.value):
+        site.refusal = _refusals.ESCAPE
+        site.message = 'the learning rate is set on a computed value'
+  elif mode == 'none':
+    for c in creates:
+      if id(c) not in multis and 'None' in obj.lr_sources(c, 'None'):
+        c.refusal, c.message = _refusals.LR_NONE, 'learning_rate=None and no override'
+  if not creates and group.sites and group.refused == [] and (mode != 'none' or unseen):
+    # Its create (and so its optax form) is decided where the analysis cannot see it.
+    site = next((s for s in applies if overrides[id(s)] is not None), group.sites[0])
+    site.refusal = _refusals.ESCAPE
+    site.message = ('its create is out of sight (an import the analysis cannot resolve, or '
+                    'code outside the given files), so its optax form cannot be decided here')
+  for site in group.sites:
+    if site.refusal is None and rules.claiming(site, obj) is None:
+      site.refusal = _refusals.ESCAPE
+      site.message = f'no rule rewrites {site.unit.code(site.node)}'
+  return obj
+
+
+def _overrides(applies) -> dict:
+  """``{id(apply site): its learning_rate= expression or None}``; any other override refuses
+  the site."""
   overrides = {}
   for site in applies:
     lr = None
@@ -304,118 +352,24 @@ def _plan_group(project, group, files, records, conversions, plain_optax, unseen
       else:
         lr = arg.value
     overrides[id(site)] = lr
-  calls = {}
-  for site in creates:
-    if site.refusal is None and id(site) in multis:
-      calls[id(site)] = multis[id(site)]
-      if any(overrides.values()):
-        site.refusal = _refusals.OVERRIDE
-        site.message = 'a learning_rate= override of a MultiOptimizer (every group)'
-    elif site.refusal is None and site.branches is None:
-      call = project.def_call(site.unit, site.node.func.value)
-      calls[id(site)] = _optax.def_call(site.unit.legacy(call.func), call, site.unit.module)
-  pmeans = _replication(project, group, applies)
-  mode, schedule = _learning_rate.lr_mode(project, applies, overrides, creates)
-  if mode == 'inject':
-    for site in applies:
-      if overrides[id(site)] is None:
-        lrs = {lr for c in creates for lr in _lr_sources(c, calls)}
-        if len(lrs) != 1 or not (lrs <= {None} or _optax.is_literal(next(iter(lrs)))):
-          site.refusal = _refusals.LR_NONE
-          site.message = 'applied without learning_rate= while other sites set it'
-      if not _unit.plain_reference(site.node.func.value):
-        site.refusal = _refusals.ESCAPE
-        site.message = 'the learning rate is set on a computed value'
-  elif mode == 'none':
-    for c in creates:
-      if id(c) not in multis and 'None' in _lr_sources(c, calls, 'None'):
-        c.refusal, c.message = _refusals.LR_NONE, 'learning_rate=None and no override'
-  if not creates and group.sites and group.refused == [] and (mode != 'none' or unseen):
-    # Its create (and so its optax form) is decided where the analysis cannot see it.
-    site = next((s for s in applies if overrides[id(s)] is not None), group.sites[0])
-    site.refusal = _refusals.ESCAPE
-    site.message = ('its create is out of sight (an import the analysis cannot resolve, or '
-                    'code outside the given files), so its optax form cannot be decided here')
-  if group.refused:
-    for site in group.refused:
-      files[site.unit.path].mark(site.node, _refusals.marker_text(site.refusal))
-      records.append(Record.of(site, 'refused', message=site.message))
-    first = group.refused[0]
-    code = first.refusal.code
-    blocked = [s for s in group.sites if s.refusal is None]
-    for site in blocked:
-      where = os.path.relpath(first.unit.path, os.path.dirname(site.unit.path))
-      message = f'not rewritten: this optimizer is refused ({code} in {where})'
-      records.append(Record.of(site, 'refused', code=code,
-                               message=f'{message[:-1]}:{first.line})'))
-      files[site.unit.path].mark(site.node, f'{_refusals.MARKER} {code} {message}',
-                                 unless=f'{_refusals.MARKER} {code} ')
-    return
-  keep_layout = any(s.slot and s.slot[0] == 'field' for s in group.sites) or any(
-      k[0] == 'field' for k in _members(project, group.root))
-  for site in group.sites:
-    plan = files[site.unit.path]
-    if site.kind == 'create' and id(site) in multis:
-      _create.plan_multi(project, site, plan, multis[id(site)], plain_optax, records, conversions)
-    elif site.kind == 'create' and site.branches is not None:
-      for i, (unit, node, call) in enumerate(site.branches):
-        branch = _create.Branch(unit, node, files[unit.path], i, len(site.branches))
-        _create.plan_create(project, site, plan, call, mode, schedule, plain_optax,
-                            records, conversions, keep_layout, branch)
-    elif site.kind == 'create':
-      _create.plan_create(project, site, plan, calls[id(site)], mode, schedule, plain_optax,
-                          records, conversions, keep_layout)
-    elif site.kind == 'compute_gradient':
-      assign = site.unit.parent(site.node)
-      plan.edits[id(assign)] = Edit(_rules.COMPUTE_GRADIENT)
-      plan.needs.add('jax')
-      records.append(Record.of(site, 'rewritten', code=_rules.COMPUTE_GRADIENT.code,
-                               message='compute_gradient -> jax.value_and_grad'))
-    elif site.kind in ('replicate', 'unreplicate'):
-      plan.edits[id(site.node)] = Edit(_rules.REPLICATE, _rules.ReplicateData(site.kind))
-      plan.needs.add('jax_utils')
-      records.append(Record.of(site, 'rewritten', code=_rules.REPLICATE.code,
-                               message=f'{site.unit.code(site.node)} -> '
-                                       f'jax_utils.{site.kind}(...)'))
-    elif site.kind in ('apply', 'optimize'):
-      lr_text = None
-      if mode == 'inject' and overrides[id(site)] is None:
-        lr_text = next(iter({lr for c in creates for lr in _lr_sources(c, calls)}))
-      data = _rules.ApplyData(mode, pmean=pmeans.get(id(site)), lr_text=lr_text)
-      if data.pmean:
-        plan.needs.add('jax')
-      how = {'schedule': ' (learning rate from the schedule in tx)',
-             'inject': ' (learning rate set in opt_state.hyperparams)'}.get(mode, '')
-      if site.kind == 'apply':
-        plan.edits[id(site.node)] = Edit(_rules.APPLY, data)
-        records.append(Record.of(site, 'rewritten', code=_rules.APPLY.code,
-                                 message='apply_gradient -> apply_gradients' + how))
-      else:   # the statement ``new, loss[, aux] = opt.optimize(...)`` becomes two
-        data = dataclasses.replace(data, grads=_fresh_name(site.unit, site.node, 'grads'))
-        plan.edits[id(statement_of(site.unit, site.node))] = Edit(_rules.OPTIMIZE, data)
-        plan.needs.add('jax')
-        records.append(Record.of(site, 'rewritten', code=_rules.OPTIMIZE.code,
-                                 message='optimize -> jax.value_and_grad, then apply_gradients'
-                                 + how))
-      if mode != 'none':
-        plan.needs.add('jnp' if mode == 'inject' else 'optax')
-    elif site.kind in ('target', 'step', 'replace', 'annotation', 'isinstance'):
-      rule = {'target': _rules.TARGET, 'step': _rules.STEP, 'replace': _rules.REPLACE,
-              'annotation': _rules.ANNOTATION, 'isinstance': _rules.ISINSTANCE}[site.kind]
-      plan.edits[id(site.node)] = Edit(rule)
-      if site.kind in ('annotation', 'isinstance'):
-        plan.needs.add('train_state')
-      shown = site.node.annotation if site.kind == 'annotation' else site.node
-      records.append(Record.of(site, 'rewritten', code=rule.code, message=site.unit.code(shown)))
+  return overrides
 
 
-def _lr_sources(create, calls, default=None):
-  """The learning-rate source texts of a create site's def (one per branch)."""
-  if create.branches is not None:
-    return {call.sources.get('learning_rate', default) for _, _, call in create.branches}
-  if id(create) in calls:
-    return {calls[id(create)].sources.get('learning_rate', default)}
-  return set()
+def _refuse(group, files, records):
+  """Marks and records every refused site, and every other site as blocked by the first."""
+  for site in group.refused:
+    files[site.unit.path].mark(site.node, _refusals.marker_text(site.refusal))
+    records.append(Record.of(site, 'refused', message=site.message))
+  first = group.refused[0]
+  code = first.refusal.code
+  blocked = [s for s in group.sites if s.refusal is None]
+  for site in blocked:
+    where = os.path.relpath(first.unit.path, os.path.dirname(site.unit.path))
+    message = f'not rewritten: this optimizer is refused ({code} in {where})'
+    records.append(Record.of(site, 'refused', code=code,
+                             message=f'{message[:-1]}:{first.line})'))
+    files[site.unit.path].mark(site.node, f'{_refusals.MARKER} {code} {message}',
+                               unless=f'{_refusals.MARKER} {code} ')
 
 
 def _replication(project, group, applies):
@@ -475,21 +429,6 @@ def _averaged(project, unit, fdef, grads, axis) -> bool:
         if isinstance(name, cst.SimpleString) and name.evaluated_value == axis:
           return True
   return False
-
-
-def _fresh_name(unit, node, base) -> str:
-  """``base``, or ``base_1``, ...: a variable name that nothing in ``node``'s scope mentions.
-
-  The scope is the enclosing function (nested functions and comprehensions included, so no
-  closure sees the new variable), or the whole module at module level.
-  """
-  scope = unit.enclosing(node, (cst.FunctionDef,)) or unit.module
-  used = _unit.mentioned_names(unit, scope)
-  name, i = base, 0
-  while name in used:
-    i += 1
-    name = f'{base}_{i}'
-  return name
 
 
 def _members(project, root):

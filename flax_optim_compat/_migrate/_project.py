@@ -19,11 +19,12 @@ import libcst as cst
 from libcst import metadata as meta
 
 from . import _unit
-from ._unit import Unit
+from ._unit import SourceFile
 
 # Function wrappers whose result is called with the wrapped function's arguments.
 _WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'flax.jax_utils.pad_shard_unpad'})
 _PARTIAL = frozenset({'functools.partial'})
+_COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
 # Calls that return the optimizer they are given (argument position, keyword name).
 _PASS_THROUGH = {
     'flax.jax_utils.replicate': (0, 'tree'),
@@ -97,7 +98,7 @@ class Project:
 
   def __init__(self, sources: Dict[str, str]):
     """``sources``: absolute path -> text."""
-    self.units: List[Unit] = []
+    self.units: List[SourceFile] = []
     self.failed: List[Tuple[str, str]] = []   # (path, why) of files that do not parse
     files = sorted(sources)
     root = _root_of([os.path.abspath(f) for f in files]) if files else '.'
@@ -110,9 +111,9 @@ class Project:
         self.failed.append((f, f'does not parse: {e.message} (line {e.raw_line})'))
         continue
       wrapper = meta.MetadataWrapper(module, cache=manager.get_cache_for_path(rel[f]))
-      self.units.append(Unit(f, sources[f], wrapper))
-    self._functions: Dict[str, Tuple[Unit, cst.FunctionDef]] = {}
-    self._classes: Dict[str, Tuple[Unit, cst.ClassDef]] = {}
+      self.units.append(SourceFile(f, sources[f], wrapper))
+    self._functions: Dict[str, Tuple[SourceFile, cst.FunctionDef]] = {}
+    self._classes: Dict[str, Tuple[SourceFile, cst.ClassDef]] = {}
     for unit in self.units:
       for node in unit.nodes:
         if isinstance(node, cst.FunctionDef):
@@ -121,6 +122,14 @@ class Project:
         elif isinstance(node, cst.ClassDef):
           for name in unit.names(node.name):
             self._classes[name] = (unit, node)
+    # Classes related by inheritance share their fields: ``self.optimizer`` set in a base
+    # class and read in a subclass is one field.
+    self._families = _UnionFind()
+    for name, (u, node) in self._classes.items():
+      for base in node.bases:
+        for base_name in u.names(base.value):
+          if base_name in self._classes:
+            self._families.union(base_name, name)
     # The project's own subclasses of a flax.optim def: their optimizers are tracked (and
     # refused at every use, not only at the class).
     self.user_defs = {name for name, (u, node) in self._classes.items() if any(
@@ -134,20 +143,66 @@ class Project:
           axis = _unit.call_arg(node, 1, 'axis_name')
           if callee is not None and isinstance(axis, cst.SimpleString):
             self.pmap_axes.setdefault(id(callee[1]), set()).add(axis.evaluated_value)
+    self._compiled = self._compiled_functions()
     self.groups = _UnionFind()
     self.optimizer_slots: Set[tuple] = set()
     self.def_slots: Set[tuple] = set()
     self._analyse()
 
+  def _compiled_functions(self) -> Set[int]:
+    """The ids of the FunctionDefs that run traced, under ``jax.jit`` / ``jax.pmap``: given to
+    one (``jax.jit(step)``, ``@jax.jit``, ``@functools.partial(jax.pmap, ...)``), or called
+    from one."""
+    compiled: Set[int] = set()
+    bodies = []
+    for unit in self.units:
+      for node in unit.nodes:
+        if isinstance(node, cst.Call) and unit.names(node.func) & _COMPILERS and node.args:
+          callee = self.resolve_callable(unit, node.args[0].value)
+          if callee is not None and isinstance(callee[1], cst.FunctionDef):
+            compiled.add(id(callee[1]))
+        elif isinstance(node, cst.FunctionDef):
+          bodies.append((unit, node))
+          for d in node.decorators:
+            head = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            partial = isinstance(d.decorator, cst.Call) and unit.names(head) & _PARTIAL and (
+                d.decorator.args and unit.names(d.decorator.args[0].value) & _COMPILERS)
+            if unit.names(head) & _COMPILERS or partial:
+              compiled.add(id(node))
+    for _ in range(8):   # what a compiled function calls runs traced too
+      grown = False
+      for unit, fdef in bodies:
+        if id(fdef) not in compiled:
+          continue
+        for node in _unit.walk(fdef.body):
+          if isinstance(node, cst.Call):
+            callee = self.resolve_callable(unit, node.func)
+            if callee is not None and isinstance(callee[1], cst.FunctionDef) and (
+                id(callee[1]) not in compiled):
+              compiled.add(id(callee[1]))
+              grown = True
+      if not grown:
+        break
+    return compiled
+
+  def is_compiled(self, unit: SourceFile, node: cst.CSTNode) -> bool:
+    """Whether ``node`` runs traced: inside a function that runs under jit or pmap."""
+    fdef = unit.enclosing(node, (cst.FunctionDef,))
+    while fdef is not None:
+      if id(fdef) in self._compiled:
+        return True
+      fdef = unit.enclosing(unit.parent(fdef), (cst.FunctionDef,))
+    return False
+
   # -------------------------------------------------------------------- name resolution
 
-  def var_slot(self, unit: Unit, name: cst.CSTNode) -> Optional[tuple]:
+  def var_slot(self, unit: SourceFile, name: cst.CSTNode) -> Optional[tuple]:
     names = unit.names(name)
     if len(names) != 1:
       return None
     return ('var', next(iter(names)))
 
-  def resolve_callable(self, unit: Unit, func: cst.CSTNode, shift: int = 0, depth: int = 0):
+  def resolve_callable(self, unit: SourceFile, func: cst.CSTNode, shift: int = 0, depth: int = 0):
     """``(unit, FunctionDef | ClassDef, shift)`` that a call of ``func`` runs, else None.
 
     ``shift``: how many leading positional parameters a ``functools.partial`` already bound.
@@ -176,7 +231,7 @@ class Project:
         return self.resolve_callable(unit, value, shift, depth + 1)
     return None
 
-  def _single_value(self, unit: Unit, name: cst.Name) -> Optional[cst.BaseExpression]:
+  def _single_value(self, unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
     """The value of the one ``name = value`` that binds ``name``, else None."""
     scope = unit.scopes.get(name)
     if scope is None:
@@ -191,7 +246,7 @@ class Project:
       return assign.value
     return None
 
-  def assignment_values(self, unit: Unit, name: cst.Name) -> Optional[List[cst.BaseExpression]]:
+  def assignment_values(self, unit: SourceFile, name: cst.Name) -> Optional[List[cst.BaseExpression]]:
     """The values of every ``name = value`` binding of ``name``; None if another kind binds it."""
     scope = unit.scopes.get(name)
     if scope is None:
@@ -210,7 +265,7 @@ class Project:
 
   # -------------------------------------------------------------------- what is a legacy value
 
-  def def_call(self, unit: Unit, node: cst.CSTNode) -> Optional[cst.Call]:
+  def def_call(self, unit: SourceFile, node: cst.CSTNode) -> Optional[cst.Call]:
     """The ``optim.X(...)`` call that ``node`` evaluates to (directly or through a variable)."""
     if isinstance(node, cst.Call) and (unit.legacy(node.func) or self.is_user_def(unit, node.func)):
       return node
@@ -220,23 +275,24 @@ class Project:
         return self.def_call(unit, values[0])
     return None
 
-  def def_branches(self, unit: Unit, node: cst.CSTNode,
-                   depth: int = 0) -> Optional[List[Tuple[Unit, cst.Call]]]:
+  def def_branches(self, unit: SourceFile, node: cst.CSTNode,
+                   depth: int = 0) -> Optional[List[Tuple[SourceFile, cst.Call]]]:
     """Every def call ``node`` may evaluate to, one per branch, else None.
 
     A variable bound in ``if``/``else`` branches (``opt_def = optim.Adam(...)`` in one,
     ``optim.Momentum(...)`` in another) and a call of the project's own function whose every
     ``return`` is a def (``get_optimizer_def(config)``) have one def per branch. Each variable
-    on the way must be read only there (once), or the def goes elsewhere too.
+    on the way must be read only there (once), or only as the receiver of ``.create(...)``
+    calls (a shared def created more than once), or the def goes elsewhere too.
     """
     if depth > 8:
       return None
     if isinstance(node, cst.Call) and (unit.legacy(node.func) or self.is_user_def(unit, node.func)):
       return [(unit, node)]
-    branches: List[Tuple[Unit, cst.Call]] = []
+    branches: List[Tuple[SourceFile, cst.Call]] = []
     if isinstance(node, cst.Name):
       values = self.assignment_values(unit, node)
-      if not values or len(_unit.accesses(unit, node) or ()) != 1:
+      if not values or not only_created(unit, node):
         return None
       for value in values:
         found = self.def_branches(unit, value, depth + 1)
@@ -261,16 +317,16 @@ class Project:
       return branches
     return None
 
-  def is_user_def(self, unit: Unit, func: cst.CSTNode) -> bool:
+  def is_user_def(self, unit: SourceFile, func: cst.CSTNode) -> bool:
     """Whether ``func`` names one of the project's own subclasses of a flax.optim def."""
     return bool(unit.names(func) & self.user_defs)
 
-  def is_create(self, unit: Unit, node: cst.CSTNode) -> bool:
+  def is_create(self, unit: SourceFile, node: cst.CSTNode) -> bool:
     return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
             and node.func.attr.value == 'create'
             and self.def_branches(unit, node.func.value) is not None)
 
-  def slot_of(self, unit: Unit, node: cst.CSTNode) -> Optional[tuple]:
+  def slot_of(self, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:
     """The slot whose optimizer ``node`` evaluates to, or None if it is not one."""
     if isinstance(node, cst.Call):
       if self.is_create(unit, node):
@@ -294,7 +350,9 @@ class Project:
     if isinstance(node, cst.Attribute):
       if _compared_with_a_string(unit, node):
         return None   # ``config.optim.optimizer == 'Adam'``: a config field, not an optimizer
-      slot = ('field', node.attr.value)
+      slot = self.field_slot(unit, node.value, node.attr.value)
+      if slot[1] is None and not unit.uses_jax_or_flax:
+        return None   # an attribute of an unknown class, in a file that never sees jax or flax
       if slot in self.optimizer_slots and not _unit.is_module_like(unit, node.value):
         return slot
       return None
@@ -365,19 +423,20 @@ class Project:
               self._mark(slot, by_def[id(call)])
             by_def.setdefault(id(call), slot)
 
-  def annotated_slot(self, unit: Unit, annotation: cst.Annotation) -> Optional[tuple]:
+  def annotated_slot(self, unit: SourceFile, annotation: cst.Annotation) -> Optional[tuple]:
     owner = unit.parent(annotation)
     if isinstance(owner, cst.Param):
       return self.var_slot(unit, owner.name)
     if isinstance(owner, cst.AnnAssign) and isinstance(owner.target, cst.Name):
-      if isinstance(unit.enclosing(owner, (cst.ClassDef, cst.FunctionDef)), cst.ClassDef):
-        return ('field', owner.target.value)
+      owner_class = unit.enclosing(owner, (cst.ClassDef, cst.FunctionDef))
+      if isinstance(owner_class, cst.ClassDef):
+        return ('field', self._family(unit, owner_class), owner.target.value)
       return self.var_slot(unit, owner.target)
     if isinstance(owner, cst.FunctionDef):
       return ('return', unit.path, owner.name.value, id(owner), None)
     return None
 
-  def _bind_targets(self, unit: Unit, target: cst.BaseExpression, value: cst.BaseExpression,
+  def _bind_targets(self, unit: SourceFile, target: cst.BaseExpression, value: cst.BaseExpression,
                     value_slot_of) -> bool:
     changed = False
     if isinstance(target, (cst.Tuple, cst.List)):
@@ -411,14 +470,14 @@ class Project:
       changed |= self._mark(tslot, slot)
     return changed
 
-  def target_slot(self, unit: Unit, target: cst.BaseExpression) -> Optional[tuple]:
+  def target_slot(self, unit: SourceFile, target: cst.BaseExpression) -> Optional[tuple]:
     if isinstance(target, cst.Name):
       return self.var_slot(unit, target)
     if isinstance(target, cst.Attribute) and not _unit.is_module_like(unit, target.value):
-      return ('field', target.attr.value)
+      return self.field_slot(unit, target.value, target.attr.value)
     return None
 
-  def _flow(self, unit: Unit, node: cst.CSTNode) -> bool:
+  def _flow(self, unit: SourceFile, node: cst.CSTNode) -> bool:
     slot_of = lambda n: self.slot_of(unit, n)
     changed = False
     if isinstance(node, cst.Assign):
@@ -436,6 +495,8 @@ class Project:
           slot = slot_of(v)
           if slot:
             changed |= self._mark(('return', unit.path, fdef.name.value, id(fdef), i), slot)
+    elif isinstance(node, cst.Attribute):
+      changed |= self._join_field(unit, node)
     elif isinstance(node, cst.Call) and unit.names(node.func) & TREE_MAPS:
       slots = [slot_of(a.value) for a in node.args[1:] if a.keyword is None and not a.star]
       slots = [s for s in slots if s]
@@ -443,18 +504,77 @@ class Project:
         changed |= self._mark(slots[0], other)
     elif isinstance(node, cst.Call):
       callee = self.resolve_callable(unit, node.func)
+      bound = self.partial_callee(unit, node)
       if callee is not None:
         changed |= self._flow_call(unit, node, callee)
+      elif bound is not None:   # ``partial(loss_fn, opt)``: opt is loss_fn's first parameter
+        changed |= self._flow_call(unit, node.with_changes(args=node.args[1:]), bound)
       elif isinstance(node.func, cst.Attribute) and node.func.attr.value == 'replace':
         if slot_of(node.func.value) is None:
           for arg in node.args:
             if arg.keyword is not None:
               slot = slot_of(arg.value)
               if slot:
-                changed |= self._mark(('field', arg.keyword.value), slot)
+                changed |= self._mark(
+                    self.field_slot(unit, node.func.value, arg.keyword.value), slot)
     return changed
 
-  def _flow_call(self, unit: Unit, call: cst.Call, callee) -> bool:
+  def _family(self, unit: SourceFile, classdef: cst.ClassDef) -> Optional[str]:
+    """The class family (a class and the project's classes it derives from, or that derive
+    from it) of ``classdef``, named by one of its classes."""
+    names = sorted(unit.names(classdef.name) & set(self._classes))
+    return self._families.find(names[0]) if names else None
+
+  def receiver_family(self, unit: SourceFile, node: cst.CSTNode) -> Optional[str]:
+    """The class family of ``node`` where it is the ``self`` of a method, else None (a value
+    of a class the analysis does not know)."""
+    if not isinstance(node, cst.Name):
+      return None
+    fdef = unit.enclosing(node, (cst.FunctionDef,))
+    while fdef is not None:
+      params = [*fdef.params.posonly_params, *fdef.params.params]
+      if node.value in {p.name.value for p in params + list(fdef.params.kwonly_params)}:
+        owner = unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef))
+        static = any(unit.code(d.decorator) in ('staticmethod', 'classmethod')
+                     for d in fdef.decorators)
+        if isinstance(owner, cst.ClassDef) and params[0].name.value == node.value and not static:
+          return self._family(unit, owner)
+        return None
+      fdef = unit.enclosing(unit.parent(fdef), (cst.FunctionDef,))
+    return None
+
+  def field_slot(self, unit: SourceFile, receiver: cst.CSTNode, name: str) -> tuple:
+    """The slot of the attribute ``name`` of ``receiver``: the field of its class family where
+    the receiver is a method's ``self``, else the field of an unknown class (None)."""
+    return ('field', self.receiver_family(unit, receiver), name)
+
+  def _join_field(self, unit: SourceFile, node: cst.Attribute) -> bool:
+    """Joins the attribute ``node`` of an unknown class with the same field of the classes
+    that hold an optimizer in it, in a file that uses jax or flax (a same-named attribute of
+    a TensorFlow agent is not one of theirs); and ``self.<name>`` of a class with the field of
+    an unknown class that holds one."""
+    if not unit.uses_jax_or_flax or _unit.is_module_like(unit, node.value):
+      return False
+    slot = self.field_slot(unit, node.value, node.attr.value)
+    unknown = ('field', None, node.attr.value)
+    changed = False
+    if slot == unknown:
+      for other in [s for s in self.optimizer_slots
+                    if s[0] == 'field' and s[2] == slot[2] and s != unknown]:
+        changed |= self._mark(unknown, other)
+    elif unknown in self.optimizer_slots:
+      changed |= self._mark(slot, unknown)
+    return changed
+
+  def partial_callee(self, unit: SourceFile, call: cst.Call):
+    """``resolve_callable`` of ``f`` in ``functools.partial(f, ...)``, else None."""
+    if unit.names(call.func) & _PARTIAL and call.args and call.args[0].keyword is None:
+      callee = self.resolve_callable(unit, call.args[0].value)
+      if callee is not None and isinstance(callee[1], cst.FunctionDef):
+        return callee
+    return None
+
+  def _flow_call(self, unit: SourceFile, call: cst.Call, callee) -> bool:
     cunit, cnode, shift = callee
     changed = False
     if isinstance(cnode, cst.ClassDef):
@@ -462,7 +582,8 @@ class Project:
         if arg.keyword is not None:
           slot = self.slot_of(unit, arg.value)
           if slot:
-            changed |= self._mark(('field', arg.keyword.value), slot)
+            changed |= self._mark(('field', self._family(cunit, cnode), arg.keyword.value),
+                                  slot)
       return changed
     params = list(cnode.params.params)
     if isinstance(cunit.enclosing(cunit.parent(cnode), (cst.ClassDef, cst.FunctionDef)),
@@ -486,7 +607,24 @@ class Project:
     return changed
 
 
-def _compared_with_a_string(unit: Unit, node: cst.CSTNode) -> bool:
+def only_created(unit: SourceFile, name: cst.Name) -> bool:
+  """Whether the variable ``name`` is read once, or only as ``name.create(...)``."""
+  uses = _unit.accesses(unit, name)
+  if uses is None or not uses:
+    return False
+  if len(uses) == 1:
+    return True
+  for use in uses:
+    attribute = unit.parent(use)
+    call = unit.parent(attribute)
+    if not (isinstance(attribute, cst.Attribute) and attribute.value is use
+            and attribute.attr.value == 'create' and isinstance(call, cst.Call)
+            and call.func is attribute):
+      return False
+  return True
+
+
+def _compared_with_a_string(unit: SourceFile, node: cst.CSTNode) -> bool:
   """Whether ``node`` is one side of a comparison whose other side is a string literal."""
   parent = unit.parent(node)
   if isinstance(parent, cst.ComparisonTarget):
@@ -498,7 +636,7 @@ def _compared_with_a_string(unit: Unit, node: cst.CSTNode) -> bool:
                                                cst.FormattedString)) for s in sides)
 
 
-def unwrap(unit: Unit, value: cst.BaseExpression) -> cst.BaseExpression:
+def unwrap(unit: SourceFile, value: cst.BaseExpression) -> cst.BaseExpression:
   """``value`` inside the pass-through calls around it (``replicate((a, b))`` -> ``(a, b)``)."""
   for _ in range(8):
     arg = pass_through_arg(unit, value) if isinstance(value, cst.Call) else None
@@ -508,7 +646,7 @@ def unwrap(unit: Unit, value: cst.BaseExpression) -> cst.BaseExpression:
   return value
 
 
-def pass_through_arg(unit: Unit, call: cst.Call) -> Optional[cst.BaseExpression]:
+def pass_through_arg(unit: SourceFile, call: cst.Call) -> Optional[cst.BaseExpression]:
   """The argument that ``call`` (``jax_utils.replicate(opt)``, ...) returns, else None."""
   for name in unit.names(call.func):
     if name in _PASS_THROUGH:

@@ -16,8 +16,8 @@ class Refusal(NamedTuple):
 
 SUBCLASS = Refusal('FOM101', 'a user subclass of OptimizerDef has no optax equivalent to emit')
 GROUP_HYPER_PARAMS = Refusal(
-    'FOM102', 'per-group hyper_params=[...] other than learning rates cannot be expressed '
-    'as one optax transform')
+    'FOM102', 'per-group hyper_params=[...] overrides at the apply site need a multi_transform '
+    'whose groups inject what is overridden, which migrate does not write')
 WEIGHT_NORM = Refusal('FOM103', 'WeightNorm reparameterises the params; optax has no equivalent')
 READ = Refusal('FOM104', 'reads legacy internals (optimizer_def / hyper_params / param_states / '
                'state_dict / state) that a TrainState does not have')

@@ -1,10 +1,10 @@
 """Every use of a legacy optimizer, classified: one *site* per use, for one rule or one refusal.
 
 The project analysis (``_project``) says which values are optimizers; this module looks at what
-the code around each one does with it: ``create(...)``, ``.target``, ``.state.step``,
-``.apply_gradient(...)``, ``.optimize(...)``, an annotation, a read the rewrite cannot keep
-(``.state.param_states``), or a place the analysis cannot follow (an *escape*). A refused site
-refuses its whole object (``_plan``).
+the code around each one does with it: a ``create(...)`` or an annotation (found here), a use a
+rule matches (``.target``, ``.apply_gradient(...)``, ...: each rule's ``match``), a read the
+rewrite cannot keep (``.state.param_states``), or a place the analysis cannot follow (an
+*escape*). A refused site refuses its whole object (``_plan``).
 """
 import dataclasses
 from typing import List, Optional, Set
@@ -14,7 +14,9 @@ import libcst as cst
 from . import _project
 from . import _refusals
 from . import _unit
-from ._unit import Unit
+from . import rules
+from ._rule import Rule
+from ._unit import SourceFile
 
 # Calls that read an optimizer as a plain pytree (any pytree works, a TrainState too).
 _SINKS = {
@@ -32,7 +34,7 @@ _SINKS = {
 @dataclasses.dataclass
 class Site:
   """One use of a legacy optimizer (or of a legacy name) in one file."""
-  unit: Unit
+  unit: SourceFile
   node: cst.CSTNode
   kind: str                 # create / def / target / step / apply / replace / annotation / flow
   slot: Optional[tuple] = None
@@ -40,6 +42,7 @@ class Site:
   message: str = ''
   # A create whose def is chosen at run time: ``[(unit, def call, DefCall)]``, one per branch.
   branches: Optional[list] = None
+  rule: Optional[Rule] = None   # the rule that matched the use, if one did
 
   @property
   def line(self) -> int:
@@ -71,86 +74,63 @@ def sites(project: _project.Project) -> List[Site]:
         continue
       for site in _classify(project, unit, node, slot):
         found.append(site)
-        if site.kind in ('step',):
+        if site.rule is not None and site.rule.covers_its_node:
           seen.add(id(site.node))
   return found
 
 
-def _classify(project, unit: Unit, node: cst.CSTNode, slot: tuple) -> List[Site]:
+def _classify(project, unit: SourceFile, node: cst.CSTNode, slot: tuple) -> List[Site]:
   """The sites of the optimizer value ``node``: its creation, and its use by its parent.
 
   A ``create(...)`` call is both: ``optim.Adam(0.1).create(p).replicate()`` creates the
-  optimizer and calls a method on it, and each of the two is rewritten by its own rule.
+  optimizer and calls a method on it, and each of the two is rewritten by its own rule. A use
+  is the rule's that matches it (``rules.ALL``); a member no rule matches is a read the
+  rewrite cannot keep or a use the analysis cannot follow.
   """
   parent = unit.parent(node)
-  if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call) and (
-      isinstance_of_optimizer(unit, unit.parent(parent))) and unit.parent(parent).args[0] is parent:
-    extra = [Site(unit, unit.parent(parent).args[1].value, 'isinstance', slot)]
-  else:
-    extra = []
-  return extra + _classify_use(project, unit, node, slot, parent)
-
-
-def _classify_use(project, unit, node, slot, parent) -> List[Site]:
+  matched = [Site(unit, m.node, m.kind, slot, m.refusal, m.message, rule=rule)
+             for rule, m in rules.matches(unit, node)]
+  member = isinstance(parent, cst.Attribute) and parent.value is node
+  extra = [] if member else matched   # a use of the value itself (``isinstance(opt, ...)``)
   if isinstance(node, cst.Call) and project.is_create(unit, node):
     if not _flows_ok(project, unit, node, parent):
-      return [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
-                   f'{unit.code(node)} is used where the analysis cannot follow it')]
+      return extra + [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
+                           f'{unit.code(node)} is used where the analysis cannot follow it')]
     create = Site(unit, node, 'create', slot)
-    if isinstance(parent, cst.Attribute) and parent.value is node:
-      return [create, _member(project, unit, node, slot)]
-    return [create]
-  if isinstance(parent, cst.Attribute) and parent.value is node:
-    return [_member(project, unit, node, slot)]
+    return extra + [create] + ([_member(project, unit, node, slot, matched)] if member else [])
+  if member:
+    return [_member(project, unit, node, slot, matched)]
   if isinstance(node, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
     if isinstance(parent, cst.Attribute) and parent.attr is node:
-      return []
+      return extra
     if _flows_ok(project, unit, node, parent):
-      return []
-    return [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
-                 f'{unit.code(node)} is used where the analysis cannot follow it')]
-  return []
+      return extra
+    return extra + [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
+                         f'{unit.code(node)} is used where the analysis cannot follow it')]
+  return extra
 
 
-def _member(project, unit: Unit, node: cst.CSTNode, group: tuple) -> Site:
+_READS = ('state', 'optimizer_def', 'hyper_params', 'state_dict', 'restore_state')
+
+
+def _member(project, unit: SourceFile, node: cst.CSTNode, group: tuple, matched) -> Site:
   """The site of ``node.<attribute>``, where ``node`` (any expression) is an optimizer."""
   parent = unit.parent(node)
-  attr = parent.attr.value
-  grand = unit.parent(parent)
-  if attr == 'target':
-    return Site(unit, parent, 'target', group)
-  if attr == 'state':
-    if (isinstance(grand, cst.Attribute) and grand.value is parent
-        and grand.attr.value == 'step'):
-      return Site(unit, grand, 'step', group)
-    return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
-  if attr in ('apply_gradient', 'replace', 'replicate', 'unreplicate') and isinstance(
-      grand, cst.Call) and grand.func is parent:
-    kind = {'apply_gradient': 'apply'}.get(attr, attr)
-    if not _flows_ok(project, unit, grand, unit.parent(grand)):
-      return Site(unit, grand, 'escape', group, _refusals.ESCAPE,
-                  f'the result of {attr}() is used where the analysis cannot follow it')
-    return Site(unit, grand, kind, group)
-  if attr == 'compute_gradient' and isinstance(grand, cst.Call) and grand.func is parent:
-    assign = unit.parent(grand)
-    if (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-        and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
-        and len(assign.targets[0].target.elements) in (2, 3) and len(grand.args) == 1
-        and grand.args[0].keyword is None):
-      return Site(unit, grand, 'compute_gradient', group)
-  if attr == 'optimize':
-    call = grand if isinstance(grand, cst.Call) and grand.func is parent else parent
-    why = optimize_shape(unit, call)
-    if why:
-      return Site(unit, call, 'optimize', group, _refusals.OPTIMIZE, why)
-    return Site(unit, call, 'optimize', group)
-  if attr in ('optimizer_def', 'hyper_params', 'state_dict', 'restore_state'):
+  if matched:
+    site = matched[0]
+    if site.rule.returns_optimizer and not _flows_ok(project, unit, site.node,
+                                                     unit.parent(site.node)):
+      return Site(unit, site.node, 'escape', group, _refusals.ESCAPE,
+                  f'the result of {parent.attr.value}() is used where the analysis cannot '
+                  'follow it')
+    return site
+  if parent.attr.value in _READS:
     return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
   return Site(unit, parent, 'escape', group, _refusals.ESCAPE,
               f'uses {unit.code(parent)}, which a TrainState does not have')
 
 
-def _flows_ok(project, unit: Unit, node: cst.CSTNode, parent: cst.CSTNode) -> bool:
+def _flows_ok(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode) -> bool:
   """Whether the optimizer value ``node`` goes somewhere the analysis follows."""
   if isinstance(parent, (cst.AssignTarget, cst.Param)):
     return True
@@ -184,8 +164,8 @@ def _flows_ok(project, unit: Unit, node: cst.CSTNode, parent: cst.CSTNode) -> bo
     if not isinstance(call, cst.Call):
       return False
     names = unit.names(call.func)
-    if isinstance_of_optimizer(unit, call) and call.args[0] is parent:
-      return True   # its class argument is a site of its own (FOM013)
+    if rules.matches(unit, node):
+      return True   # a rule rewrites this use (``isinstance(opt, optim.Optimizer)``)
     if _project.pass_through_arg(unit, call) is node or _sink_arg(unit, call) is node:
       return True
     if names & _project.TREE_MAPS and parent.keyword is None and call.args[0] is not parent:
@@ -195,6 +175,8 @@ def _flows_ok(project, unit: Unit, node: cst.CSTNode, parent: cst.CSTNode) -> bo
     callee = project.resolve_callable(unit, call.func)
     if callee is not None:
       return True
+    if project.partial_callee(unit, call) is not None and call.args[0] is not parent:
+      return True   # ``functools.partial(loss_fn, opt)``: a parameter of loss_fn
     if isinstance(call.func, cst.Attribute) and call.func.attr.value == 'replace' and (
         parent.keyword is not None):
       return True
@@ -208,7 +190,7 @@ def _flows_ok(project, unit: Unit, node: cst.CSTNode, parent: cst.CSTNode) -> bo
   return False
 
 
-def _tuple_destination_ok(unit: Unit, call: cst.Call, container) -> bool:
+def _tuple_destination_ok(unit: SourceFile, call: cst.Call, container) -> bool:
   """Whether a tuple handed to a pass-through call comes back where it is followed: unpacked
   into as many targets, or returned (a sink reads it and is done)."""
   if _project.pass_through_arg(unit, call) is not container:
@@ -227,60 +209,13 @@ def _tuple_destination_ok(unit: Unit, call: cst.Call, container) -> bool:
   return False
 
 
-def _target_ok(project, unit: Unit, target) -> bool:
+def _target_ok(project, unit: SourceFile, target) -> bool:
   if isinstance(target, (cst.Tuple, cst.List)):
     return all(_target_ok(project, unit, e.value) for e in target.elements)
   return project.target_slot(unit, target) is not None
 
 
-def optimize_shape(unit: Unit, call: cst.CSTNode) -> Optional[str]:
-  """Why ``call`` (an ``opt.optimize`` use) cannot be rewritten; None when it can.
-
-  The rewrite splits ``new, loss[, aux] = opt.optimize(loss_fn, **overrides)`` into a
-  ``jax.value_and_grad`` statement and an ``apply_gradients`` statement, so the call must be the
-  whole value of a statement of its own, its first target a place for the new optimizer, and
-  the second statement must not read what the first one assigns.
-  """
-  code = unit.code(call)
-  if not isinstance(call, cst.Call):
-    return f'{code} is not called'
-  receiver = call.func.value
-  args = call.args
-  if not args or args[0].keyword is not None or any(a.star for a in args) or any(
-      a.keyword is None for a in args[1:]):
-    return f'{code}: not optimize(loss_fn[, name=value...])'
-  if not _unit.plain_reference(receiver):
-    return f'{code}: the optimizer is not a name or attribute'
-  assign = unit.parent(call)
-  line = unit.parent(assign)
-  if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-          and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
-          and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
-    return f'{code}: not the value of a statement new, loss[, aux] = ... of its own'
-  elements = assign.targets[0].target.elements
-  if any(isinstance(e, cst.StarredElement) for e in elements):
-    return f'{code}: assigned to starred targets, not new, loss[, aux]'
-  if len(elements) not in (2, 3):
-    return f'{code}: assigned to {len(elements)} targets, not new, loss[, aux]'
-  if not isinstance(elements[0].value, (cst.Name, cst.Attribute)) or _unit.is_module_like(
-      unit, elements[0].value):
-    return f'{code}: the new optimizer goes to {unit.code(elements[0].value)}'
-  assigned = set().union(*(_unit.mentioned_names(unit, e.value) for e in elements[1:]))
-  read = _unit.mentioned_names(unit, receiver).union(
-      *(_unit.mentioned_names(unit, a.value) for a in args[1:]))
-  if assigned & read:
-    return (f'{code}: the optimizer or an override reads {", ".join(sorted(assigned & read))}, '
-            'which the gradient statement would assign first')
-  return None
-
-
-def isinstance_of_optimizer(unit: Unit, call: cst.Call) -> bool:
-  """Whether ``call`` is ``isinstance(x, optim.Optimizer)`` (any spelling of the class)."""
-  return (unit.names(call.func) & {'isinstance', 'builtins.isinstance'} and len(call.args) == 2
-          and unit.legacy(call.args[1].value) in _unit.OPTIMIZER_CLASSES)
-
-
-def _sink_arg(unit: Unit, call: cst.Call) -> Optional[cst.BaseExpression]:
+def _sink_arg(unit: SourceFile, call: cst.Call) -> Optional[cst.BaseExpression]:
   for name in unit.names(call.func):
     if name in _SINKS:
       return _unit.call_arg(call, *_SINKS[name])

@@ -1,6 +1,6 @@
 """One parsed file of the project, and what its names refer to.
 
-A ``Unit`` holds a file's LibCST tree with the metadata the analysis reads: fully qualified
+A ``SourceFile`` holds a file's LibCST tree with the metadata the analysis reads: fully qualified
 names (``optim.Adam`` after ``from flax import optim`` is ``flax.optim.Adam``), scopes, parents
 and positions. ``legacy_name`` says which names are flax.optim's own, however they are spelled
 (``'Adam'`` for each of ``flax.optim.Adam``, ``flax.optim.adam.Adam``,
@@ -46,7 +46,7 @@ def legacy_name(names: Iterable[str]) -> Optional[str]:
   return None
 
 
-class Unit:
+class SourceFile:
   """One parsed file with the metadata the analysis reads."""
 
   def __init__(self, path: str, source: str, wrapper: meta.MetadataWrapper):
@@ -61,6 +61,15 @@ class Unit:
     self.module_name = next(iter(self.fqnames.get(self.module, ())), None)
     self.module_name = self.module_name.name if self.module_name else ''
     self.nodes = walk(self.module)   # one walk, reused by every pass of the analysis
+    self._uses = None
+
+  @property
+  def uses_jax_or_flax(self) -> bool:
+    """Whether any name of the file refers to jax, flax, optax or this package."""
+    if self._uses is None:
+      roots = {q.name.split('.')[0] for qs in self.fqnames.values() for q in qs}
+      self._uses = bool(roots & {'jax', 'flax', 'optax', 'flax_optim_compat'})
+    return self._uses
 
   def names(self, node: cst.CSTNode) -> Set[str]:
     return {q.name for q in self.fqnames.get(node, ())}
@@ -90,7 +99,7 @@ def plain_reference(node) -> bool:
   return isinstance(node, cst.Attribute) and plain_reference(node.value)
 
 
-def mentioned_names(unit: Unit, node: cst.CSTNode) -> Set[str]:
+def mentioned_names(unit: SourceFile, node: cst.CSTNode) -> Set[str]:
   """The variable names ``node`` mentions (not attribute or keyword names)."""
   names = set()
   for n in walk(node):
@@ -102,7 +111,7 @@ def mentioned_names(unit: Unit, node: cst.CSTNode) -> Set[str]:
   return names
 
 
-def accesses(unit: Unit, name: cst.Name) -> Optional[List[cst.CSTNode]]:
+def accesses(unit: SourceFile, name: cst.Name) -> Optional[List[cst.CSTNode]]:
   """Every read of the variable ``name`` (once each, over all its bindings); None where
   something other than an assignment binds it."""
   scope = unit.scopes.get(name)
@@ -124,7 +133,7 @@ def call_arg(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseEx
   return positional[position].value if position < len(positional) else None
 
 
-def is_module_like(unit: Unit, node: cst.CSTNode) -> bool:
+def is_module_like(unit: SourceFile, node: cst.CSTNode) -> bool:
   """Whether ``node`` names an imported module (``jax``, ``optim``), not a value."""
   scope = unit.scopes.get(node)
   if isinstance(node, cst.Name) and scope is not None:

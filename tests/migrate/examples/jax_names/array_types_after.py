@@ -3,7 +3,6 @@ import json
 import jax
 import jax.numpy as jnp
 from jax import config
-from jax.interpreters import xla
 
 config.update('jax_numpy_rank_promotion', 'allow')
 

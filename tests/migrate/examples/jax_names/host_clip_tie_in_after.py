@@ -2,7 +2,6 @@ import json
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 
 @jax.jit

@@ -15,6 +15,7 @@ import numpy as np
 import optax
 
 from .. import _deprecation
+from . import _refusals
 import flax_optim_compat as _optim
 
 # A learning rate known only at run time: the optax state does not depend on its value.
@@ -174,3 +175,21 @@ def _stand_in(default) -> str:
   if isinstance(default, (int, float)) and not isinstance(default, bool) and default == 0:
     return repr(NONZERO_STAND_IN)
   return repr(default)
+
+
+def zero_params_marker(name: str) -> Optional[str]:
+  """The FOM009 marker text for a plain form that moves all-zero params (kept: the package's
+  transform has another state layout, which no convert command could target), or None."""
+  difference = zero_params_difference(name)
+  if difference is None:
+    return None
+  return (f'{_refusals.NOT_EXACT} the plain optax expression is not exact for a param that '
+          f'is all zeros (a bias initialised to zeros): {difference}')
+
+
+def optim_alias(unit, call: cst.Call) -> str:
+  """How the file spells the module of the def ``call`` (``optim`` of ``optim.Adam(...)``)."""
+  func = call.func
+  if isinstance(func, cst.Attribute):
+    return unit.code(func.value)
+  return 'optim'

@@ -3,7 +3,6 @@ import json
 
 import jax
 import jax.numpy as jnp
-import flax
 from flax.training import train_state, dynamic_scale as dynamic_scale_lib
 import optax
 

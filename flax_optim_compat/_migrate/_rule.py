@@ -1,0 +1,130 @@
+"""What a rewrite rule is, and what it decides and writes with.
+
+A rule is one module of ``rules/``, found there by ``rules.ALL``: its code and title, what it
+matches (``match``: one use of an optimizer value; ``claims``: a site the analysis found on
+its own, such as a ``create(...)``; ``plan_name``: a legacy name that no optimizer object
+covers), what it decides for each of its sites (``plan``: the edits, imports and report
+record), and what it writes (``rewrite``: the new node, from the already-rewritten children,
+so a ``state.step`` inside a learning rate is rewritten before the ``apply_gradient`` around
+it). What a rule needs to know about its node beyond the node itself is a small frozen
+dataclass of its own module, filled in by its ``plan``. Each rule's examples (complete scripts
+before and after it, run both ways) live beside its test, outside the installed package.
+"""
+import dataclasses
+from typing import Dict, List, NamedTuple, Optional
+
+import libcst as cst
+
+from . import _refusals
+from ._edits import Edit, FilePlan  # noqa: F401  (Edit: for the rule modules)
+from ._report import Conversion, Record
+from ._unit import SourceFile
+
+
+class Match(NamedTuple):
+  """A use a rule matched: its kind, the node to rewrite, and why it is refused (or None)."""
+  kind: str
+  node: cst.CSTNode
+  refusal: Optional[_refusals.Refusal] = None
+  message: str = ''
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+  """Names the rewritten file uses for what the rules emit."""
+  train_state: str = 'train_state'   # the flax.training.train_state module
+  jax_utils: str = 'jax_utils'       # the flax.jax_utils module
+
+
+@dataclasses.dataclass
+class ObjectPlan:
+  """What the analysis decided for one optimizer object, which its sites' rules read.
+
+  ``creates``: its create sites; ``multis``: ``{id(create site): groups}`` of a MultiOptimizer
+  or ``create(focus=...)``; ``calls``: ``{id(create site): DefCall}`` of the other creates;
+  ``overrides``: ``{id(apply site): the learning_rate= expression or None}``; ``pmeans``:
+  ``{id(apply site): the pmap axis its gradients are averaged over}``; ``mode`` / ``schedule``:
+  the learning-rate mode (``_learning_rate``); ``keep_layout``: the optimizer is a field of the
+  user's own train state, saved with its siblings.
+  """
+  project: object
+  files: Dict[str, FilePlan]
+  records: List[Record]
+  conversions: List[Conversion]
+  plain_optax: bool
+  creates: list
+  multis: dict
+  calls: dict
+  overrides: dict
+  pmeans: dict
+  mode: str
+  schedule: Optional[str]
+  keep_layout: bool
+
+  def lr_sources(self, create, default=None) -> set:
+    """The learning-rate source texts of a create site's def (one per branch)."""
+    if create.branches is not None:
+      return {call.sources.get('learning_rate', default) for _, _, call in create.branches}
+    if id(create) in self.calls:
+      return {self.calls[id(create)].sources.get('learning_rate', default)}
+    return set()
+
+  def create_lr_texts(self) -> set:
+    """The learning rates the object's creates set (one text per def)."""
+    return {lr for c in self.creates for lr in self.lr_sources(c)}
+
+
+class Rule:
+  """One rewrite. A rule module defines a subclass and ``RULE``, an instance of it."""
+  code = ''
+  title = ''
+  kind = ''                   # ``Site.kind`` of the sites it rewrites
+  rebuilds_statement = False  # rewrites a whole statement, rebuilt from its rewritten parts
+  returns_optimizer = False   # its call's result is the optimizer, followed where it goes
+  covers_its_node = False     # its node is read as a whole, never as an optimizer value
+
+  def match(self, unit: SourceFile, node: cst.CSTNode) -> Optional[Match]:
+    """The site of the optimizer value ``node``'s use, when this rule rewrites it."""
+    del unit, node
+    return None
+
+  def claims(self, site, plan: ObjectPlan) -> bool:
+    """Whether this rule plans ``site`` (a site it matched, or one the analysis found)."""
+    del plan
+    return site.kind == self.kind
+
+  def plan(self, site, plan: ObjectPlan) -> None:
+    """Plans one site of an object that is rewritten: edits, imports, report record."""
+    raise NotImplementedError(self.code)
+
+  def plan_name(self, unit: SourceFile, node: cst.CSTNode, plan: FilePlan,
+                records: List[Record]) -> bool:
+    """Plans a legacy name (or import) no optimizer object covers; False if not its own."""
+    del unit, node, plan, records
+    return False
+
+  def rewrite(self, updated: cst.CSTNode, data, context: Context) -> cst.CSTNode:
+    """The new node for ``updated`` (the original with its children already rewritten)."""
+    raise NotImplementedError(self.code)
+
+
+def text_of(node: cst.CSTNode) -> str:
+  """The source text of a node of any tree (new nodes included)."""
+  return cst.Module([]).code_for_node(node)
+
+
+def member_of(unit: SourceFile, node: cst.CSTNode, name: str) -> Optional[cst.Attribute]:
+  """``node.<name>`` when ``node``'s parent reads that attribute of it, else None."""
+  parent = unit.parent(node)
+  if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == name:
+    return parent
+  return None
+
+
+def called_member(unit: SourceFile, node: cst.CSTNode, name: str) -> Optional[cst.Call]:
+  """The call ``node.<name>(...)``, else None."""
+  attribute = member_of(unit, node, name)
+  call = unit.parent(attribute) if attribute is not None else None
+  if isinstance(call, cst.Call) and call.func is attribute:
+    return call
+  return None

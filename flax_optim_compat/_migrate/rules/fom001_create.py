@@ -1,0 +1,186 @@
+"""FOM001: ``optim.X(...).create(params)`` -> ``TrainState.create(apply_fn=None, params=params,
+tx=<optax>)``.
+
+For a built-in def: its optax expression (plain optax, or the package's exact transform where
+plain optax is not exact; with a schedule or an injected learning rate when the apply sites
+set one), the edits of the create call and of the def's variable, the report record, and the
+``flax-optim-compat convert`` command for the checkpoints the old code saved. A def built in
+``if``/``else`` branches or by a helper gets one expression per branch.
+"""
+import dataclasses
+import os
+from typing import NamedTuple, Optional
+
+import libcst as cst
+
+from ..._expr import _core as _expr
+from ..._expr import _tx as _expr_tx
+from .. import _edits
+from .. import _optax_text
+from .. import _refusals
+from .._edits import Edit
+from .._report import Conversion, Record
+from .._rule import ObjectPlan, Rule, text_of
+
+
+@dataclasses.dataclass(frozen=True)
+class CreateData:
+  """A create call, or the def (or traversal) variable's value; FOM008 writes it too.
+
+  Exactly one is set: ``tx`` (the optax expression of the create's ``tx=``; None keeps the
+  receiver's own text, a variable that now holds the transform), ``def_tx`` (the def
+  variable's new value), ``filter`` (a traversal variable's new value: its filter function).
+  """
+  tx: Optional[str] = None
+  def_tx: Optional[str] = None
+  filter: Optional[str] = None
+
+
+class Branch(NamedTuple):
+  """One of the defs a create may use (built in ``if``/``else`` branches or by a helper)."""
+  unit: object          # the def call's file
+  node: cst.Call        # the def call, which becomes its optax expression
+  plan: object          # that file's FilePlan
+  index: int
+  count: int
+
+
+class Create(Rule):
+  code = 'FOM001'
+  title = ('optim.X(...).create(params) -> TrainState.create(apply_fn=None, params=params, '
+           'tx=<optax>)')
+  kind = 'create'
+
+  def claims(self, site, plan):
+    return site.kind == 'create' and id(site) not in plan.multis
+
+  def plan(self, site, plan):
+    if site.branches is not None:
+      for i, (unit, node, call) in enumerate(site.branches):
+        branch = Branch(unit, node, plan.files[unit.path], i, len(site.branches))
+        _plan_create(plan, site, call, branch)
+    else:
+      _plan_create(plan, site, plan.calls[id(site)])
+
+  def rewrite(self, updated, data, context):
+    return create_call(updated, data, context)
+
+
+def create_call(updated, data, context):
+  """The new value of a create call (or of its def variable: ``opt_def = optim.Adam(...)``)."""
+  if data.def_tx is not None:
+    return cst.parse_expression(data.def_tx)
+  positional = [a for a in updated.args if a.keyword is None]
+  params = positional[0].value if positional else next(
+      a.value for a in updated.args if a.keyword.value == 'target')
+  tx = data.tx if data.tx is not None else text_of(updated.func.value)
+  return cst.parse_expression(
+      f'{context.train_state}.TrainState.create(apply_fn=None, params={text_of(params)}, tx={tx})')
+
+
+RULE = Create()
+
+
+def _plan_create(obj: ObjectPlan, site, call, branch=None):
+  """Plans the create ``site`` of a built-in def: its edits, record and conversion.
+
+  ``call``: the def call as ``_optax_text`` reads it; the object's learning-rate mode decides
+  its form; ``obj.keep_layout`` gives the command ``--keep-layout``. ``branch``: the create's
+  def is this one of several (each branch gets its own expression, in place of its def call;
+  the create passes on what the branches return).
+  """
+  project, mode, schedule = obj.project, obj.mode, obj.schedule
+  unit = site.unit
+  plan = obj.files[unit.path]
+  def_node = branch.node if branch else project.def_call(unit, site.node.func.value)
+  def_unit = branch.unit if branch else unit
+  def_plan = branch.plan if branch else plan
+  sources = dict(call.sources)
+  notes = []
+  cmd_lr = None
+  if mode == 'schedule':
+    sources['learning_rate'] = schedule
+    cmd_lr = _optax_text.SCHEDULE_STAND_IN
+    notes.append(f'the learning rate is the schedule {schedule}; the command uses '
+                 f'{_optax_text.SCHEDULE_STAND_IN} (same state layout)')
+  elif mode == 'inject':
+    initial = sources.get('learning_rate', 'None')
+    if initial == 'None':
+      initial = '0.0'
+      notes.append('learning_rate=None: the injected learning rate starts at 0.0 and is set at '
+                   'every apply site')
+    sources['learning_rate'] = 'learning_rate'
+  result = _optax_text.plain(call.name, sources)
+  expression, exact = result.expression, result.exact
+  flagged = _optax_text.zero_params_marker(call.name) if exact != 'not exact' else None
+  if flagged:
+    exact = 'not exact'
+  elif exact == 'not exact':
+    if obj.plain_optax or mode != 'none':
+      flagged = (f'{_refusals.NOT_EXACT} the plain optax expression is not exact: '
+                 f'{result.difference}')
+    else:
+      optim_alias = _optax_text.optim_alias(def_unit, def_node)
+      expression = _optax_text.exact_transform(call, call.sources, optim_alias)
+      exact = 'bit-exact'   # the very transform the legacy def runs on this package
+      flagged = (f'{_refusals.NOT_EXACT} {call.name} has no exact plain optax expression '
+                 f'({result.difference}); this is the package\'s exact transform')
+  if mode == 'inject':
+    expression = _optax_text.inject(expression, initial)
+    def_plan.needs.add(_edits.JNP)
+    if exact == 'bit-exact':
+      # Measured: optax.inject_hyperparams(optax.rmsprop) rounds 1 ulp away from legacy from
+      # step 5 on (legacy with the same per-step learning rate equals plain optax.rmsprop).
+      exact = '1e-6'
+      notes.append('the injected learning rate is a traced value: the last bit may differ')
+  cmd_sources = _optax_text.command_sources(call, cmd_lr)
+  if mode == 'inject':
+    cmd_sources['learning_rate'] = 'learning_rate'
+  cmd_tx = _optax_text.plain(call.name, cmd_sources).expression
+  stand_ins = _optax_text.stand_ins(call)
+  state_lr = None   # the learning rate the converted state holds, where it holds one
+  if mode == 'inject':
+    # The injected learning rate is in the state: the code's literal, else a placeholder.
+    state_lr = initial if _optax_text.is_literal(initial) else _expr.placeholder('learning_rate')
+    cmd_tx = _optax_text.inject(cmd_tx, state_lr)
+    if not _optax_text.is_literal(initial):
+      stand_ins.pop('learning_rate', None)
+      notes.append(f'fill the placeholder learning_rate in the command: the value of '
+                   f'{initial} when the checkpoint was saved')
+  if stand_ins:
+    notes.append('run-time values replaced in the command by same-layout stand-ins: '
+                 + ', '.join(f'{k}={v}' for k, v in stand_ins.items()))
+  receiver = site.node.func.value
+  def_assign = def_node if branch else None
+  if isinstance(receiver, cst.Name) and not branch:
+    values = project.assignment_values(unit, receiver)
+    def_assign = values[0] if values else None
+  plan.edits[id(site.node)] = Edit(RULE, CreateData(
+      tx=None if def_assign is not None else expression))
+  if def_assign is not None:
+    def_plan.edits[id(def_assign)] = Edit(RULE, CreateData(def_tx=expression))
+    def_plan.needs.add(_edits.OPTAX)
+  plan.needs.update({_edits.OPTAX, _edits.TRAIN_STATE})
+  if flagged:
+    def_plan.mark(def_node if branch else site.node, f'{_refusals.MARKER} {flagged}')
+  status = 'flagged' if flagged else 'rewritten'
+  message = f'{def_unit.code(def_node)}.create -> TrainState.create'
+  if branch:
+    where = os.path.relpath(def_unit.path, os.path.dirname(unit.path))
+    where = f'{where}:{def_unit.line(def_node)}'
+    notes.insert(0, f'branch {branch.index + 1} of {branch.count}: the def at {where}, '
+                    f'{def_unit.code(def_node)}')
+  if notes:
+    message += '; ' + '; '.join(notes)
+  obj.records.append(Record.of(site, status, code=RULE.code, exact=exact,
+                           message=message))
+  keep = ' --keep-layout' if obj.keep_layout else ''
+  command = (f'flax-optim-compat convert <IN> '
+             f'--optimizer "{_optax_text.command_optimizer(call, state_lr)}" '
+             f'--tx "{cmd_tx}" --to train-state --out <OUT>{keep}')
+  try:
+    _expr_tx.parse_tx(cmd_tx.replace(_expr.placeholder('learning_rate'), '0.1'))
+  except _expr.ExpressionError as e:
+    command = ''
+    notes.append(f'no convert command: its --tx cannot be written on the command line ({e})')
+  obj.conversions.append(Conversion(unit.path, site.line, expression, exact, command, notes))

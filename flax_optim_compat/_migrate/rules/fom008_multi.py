@@ -1,0 +1,102 @@
+"""FOM008: ``optim.MultiOptimizer((traversal, def), ...)`` / ``create(focus=traversal)`` ->
+``optax.multi_transform`` with labels from the traversals.
+
+Legacy's traversal calls ``filter_fn('/' + '/'.join(keys), value)``; each leaf gets the label
+of the first pair whose filter selects it (legacy refuses overlaps), and a leaf no traversal
+selects stays untouched: ``optax.set_to_zero()``, never the masked chain, which moves it.
+The labels are the package's own (``'0'``, ``'1'``, ..., ``'unmatched'``), and so is the text
+of the ``multi_transform`` (``_groups.multi_transform_source``).
+"""
+import libcst as cst
+
+from ... import _groups
+from .. import _edits
+from .. import _optax_text
+from .. import _refusals
+from .._edits import Edit
+from .._report import Conversion, Record
+from .._rule import Rule
+from .fom001_create import CreateData, create_call
+
+
+class Multi(Rule):
+  code = 'FOM008'
+  title = ('optim.MultiOptimizer((traversal, def), ...) / create(focus=traversal) -> '
+           'optax.multi_transform with labels from the traversals, unselected params '
+           'optax.set_to_zero()')
+  kind = 'create'
+
+  def claims(self, site, plan):
+    return site.kind == 'create' and id(site) in plan.multis
+
+  def plan(self, site, plan):
+    _plan_multi(plan, site, plan.multis[id(site)])
+
+  def rewrite(self, updated, data, context):
+    if data.filter is not None:   # a traversal variable's value: ``t = ModelParamTraversal(f)``
+      return cst.parse_expression(data.filter)
+    return create_call(updated, data, context)
+
+
+RULE = Multi()
+
+
+_RANK = {'bit-exact': 0, '1e-6': 1, 'not exact': 2}
+
+
+def _group_tx(obj, site, call):
+  """(expression, exact, marker text or None) of one built-in def call."""
+  result = _optax_text.plain(call.name, call.sources)
+  if result.exact != 'not exact':
+    marker = _optax_text.zero_params_marker(call.name)
+    return result.expression, 'not exact' if marker else result.exact, marker
+  if obj.plain_optax:
+    return (result.expression, result.exact,
+            f'{_refusals.NOT_EXACT} the plain optax expression is not exact: '
+            f'{result.difference}')
+  optim_alias = _optax_text.optim_alias(
+      site.unit, obj.project.def_call(site.unit, site.node.func.value))
+  return (_optax_text.exact_transform(call, call.sources, optim_alias), 'bit-exact',
+          f'{_refusals.NOT_EXACT} {call.name} has no exact plain optax expression '
+          f'({result.difference}); '
+          'this is the package\'s exact transform')
+
+
+def _plan_multi(obj, site, groups):
+  """``groups``: per (traversal, def) pair, (filter source, traversal value to rewrite or
+  None, filter function node, DefCall)."""
+  project, unit = obj.project, site.unit
+  plan = obj.files[unit.path]
+  transforms, exact, markers = [], 'bit-exact', []
+  label = "'unmatched'"
+  for i, (filter_source, rewrite, fn, call) in reversed(list(enumerate(groups))):
+    label = f"'{i}' if {filter_source}('/' + '/'.join(path), value) else {label}"
+    if rewrite is not None:
+      plan.edits[id(rewrite)] = Edit(RULE, CreateData(filter=unit.code(fn)))
+  for i, (_, _, _, call) in enumerate(groups):
+    expression, group_exact, marker = _group_tx(obj, site, call)
+    transforms.append(expression)
+    exact = max(exact, group_exact, key=_RANK.get)
+    if marker:
+      markers.append(marker)
+  expression = _groups.multi_transform_source(
+      transforms, labels=(f'lambda params: traverse_util.path_aware_map(lambda path, value: '
+                          f'{label}, params)'))
+  receiver = site.node.func.value
+  values = project.assignment_values(unit, receiver) if isinstance(receiver, cst.Name) else None
+  if values:   # ``opt_def = optim.MultiOptimizer(...)``: the variable holds the transform
+    plan.edits[id(values[0])] = Edit(RULE, CreateData(def_tx=expression))
+    plan.edits[id(site.node)] = Edit(RULE, CreateData(tx=unit.code(receiver)))
+  else:
+    plan.edits[id(site.node)] = Edit(RULE, CreateData(tx=expression))
+  plan.needs.update({_edits.OPTAX, _edits.TRAIN_STATE, _edits.TRAVERSE_UTIL})
+  for marker in markers:
+    plan.mark(site.node, f'{_refusals.MARKER} {marker}')
+  message = (f'{unit.code(project.def_call(unit, site.node.func.value))} -> '
+             'optax.multi_transform with labels from the traversals')
+  notes = ['the labels come from a function of the params, which --tx cannot write: convert '
+           'this checkpoint per group (see docs/convert.md) or with the package\'s '
+           'MultiOptimizer transform']
+  obj.records.append(Record.of(site, 'flagged' if markers else 'rewritten', code=RULE.code,
+                               exact=exact, message=message))
+  obj.conversions.append(Conversion(unit.path, site.line, expression, exact, '', notes))

@@ -1,0 +1,66 @@
+"""FOM014: a migrated file that saves or restores flax checkpoints keeps their format.
+
+Importing ``flax.optim`` (this package) sets flax's ``flax_use_orbax_checkpointing`` to False,
+as flax did until 0.6.7: ``checkpoints.save_checkpoint('ckpt', ...)`` writes one msgpack file
+and takes a relative folder. Once the program no longer imports it, flax's default applies
+(orbax: a directory per step, and ``ValueError: Checkpoint path should be absolute`` for
+``'ckpt'``). So a file that calls ``save_checkpoint`` / ``restore_checkpoint``, in a project
+where an optimizer was rewritten, gets ``flax.config.update('flax_use_orbax_checkpointing',
+False)`` after its imports (once), and the report names each call it keeps.
+"""
+import libcst as cst
+
+from .. import _edits
+from .. import _rule
+from .._report import Record
+
+FLAG = 'flax_use_orbax_checkpointing'
+STATEMENT = f"flax.config.update('{FLAG}', False)"
+_CALLS = frozenset(f'flax.training.checkpoints.{name}' for name in (
+    'save_checkpoint', 'save_checkpoint_multiprocess', 'restore_checkpoint'))
+_CREATES = ('FOM001', 'FOM008')
+
+
+class CheckpointFormat(_rule.Rule):
+  code = 'FOM014'
+  title = ("checkpoints.save_checkpoint / restore_checkpoint in a migrated file -> flax.config."
+           "update('flax_use_orbax_checkpointing', False) after its imports (msgpack, relative "
+           'paths, as with flax.optim imported)')
+
+  def plan_name(self, unit, node, plan, records):
+    if not (isinstance(node, cst.Call) and unit.names(node.func) & _CALLS):
+      return False
+    if not any(r.code in _CREATES and r.status != 'refused' for r in records):
+      return False   # nothing rewritten: flax.optim stays imported and sets the flag itself
+    if _sets_the_flag(unit):
+      return False
+    plan.edits[id(unit.module)] = _rule.Edit(self)
+    plan.needs.add(_edits.Import('flax'))
+    name = unit.code(node.func)
+    records.append(Record(unit.path, unit.line(node), self.code, 'rewritten', 'bit-exact',
+                          f'{name}(...) keeps the msgpack format and relative paths of legacy '
+                          f'(flax.optim set the flag): {STATEMENT} added after the imports'))
+    return False   # its arguments are looked at as any code
+
+  def rewrite(self, updated, data, context):
+    body = list(updated.body)
+    index = 0
+    for i, statement in enumerate(body):
+      if isinstance(statement, cst.SimpleStatementLine) and all(
+          isinstance(s, (cst.Import, cst.ImportFrom)) or (
+              isinstance(s, cst.Expr) and isinstance(s.value, cst.SimpleString) and i == 0)
+          for s in statement.body):
+        index = i + 1
+      else:
+        break
+    line = cst.parse_statement(f'{STATEMENT}\n').with_changes(leading_lines=[
+        cst.EmptyLine(comment=cst.Comment(
+            '# Checkpoints as flax.optim wrote them: one msgpack file, relative paths.'))])
+    return updated.with_changes(body=[*body[:index], line, *body[index:]])
+
+
+def _sets_the_flag(unit) -> bool:
+  return any(isinstance(n, cst.SimpleString) and FLAG in n.value for n in unit.nodes)
+
+
+RULE = CheckpointFormat()

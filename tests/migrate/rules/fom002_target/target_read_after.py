@@ -1,0 +1,26 @@
+import json
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import train_state
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2) + jnp.sum(params['b'] ** 2)
+
+
+def main():
+  params = {'w': jnp.array([0.5, -1.0, 2.0]), 'b': jnp.array([0.3])}
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.sgd(learning_rate=0.1))
+  trajectory = []
+  for _ in range(10):
+    grads = jax.grad(loss_fn)(optimizer.params)
+    optimizer = optimizer.apply_gradients(grads=grads)
+    trajectory.append(float(optimizer.params['b'][0]))
+  final = optimizer.params
+  print(json.dumps(trajectory + [float(x) for x in final['w']]))
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,35 @@
+import json
+import os
+import tempfile
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+from flax.training import checkpoints
+
+
+def loss_fn(params):
+  return jnp.sum((params['w'] - 1.0) ** 2)
+
+
+def main():
+  cwd = os.getcwd()
+  os.chdir(tempfile.mkdtemp())   # the relative folder 'ckpt' below is this run's own
+  optimizer = optim.Adam(learning_rate=0.1).create({'w': jnp.zeros(3)})
+  losses = []
+  for step in range(10):
+    loss, grads = jax.value_and_grad(loss_fn)(optimizer.target)
+    optimizer = optimizer.apply_gradient(grads)
+    losses.append(float(loss))
+    if step == 4:
+      checkpoints.save_checkpoint('ckpt', optimizer, step)
+      optimizer = checkpoints.restore_checkpoint('ckpt', optimizer)
+  # One msgpack file per step, as flax.optim's programs wrote them.
+  files = sorted(os.listdir('ckpt'))
+  assert files == ['checkpoint_4'] and os.path.isfile(os.path.join('ckpt', files[0])), files
+  os.chdir(cwd)
+  print(json.dumps(losses + [float(x) for x in optimizer.target['w']]))
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,26 @@
+"""The rule FOM008 (_migrate/rules/fom008_multi.py): its examples, in the folder beside
+this file (run both ways by tests/migrate/test_migrate_equivalence.py), and its own tests."""
+
+# Example name -> how closely its legacy and migrated runs agree.
+EXAMPLES = {
+    'multi_optimizer': '1e-6',
+    'focus': '1e-6',
+}
+
+import pytest  # noqa: E402
+
+libcst = pytest.importorskip('libcst')
+
+from flax_optim_compat._migrate import migrate_source  # noqa: E402
+
+
+def test_a_group_without_a_learning_rate_is_refused_with_that_reason_only():
+  source = ('from flax import optim\n\n\n'
+            'def make(p):\n'
+            "  t = optim.ModelParamTraversal(lambda path, _: 'head' in path)\n"
+            "  u = optim.ModelParamTraversal(lambda path, _: 'head' not in path)\n"
+            '  return optim.MultiOptimizer((t, optim.Adam()), (u, optim.Adam(0.1))).create(p)\n')
+  new, report = migrate_source(source)
+  assert [(r.code, r.line) for r in report.records] == [('FOM111', 7)]
+  assert 'group 0: optim.Adam() has no learning rate' in report.records[0].message
+  assert new.count('# TODO(flax-optim-compat)') == 1

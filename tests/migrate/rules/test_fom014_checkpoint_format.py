@@ -1,0 +1,44 @@
+"""The rule FOM014 (_migrate/rules/fom014_checkpoint_format.py): its examples, in the folder
+beside this file (run both ways by tests/migrate/test_migrate_equivalence.py), and its own tests."""
+import pytest
+
+libcst = pytest.importorskip('libcst')
+
+from flax_optim_compat._migrate import migrate_source, migrate_sources
+
+# Example name -> how closely its legacy and migrated runs agree. relative_folder: a checkpoint
+# saved to and restored from the relative folder 'ckpt', one msgpack file, on both sides (run
+# without FLAX_USE_ORBAX_CHECKPOINTING in the environment).
+EXAMPLES = {
+    'relative_folder': '1e-6',
+}
+
+_SAVE = ('from flax.training import checkpoints\n\n\n'
+         'def save(state):\n  checkpoints.save_checkpoint("ckpt", state, 0)\n')
+
+
+def test_a_file_that_only_saves_gets_the_flag_when_an_optimizer_elsewhere_is_rewritten(tmp_path):
+  train = ('import jax.numpy as jnp\nfrom flax import optim\n\n\n'
+           'def make():\n  return optim.Adam(0.1).create({"w": jnp.zeros(2)})\n')
+  paths = {str(tmp_path / 'train.py'): train, str(tmp_path / 'io.py'): _SAVE}
+  changed, report = migrate_sources(paths)
+  saved = changed[str(tmp_path / 'io.py')]
+  assert "flax.config.update('flax_use_orbax_checkpointing', False)" in saved
+  assert saved.index('import flax\n') < saved.index('flax.config.update')
+  assert [r.code for r in report.records if r.path.endswith('io.py')] == ['FOM014']
+
+
+def test_nothing_rewritten_nothing_added():
+  new, report = migrate_source(_SAVE)
+  assert new == _SAVE and report.records == []
+
+
+def test_a_file_that_sets_the_flag_itself_is_left_as_it_is():
+  source = ('import flax\nimport jax.numpy as jnp\nfrom flax import optim\n'
+            'from flax.training import checkpoints\n\n'
+            "flax.config.update('flax_use_orbax_checkpointing', True)\n\n\n"
+            'def run():\n  opt = optim.Adam(0.1).create({"w": jnp.zeros(2)})\n'
+            '  checkpoints.save_checkpoint("/tmp/ckpt", opt, 0)\n')
+  new, report = migrate_source(source)
+  assert new.count('flax_use_orbax_checkpointing') == 1
+  assert 'FOM014' not in {r.code for r in report.records}
