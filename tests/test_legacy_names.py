@@ -14,8 +14,15 @@ import sys
 
 import pytest
 
+import jax
+
 from flax_optim_compat import _legacy_jax
 from tests import test_import_alias
+
+# jax before 0.8 still has jax.lib.xla_bridge (the floors' jax 0.5.1 has it without
+# device_count and process_index): the table's stand-in module is given only where jax has none,
+# and jax's own module is not completed.
+XLA_BRIDGE_GONE = tuple(int(p) for p in jax.__version__.split('.')[:2]) >= (0, 8)
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SCRIPT = REPO / 'tests' / 'legacy_scripts' / 'legacy_names.py'
@@ -215,7 +222,8 @@ def test_each_name_warns_once_naming_its_replacement(tmp_path):
   # A name the installed jax still has (jax.host_id; jnp.clip taking a_max up to jax 0.9) is
   # left alone: no warning.
   expected = [e for e, had in zip(_legacy_jax.NAMES, out['had'])
-              if not had or e.kind == 'config_module']
+              if (not had or e.kind == 'config_module')
+              and (XLA_BRIDGE_GONE or e.module != 'jax.lib.xla_bridge')]
   assert len(expected) >= 15
   assert len(ours) == len(expected), ours  # each once, though the script uses each twice
   for entry, (message, filename) in zip(expected, ours):
@@ -451,6 +459,7 @@ print(json.dumps(out))
 '''
 
 
+@pytest.mark.skipif(not XLA_BRIDGE_GONE, reason='this jax still has jax.lib.xla_bridge')
 def test_xla_bridge_gives_its_three_functions_and_refuses_the_rest(tmp_path):
   program = tmp_path / 'spmd.py'
   program.write_text(XLA_BRIDGE)

@@ -40,6 +40,11 @@ import optax
 
 from .. import _tree
 
+try:
+  _enable_x64 = jax.enable_x64
+except AttributeError:  # jax 0.5 (the floors) has it in jax.experimental only, today's jax not
+  from jax.experimental import enable_x64 as _enable_x64
+
 __all__ = ['ProbeResult', 'run', 'UPDATES', 'TOLERANCE', 'describe_known', 'describe_half',
            'cause', 'differences', 'learning_rate_of']
 
@@ -306,7 +311,7 @@ def run(opt_def, params, state, full_tx, state_tx, *, hyper_params=None,
     return None
 
   bit_exact, unchecked = True, None
-  with jax.enable_x64(False):
+  with _enable_x64(False):
     for label, k, (old, new_l, new_t) in each_update(np.float32):
       unchecked = unchecked or non_finite(label, k, new_l, 'legacy') or non_finite(
           label, k, new_t, 'the target')
@@ -315,7 +320,7 @@ def run(opt_def, params, state, full_tx, state_tx, *, hyper_params=None,
   # The class, on float64 copies: a term below a float32 param's last bit still shows. (Where
   # every float32 update is bit-exact there is nothing to measure: a term of 1e-6 of an update
   # changes some of the leaf's bits.)
-  with jax.enable_x64(True):
+  with _enable_x64(True):
     for label, k, (old, new_l, new_t) in ([] if bit_exact else each_update(np.float64)):
       unchecked = unchecked or non_finite(label, k, new_l, 'legacy') or non_finite(
           label, k, new_t, 'the target')
@@ -334,7 +339,7 @@ def run(opt_def, params, state, full_tx, state_tx, *, hyper_params=None,
   if half and unchecked is None:
     # What the file's own 16-bit values add: a note, not the class.
     half_rel = 0.0
-    with jax.enable_x64(False):
+    with _enable_x64(False):
       for label, k, (old, new_l, new_t) in each_update(None):
         for j, (o, a, b) in enumerate(zip(old, new_l, new_t)):
           if _tree.is_inexact(a) and not (known_zero_note is not None and zero[j]):
