@@ -167,17 +167,7 @@ def migrate_copy(sources: Sequence[pathlib.Path], dest: pathlib.Path,
   dest.mkdir(parents=True)
   for source in sources:
     shutil.copy(source, dest / source.name)
-  report = dest.parent / f'{dest.name}_report.json'
-  env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'FLAX_OPTIM_COMPAT_ALIAS')}
-  env['PYTHONPATH'] = str(REPO)
-  proc = subprocess.run(
-      [sys.executable, '-m', 'flax_optim_compat', 'migrate', str(dest), '--write', '--report',
-       str(report), *extra_args],
-      cwd=dest.parent, env=env, capture_output=True, text=True, timeout=300, check=False)
-  assert proc.returncode in (0, 1, 2), (
-      f'migrate crashed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}')
-  assert report.exists(), f'migrate wrote no report:\n{proc.stderr[-4000:]}'
-  return Migration(proc.returncode, proc.stdout, proc.stderr, json.loads(report.read_text()))
+  return migrate_folder(dest, extra_args)
 
 
 def migrate_folder(folder: pathlib.Path, extra_args: Sequence[str] = ()) -> Migration:
