@@ -252,8 +252,10 @@ def defaults_active() -> bool:
 # out: ``random.shuffle`` is the standard library's.
 _LOCAL_NAMES = {'jax.numpy': ('jnp', 'np', 'numpy'), 'numpy': ('np', 'onp', 'numpy'),
                 'jax.random': ('jrandom',), 'flax.nn': ()}  # `nn.relu` is linen's today
-# A comment: `#` up to the end of the line with no quote after it (so not a `#` inside a string).
-_COMMENT = re.compile(r'#[^\n\'"]*$', re.M)
+# A string literal (kept) or a comment (dropped): one left-to-right scan, so a `#` inside a string
+# is not a comment and a quote inside a comment (`# jax's`) does not start a string.
+_COMMENT = re.compile(r'("""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')'
+                      r'|#[^\n]*')
 _FROM_IMPORT = re.compile(r'^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)', re.M)
 _IMPORT = re.compile(r'^[ \t]*import[ \t]+([^\n#;]*)', re.M)
 _CHAIN = re.compile(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+')
@@ -299,10 +301,10 @@ def legacy_use(source: str) -> str | None:
     'api'
     >>> legacy_use('def f(x: jax.interpreters.xla.DeviceArray): ...\n')
     'names'
-    >>> legacy_use('import jax\nx = jax.tree_util.tree_map(f, t)  # not jax.tree_map\n') is None
+    >>> legacy_use("import jax\nx = jax.tree_util.tree_map(f, t)  # not jax's jax.tree_map\n") is None
     True
   """
-  source = _COMMENT.sub('', source)
+  source = _COMMENT.sub(lambda m: m.group(1) or '', source)
   found = None
   for module, names in _FROM_IMPORT.findall(source):
     names = [n.split()[0] for n in names.strip('()').replace('\n', ' ').split(',') if n.split()]

@@ -374,6 +374,11 @@ def test_a_modern_program_file_sees_what_it_sees_without_the_package(tmp_path):
     ('i = jax.host_id()\n', None),
     ('import flax.linen as nn\nfrom flax.training import train_state\n', None),
     ('# was: from flax import optim\n#   jax.tree_multimap(f, a, b)\n', None),
+    # A quote inside a comment starts no string; a `#` inside a string starts no comment:
+    ("y = jax.tree_util.tree_map(f, x)  # jax's jax.tree_map is gone\n", None),
+    ("# it's here\nimport jax\n", None),
+    ("s = 'a # b'\ny = jax.tree_multimap(f, a, b)\n", 'names'),
+    ('s = "# not a comment: jax.tree_multimap"\n', 'names'),
 ])
 def test_legacy_use_reads_a_source(source, expected):
   assert _legacy_jax.legacy_use(source) == expected
