@@ -233,7 +233,7 @@ def optax_state_text(node, table=None) -> str:
   return f'{name}({", ".join(parts)})'
 
 
-def _describe_converted(tree, path, source, leaves) -> 'CheckpointInfo':
+def _converted_info(tree, path, source, leaves) -> 'CheckpointInfo':
   """The :class:`CheckpointInfo` of what ``convert`` wrote: its train state node at ``path``."""
   node = _state_dict.at(tree, path)
   notes = []
@@ -262,7 +262,7 @@ def _describe_converted(tree, path, source, leaves) -> 'CheckpointInfo':
       carried=sorted(str(k) for k in node if k not in ('step', 'params', 'opt_state')))
 
 
-def describe(tree: dict, source: str) -> 'CheckpointInfo':
+def checkpoint_info(tree: dict, source: str) -> 'CheckpointInfo':
   """The :class:`CheckpointInfo` of a state dict read from ``source`` (a file name)."""
   leaves = []
   for path, leaf in _state_dict.leaves(tree):
@@ -271,7 +271,7 @@ def describe(tree: dict, source: str) -> 'CheckpointInfo':
   found = _state_dict.find_optimizers(tree)
   converted = _state_dict.find(tree, _state_dict.is_train_state) if isinstance(tree, dict) else []
   if converted and not found:
-    return _describe_converted(tree, converted[0], source, leaves)
+    return _converted_info(tree, converted[0], source, leaves)
   notes = []
   optimizer_path = container = step = name = replicas = None
   groups: List[Tuple[str, List[str]]] = []

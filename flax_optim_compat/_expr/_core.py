@@ -45,7 +45,7 @@ import jax.numpy as jnp
 __all__ = ['UsageError', 'ExpressionError', 'MAX_CHARS', 'MAX_TOKENS', 'MAX_NESTING',
            'Context', 'parse_expression', 'dotted', 'name_in', 'dtype_of', 'DTYPES', 'literal',
            'NOT_LITERAL', 'check_number', 'refuse_literal_kind', 'bind', 'build_each', 'quote',
-           'source_of', 'describe', 'value_words']
+           'source_of', 'node_in_words', 'value_words']
 
 # Size limits, checked on the tokens before `ast.parse`: CPython's parser gives up (MemoryError,
 # RecursionError) near 3000 nested nodes. Real expressions are far below: a MultiOptimizer of
@@ -100,7 +100,7 @@ def source_of(node) -> str:
   return quote(ast.unparse(node), 60)
 
 
-def describe(node) -> str:
+def node_in_words(node) -> str:
   """What ``node`` is, for a refusal: ``a lambda 'lambda: 0'``."""
   kinds = {
       ast.Name: 'the name', ast.Attribute: 'the attribute', ast.Lambda: 'a lambda',

@@ -1,4 +1,4 @@
-"""A legacy optimizer's state in the state of an optax transformation, and back (``convert``'s engine).
+"""A legacy optimizer's state in the state of an optax transformation (``convert``'s way there).
 
 The optimizer is restored from its state dict by the def's strict restore; the transformation
 it converts into (the *target*) is a given ``tx`` or the plain optax expression that continues
@@ -6,6 +6,8 @@ the legacy numbers (one per group of a MultiOptimizer); the state mapping itself
 ``optax_state`` / ``legacy_state``. The converted tree is the flat ``{'step', 'params',
 'opt_state', ...}`` layout with the keys that sat beside the optimizer, or the file's own tree
 with the optimizer node replaced (``keep_layout``). Every conversion's notes are one line each.
+For ``convert.diff``, a legacy side is lined up with a converted one (:func:`aligned`); the
+way back is ``_optax_to_legacy``.
 """
 import dataclasses
 import re
@@ -26,6 +28,7 @@ from .. import _layouts
 from .. import _restore
 from . import _probe
 from . import _replicas
+from . import _sources
 from . import _state_dict
 from .. import _tree
 from ._codec import CheckpointError
@@ -89,11 +92,16 @@ class OptaxCheckpoint(NamedTuple):
   opt_state: optax.OptState
 
 
+def check_def(optimizer_def) -> None:
+  """TypeError unless ``optimizer_def`` is an ``OptimizerDef``."""
+  if not isinstance(optimizer_def, OptimizerDef):
+    raise TypeError(f'optimizer_def must be an OptimizerDef (e.g. optim.Adam(1e-3)), not '
+                    f'{type(optimizer_def).__name__}.')
+
+
 def restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, Tuple[str, ...]]:
   """``(optimizer, its key path)``: the one legacy optimizer of ``tree`` restored as ``opt_def``."""
-  if not isinstance(opt_def, OptimizerDef):
-    raise TypeError(f'optimizer_def must be an OptimizerDef (e.g. optim.Adam(1e-3)), not '
-                    f'{type(opt_def).__name__}.')
+  check_def(opt_def)
   path = _state_dict.locate(tree, where)
   node = _state_dict.at(tree, path)
   if _layouts.is_per_group_multi_state(node['state']):
@@ -510,24 +518,22 @@ def convert_tree(tree: dict, where: str, optimizer_def: OptimizerDef, *, tx, kee
   return Conversion(train_state, state_dict, load_with, tuple(notes), probe, accepted)
 
 
-def check_def(optimizer_def) -> None:
-  """TypeError unless ``optimizer_def`` is an ``OptimizerDef``."""
-  if not isinstance(optimizer_def, OptimizerDef):
-    raise TypeError(f'optimizer_def must be an OptimizerDef, not {type(optimizer_def).__name__}.')
+def aligned(trees, optimizer_def, *, tx=None) -> list:
+  """Two state dicts as ``convert.diff`` compares them given ``optimizer_def``.
 
-
-def legacy_state_dict(params, opt_state, optimizer_def: OptimizerDef, *, step, tx) -> dict:
-  """The legacy ``{'target', 'state'}`` state dict of params and a state of ``tx`` (default:
-  the default target), as ``convert.to_legacy`` describes it (the caller checks ``optimizer_def``: :func:`check_def`)."""
-  if step is not None:
-    step = _state_dict.check_step(step, 'to_legacy')
-  params = jax.tree_util.tree_map(jnp.asarray, params)
-  if tx is None:
-    tx = default_targets(optimizer_def)[1]
-  try:
-    state = optimizer_def.legacy_state(params, opt_state, step=step, tx=tx)
-  except NotImplementedError as e:
-    raise CheckpointError(f'{type(optimizer_def).__name__} has no optax state: {e}') from None
-  except ValueError as e:
-    raise CheckpointError(f'opt_state does not fit {optimizer_def!r}: {e}') from None
-  return optimizer_def.state_dict(params, state)
+  A legacy side becomes its conversion into ``tx`` (default: the plain optax expression),
+  ``{'step', 'params', 'opt_state', ...}`` (without ``step`` when the other side is a
+  converted file without one, as ``--to optax`` wrote them before it kept the step).
+  """
+  legacy = [bool(_state_dict.find_optimizers(tree)) for tree in trees]
+  trees = list(trees)
+  for i, tree in enumerate(trees):
+    if legacy[i]:
+      converted = serialization.to_state_dict(convert_tree(
+          *_sources.read(tree, mode='jax'), optimizer_def, tx=tx, keep_layout=False,
+          replica=None, apply_fn=None).state_dict)
+      other = trees[1 - i]
+      if not legacy[1 - i] and isinstance(other, dict) and 'step' not in other:
+        converted.pop('step', None)  # a to_optax output: {params, opt_state}
+      trees[i] = converted
+  return trees
