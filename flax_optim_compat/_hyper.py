@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from . import _expression_syntax
 from . import _state_check
 from . import _tree
 
@@ -225,9 +226,9 @@ def check_constant_rate(opt_def, continuation: Optional[str] = None) -> None:
     return
   injected = 'optax.inject_hyperparams(optax.X)(learning_rate=..., ...)'
   scheduled = 'optax.X(learning_rate=schedule, ...)'
-  if continuation and continuation.startswith('optax.') and '(' in continuation \
-      and not continuation.startswith(('optax.chain(', 'optax.multi_transform(')):
-    function, arguments = continuation.split('(', 1)
+  function = _expression_syntax.single_function(continuation)
+  if function is not None:
+    arguments = continuation.split('(', 1)[1]
     injected = f'optax.inject_hyperparams({function})({arguments}'.replace(
         'learning_rate=schedule', 'learning_rate=...')
     scheduled = continuation

@@ -22,6 +22,7 @@ from flax import serialization
 from flax.training import train_state as flax_train_state
 
 from .. import _adapter_state
+from .. import _expression_syntax
 from .. import _groups
 from .. import _hyper
 from .. import _layouts
@@ -278,10 +279,7 @@ def targets(opt_def, tx, *, stacklevel: int = 3, tx_source=None):
 def _per_step_note(expression: Optional[str]) -> str:
   """The one line of a default conversion whose def has a rate: the file cannot tell whether
   the run set it per step, and the forms that continue a run that did."""
-  function = 'optax.X'
-  if expression and expression.startswith('optax.') and not expression.startswith(
-      ('optax.chain(', 'optax.multi_transform(')):
-    function = expression.split('(', 1)[0]
+  function = _expression_syntax.single_function(expression) or 'optax.X'
   return ('the file cannot tell whether the run set the learning rate per step '
           '(apply_gradient(grads, learning_rate=lr)): this continues at the constant rate of '
           'the optimizer given; a run that set it per step converts with the optimizer without '

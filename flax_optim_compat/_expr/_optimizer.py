@@ -332,7 +332,8 @@ def _build_traversal(node, ctx: _core.Context, index: int):
   arg = node.args[0] if node.args else node.keywords[0].value
   if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
     raise ctx.fail(f'{where}: ModelParamTraversal takes a regular expression string (a '
-                   f'function cannot be given on the command line), got {_core.node_in_words(arg)}.')
+                   'function cannot be given on the command line), got '
+                   f'{_core.node_in_words(arg)}.')
   try:
     filter_fn = PathRegex(arg.value)
   except (re.error, RecursionError, OverflowError) as e:

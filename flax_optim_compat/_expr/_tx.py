@@ -1,16 +1,17 @@
 """``--tx``: the optax transformation an expression writes, built without evaluating it.
 
-``optax.X(...)`` calls of what ``_expr_optax`` allows, ``optax.chain``, ``optax.multi_transform``
+``optax.X(...)`` calls of what ``_optax`` allows, ``optax.chain``, ``optax.multi_transform``
 with a literal labels tree, ``optax.inject_hyperparams(optax.X)(...)`` and schedules, every
-literal checked against optax's own annotations. Parsing, limits and errors are ``_expr``'s.
+literal checked against optax's own annotations. Parsing, limits and errors are ``_core``'s;
+what names an optax function is ``_expression_syntax``'s (the probe reads ``--tx`` by it too).
 """
 import ast
 import dataclasses
 import inspect
-from typing import Optional
 
 import optax
 
+from .._expression_syntax import optax_name as _optax_name
 from . import _core
 from . import _optax
 
@@ -23,12 +24,6 @@ def _call(fn, args, kwargs, what: str, ctx: _core.Context):
   except Exception as e:  # pylint: disable=broad-except
     # optax's own argument checks (ValueError, TypeError, AssertionError, ...), in one line.
     raise ctx.fail(f'{what}: {type(e).__name__}: {e}') from None
-
-
-def _optax_name(func) -> Optional[str]:
-  if isinstance(func, ast.Attribute) and _core.dotted(func.value) == 'optax':
-    return func.attr
-  return None
 
 
 def _tx_call(node: ast.Call, ctx: _core.Context):
