@@ -1,5 +1,5 @@
-"""Orbax checkpoint directories: recognised, read and written (the strict restore reads their
-metadata itself: ``_state_check.orbax_metadata``).
+"""Orbax checkpoint directories: recognised, read and written (orbax's metadata tree is read by
+``_state_check``'s one rule, which the strict restore uses too).
 
 orbax is an optional dependency, imported by the functions that need it.
 """
@@ -14,6 +14,7 @@ import jax
 import numpy as np
 from flax import serialization
 
+from .. import _state_check
 from . import _codec
 from . import _outputs
 from ._codec import CheckpointError
@@ -47,13 +48,6 @@ def _typed_scalars(restored, metadata):
   return restored
 
 
-def _metadata_tree(checkpointer, directory: str):
-  """orbax's metadata tree of ``directory`` (keys, shapes, dtypes; no array data)."""
-  tree = checkpointer.metadata(directory)
-  tree = getattr(tree, 'item_metadata', tree)  # orbax >= 0.9 wraps the tree
-  return getattr(tree, 'tree', tree)
-
-
 def read(directory: str) -> dict:
   """The state dict in an orbax checkpoint directory (NumPy/jax leaves; NumPy scalars as the
   type they were saved from)."""
@@ -62,7 +56,7 @@ def read(directory: str) -> dict:
   try:
     with ocp.StandardCheckpointer() as checkpointer:
       restored = checkpointer.restore(path)
-      restored = _typed_scalars(restored, _metadata_tree(checkpointer, path))
+      restored = _typed_scalars(restored, _state_check.orbax_metadata_tree(checkpointer, path))
   except Exception as e:  # pylint: disable=broad-except
     raise CheckpointError(f'{directory!r}: orbax cannot restore it ({type(e).__name__}: '
                           f'{str(e).splitlines()[0] if str(e) else ""}).') from None
