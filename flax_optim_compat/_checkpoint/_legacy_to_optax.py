@@ -109,7 +109,7 @@ def restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, T
     raise CheckpointError(f'{where}: the optimizer at {_tree.join_keys(path)} has the '
                           'MultiOptimizer layout of flax < 0.3.3, which later versions cannot '
                           'restore.')
-  _check_family(node, path, where, opt_def)
+  _check_family(node, where, opt_def)
   _state_dict.check_leaves(node, path, where)
   target = node['target']
   # An empty dict is a module without params (flax 0.5.3 writes `'Dropout_0': {}`).
@@ -154,12 +154,11 @@ def _check_state_dtypes(node, path, where: str, opt_def, template) -> None:
         'cast it and the run would not continue as written.')
 
 
-def _check_family(node, path, where: str, opt_def) -> None:
+def _check_family(node, where: str, opt_def) -> None:
   """CheckpointError first of all when ``opt_def`` cannot even hold the file's target and the
   file's fields are another optimizer's (``WeightNorm(Adam)`` for an Adam file): what the file
   holds comes before what the def says of the target. A def that holds the target is left to
   the strict restore, whose error names the first differing leaf and the same family."""
-  del path
   try:
     _state_dict.abstract_optimizer(opt_def, node['target'])
     return
@@ -233,7 +232,7 @@ def targets(opt_def, tx, *, stacklevel: int = 3, tx_source=None):
   multi = isinstance(opt_def, MultiOptimizer)
   if multi:
     defs = list(opt_def.sub_optimizers)
-    given = None if tx is None else tx
+    given = tx
     if _groups.is_user_multi(given):
       # The user's own optax.multi_transform: its labels are mapped to the groups by the
       # params they cover when its state is built (MultiOptimizer.label_groups).
