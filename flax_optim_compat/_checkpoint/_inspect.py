@@ -2,7 +2,6 @@
 import dataclasses
 from typing import Any, Dict, List, Optional, Tuple
 
-import jax
 import numpy as np
 import optax
 
@@ -17,7 +16,7 @@ from .. import _tree
 def _leaf_summary(leaf) -> Tuple[Optional[Tuple[int, ...]], Optional[str], int]:
   if isinstance(leaf, _codec.LeafMeta):
     return leaf.shape, leaf.dtype.name, leaf.nbytes
-  if isinstance(leaf, (np.ndarray, np.generic, jax.Array)):
+  if _state_check.is_array(leaf, with_values=True):
     return tuple(np.shape(leaf)), np.dtype(leaf.dtype).name, int(leaf.nbytes)
   if leaf is None:
     return None, 'None', 0
@@ -152,7 +151,7 @@ def _human(nbytes: int) -> str:
 
 def _scalar(leaf) -> Optional[int]:
   """The step a leaf holds: an integer (the first of an array), else None."""
-  if isinstance(leaf, (np.ndarray, np.generic, jax.Array)) and np.size(leaf) >= 1:
+  if _state_check.is_array(leaf, with_values=True) and np.size(leaf) >= 1:
     if _tree.dtype_kind(leaf.dtype) in 'iu':
       return int(np.ravel(np.asarray(leaf))[0])
     return None

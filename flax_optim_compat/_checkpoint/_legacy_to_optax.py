@@ -113,11 +113,7 @@ def restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, T
   _state_dict.check_leaves(node, path, where)
   target = node['target']
   # An empty dict is a module without params (flax 0.5.3 writes `'Dropout_0': {}`).
-  bad = [p for p, leaf in _state_dict.leaves(target)
-         if not isinstance(leaf, (np.ndarray, np.generic, jax.Array)) and leaf != {}]
-  if bad:
-    leaf_path = _tree.join_keys(path + ('target',) + bad[0])
-    raise CheckpointError(f'{where}: the target leaf at {leaf_path} is not an array.')
+  _state_dict.check_arrays(target, path + ('target',), where)
   template = _state_dict.abstract_optimizer(opt_def, target)
   _check_state_dtypes(node, path, where, opt_def, template)
   try:

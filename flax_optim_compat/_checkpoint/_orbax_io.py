@@ -58,8 +58,8 @@ def read(directory: str) -> dict:
       restored = checkpointer.restore(path)
       restored = _typed_scalars(restored, _state_check.orbax_metadata_tree(checkpointer, path))
   except Exception as e:  # pylint: disable=broad-except
-    raise CheckpointError(f'{directory!r}: orbax cannot restore it ({type(e).__name__}: '
-                          f'{str(e).splitlines()[0] if str(e) else ""}).') from None
+    raise CheckpointError(f'{directory!r}: orbax cannot restore it '
+                          f'({_codec.cause_line(e)}).') from None
   return serialization.to_state_dict(restored)
 
 
@@ -123,9 +123,8 @@ def write(directory, state_dict: dict) -> None:
   except Exception as e:  # pylint: disable=broad-except  # orbax and tensorstore raise many types
     if _outputs.is_no_space(e):
       raise _outputs.no_space(os.fspath(directory)) from None
-    detail = str(e).splitlines()[0] if str(e) else ''
     raise CheckpointError(f'{os.fspath(directory)!r}: orbax could not write it '
-                          f'({type(e).__name__}: {detail}).') from None
+                          f'({_codec.cause_line(e)}).') from None
 
 
 @contextlib.contextmanager
@@ -201,9 +200,8 @@ def check_data_files(directory: str) -> str:
   try:
     needed = _ocdbt_files(directory, ts)
   except Exception as e:  # pylint: disable=broad-except  # tensorstore raises ValueError & co.
-    raise CheckpointError(f'{directory!r}: its OCDBT manifest cannot be read ('
-                          f'{type(e).__name__}: {(str(e).splitlines() or [""])[0]}); plain '
-                          'orbax cannot restore it.') from None
+    raise CheckpointError(f'{directory!r}: its OCDBT manifest cannot be read '
+                          f'({_codec.cause_line(e)}); plain orbax cannot restore it.') from None
   for name, end in sorted(needed.items()):
     path = os.path.join(directory, name)
     if not os.path.isfile(path):
@@ -253,8 +251,8 @@ def read_meta(directory: str) -> Tuple[dict, List[str]]:
     if tree is None:
       raise ValueError('no tree metadata (_METADATA)')
   except Exception as e:  # pylint: disable=broad-except
-    raise CheckpointError(f'{directory!r}: orbax cannot read its metadata ({type(e).__name__}: '
-                          f'{(str(e).splitlines() or [""])[0]}).') from None
+    raise CheckpointError(f'{directory!r}: orbax cannot read its metadata '
+                          f'({_codec.cause_line(e)}).') from None
 
   def leaf(meta, where):
     shape, dtype = getattr(meta, 'shape', None), getattr(meta, 'dtype', None)
@@ -266,8 +264,8 @@ def read_meta(directory: str) -> Tuple[dict, List[str]]:
     try:
       return _small_value(directory, meta, zarr3, ts)
     except Exception as e:  # pylint: disable=broad-except
-      raise CheckpointError(f'{directory!r}: the leaf {where} cannot be read ('
-                            f'{type(e).__name__}: {(str(e).splitlines() or [""])[0]}).') from None
+      raise CheckpointError(f'{directory!r}: the leaf {where} cannot be read '
+                            f'({_codec.cause_line(e)}).') from None
 
   def walk(node, where):
     if isinstance(node, dict):
