@@ -260,7 +260,7 @@ def targets(opt_def, tx, *, stacklevel: int = 3, tx_source=None):
                       f'({plain.difference}).', ConversionWarning, stacklevel=stacklevel)
     txs.append(sub_tx)
     texts.append(text)
-  if given is None and any(not _rate_set_per_step(d) and not callable(
+  if given is None and any(not _hyper.rate_set_per_step(d) and not callable(
       getattr(d.hyper_params, 'learning_rate', None)) for d in defs):
     notes.append(_per_step_note(texts[0] if not multi else None))
   if not multi:
@@ -330,10 +330,6 @@ def _group_defs_and_sources(opt_def, tx_source):
   return [('', opt_def, tx_source if isinstance(tx_source, str) else None)]
 
 
-def _rate_set_per_step(opt_def) -> bool:
-  return getattr(opt_def.hyper_params, 'learning_rate', 0) is None
-
-
 def _probe_rates(opt_def, opt_state, tx, tx_source):
   """``(rate_of, with_rate)`` of :func:`_probe.run` for a def (or groups) whose rate was set
   per step: the legacy side runs each update at the rate the target uses there (a schedule of
@@ -341,13 +337,13 @@ def _probe_rates(opt_def, opt_state, tx, tx_source):
   every rate is the def's own. CheckpointError for a constant rate (no constant rate continues
   such a run) or a rate the probe cannot read."""
   groups = _group_defs_and_sources(opt_def, tx_source)
-  if not any(_rate_set_per_step(d) for _, d, _ in groups):
+  if not any(_hyper.rate_set_per_step(d) for _, d, _ in groups):
     return None, None
   if tx is None:
     return None, None   # the default conversion refuses it (_default_target)
   readers = []
   for where, sub, source in groups:
-    if not _rate_set_per_step(sub):
+    if not _hyper.rate_set_per_step(sub):
       readers.append(None)
       continue
     kind, value = _probe.learning_rate_of(source)
@@ -386,7 +382,7 @@ def _expected(sub):
   """The plain optax expression that continues ``sub`` (``learning_rate=schedule`` where its
   rate was set per step), or None."""
   try:
-    if _rate_set_per_step(sub):
+    if _hyper.rate_set_per_step(sub):
       return sub.plain_optax({'learning_rate': 'schedule'}).expression
     return sub.plain_optax().expression
   except (NotImplementedError, ValueError, TypeError):
@@ -400,7 +396,7 @@ def _keyword_differences(opt_def, tx, tx_source) -> List[str]:
     return []
   found = []
   for where, sub, source in _group_defs_and_sources(opt_def, tx_source):
-    skip = ('learning_rate',) if _rate_set_per_step(sub) else ()
+    skip = ('learning_rate',) if _hyper.rate_set_per_step(sub) else ()
     found += [where + d for d in _probe.differences(_expected(sub), source, repr(sub), skip)]
   return found
 
