@@ -18,11 +18,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from . import _expression_syntax
 from . import _state_check
 from . import _tree
 
 __all__ = ['MissingLearningRateError', 'PerStepRateError', 'check_constant_rate',
-           'ScheduledHyperParamsState', 'allowed_kinds',
+           'rate_set_per_step', 'ScheduledHyperParamsState', 'allowed_kinds',
            'check_value', 'checked', 'as_dict', 'fields_repr', 'with_schedules',
            'scale_by_required_learning_rate', 'require_learning_rate', 'is_concrete_zero',
            'decayed_weights']
@@ -200,6 +201,12 @@ def require_learning_rate(learning_rate: Any) -> None:
         'to apply_gradient(grads, learning_rate=...).')
 
 
+def rate_set_per_step(opt_def) -> bool:
+  """Whether ``opt_def`` has no learning rate of its own (``learning_rate=None``): its run gave
+  one to every update (``apply_gradient(grads, learning_rate=lr)``)."""
+  return getattr(opt_def.hyper_params, 'learning_rate', 0) is None
+
+
 class PerStepRateError(MissingLearningRateError):
   """An optimizer without a learning rate asked for its optax continuation (one message)."""
 
@@ -221,13 +228,13 @@ def check_constant_rate(opt_def, continuation: Optional[str] = None) -> None:
     ...
     flax_optim_compat._hyper.PerStepRateError: Momentum(learning_rate=None, beta=0.9, weight_decay=0, nesterov=False) has no learning rate: the run set it per step (apply_gradient(grads, learning_rate=lr)), so no constant-rate optax transformation continues it. Continue with the rate set per step: optax.inject_hyperparams(optax.sgd)(learning_rate=..., momentum=0.9) and opt_state.hyperparams['learning_rate'] = lr before each update (convert with that --tx / tx=), or a schedule of optax's count, which continues from the checkpoint's step: optax.sgd(learning_rate=schedule, momentum=0.9) with schedule = lambda count: <the rate the run used at step count>.
   """
-  if getattr(opt_def.hyper_params, 'learning_rate', 0) is not None:
+  if not rate_set_per_step(opt_def):
     return
   injected = 'optax.inject_hyperparams(optax.X)(learning_rate=..., ...)'
   scheduled = 'optax.X(learning_rate=schedule, ...)'
-  if continuation and continuation.startswith('optax.') and '(' in continuation \
-      and not continuation.startswith(('optax.chain(', 'optax.multi_transform(')):
-    function, arguments = continuation.split('(', 1)
+  function = _expression_syntax.single_function(continuation)
+  if function is not None:
+    arguments = continuation.split('(', 1)[1]
     injected = f'optax.inject_hyperparams({function})({arguments}'.replace(
         'learning_rate=schedule', 'learning_rate=...')
     scheduled = continuation

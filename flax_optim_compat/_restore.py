@@ -146,14 +146,14 @@ def _read_only_leaves(tree):
 # ----------------------------------------------------------------------------- flat path
 
 class _Marker:
-  """Stands for the optimizer's leaf number ``index`` while a plan is made."""
+  """Stands for the optimizer's leaf number ``index`` while a flat path is made."""
   __slots__ = ('index',)
 
   def __init__(self, index):
     self.index = index
 
 
-class _Plan:
+class _FlatPath:
   """How a state dict of one optimizer tree structure maps onto that structure's leaves.
 
   Attributes:
@@ -206,13 +206,13 @@ def _same_key_orders(part, mappings) -> bool:
   return True
 
 
-_MAX_PLANS = 32
-_plans: 'collections.OrderedDict[Any, Optional[_Plan]]' = collections.OrderedDict()
-_plans_lock = threading.Lock()
+_MAX_FLAT_PATHS = 32
+_flat_paths: 'collections.OrderedDict[Any, Optional[_FlatPath]]' = collections.OrderedDict()
+_flat_paths_lock = threading.Lock()
 
 
-def _make_plan(treedef, opt_target, opt_state) -> Optional[_Plan]:
-  """The plan for ``treedef`` (that of ``(opt_target, opt_state)``), or None if it has none.
+def _make_flat_path(treedef, opt_target, opt_state) -> Optional[_FlatPath]:
+  """The flat path for ``treedef`` (that of ``(opt_target, opt_state)``), or None if it has none.
 
   Made by restoring markers the slow way: the flat path is taken only where
   ``to_state_dict`` and ``from_state_dict`` move each leaf as it is (no leaf converted,
@@ -238,24 +238,24 @@ def _make_plan(treedef, opt_target, opt_state) -> Optional[_Plan]:
     return None
   position = {x.index: j for j, x in enumerate(sd_leaves)}
   step = sd['state'].get('step') if isinstance(sd['state'], dict) else None
-  return _Plan(sd_treedef, [position[i] for i in range(n)],
+  return _FlatPath(sd_treedef, [position[i] for i in range(n)],
                position[step.index] if isinstance(step, _Marker) else None, mappings)
 
 
-def _plan(treedef, opt_target, opt_state) -> Optional[_Plan]:
-  with _plans_lock:
-    if treedef in _plans:
-      _plans.move_to_end(treedef)
-      return _plans[treedef]
+def _flat_path(treedef, opt_target, opt_state) -> Optional[_FlatPath]:
+  with _flat_paths_lock:
+    if treedef in _flat_paths:
+      _flat_paths.move_to_end(treedef)
+      return _flat_paths[treedef]
   try:
-    plan = _make_plan(treedef, opt_target, opt_state)
+    flat = _make_flat_path(treedef, opt_target, opt_state)
   except Exception:  # pylint: disable=broad-except  # a structure serialization cannot mark
-    plan = None
-  with _plans_lock:
-    _plans[treedef] = plan
-    while len(_plans) > _MAX_PLANS:
-      _plans.popitem(last=False)
-  return plan
+    flat = None
+  with _flat_paths_lock:
+    _flat_paths[treedef] = flat
+    while len(_flat_paths) > _MAX_FLAT_PATHS:
+      _flat_paths.popitem(last=False)
+  return flat
 
 
 _ARRAY_TYPES = set()  # leaf types seen to be concrete arrays (jax or NumPy), for a quick test
@@ -277,17 +277,17 @@ def _fast_restore(opt_target, opt_state, state_dict):
   if not isinstance(state_dict, dict):
     return None
   leaves, treedef = jax.tree_util.tree_flatten((opt_target, opt_state))
-  plan = _plan(treedef, opt_target, opt_state)
-  if plan is None:
+  flat = _flat_path(treedef, opt_target, opt_state)
+  if flat is None:
     return None
   try:
     sd_leaves, sd_treedef = jax.tree_util.tree_flatten(state_dict)
   except (TypeError, ValueError):  # keys jax cannot sort
     return None
-  if sd_treedef != plan.state_dict_treedef:
+  if sd_treedef != flat.state_dict_treedef:
     return None
   out = []
-  for expected, j in zip(leaves, plan.order):
+  for expected, j in zip(leaves, flat.order):
     x = sd_leaves[j]
     if type(x) is np.ndarray:  # pylint: disable=unidiomatic-typecheck
       if x.flags.writeable:
@@ -302,8 +302,8 @@ def _fast_restore(opt_target, opt_state, state_dict):
         or x.dtype != expected.dtype):
       return None
     out.append(x)
-  if plan.step is not None:
-    step = sd_leaves[plan.step]
+  if flat.step is not None:
+    step = sd_leaves[flat.step]
     if np.size(step) and np.min(step) < 0:  # an integer: its dtype is the template's
       return None
   # jax rebuilds dicts with sorted keys; from_state_dict keeps the template's order (which
@@ -312,8 +312,8 @@ def _fast_restore(opt_target, opt_state, state_dict):
   n_target = target_treedef.num_leaves
   parts = []
   for part, part_treedef, leaves_of_part, mappings, name in (
-      (opt_target, target_treedef, out[:n_target], plan.mappings[0], 'target'),
-      (opt_state, state_treedef, out[n_target:], plan.mappings[1], 'state')):
+      (opt_target, target_treedef, out[:n_target], flat.mappings[0], 'target'),
+      (opt_state, state_treedef, out[n_target:], flat.mappings[1], 'state')):
     if _same_key_orders(part, mappings):
       parts.append(part_treedef.unflatten(leaves_of_part))
     else:

@@ -20,7 +20,8 @@ an array leaf is (:func:`is_array`).
 
 Also here, for the same reason (the core reads them, the checkpoint tool too): the template
 state dict of an optimizer (:func:`template`) and the tree orbax wrote, as keys, shapes and
-dtypes (:func:`orbax_metadata`); neither imports orbax.
+dtypes (:func:`orbax_metadata`; orbax's own tree: :func:`orbax_metadata_tree`, which the tool's
+orbax reader uses too); neither imports orbax.
 """
 from typing import Callable, Optional, Tuple
 
@@ -32,7 +33,7 @@ from flax import serialization
 from . import _tree
 
 __all__ = ['Mismatch', 'check', 'step_problem', 'template', 'orbax_metadata',
-           'same_family', 'describe_value', 'is_array', 'is_empty']
+           'orbax_metadata_tree', 'same_family', 'describe_value', 'is_array', 'is_empty']
 
 _STEP_PATH = ('state', 'step')
 _INT32 = np.iinfo(np.int32)
@@ -268,8 +269,14 @@ def _shapes_and_dtypes(node):
   return node
 
 
-def orbax_metadata(checkpointer, directory) -> dict:
-  """What the orbax ``checkpointer`` wrote in ``directory``: keys, shapes and dtypes, no data."""
+def orbax_metadata_tree(checkpointer, directory):
+  """orbax's own metadata tree of what ``checkpointer`` wrote in ``directory`` (its containers
+  as written, a metadata object per leaf; no array data)."""
   tree = checkpointer.metadata(directory)
   tree = getattr(tree, 'item_metadata', tree)  # orbax >= 0.9 wraps the tree
-  return _shapes_and_dtypes(getattr(tree, 'tree', tree))
+  return getattr(tree, 'tree', tree)
+
+
+def orbax_metadata(checkpointer, directory) -> dict:
+  """What the orbax ``checkpointer`` wrote in ``directory``: keys, shapes and dtypes, no data."""
+  return _shapes_and_dtypes(orbax_metadata_tree(checkpointer, directory))

@@ -26,11 +26,11 @@ from typing import List, Mapping, Optional, Union
 
 from flax.training import train_state as flax_train_state
 
-from ._checkpoint import _conversion, _converted, _diff, _formats, _inspect, _orbax_io
-from ._checkpoint import _outputs, _sources
+from ._checkpoint import _diff, _formats, _inspect, _legacy_to_optax, _optax_to_legacy
+from ._checkpoint import _orbax_io, _outputs, _sources
 from ._checkpoint._codec import CheckpointError
-from ._checkpoint._conversion import Conversion, ConversionWarning, OptaxCheckpoint, ProbeError
-from ._checkpoint._converted import ConvertedCheckpoint
+from ._checkpoint._legacy_to_optax import Conversion, ConversionWarning, OptaxCheckpoint, ProbeError
+from ._checkpoint._optax_to_legacy import ConvertedCheckpoint
 from ._checkpoint._diff import DiffResult
 from ._checkpoint._formats import OutputFormat
 from ._checkpoint._inspect import CheckpointInfo
@@ -119,7 +119,7 @@ def inspect(source: Source, *, progress=None) -> CheckpointInfo:
     Adam, AdaBelief or LAMB at step 0, a bare optimizer; 6 params (24 B), 4 leaves, 76 B of arrays
   """
   tree, name, notes = _sources.read_meta(source, progress=progress)
-  info = _inspect.describe(tree, name)
+  info = _inspect.checkpoint_info(tree, name)
   info.notes.extend(notes)
   return info
 
@@ -190,7 +190,7 @@ def convert_checkpoint(source: Source, optimizer_def: OptimizerDef, *, tx=None,
     (['opt_state', 'params', 'rng', 'step'], 'the state fields fit Momentum or LARS al')
   """
   tree, where = _sources.read(source, mode='jax', progress=progress)
-  return Conversion(*_conversion.convert_tree(tree, where, optimizer_def, tx=tx,
+  return Conversion(*_legacy_to_optax.convert_tree(tree, where, optimizer_def, tx=tx,
                                                keep_layout=keep_layout, replica=replica,
                                                apply_fn=apply_fn,
                                                accept_difference=accept_difference,
@@ -390,9 +390,9 @@ def to_legacy(params, opt_state, optimizer_def: OptimizerDef, *, step=None, tx=N
     >>> sorted(sd['state']['param_states']['w']), int(sd['state']['step'])
     (['grad_ema', 'grad_sq_ema'], 0)
   """
-  _conversion.check_def(optimizer_def)
+  _legacy_to_optax.check_def(optimizer_def)
   path = None if path is None else check_new_output(path)
-  state_dict = _conversion.legacy_state_dict(params, opt_state, optimizer_def, step=step, tx=tx)
+  state_dict = _optax_to_legacy.legacy_state_dict(params, opt_state, optimizer_def, step=step, tx=tx)
   if path is not None:
     write_msgpack(path, state_dict)
   return state_dict
@@ -425,7 +425,7 @@ def load_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None) -> C
     >>> sorted(convert.to_legacy(params, opt_state, optim.Adam(0.1), step=step)['state'])
     ['param_states', 'step']
   """
-  return _converted.load(source, optimizer_def, tx)
+  return _optax_to_legacy.load(source, optimizer_def, tx)
 
 
 def legacy_from_converted(source: Source, optimizer_def: OptimizerDef, *, tx=None, step=None,
@@ -466,7 +466,7 @@ def legacy_from_converted(source: Source, optimizer_def: OptimizerDef, *, tx=Non
     (['bn', 'optimizer', 'step'], ['state', 'target'])
   """
   path = None if path is None else check_new_output(path)
-  result = _converted.legacy_tree(source, optimizer_def, tx=tx, step=step,
+  result = _optax_to_legacy.legacy_tree(source, optimizer_def, tx=tx, step=step,
                                    optimizer_key=optimizer_key)
   if path is not None:
     write_msgpack(path, result)
@@ -539,7 +539,7 @@ def diff(a: Source, b: Source, optimizer_def: Optional[OptimizerDef] = None, *,
     raise TypeError('diff: tx= converts the legacy side; give optimizer_def too.')
   trees = [_sources.read(a)[0], _sources.read(b)[0]]
   if optimizer_def is not None:
-    trees = _converted.aligned(trees, optimizer_def, tx=tx)
+    trees = _legacy_to_optax.aligned(trees, optimizer_def, tx=tx)
   return _diff.compare(*trees)
 
 

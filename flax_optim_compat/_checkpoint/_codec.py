@@ -52,6 +52,12 @@ class CheckpointError(ValueError):
   __module__ = 'flax_optim_compat.convert'  # where users import it from
 
 
+def cause_line(error: BaseException) -> str:
+  """``'ValueError: <its first line>'``: what another library (orbax, tensorstore) raised, as
+  a :class:`CheckpointError`'s one line quotes it."""
+  return f'{type(error).__name__}: {(str(error).splitlines() or [""])[0]}'
+
+
 @dataclasses.dataclass(frozen=True)
 class LeafMeta:
   """An array leaf that was not materialised ('meta' mode): its shape and dtype."""

@@ -2,7 +2,6 @@
 import dataclasses
 from typing import Any, Dict, List, Optional, Tuple
 
-import jax
 import numpy as np
 import optax
 
@@ -17,7 +16,7 @@ from .. import _tree
 def _leaf_summary(leaf) -> Tuple[Optional[Tuple[int, ...]], Optional[str], int]:
   if isinstance(leaf, _codec.LeafMeta):
     return leaf.shape, leaf.dtype.name, leaf.nbytes
-  if isinstance(leaf, (np.ndarray, np.generic, jax.Array)):
+  if _state_check.is_array(leaf, with_values=True):
     return tuple(np.shape(leaf)), np.dtype(leaf.dtype).name, int(leaf.nbytes)
   if leaf is None:
     return None, 'None', 0
@@ -152,7 +151,7 @@ def _human(nbytes: int) -> str:
 
 def _scalar(leaf) -> Optional[int]:
   """The step a leaf holds: an integer (the first of an array), else None."""
-  if isinstance(leaf, (np.ndarray, np.generic, jax.Array)) and np.size(leaf) >= 1:
+  if _state_check.is_array(leaf, with_values=True) and np.size(leaf) >= 1:
     if _tree.dtype_kind(leaf.dtype) in 'iu':
       return int(np.ravel(np.asarray(leaf))[0])
     return None
@@ -233,7 +232,7 @@ def optax_state_text(node, table=None) -> str:
   return f'{name}({", ".join(parts)})'
 
 
-def _describe_converted(tree, path, source, leaves) -> 'CheckpointInfo':
+def _converted_info(tree, path, source, leaves) -> 'CheckpointInfo':
   """The :class:`CheckpointInfo` of what ``convert`` wrote: its train state node at ``path``."""
   node = _state_dict.at(tree, path)
   notes = []
@@ -262,7 +261,7 @@ def _describe_converted(tree, path, source, leaves) -> 'CheckpointInfo':
       carried=sorted(str(k) for k in node if k not in ('step', 'params', 'opt_state')))
 
 
-def describe(tree: dict, source: str) -> 'CheckpointInfo':
+def checkpoint_info(tree: dict, source: str) -> 'CheckpointInfo':
   """The :class:`CheckpointInfo` of a state dict read from ``source`` (a file name)."""
   leaves = []
   for path, leaf in _state_dict.leaves(tree):
@@ -271,7 +270,7 @@ def describe(tree: dict, source: str) -> 'CheckpointInfo':
   found = _state_dict.find_optimizers(tree)
   converted = _state_dict.find(tree, _state_dict.is_train_state) if isinstance(tree, dict) else []
   if converted and not found:
-    return _describe_converted(tree, converted[0], source, leaves)
+    return _converted_info(tree, converted[0], source, leaves)
   notes = []
   optimizer_path = container = step = name = replicas = None
   groups: List[Tuple[str, List[str]]] = []

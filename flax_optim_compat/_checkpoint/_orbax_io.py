@@ -1,5 +1,5 @@
-"""Orbax checkpoint directories: recognised, read and written (the strict restore reads their
-metadata itself: ``_state_check.orbax_metadata``).
+"""Orbax checkpoint directories: recognised, read and written (orbax's metadata tree is read by
+``_state_check``'s one rule, which the strict restore uses too).
 
 orbax is an optional dependency, imported by the functions that need it.
 """
@@ -14,6 +14,7 @@ import jax
 import numpy as np
 from flax import serialization
 
+from .. import _state_check
 from . import _codec
 from . import _outputs
 from ._codec import CheckpointError
@@ -47,13 +48,6 @@ def _typed_scalars(restored, metadata):
   return restored
 
 
-def _metadata_tree(checkpointer, directory: str):
-  """orbax's metadata tree of ``directory`` (keys, shapes, dtypes; no array data)."""
-  tree = checkpointer.metadata(directory)
-  tree = getattr(tree, 'item_metadata', tree)  # orbax >= 0.9 wraps the tree
-  return getattr(tree, 'tree', tree)
-
-
 def read(directory: str) -> dict:
   """The state dict in an orbax checkpoint directory (NumPy/jax leaves; NumPy scalars as the
   type they were saved from)."""
@@ -62,10 +56,10 @@ def read(directory: str) -> dict:
   try:
     with ocp.StandardCheckpointer() as checkpointer:
       restored = checkpointer.restore(path)
-      restored = _typed_scalars(restored, _metadata_tree(checkpointer, path))
+      restored = _typed_scalars(restored, _state_check.orbax_metadata_tree(checkpointer, path))
   except Exception as e:  # pylint: disable=broad-except
-    raise CheckpointError(f'{directory!r}: orbax cannot restore it ({type(e).__name__}: '
-                          f'{str(e).splitlines()[0] if str(e) else ""}).') from None
+    raise CheckpointError(f'{directory!r}: orbax cannot restore it '
+                          f'({_codec.cause_line(e)}).') from None
   return serialization.to_state_dict(restored)
 
 
@@ -129,9 +123,8 @@ def write(directory, state_dict: dict) -> None:
   except Exception as e:  # pylint: disable=broad-except  # orbax and tensorstore raise many types
     if _outputs.is_no_space(e):
       raise _outputs.no_space(os.fspath(directory)) from None
-    detail = str(e).splitlines()[0] if str(e) else ''
     raise CheckpointError(f'{os.fspath(directory)!r}: orbax could not write it '
-                          f'({type(e).__name__}: {detail}).') from None
+                          f'({_codec.cause_line(e)}).') from None
 
 
 @contextlib.contextmanager
@@ -207,9 +200,8 @@ def check_data_files(directory: str) -> str:
   try:
     needed = _ocdbt_files(directory, ts)
   except Exception as e:  # pylint: disable=broad-except  # tensorstore raises ValueError & co.
-    raise CheckpointError(f'{directory!r}: its OCDBT manifest cannot be read ('
-                          f'{type(e).__name__}: {(str(e).splitlines() or [""])[0]}); plain '
-                          'orbax cannot restore it.') from None
+    raise CheckpointError(f'{directory!r}: its OCDBT manifest cannot be read '
+                          f'({_codec.cause_line(e)}); plain orbax cannot restore it.') from None
   for name, end in sorted(needed.items()):
     path = os.path.join(directory, name)
     if not os.path.isfile(path):
@@ -259,8 +251,8 @@ def read_meta(directory: str) -> Tuple[dict, List[str]]:
     if tree is None:
       raise ValueError('no tree metadata (_METADATA)')
   except Exception as e:  # pylint: disable=broad-except
-    raise CheckpointError(f'{directory!r}: orbax cannot read its metadata ({type(e).__name__}: '
-                          f'{(str(e).splitlines() or [""])[0]}).') from None
+    raise CheckpointError(f'{directory!r}: orbax cannot read its metadata '
+                          f'({_codec.cause_line(e)}).') from None
 
   def leaf(meta, where):
     shape, dtype = getattr(meta, 'shape', None), getattr(meta, 'dtype', None)
@@ -272,8 +264,8 @@ def read_meta(directory: str) -> Tuple[dict, List[str]]:
     try:
       return _small_value(directory, meta, zarr3, ts)
     except Exception as e:  # pylint: disable=broad-except
-      raise CheckpointError(f'{directory!r}: the leaf {where} cannot be read ('
-                            f'{type(e).__name__}: {(str(e).splitlines() or [""])[0]}).') from None
+      raise CheckpointError(f'{directory!r}: the leaf {where} cannot be read '
+                            f'({_codec.cause_line(e)}).') from None
 
   def walk(node, where):
     if isinstance(node, dict):

@@ -29,7 +29,6 @@ with gradients of global norm above 1e3 (every clipping or threshold shows); the
 by 1e-6 (floors on the params' scale, Adafactor's ``epsilon2``, and trust ratios show).
 """
 import ast
-import inspect
 import math
 from typing import Any, Callable, List, NamedTuple, Optional, Tuple
 
@@ -38,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from .. import _expression_syntax
 from .. import _tree
 
 try:
@@ -377,72 +377,6 @@ def describe_half(result: ProbeResult) -> List[str]:
 # ----------------------------------------------------------------------------- the --tx text
 
 
-def _optax_name(func) -> Optional[str]:
-  if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-      and func.value.id == 'optax':
-    return func.attr
-  return None
-
-
-def _bound(call):
-  """``(optax function name, injected, inspect.BoundArguments)`` of one call node, or None;
-  ``inject_hyperparams(optax.X)(...)`` reads as ``optax.X(...)`` (injected)."""
-  if not isinstance(call, ast.Call):
-    return None
-  func, injected = call.func, False
-  if isinstance(func, ast.Call) and _optax_name(func.func) == 'inject_hyperparams' and func.args:
-    name, injected = _optax_name(func.args[0]), True
-  else:
-    name = _optax_name(func)
-  fn = getattr(optax, name, None) if name else None
-  if fn is None:
-    return None
-  try:
-    return name, injected, inspect.signature(fn).bind_partial(*call.args, **{
-        k.arg: k.value for k in call.keywords if k.arg})
-  except (TypeError, ValueError):
-    return None
-
-
-def _calls(text: str) -> Optional[List[Tuple[str, dict]]]:
-  """``[(optax function, {keyword: value})]`` of an optax expression: one call, the calls of
-  an ``optax.chain``, ``inject_hyperparams(optax.X)(...)`` read as ``optax.X(...)``; every
-  keyword the call leaves out has optax's default (what the user did not write still runs);
-  ``values['']`` is the set written out. None when it is something else (a multi_transform:
-  no cause is guessed)."""
-  try:
-    node = ast.parse(text, mode='eval').body
-  except SyntaxError:
-    return None
-
-  def one(call):
-    bound = _bound(call)
-    if bound is None:
-      return None
-    name, injected, bound = bound
-    # '': the keywords written out; '*': those the state supplies (numbers injected by
-    # inject_hyperparams: the conversion keeps the file's values there, and says so).
-    values = {'': set(bound.arguments), '*': set()}
-    for param in bound.signature.parameters.values():
-      if param.name in bound.arguments:
-        try:
-          values[param.name] = ast.literal_eval(bound.arguments[param.name])
-          if injected and isinstance(values[param.name], (int, float)) and not isinstance(
-              values[param.name], bool):
-            values['*'].add(param.name)
-        except (ValueError, SyntaxError, TypeError):
-          values[param.name] = ast.unparse(bound.arguments[param.name])
-      elif param.default is not inspect.Parameter.empty:
-        values[param.name] = param.default
-    return name, values
-
-  if isinstance(node, ast.Call) and _optax_name(node.func) == 'chain':
-    calls = [one(c) for c in node.args]
-  else:
-    calls = [one(node)]
-  return None if any(c is None for c in calls) else calls
-
-
 def _dtype_text(value):
   """``'bfloat16'`` for ``jnp.bfloat16``, ``'jnp.bfloat16'`` or ``'bfloat16'``; else the value."""
   if isinstance(value, str):
@@ -489,7 +423,7 @@ def differences(expected: Optional[str], given: Optional[str], legacy: str,
   """
   if expected is None or given is None:
     return []
-  want, got = _calls(expected), _calls(given)
+  want, got = _expression_syntax.calls(expected), _expression_syntax.calls(given)
   if want is None or got is None or len(want) != len(got):
     return []
   found = []
@@ -532,7 +466,7 @@ def cause(expected: Optional[str], given: Optional[str], legacy: str) -> Optiona
     return '; '.join(found)
   if expected is None or given is None:
     return None
-  want, got = _calls(expected), _calls(given)
+  want, got = _expression_syntax.calls(expected), _expression_syntax.calls(given)
   if want is None or got is None:
     return None
   if [n for n, _ in want] != [n for n, _ in got]:
@@ -551,15 +485,15 @@ def cause(expected: Optional[str], given: Optional[str], legacy: str) -> Optiona
 def _schedule(node) -> Optional[Callable]:
   """The optax schedule a call node with literal arguments writes (``optax.exponential_decay(
   0.01, 1, 0.9)``), or None (another node, a schedule of schedules)."""
-  name = _optax_name(node.func) if isinstance(node, ast.Call) else None
+  name = _expression_syntax.optax_name(node.func) if isinstance(node, ast.Call) else None
   fn = getattr(optax.schedules, name, None) if name else None
   if fn is None or not callable(fn):
     return None
   try:
-    args = [ast.literal_eval(a) for a in node.args]
-    kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+    args = [_expression_syntax.literal_value(a) for a in node.args]
+    kwargs = {k.arg: _expression_syntax.literal_value(k.value) for k in node.keywords if k.arg}
     schedule = fn(*args, **kwargs)
-  except (ValueError, SyntaxError, TypeError):
+  except (ValueError, TypeError):
     return None
   return schedule if callable(schedule) else None
 
@@ -576,26 +510,22 @@ def learning_rate_of(text: Optional[str]) -> Tuple[str, Any]:
     ('constant', 0.1)
   """
   try:
-    node = ast.parse(text, mode='eval').body if text else None
-  except SyntaxError:
+    node = _expression_syntax.parse(text) if text else None
+  except _expression_syntax.TextError:
     node = None
-  if isinstance(node, ast.Call) and _optax_name(node.func) == 'chain':
-    calls = node.args
-  else:
-    calls = [node]
-  for call in calls:
-    bound = _bound(call)
+  for call in _expression_syntax.chained(node):
+    bound = _expression_syntax.bound(call)
     if bound is None or 'learning_rate' not in bound[2].arguments:
       continue
-    name, injected, bound = bound
+    _, injected, arguments = bound
     if injected:
       return 'injected', None
-    value = bound.arguments['learning_rate']
+    value = arguments.arguments['learning_rate']
     schedule = _schedule(value)
     if schedule is not None:
       return 'schedule', schedule
     try:
-      return 'constant', ast.literal_eval(value)
-    except (ValueError, SyntaxError, TypeError):
+      return 'constant', _expression_syntax.literal_value(value)
+    except ValueError:
       return 'unknown', None
   return 'unknown', None

@@ -104,8 +104,9 @@ def check_leaves(node, path: Tuple[str, ...], where: str) -> None:
     for key, value in node.items():
       check_leaves(value, path + (str(key),), where)
     return
-  if node is None or (isinstance(node, (bool, int, float, complex, np.ndarray, np.generic,
-                                        jax.Array)) and _tree.leaf_kind(node) in tuple('biufc')):
+  if node is None or ((isinstance(node, (bool, int, float, complex))
+                       or _state_check.is_array(node, with_values=True))
+                      and _tree.leaf_kind(node) in tuple('biufc')):
     return
   # Its type alone for a non-array: a string or bytes leaf may be long.
   what = (_state_check.describe_value(node) if _state_check.is_array(node)

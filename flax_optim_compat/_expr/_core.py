@@ -3,13 +3,13 @@
 A user writes the optimizer that wrote a checkpoint as the Python they already know
 (``"Adam(learning_rate=1e-3, weight_decay=1e-4)"``) and the optax transformation to convert into
 as optax Python (``"optax.adamw(1e-3, weight_decay=1e-4)"``). Such a string comes from a shell,
-a script or a file of unknown origin, so it is never given to ``eval``: it is checked for size
-before ``ast.parse`` (a parser fed a 100k-character nested expression runs out of memory or
-recursion), parsed, and every node is checked against an allowlist before anything is built:
+a script or a file of unknown origin, so it is never given to ``eval``: it is parsed by the one
+checked parse (``_expression_syntax.parse``: sizes checked before ``ast.parse``, depth after),
+and every node is checked against an allowlist before anything is built:
 
 * names come from the package itself (its public :class:`OptimizerDef` subclasses) or from the
   installed optax (its public transformations and schedules, recognised by their declared return
-  types; the few transformations optax leaves unannotated are named in ``_expr_optax`` and
+  types; the few transformations optax leaves unannotated are named in ``_expr/_optax`` and
   tested against optax);
 * arguments are bound to the real signature (``inspect.signature``): arity checked, unknown
   keywords named;
@@ -22,38 +22,29 @@ with :func:`ascii`, so a command-line argument holding undecodable bytes (decode
 
 The expressions live in four modules, each with one job:
 
-* ``_expr`` (this one): the size limits, the errors, and what both expressions share: the
-  checked parse (:func:`parse_expression`), the message context (:class:`Context`), literals
+* ``_core`` (this one): the errors and what both expressions share: the checked parse with
+  its messages (:func:`parse_expression`), the message context (:class:`Context`), literals
   and dtype names read from nodes, a call's arguments bound to a signature;
-* ``_expr_optimizer``: ``--optimizer``, the legacy defs (``WeightNorm`` and ``MultiOptimizer``
+* ``_optimizer``: ``--optimizer``, the legacy defs (``WeightNorm`` and ``MultiOptimizer``
   of ``ModelParamTraversal`` regexes included): :func:`parse_optimizer`, :class:`PathRegex`;
-* ``_expr_optax``: what the installed optax offers ``--tx``: its transformations and schedules
+* ``_optax``: what the installed optax offers ``--tx``: its transformations and schedules
   by name, and what each parameter accepts, read from optax's annotations;
-* ``_expr_tx``: ``--tx``, an optax expression built from those: :func:`parse_tx`,
+* ``_tx``: ``--tx``, an optax expression built from those: :func:`parse_tx`,
   :func:`canonical_tx`.
 """
 import ast
 import inspect
-import io
 import math
 import re
-import tokenize
 from typing import Optional
 
 import jax.numpy as jnp
 
-__all__ = ['UsageError', 'ExpressionError', 'MAX_CHARS', 'MAX_TOKENS', 'MAX_NESTING',
-           'Context', 'parse_expression', 'dotted', 'name_in', 'dtype_of', 'DTYPES', 'literal',
-           'NOT_LITERAL', 'check_number', 'refuse_literal_kind', 'bind', 'build_each', 'quote',
-           'source_of', 'describe', 'value_words']
+from .. import _expression_syntax
 
-# Size limits, checked on the tokens before `ast.parse`: CPython's parser gives up (MemoryError,
-# RecursionError) near 3000 nested nodes. Real expressions are far below: a MultiOptimizer of
-# ten groups is about 250 tokens at nesting 4.
-MAX_CHARS = 4096
-MAX_TOKENS = 1000
-MAX_NESTING = 24      # brackets: ( [ {
-_MAX_AST_DEPTH = 64   # nodes, checked after parsing, before any recursive walk
+__all__ = ['UsageError', 'ExpressionError', 'Context', 'parse_expression', 'dotted', 'name_in',
+           'dtype_of', 'DTYPES', 'literal', 'NOT_LITERAL', 'check_number', 'refuse_literal_kind',
+           'bind', 'build_each', 'quote', 'source_of', 'node_in_words', 'value_words']
 
 # Module spellings accepted in front of a dtype name.
 _DTYPE_PREFIXES = ('jnp', 'jax.numpy', 'np', 'numpy')
@@ -100,7 +91,7 @@ def source_of(node) -> str:
   return quote(ast.unparse(node), 60)
 
 
-def describe(node) -> str:
+def node_in_words(node) -> str:
   """What ``node`` is, for a refusal: ``a lambda 'lambda: 0'``."""
   kinds = {
       ast.Name: 'the name', ast.Attribute: 'the attribute', ast.Lambda: 'a lambda',
@@ -147,8 +138,10 @@ def parse_expression(text, ctx: Context) -> ast.expr:
   """``ast.parse(text, mode='eval').body`` after the size checks; every failure one line."""
   if not isinstance(text, str):
     raise ExpressionError(f'{ctx.source}: expected a string, got {type(text).__name__}.')
-  if len(text) > MAX_CHARS:
-    raise ctx.fail(f'is {len(text)} characters long; at most {MAX_CHARS} are accepted.')
+  try:
+    _expression_syntax.check_length(text)
+  except _expression_syntax.TextError as e:
+    raise ctx.fail(str(e)) from None
   try:
     text.encode('utf-8')
   except UnicodeEncodeError as e:
@@ -162,38 +155,10 @@ def parse_expression(text, ctx: Context) -> ast.expr:
   if placeholder:   # a value the command's writer could not know (e.g. migrate's report)
     raise ctx.fail(f'fill the placeholder {placeholder.group(1)}: replace '
                    f'{placeholder.group(0)} with its value.')
-  depth = max_depth = count = 0
   try:
-    for token in tokenize.generate_tokens(io.StringIO(text.strip()).readline):
-      if token.type in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.COMMENT):
-        continue
-      count += 1
-      if token.type == tokenize.OP and token.string in '([{':
-        depth += 1
-        max_depth = max(max_depth, depth)
-      elif token.type == tokenize.OP and token.string in ')]}':
-        depth -= 1
-      if count > MAX_TOKENS:
-        raise ctx.fail(f'has more than {MAX_TOKENS} tokens; at most {MAX_TOKENS} are accepted.')
-      if max_depth > MAX_NESTING:
-        raise ctx.fail(f'nests brackets more than {MAX_NESTING} deep; at most {MAX_NESTING} '
-                       'levels are accepted.')
-  except (tokenize.TokenError, SyntaxError) as e:
-    message = e.args[0] if e.args else type(e).__name__
-    raise ctx.fail(f'does not parse ({message}).') from None
-  try:
-    tree = ast.parse(text.strip(), mode='eval')
-  except SyntaxError as e:
-    raise ctx.fail(f'does not parse ({e.msg}).') from None
-  except (ValueError, MemoryError, RecursionError) as e:  # e.g. a null byte
-    raise ctx.fail(f'does not parse ({type(e).__name__}: {e}).') from None
-  stack = [(tree.body, 1)]
-  while stack:
-    node, node_depth = stack.pop()
-    if node_depth > _MAX_AST_DEPTH:
-      raise ctx.fail(f'nests more than {_MAX_AST_DEPTH} levels deep.')
-    stack.extend((child, node_depth + 1) for child in ast.iter_child_nodes(node))
-  return tree.body
+    return _expression_syntax.parse(text)
+  except _expression_syntax.TextError as e:
+    raise ctx.fail(str(e)) from None
 
 
 def dotted(node) -> Optional[str]:

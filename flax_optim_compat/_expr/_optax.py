@@ -4,8 +4,8 @@ parameter accepts.
 Read from optax itself, never from the user's text: a public callable is a transformation or a
 schedule by its declared return type, or by name for the few transformations optax leaves
 unannotated (:func:`callables`, :data:`UNANNOTATED_TRANSFORMS`), and a parameter takes what its
-annotation says (:func:`accepts`, an :class:`Accepts`). ``_expr_tx`` builds an expression
-against these.
+annotation says (:func:`accepts`, an :class:`Accepts`). ``_tx`` builds an expression against
+these.
 """
 import collections.abc
 import dataclasses

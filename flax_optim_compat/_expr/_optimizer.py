@@ -242,9 +242,9 @@ def _def_literal(node, param: inspect.Parameter, name: str, ctx: _core.Context):
         _optimizer_classes()):
       raise ctx.fail(f'{where}: only {" and ".join(_wrappers())} takes an optimizer argument.')
     if isinstance(node, (ast.List, ast.Tuple, ast.Dict, ast.Set)):
-      raise ctx.fail(f'{where} takes a single literal, not {_core.describe(node)}.')
+      raise ctx.fail(f'{where} takes a single literal, not {_core.node_in_words(node)}.')
     raise ctx.fail(f'{where}: only literal arguments are allowed (numbers, strings, '
-                   f'True/False/None), not {_core.describe(node)}.')
+                   f'True/False/None), not {_core.node_in_words(node)}.')
   _core.refuse_literal_kind(value, where, ctx)
   if isinstance(value, str) and param.default is not param.empty and _is_dtype(param.default):
     dtype = _core.dtype_of(node, ctx)
@@ -295,7 +295,7 @@ def _build_def(node, ctx: _core.Context, outermost: bool):
     if _takes_def(param):
       if not isinstance(value_node, ast.Call):
         raise ctx.fail(f'{name} argument {ascii(param.name)} takes an optimizer such as '
-                       f'Adam(1e-3), got {_core.describe(value_node)}.')
+                       f'Adam(1e-3), got {_core.node_in_words(value_node)}.')
       return _build_def(value_node, ctx, outermost=False)
     value = _def_literal(value_node, param, name, ctx)
     given[param.name] = (param, value)
@@ -324,7 +324,7 @@ def _build_traversal(node, ctx: _core.Context, index: int):
   if not (isinstance(node, ast.Call)
           and _core.name_in(node.func, _TRAVERSAL_PREFIXES) == 'ModelParamTraversal'):
     raise ctx.fail(f'{where}: expected ModelParamTraversal(\'REGEX\') first, got '
-                   f'{_core.describe(node)}.')
+                   f'{_core.node_in_words(node)}.')
   if (len(node.args) + len(node.keywords) != 1
       or any(k.arg != 'filter_fn' for k in node.keywords)):
     raise ctx.fail(f'{where}: ModelParamTraversal takes one argument, a regular expression '
@@ -332,7 +332,8 @@ def _build_traversal(node, ctx: _core.Context, index: int):
   arg = node.args[0] if node.args else node.keywords[0].value
   if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
     raise ctx.fail(f'{where}: ModelParamTraversal takes a regular expression string (a '
-                   f'function cannot be given on the command line), got {_core.describe(arg)}.')
+                   'function cannot be given on the command line), got '
+                   f'{_core.node_in_words(arg)}.')
   try:
     filter_fn = PathRegex(arg.value)
   except (re.error, RecursionError, OverflowError) as e:
@@ -355,7 +356,7 @@ def _build_multi(node, ctx: _core.Context):
   for i, pair in enumerate(node.args):
     if not isinstance(pair, (ast.Tuple, ast.List)) or len(pair.elts) != 2:
       raise ctx.fail(f'MultiOptimizer group {i} must be a (ModelParamTraversal(\'REGEX\'), '
-                     f'optimizer) pair, got {_core.describe(pair)}.')
+                     f'optimizer) pair, got {_core.node_in_words(pair)}.')
     traversal_node, def_node = pair.elts
     traversal = _build_traversal(traversal_node, ctx, i)
     ctx.where = f'MultiOptimizer group {i}: '

@@ -1,16 +1,17 @@
 """``--tx``: the optax transformation an expression writes, built without evaluating it.
 
-``optax.X(...)`` calls of what ``_expr_optax`` allows, ``optax.chain``, ``optax.multi_transform``
+``optax.X(...)`` calls of what ``_optax`` allows, ``optax.chain``, ``optax.multi_transform``
 with a literal labels tree, ``optax.inject_hyperparams(optax.X)(...)`` and schedules, every
-literal checked against optax's own annotations. Parsing, limits and errors are ``_expr``'s.
+literal checked against optax's own annotations. Parsing, limits and errors are ``_core``'s;
+what names an optax function is ``_expression_syntax``'s (the probe reads ``--tx`` by it too).
 """
 import ast
 import dataclasses
 import inspect
-from typing import Optional
 
 import optax
 
+from .._expression_syntax import optax_name as _optax_name
 from . import _core
 from . import _optax
 
@@ -23,12 +24,6 @@ def _call(fn, args, kwargs, what: str, ctx: _core.Context):
   except Exception as e:  # pylint: disable=broad-except
     # optax's own argument checks (ValueError, TypeError, AssertionError, ...), in one line.
     raise ctx.fail(f'{what}: {type(e).__name__}: {e}') from None
-
-
-def _optax_name(func) -> Optional[str]:
-  if isinstance(func, ast.Attribute) and _core.dotted(func.value) == 'optax':
-    return func.attr
-  return None
 
 
 def _tx_call(node: ast.Call, ctx: _core.Context):
@@ -105,7 +100,7 @@ def _inject_call(node: ast.Call, ctx: _core.Context):
       factory_name = _optax_name(value_node)
       if factory_name not in transforms or factory_name in ('chain', 'multi_transform'):
         raise ctx.fail(f'{label} takes an optax transformation function such as optax.adam '
-                       f'(not called), got {_core.describe(value_node)}.')
+                       f'(not called), got {_core.node_in_words(value_node)}.')
       return transforms[factory_name]
     return _tx_value(value_node, _optax.parameter_accepts(param),
                      _argument(label, param), ctx)
@@ -136,7 +131,7 @@ def _tx_value(node, accepts: _optax.Accepts, where: str, ctx: _core.Context):
   if isinstance(node, ast.Call):
     if not isinstance(node.func, ast.Call) and not _optax_name(node.func):
       raise ctx.fail(f'{where}: only literals and optax calls are allowed, not '
-                     f'{_core.describe(node)}.')
+                     f'{_core.node_in_words(node)}.')
     kind, value = _tx_call(node, ctx)
     if not getattr(accepts, kind):
       kind_words = 'transformation' if kind == 'transform' else kind
@@ -155,17 +150,17 @@ def _tx_value(node, accepts: _optax.Accepts, where: str, ctx: _core.Context):
     elif accepts.items is not None or accepts.anything:
       items = [_tx_value(e, accepts.items or _optax.ANYTHING, where, ctx) for e in node.elts]
     else:
-      raise ctx.fail(f'{where} takes {accepts.words()}, not {_core.describe(node)}.')
+      raise ctx.fail(f'{where} takes {accepts.words()}, not {_core.node_in_words(node)}.')
     return tuple(items) if isinstance(node, ast.Tuple) else items
   if isinstance(node, ast.Dict):
     if accepts.values is None and not accepts.anything:
-      raise ctx.fail(f'{where} takes {accepts.words()}, not {_core.describe(node)}.')
+      raise ctx.fail(f'{where} takes {accepts.words()}, not {_core.node_in_words(node)}.')
     result = {}
     for key_node, value_node in zip(node.keys, node.values):
       key = _core.literal(key_node) if key_node is not None else _core.NOT_LITERAL
       if isinstance(key, bool) or not isinstance(key, (str, int)):
         raise ctx.fail(f'{where}: dict keys must be strings or integers, not '
-                       f'{_core.describe(key_node) if key_node is not None else "**"}.')
+                       f'{_core.node_in_words(key_node) if key_node is not None else "**"}.')
       keys = accepts.keys or _optax.ANYTHING
       if not keys.anything and not (keys.string if isinstance(key, str) else
                                     keys.integer or keys.real):
@@ -180,7 +175,7 @@ def _tx_value(node, accepts: _optax.Accepts, where: str, ctx: _core.Context):
   value = _core.literal(node)
   if value is _core.NOT_LITERAL:
     raise ctx.fail(f'{where}: only literals and optax calls are allowed, not '
-                   f'{_core.describe(node)}.')
+                   f'{_core.node_in_words(node)}.')
   _core.refuse_literal_kind(value, where, ctx)
   if value is None:
     ok = accepts.none or accepts.anything
@@ -210,7 +205,7 @@ def _parse_tx(text: str, source: str):
     raise ctx.fail(f'optax.{node.attr} must be called, e.g. optax.{node.attr}(...).')
   if not isinstance(node, ast.Call):
     raise ctx.fail(f'expected an optax transformation such as "optax.adamw(1e-3)", got '
-                   f'{_core.describe(node)}.')
+                   f'{_core.node_in_words(node)}.')
   if not isinstance(node.func, ast.Call) and not _optax_name(node.func):
     raise ctx.fail(f'{_core.source_of(node.func)} is not an optax transformation; expected e.g. '
                    'optax.adamw(1e-3), optax.chain(...), '

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from flax_optim_compat._checkpoint import _conversion
+from flax_optim_compat._checkpoint import _legacy_to_optax
 from flax_optim_compat._checkpoint import _outputs
 from flax_optim_compat._checkpoint import _sources
 from flax_optim_compat._cli import _feedback
@@ -55,7 +55,7 @@ def slow_steps(monkeypatch):
   monkeypatch.setattr(_feedback, 'INTERVAL', 0.05)
   for name in ('read', 'read_named'):  # convert and diff read, inspect reads named
     monkeypatch.setattr(_sources, name, _slow_read(getattr(_sources, name)))
-  monkeypatch.setattr(_conversion, 'convert_tree', _slow(_conversion.convert_tree))
+  monkeypatch.setattr(_legacy_to_optax, 'convert_tree', _slow(_legacy_to_optax.convert_tree))
   monkeypatch.setattr(_outputs, 'write_file', _slow(_outputs.write_file))
   # the orbax format's write publishes its folder through _outputs.write_directory
   monkeypatch.setattr(_outputs, 'write_directory', _slow(_outputs.write_directory))

@@ -631,3 +631,24 @@ def test_console_command_refuses_in_one_line(tmp_path, optimizer):
   assert err.startswith('flax-optim-compat convert: error: --optimizer '), err
   assert 'nope' not in err
   assert os.listdir(tmp_path) == []
+
+
+def test_the_probe_reads_tx_text_by_the_parsers_rule():
+  """The --tx text is read by one rule (``_expression_syntax``): the probe refuses what the
+  parser refuses for size, and reads ``inject_hyperparams`` however its factory is passed."""
+  from flax_optim_compat import _expression_syntax
+  from flax_optim_compat._checkpoint import _probe
+  too_long = 'optax.adam(' + '0.1 + ' * 800 + '0.1)'   # over 4096 characters
+  with pytest.raises(ExpressionError, match='characters long; at most 4096'):
+    _expr_tx.parse_tx(too_long)
+  assert _expression_syntax.calls(too_long) is None
+  assert _probe.learning_rate_of(too_long) == ('unknown', None)
+  for text in ('optax.inject_hyperparams(optax.adam)(learning_rate=0.1, b2=0.99)',
+               'optax.inject_hyperparams(inner_factory=optax.adam)(learning_rate=0.1, b2=0.99)'):
+    _expr_tx.parse_tx(text)  # the parser builds it
+    [(name, values)] = _expression_syntax.calls(text)
+    # optax.adam's own defaults fill what the text leaves out; injected numbers are the state's.
+    assert (name, values['b1'], values['b2'], values['*']) == (
+        'adam', inspect.signature(optax.adam).parameters['b1'].default, 0.99,
+        {'learning_rate', 'b2'})
+    assert _probe.learning_rate_of(text) == ('injected', None)

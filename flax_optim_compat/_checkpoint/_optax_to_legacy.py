@@ -1,10 +1,11 @@
-"""Reading back what ``convert`` wrote: the one ``{'params', 'opt_state'}`` node and its optax state.
+"""The way back: what ``convert`` wrote, read back, and a legacy state dict from an optax state.
 
 A converted checkpoint (msgpack or orbax, flat or ``keep_layout``) holds one train state node;
 its ``opt_state`` is restored against the transformation the legacy optimizer was converted
-into (``_conversion.targets``). For ``convert.diff``, a legacy tree is lined up with a
-converted one. An empty optax state (``optax.EmptyState()``) is stored as ``{}`` by msgpack and
-read back as None by orbax: both read alike here (``_state_check``'s rule).
+into (``_legacy_to_optax.targets``), for ``load_converted`` or for the legacy tree
+``legacy_from_converted`` writes; ``to_legacy`` starts from params and an optax state in memory.
+An empty optax state (``optax.EmptyState()``) is stored as ``{}`` by msgpack and read back as
+None by orbax: both read alike here (``_state_check``'s rule).
 """
 from typing import Any, Mapping, NamedTuple
 
@@ -14,11 +15,12 @@ import numpy as np
 import optax
 from flax import serialization
 
-from . import _conversion
+from . import _legacy_to_optax
 from . import _sources
 from . import _state_dict
 from .. import _tree
 from ._codec import CheckpointError
+from ..base import OptimizerDef
 
 
 class ConvertedCheckpoint(NamedTuple):
@@ -27,8 +29,6 @@ class ConvertedCheckpoint(NamedTuple):
   params: Any
   opt_state: optax.OptState
   step: Any
-
-
 
 
 def _read(source, optimizer_def, tx):
@@ -53,10 +53,10 @@ def _read(source, optimizer_def, tx):
   _state_dict.check_arrays(node['params'], found[0] + ('params',), where)
   params = jax.tree_util.tree_map(jnp.asarray, node['params'])
   if tx is None:
-    full_tx, state_tx = _conversion.default_targets(optimizer_def)[:2]
+    full_tx, state_tx = _legacy_to_optax.default_targets(optimizer_def)[:2]
   else:
     # The warning points at convert.py's public function (two calls up from here).
-    full_tx, state_tx = _conversion.targets(optimizer_def, tx, stacklevel=4)[:2]
+    full_tx, state_tx = _legacy_to_optax.targets(optimizer_def, tx, stacklevel=4)[:2]
   try:
     template = jax.eval_shape(full_tx.init, params)
     raw = _state_dict.check_like(serialization.to_state_dict(template), node['opt_state'],
@@ -95,10 +95,9 @@ def legacy_tree(source, optimizer_def, *, tx, step, optimizer_key: str) -> dict:
   if step is None and _tree.first_count(opt_state) is None:
     raise CheckpointError(f'{where}: the optax state has no `count` and the file no `step`; '
                           'give the legacy step (--step, step=).')
-  _conversion.check_def(optimizer_def)
-  legacy = _conversion.legacy_state_dict(params, opt_state, optimizer_def,
-                                         step=None if step is None else np.asarray(step),
-                                         tx=state_tx)
+  _legacy_to_optax.check_def(optimizer_def)
+  legacy = legacy_state_dict(params, opt_state, optimizer_def,
+                             step=None if step is None else np.asarray(step), tx=state_tx)
   siblings = {k: v for k, v in node.items() if k not in ('step', 'params', 'opt_state')}
   if siblings:
     legacy = {'step': node.get('step', legacy['state']['step']), optimizer_key: legacy,
@@ -106,22 +105,19 @@ def legacy_tree(source, optimizer_def, *, tx, step, optimizer_key: str) -> dict:
   return _state_dict.replace_at(tree, node_path, legacy)
 
 
-def aligned(trees, optimizer_def, *, tx=None) -> list:
-  """Two state dicts as ``convert.diff`` compares them given ``optimizer_def``.
-
-  A legacy side becomes its conversion into ``tx`` (default: the plain optax expression),
-  ``{'step', 'params', 'opt_state', ...}`` (without ``step`` when the other side is a
-  converted file without one, as ``--to optax`` wrote them before it kept the step).
-  """
-  legacy = [bool(_state_dict.find_optimizers(tree)) for tree in trees]
-  trees = list(trees)
-  for i, tree in enumerate(trees):
-    if legacy[i]:
-      converted = serialization.to_state_dict(_conversion.convert_tree(
-          *_sources.read(tree, mode='jax'), optimizer_def, tx=tx, keep_layout=False,
-          replica=None, apply_fn=None).state_dict)
-      other = trees[1 - i]
-      if not legacy[1 - i] and isinstance(other, dict) and 'step' not in other:
-        converted.pop('step', None)  # a to_optax output: {params, opt_state}
-      trees[i] = converted
-  return trees
+def legacy_state_dict(params, opt_state, optimizer_def: OptimizerDef, *, step, tx) -> dict:
+  """The legacy ``{'target', 'state'}`` state dict of params and a state of ``tx`` (default:
+  the default target), as ``convert.to_legacy`` describes it (the caller checks
+  ``optimizer_def``: ``_legacy_to_optax.check_def``)."""
+  if step is not None:
+    step = _state_dict.check_step(step, 'to_legacy')
+  params = jax.tree_util.tree_map(jnp.asarray, params)
+  if tx is None:
+    tx = _legacy_to_optax.default_targets(optimizer_def)[1]
+  try:
+    state = optimizer_def.legacy_state(params, opt_state, step=step, tx=tx)
+  except NotImplementedError as e:
+    raise CheckpointError(f'{type(optimizer_def).__name__} has no optax state: {e}') from None
+  except ValueError as e:
+    raise CheckpointError(f'opt_state does not fit {optimizer_def!r}: {e}') from None
+  return optimizer_def.state_dict(params, state)

@@ -1,4 +1,4 @@
-"""A legacy optimizer's state in the state of an optax transformation, and back (``convert``'s engine).
+"""A legacy optimizer's state in the state of an optax transformation (``convert``'s way there).
 
 The optimizer is restored from its state dict by the def's strict restore; the transformation
 it converts into (the *target*) is a given ``tx`` or the plain optax expression that continues
@@ -6,6 +6,8 @@ the legacy numbers (one per group of a MultiOptimizer); the state mapping itself
 ``optax_state`` / ``legacy_state``. The converted tree is the flat ``{'step', 'params',
 'opt_state', ...}`` layout with the keys that sat beside the optimizer, or the file's own tree
 with the optimizer node replaced (``keep_layout``). Every conversion's notes are one line each.
+For ``convert.diff``, a legacy side is lined up with a converted one (:func:`aligned`); the
+way back is ``_optax_to_legacy``.
 """
 import dataclasses
 import re
@@ -20,12 +22,14 @@ from flax import serialization
 from flax.training import train_state as flax_train_state
 
 from .. import _adapter_state
+from .. import _expression_syntax
 from .. import _groups
 from .. import _hyper
 from .. import _layouts
 from .. import _restore
 from . import _probe
 from . import _replicas
+from . import _sources
 from . import _state_dict
 from .. import _tree
 from ._codec import CheckpointError
@@ -89,26 +93,27 @@ class OptaxCheckpoint(NamedTuple):
   opt_state: optax.OptState
 
 
+def check_def(optimizer_def) -> None:
+  """TypeError unless ``optimizer_def`` is an ``OptimizerDef``."""
+  if not isinstance(optimizer_def, OptimizerDef):
+    raise TypeError(f'optimizer_def must be an OptimizerDef (e.g. optim.Adam(1e-3)), not '
+                    f'{type(optimizer_def).__name__}.')
+
+
 def restore(tree: dict, where: str, opt_def: OptimizerDef) -> Tuple[Optimizer, Tuple[str, ...]]:
   """``(optimizer, its key path)``: the one legacy optimizer of ``tree`` restored as ``opt_def``."""
-  if not isinstance(opt_def, OptimizerDef):
-    raise TypeError(f'optimizer_def must be an OptimizerDef (e.g. optim.Adam(1e-3)), not '
-                    f'{type(opt_def).__name__}.')
+  check_def(opt_def)
   path = _state_dict.locate(tree, where)
   node = _state_dict.at(tree, path)
   if _layouts.is_per_group_multi_state(node['state']):
     raise CheckpointError(f'{where}: the optimizer at {_tree.join_keys(path)} has the '
                           'MultiOptimizer layout of flax < 0.3.3, which later versions cannot '
                           'restore.')
-  _check_family(node, path, where, opt_def)
+  _check_family(node, where, opt_def)
   _state_dict.check_leaves(node, path, where)
   target = node['target']
   # An empty dict is a module without params (flax 0.5.3 writes `'Dropout_0': {}`).
-  bad = [p for p, leaf in _state_dict.leaves(target)
-         if not isinstance(leaf, (np.ndarray, np.generic, jax.Array)) and leaf != {}]
-  if bad:
-    leaf_path = _tree.join_keys(path + ('target',) + bad[0])
-    raise CheckpointError(f'{where}: the target leaf at {leaf_path} is not an array.')
+  _state_dict.check_arrays(target, path + ('target',), where)
   template = _state_dict.abstract_optimizer(opt_def, target)
   _check_state_dtypes(node, path, where, opt_def, template)
   try:
@@ -145,12 +150,11 @@ def _check_state_dtypes(node, path, where: str, opt_def, template) -> None:
         'cast it and the run would not continue as written.')
 
 
-def _check_family(node, path, where: str, opt_def) -> None:
+def _check_family(node, where: str, opt_def) -> None:
   """CheckpointError first of all when ``opt_def`` cannot even hold the file's target and the
   file's fields are another optimizer's (``WeightNorm(Adam)`` for an Adam file): what the file
   holds comes before what the def says of the target. A def that holds the target is left to
   the strict restore, whose error names the first differing leaf and the same family."""
-  del path
   try:
     _state_dict.abstract_optimizer(opt_def, node['target'])
     return
@@ -224,7 +228,7 @@ def targets(opt_def, tx, *, stacklevel: int = 3, tx_source=None):
   multi = isinstance(opt_def, MultiOptimizer)
   if multi:
     defs = list(opt_def.sub_optimizers)
-    given = None if tx is None else tx
+    given = tx
     if _groups.is_user_multi(given):
       # The user's own optax.multi_transform: its labels are mapped to the groups by the
       # params they cover when its state is built (MultiOptimizer.label_groups).
@@ -256,7 +260,7 @@ def targets(opt_def, tx, *, stacklevel: int = 3, tx_source=None):
                       f'({plain.difference}).', ConversionWarning, stacklevel=stacklevel)
     txs.append(sub_tx)
     texts.append(text)
-  if given is None and any(not _rate_set_per_step(d) and not callable(
+  if given is None and any(not _hyper.rate_set_per_step(d) and not callable(
       getattr(d.hyper_params, 'learning_rate', None)) for d in defs):
     notes.append(_per_step_note(texts[0] if not multi else None))
   if not multi:
@@ -270,10 +274,7 @@ def targets(opt_def, tx, *, stacklevel: int = 3, tx_source=None):
 def _per_step_note(expression: Optional[str]) -> str:
   """The one line of a default conversion whose def has a rate: the file cannot tell whether
   the run set it per step, and the forms that continue a run that did."""
-  function = 'optax.X'
-  if expression and expression.startswith('optax.') and not expression.startswith(
-      ('optax.chain(', 'optax.multi_transform(')):
-    function = expression.split('(', 1)[0]
+  function = _expression_syntax.single_function(expression) or 'optax.X'
   return ('the file cannot tell whether the run set the learning rate per step '
           '(apply_gradient(grads, learning_rate=lr)): this continues at the constant rate of '
           'the optimizer given; a run that set it per step converts with the optimizer without '
@@ -329,10 +330,6 @@ def _group_defs_and_sources(opt_def, tx_source):
   return [('', opt_def, tx_source if isinstance(tx_source, str) else None)]
 
 
-def _rate_set_per_step(opt_def) -> bool:
-  return getattr(opt_def.hyper_params, 'learning_rate', 0) is None
-
-
 def _probe_rates(opt_def, opt_state, tx, tx_source):
   """``(rate_of, with_rate)`` of :func:`_probe.run` for a def (or groups) whose rate was set
   per step: the legacy side runs each update at the rate the target uses there (a schedule of
@@ -340,13 +337,13 @@ def _probe_rates(opt_def, opt_state, tx, tx_source):
   every rate is the def's own. CheckpointError for a constant rate (no constant rate continues
   such a run) or a rate the probe cannot read."""
   groups = _group_defs_and_sources(opt_def, tx_source)
-  if not any(_rate_set_per_step(d) for _, d, _ in groups):
+  if not any(_hyper.rate_set_per_step(d) for _, d, _ in groups):
     return None, None
   if tx is None:
     return None, None   # the default conversion refuses it (_default_target)
   readers = []
   for where, sub, source in groups:
-    if not _rate_set_per_step(sub):
+    if not _hyper.rate_set_per_step(sub):
       readers.append(None)
       continue
     kind, value = _probe.learning_rate_of(source)
@@ -385,7 +382,7 @@ def _expected(sub):
   """The plain optax expression that continues ``sub`` (``learning_rate=schedule`` where its
   rate was set per step), or None."""
   try:
-    if _rate_set_per_step(sub):
+    if _hyper.rate_set_per_step(sub):
       return sub.plain_optax({'learning_rate': 'schedule'}).expression
     return sub.plain_optax().expression
   except (NotImplementedError, ValueError, TypeError):
@@ -399,7 +396,7 @@ def _keyword_differences(opt_def, tx, tx_source) -> List[str]:
     return []
   found = []
   for where, sub, source in _group_defs_and_sources(opt_def, tx_source):
-    skip = ('learning_rate',) if _rate_set_per_step(sub) else ()
+    skip = ('learning_rate',) if _hyper.rate_set_per_step(sub) else ()
     found += [where + d for d in _probe.differences(_expected(sub), source, repr(sub), skip)]
   return found
 
@@ -510,24 +507,22 @@ def convert_tree(tree: dict, where: str, optimizer_def: OptimizerDef, *, tx, kee
   return Conversion(train_state, state_dict, load_with, tuple(notes), probe, accepted)
 
 
-def check_def(optimizer_def) -> None:
-  """TypeError unless ``optimizer_def`` is an ``OptimizerDef``."""
-  if not isinstance(optimizer_def, OptimizerDef):
-    raise TypeError(f'optimizer_def must be an OptimizerDef, not {type(optimizer_def).__name__}.')
+def aligned(trees, optimizer_def, *, tx=None) -> list:
+  """Two state dicts as ``convert.diff`` compares them given ``optimizer_def``.
 
-
-def legacy_state_dict(params, opt_state, optimizer_def: OptimizerDef, *, step, tx) -> dict:
-  """The legacy ``{'target', 'state'}`` state dict of params and a state of ``tx`` (default:
-  the default target), as ``convert.to_legacy`` describes it (the caller checks ``optimizer_def``: :func:`check_def`)."""
-  if step is not None:
-    step = _state_dict.check_step(step, 'to_legacy')
-  params = jax.tree_util.tree_map(jnp.asarray, params)
-  if tx is None:
-    tx = default_targets(optimizer_def)[1]
-  try:
-    state = optimizer_def.legacy_state(params, opt_state, step=step, tx=tx)
-  except NotImplementedError as e:
-    raise CheckpointError(f'{type(optimizer_def).__name__} has no optax state: {e}') from None
-  except ValueError as e:
-    raise CheckpointError(f'opt_state does not fit {optimizer_def!r}: {e}') from None
-  return optimizer_def.state_dict(params, state)
+  A legacy side becomes its conversion into ``tx`` (default: the plain optax expression),
+  ``{'step', 'params', 'opt_state', ...}`` (without ``step`` when the other side is a
+  converted file without one, as ``--to optax`` wrote them before it kept the step).
+  """
+  legacy = [bool(_state_dict.find_optimizers(tree)) for tree in trees]
+  trees = list(trees)
+  for i, tree in enumerate(trees):
+    if legacy[i]:
+      converted = serialization.to_state_dict(convert_tree(
+          *_sources.read(tree, mode='jax'), optimizer_def, tx=tx, keep_layout=False,
+          replica=None, apply_fn=None).state_dict)
+      other = trees[1 - i]
+      if not legacy[1 - i] and isinstance(other, dict) and 'step' not in other:
+        converted.pop('step', None)  # a to_optax output: {params, opt_state}
+      trees[i] = converted
+  return trees
