@@ -248,8 +248,7 @@ class OptaxBackedDef(OptimizerDef):
     """
     if not self.plain_optax_forms:
       raise NotImplementedError(f'{type(self).__name__} declares no plain optax expression.')
-    if (getattr(self.hyper_params, 'learning_rate', 0) is None
-        and 'learning_rate' not in (arg_sources or {})):
+    if _hyper.rate_set_per_step(self) and 'learning_rate' not in (arg_sources or {}):
       # optax reads learning_rate=None as "no scaling": the update would climb the gradient.
       scheduled = _plain_optax.render(self, self.plain_optax_forms,
                                       dict(arg_sources or {}, learning_rate='schedule'))

@@ -132,7 +132,7 @@ _KINDS = {'fin_steps': ('iu', 'a non-negative integer'), 'scale': ('iuf', 'a rea
 def _check_field(name, template_value, value, where):
   kinds, what = _KINDS[name]
   shape = tuple(np.shape(template_value))
-  if isinstance(value, (np.ndarray, np.generic, jax.Array)):
+  if _state_check.is_array(value, with_values=True):
     kind, got_shape = np.dtype(value.dtype).kind, tuple(np.shape(value))
   elif isinstance(value, (int, float)) and not isinstance(value, bool):
     kind, got_shape = np.result_type(type(value)).kind, ()
