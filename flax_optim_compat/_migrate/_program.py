@@ -6,9 +6,10 @@ and attribute refers to. A ``Program`` knows the project's own functions and cla
 classes share their fields (a class and its bases), which functions run traced (under
 ``jax.jit`` / ``jax.pmap``) and with which pmap axis names, and which function a call runs
 (through ``jax.jit`` / ``jax.pmap`` / ``functools.partial`` and variables bound to one). Where
-optimizer values go is the next module's question (``_flows``, ``_project``).
+optimizer values go is the next modules' question (``_calls``, ``_flows``, ``_project``).
 """
 import os
+import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -21,7 +22,6 @@ from ._unit import SourceFile
 _WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'flax.jax_utils.pad_shard_unpad'})
 PARTIAL = frozenset({'functools.partial'})
 _COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
-
 
 class UnionFind:
 
@@ -58,15 +58,26 @@ def python_files(paths: Sequence[str]) -> List[str]:
   return sorted({os.path.abspath(p) for p in found})
 
 
-def _root_of(files: Sequence[str]) -> str:
+def _root_of(files: Sequence[str], sources: Sequence[str]) -> str:
   """The folder whose dotted sub-paths are the project's module names.
 
   The common folder of all files, moved up while it is a package (has ``__init__.py``), so
-  ``pkg/train.py`` is module ``pkg.train`` and its relative imports resolve.
+  ``pkg/train.py`` is module ``pkg.train`` and its relative imports resolve; then up while the
+  files import their own modules by a longer name (``brax/training`` given, its files import
+  ``brax.training.normalization``, and ``brax/`` has no ``__init__.py``).
   """
   root = os.path.commonpath([os.path.dirname(f) for f in files])
   while os.path.isfile(os.path.join(root, '__init__.py')) and os.path.dirname(root) != root:
     root = os.path.dirname(root)
+  mine = {os.path.relpath(f, root).split(os.sep)[0] for f in files}
+  mine |= {m[:-3] for m in mine if m.endswith('.py')}
+  for _ in range(4):
+    parent, name = os.path.dirname(root), os.path.basename(root)
+    imported = {m.group(1) for text in sources for m in re.finditer(
+        rf'^\s*(?:from|import)\s+{re.escape(name)}\.(\w+)', text, re.MULTILINE)}
+    if parent == root or not imported & mine:
+      break
+    root, mine = parent, {name}
   return root
 
 
@@ -78,7 +89,8 @@ class Program:
     self.units: List[SourceFile] = []
     self.failed: List[Tuple[str, str]] = []   # (path, why) of files that do not parse
     files = sorted(sources)
-    root = _root_of([os.path.abspath(f) for f in files]) if files else '.'
+    root = _root_of([os.path.abspath(f) for f in files], [sources[f] for f in files]) if (
+        files) else '.'
     rel = {f: os.path.abspath(f) for f in files}
     manager = meta.FullRepoManager(root, list(rel.values()), {meta.FullyQualifiedNameProvider})
     for f in files:
@@ -121,6 +133,7 @@ class Program:
           if callee is not None and isinstance(axis, cst.SimpleString):
             self.pmap_axes.setdefault(id(callee[1]), set()).add(axis.evaluated_value)
     self._compiled = self._compiled_functions()
+    self.leafwise: Dict[int, Optional[int]] = {}   # FunctionDef id -> param (``_calls``)
 
   def _compiled_functions(self) -> Set[int]:
     """The ids of the FunctionDefs that run traced, under ``jax.jit`` / ``jax.pmap``: given to
@@ -225,7 +238,8 @@ class Program:
       return assign.value
     return None
 
-  def assignment_values(self, unit: SourceFile, name: cst.Name) -> Optional[List[cst.BaseExpression]]:
+  def assignment_values(self, unit: SourceFile,
+                        name: cst.Name) -> Optional[List[cst.BaseExpression]]:
     """The values of every ``name = value`` binding of ``name``; None if another kind binds it."""
     scope = unit.scopes.get(name)
     if scope is None:

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from . import _calls
 from . import _flows
 from . import _unit
 from ._program import Program
@@ -25,7 +26,8 @@ class Project(Program):
     """``sources``: absolute path -> text."""
     super().__init__(sources)
     self.groups = UnionFind()
-    self.optimizer_slots: Set[tuple] = set()
+    self.known = _flows.Known()
+    self.optimizer_slots: Set[tuple] = self.known.slots
     self.def_slots: Set[tuple] = set()
     self._analyse()
 
@@ -97,17 +99,14 @@ class Project(Program):
         return _flows.create_slot(unit, node)
       func = node.func
       # Before the methods: ``jax_utils.replicate(x)`` is a library call, not ``x.replicate()``.
-      arg = _flows.pass_through_arg(unit, node)
+      arg = _calls.pass_through_arg(self, unit, node)
       if arg is not None:
         return self.slot_of(unit, arg)
       if isinstance(func, cst.Attribute) and func.attr.value in (
           'apply_gradient', 'replace', 'replicate', 'unreplicate'):
         return self.slot_of(unit, func.value)
-      target = self.resolve_callable(unit, func)
-      if target is not None and isinstance(target[1], cst.FunctionDef):
-        slot = _flows.return_slot(target[0], target[1])
-        return slot if slot in self.optimizer_slots else None
-      return None
+      slot = _flows.base_of(self, unit, node)
+      return slot if slot in self.optimizer_slots else None
     if isinstance(node, cst.Name):
       slot = _flows.var_slot(unit, node)
       return slot if slot in self.optimizer_slots else None
@@ -120,26 +119,15 @@ class Project(Program):
       if slot in self.optimizer_slots and not _unit.is_module_like(unit, node.value):
         return slot
       return None
-    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
-      index = node.slice[0].slice
-      if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-        call = node.value
-        if isinstance(call, cst.Call):
-          target = self.resolve_callable(unit, call.func)
-          if target is not None and isinstance(target[1], cst.FunctionDef):
-            slot = _flows.return_slot(target[0], target[1], int(index.value.value))
-            return slot if slot in self.optimizer_slots else None
+    if isinstance(node, cst.Subscript):
+      slot = _flows.base_of(self, unit, node)   # ``make()[0]``, ``carry[0]``
+      return slot if slot in self.optimizer_slots else None
     return None
 
   def _mark(self, slot: tuple, other: Optional[tuple] = None) -> bool:
-    changed = False
-    if slot not in self.optimizer_slots:
-      self.optimizer_slots.add(slot)
-      changed = True
+    changed = self.known.add(slot)
     if other is not None:
-      if other not in self.optimizer_slots:
-        self.optimizer_slots.add(other)
-        changed = True
+      changed |= self.known.add(other)
       changed |= self.groups.union(slot, other)
     else:
       self.groups.find(slot)
@@ -172,7 +160,7 @@ class Project(Program):
       for unit in self.units:
         slot_of = lambda n, unit=unit: self.slot_of(unit, n)
         for node in unit.nodes:
-          for slot, other in _flows.joins(self, unit, node, slot_of, self.optimizer_slots):
+          for slot, other in _flows.joins(self, unit, node, slot_of, self.known):
             changed |= self._mark(slot, other)
       if not changed:
         break
