@@ -84,7 +84,7 @@ def sites(project: _project.Project) -> List[Site]:
         found.append(site)
         if site.rule is not None and site.rule.covers_its_node:
           seen.add(id(site.node))
-  _refuse_together(project, found)
+  refuse_together(project, found)
   return found
 
 
@@ -97,7 +97,7 @@ def _held(project, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:
   return parts[0][1] if parts else None
 
 
-def _refuse_together(project, found: List[Site]):
+def refuse_together(project, found: List[Site]):
   """Refuses each object that meets a refused one: used in one function (or one class body,
   or a module's top level) with it, directly or through other objects that do. Such objects
   share values (a tuple of both, one checkpoint save, one step), so the program is migrated
