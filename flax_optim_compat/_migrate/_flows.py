@@ -202,7 +202,8 @@ class _Joiner:
           self.copy(part(call_slot(unit, node), aux), return_slot(callee[0], callee[1], (1,)))
       elif loop is not None:
         self.loop(node, *loop)
-      elif isinstance(node.func, cst.Attribute) and node.func.attr.value == 'replace':
+      elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ('replace',
+                                                                         '_replace'):
         if self.slot_of(node.func.value) is None:
           for arg in node.args:
             if arg.keyword is not None:

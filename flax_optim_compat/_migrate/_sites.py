@@ -234,9 +234,9 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
       return True
     if _bound_by(project, unit, call, parent):
       return True
-    if isinstance(call.func, cst.Attribute) and call.func.attr.value == 'replace' and (
-        parent.keyword is not None):
-      return True
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in (
+        'replace', '_replace') and parent.keyword is not None:
+      return True   # ``state.replace(optimizer=opt)``, a NamedTuple's ``_replace``
     return False
   if isinstance(parent, cst.Expr):
     return True

@@ -115,11 +115,14 @@ def test_a_folder_below_its_package_top_resolves_its_own_imports(tmp_path):
     ('grads = jax.grad(loss_fn, argnums=1, has_aux=True)(opt.target, opt)', True),
     ('pair = (opt, 1)\n  for item in pair:\n    print(item)', True),
     ('pair = (opt, 1)\n  first, _ = pair\n  print(first.target)', False),
+    ('held = Held(opt, 0)\n  held = held._replace(opt=held.opt.apply_gradient(held.opt.target))\n'
+     '  print(held.opt.target)', False),
 ])
 def test_a_flow_is_followed_or_its_object_refused(use, refused):
   pytest.importorskip('libcst')
   from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
-  source = ('import jax\nimport jax.numpy as jnp\nfrom flax import optim\n\n\n'
+  source = ('import typing\n\nimport jax\nimport jax.numpy as jnp\nfrom flax import optim\n\n\n'
+            'class Held(typing.NamedTuple):\n  opt: optim.Optimizer\n  count: int\n\n\n'
             'def loss_fn(params, opt):\n  return jnp.sum(params["w"] ** 2), opt\n\n\n'
             'def run():\n  opt = optim.Adam(learning_rate=0.1).create({"w": jnp.ones(2)})\n'
             f'  {use}\n')
