@@ -7,10 +7,13 @@ rewrite cannot keep (``.state.param_states``), or a place the analysis cannot fo
 *escape*). A refused site refuses its whole object (``_plan``).
 """
 import dataclasses
-from typing import List, Optional, Set
+import os
+from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
+from . import _calls
+from . import _flows
 from . import _project
 from . import _refusals
 from . import _unit
@@ -65,18 +68,70 @@ def sites(project: _project.Project) -> List[Site]:
       if isinstance(node, cst.Annotation):
         head = _unit.annotation_head(node.annotation)
         if unit.legacy(head) in _unit.OPTIMIZER_CLASSES:
-          found.append(Site(unit, node, 'annotation', project.annotated_slot(unit, node)))
+          found.append(Site(unit, node, 'annotation', _flows.annotated_slot(project, unit, node)))
         continue
       if not isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
         continue
       slot = project.slot_of(unit, node)
       if slot is None:
+        held = _held(project, unit, node)
+        if held is not None and not _followed(project, unit, node, unit.parent(node)):
+          found.append(Site(unit, node, 'escape', held, _refusals.ESCAPE,
+                            f'{unit.code(node)} holds an optimizer (in a tuple) and is used '
+                            'where the analysis cannot follow it'))
         continue
       for site in _classify(project, unit, node, slot):
         found.append(site)
         if site.rule is not None and site.rule.covers_its_node:
           seen.add(id(site.node))
+  refuse_together(project, found)
   return found
+
+
+def _held(project, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:
+  """The slot of an optimizer inside the value of ``node`` (a tuple that holds one), else
+  None."""
+  if not isinstance(node, (cst.Name, cst.Call)):
+    return None
+  parts = project.known.parts(_flows.base_of(project, unit, node))
+  return parts[0][1] if parts else None
+
+
+def refuse_together(project, found: List[Site]):
+  """Refuses each object that meets a refused one: used in one function (or one class body,
+  or a module's top level) with it, directly or through other objects that do. Such objects
+  share values (a tuple of both, one checkpoint save, one step), so the program is migrated
+  whole or they are left together; an object that never meets a refused one is not refused."""
+  scopes: Dict[int, tuple] = {}    # id(function | class | module) -> (unit, node, groups)
+  for site in found:
+    if site.slot is not None:
+      scope = site.unit.enclosing(site.node, (cst.FunctionDef, cst.ClassDef)) or site.unit.module
+      scopes.setdefault(id(scope), (site.unit, scope, {}))[2].setdefault(
+          project.groups.find(site.slot), site)
+  blocking = {}                    # group -> the refused site that blocks it
+  for site in found:
+    if site.slot is not None and site.refusal is not None:
+      blocking.setdefault(project.groups.find(site.slot), site)
+  queue = list(blocking)
+  while queue:
+    group = queue.pop(0)
+    cause = blocking[group]
+    for unit, scope, groups in scopes.values():
+      if group not in groups:
+        continue
+      for other, site in groups.items():
+        if other in blocking:
+          continue
+        where = (f'{type(scope).__name__[:-3].lower()} {scope.name.value}'
+                 if isinstance(scope, (cst.FunctionDef, cst.ClassDef)) else 'the module')
+        site.refusal = _refusals.ESCAPE
+        what = cause.unit.code(cause.node)
+        what = what if len(what) <= 60 else what[:57] + '...'
+        site.message = (f'meets {what} in {where}, refused '
+                        f'({cause.refusal.code} at {os.path.basename(cause.unit.path)}:'
+                        f'{cause.line}): objects that meet are migrated together or not at all')
+        blocking[other] = site
+        queue.append(other)
 
 
 def _classify(project, unit: SourceFile, node: cst.CSTNode, slot: tuple) -> List[Site]:
@@ -93,7 +148,7 @@ def _classify(project, unit: SourceFile, node: cst.CSTNode, slot: tuple) -> List
   member = isinstance(parent, cst.Attribute) and parent.value is node
   extra = [] if member else matched   # a use of the value itself (``isinstance(opt, ...)``)
   if isinstance(node, cst.Call) and project.is_create(unit, node):
-    if not _flows_ok(project, unit, node, parent):
+    if not _followed(project, unit, node, parent):
       return extra + [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
                            f'{unit.code(node)} is used where the analysis cannot follow it')]
     create = Site(unit, node, 'create', slot)
@@ -103,7 +158,7 @@ def _classify(project, unit: SourceFile, node: cst.CSTNode, slot: tuple) -> List
   if isinstance(node, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
     if isinstance(parent, cst.Attribute) and parent.attr is node:
       return extra
-    if _flows_ok(project, unit, node, parent):
+    if _followed(project, unit, node, parent):
       return extra
     return extra + [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
                          f'{unit.code(node)} is used where the analysis cannot follow it')]
@@ -118,7 +173,7 @@ def _member(project, unit: SourceFile, node: cst.CSTNode, group: tuple, matched)
   parent = unit.parent(node)
   if matched:
     site = matched[0]
-    if site.rule.returns_optimizer and not _flows_ok(project, unit, site.node,
+    if site.rule.returns_optimizer and not _followed(project, unit, site.node,
                                                      unit.parent(site.node)):
       return Site(unit, site.node, 'escape', group, _refusals.ESCAPE,
                   f'the result of {parent.attr.value}() is used where the analysis cannot '
@@ -130,7 +185,7 @@ def _member(project, unit: SourceFile, node: cst.CSTNode, group: tuple, matched)
               f'uses {unit.code(parent)}, which a TrainState does not have')
 
 
-def _flows_ok(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode) -> bool:
+def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode) -> bool:
   """Whether the optimizer value ``node`` goes somewhere the analysis follows."""
   if isinstance(parent, (cst.AssignTarget, cst.Param)):
     return True
@@ -143,13 +198,18 @@ def _flows_ok(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
   if isinstance(parent, (cst.Element,)):
     container = unit.parent(parent)
     outer = unit.parent(container)
+    while isinstance(container, (cst.Tuple, cst.List)) and isinstance(outer, cst.Element):
+      container = unit.parent(outer)   # ``return loss, (opt_a, opt_b)``
+      outer = unit.parent(container)
     if isinstance(container, cst.Tuple) and isinstance(outer, cst.Del):
       return True   # ``del optimizer, variables``
     if isinstance(container, (cst.Tuple, cst.List)) and isinstance(outer, cst.Arg):
       call = unit.parent(outer)   # ``save_checkpoint(d, (optimizer, ema), step)``
-      if isinstance(call, cst.Call) and (_project.pass_through_arg(unit, call) is container
+      if isinstance(call, cst.Call) and (_calls.pass_through_arg(project, unit, call) is container
                                          or _sink_arg(unit, call) is container):
-        return _tuple_destination_ok(unit, call, container)
+        return _tuple_destination_ok(project, unit, call, container)
+      if isinstance(call, cst.Call) and _bound_by(project, unit, call, outer):
+        return True   # ``scan(step, (optimizer, key), xs)``: each element into its part
     if isinstance(container, cst.Tuple) and isinstance(outer, cst.Return):
       return True
     if isinstance(container, cst.Tuple) and isinstance(outer, cst.Assign):
@@ -166,20 +226,17 @@ def _flows_ok(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
     names = unit.names(call.func)
     if rules.matches(unit, node):
       return True   # a rule rewrites this use (``isinstance(opt, optim.Optimizer)``)
-    if _project.pass_through_arg(unit, call) is node or _sink_arg(unit, call) is node:
+    if _calls.pass_through_arg(project, unit, call) is node or _sink_arg(unit, call) is node:
       return True
-    if names & _project.TREE_MAPS and parent.keyword is None and call.args[0] is not parent:
+    if names & _calls.TREE_MAPS and parent.keyword is None and call.args[0] is not parent:
       return True
     if names & {'print', 'builtins.print'}:
       return True
-    callee = project.resolve_callable(unit, call.func)
-    if callee is not None:
+    if _bound_by(project, unit, call, parent):
       return True
-    if project.partial_callee(unit, call) is not None and call.args[0] is not parent:
-      return True   # ``functools.partial(loss_fn, opt)``: a parameter of loss_fn
-    if isinstance(call.func, cst.Attribute) and call.func.attr.value == 'replace' and (
-        parent.keyword is not None):
-      return True
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in (
+        'replace', '_replace') and parent.keyword is not None:
+      return True   # ``state.replace(optimizer=opt)``, a NamedTuple's ``_replace``
     return False
   if isinstance(parent, cst.Expr):
     return True
@@ -190,14 +247,41 @@ def _flows_ok(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
   return False
 
 
-def _tuple_destination_ok(unit: SourceFile, call: cst.Call, container) -> bool:
+def _bound_by(project, unit: SourceFile, call: cst.Call, arg: cst.Arg) -> bool:
+  """Whether ``arg`` of ``call`` binds a parameter of the project's own function or class
+  (also through ``functools.partial``, ``jax.grad`` of it, other than the argument it
+  differentiates), or is the initial carry of a ``lax`` loop."""
+  if project.resolve_callable(unit, call.func) is not None:
+    return True
+  if project.partial_callee(unit, call) is not None and call.args[0] is not arg:
+    return True   # ``functools.partial(loss_fn, opt)``: a parameter of loss_fn
+  loop = _calls.loop(project, unit, call)
+  if loop is not None:
+    return loop[2] is arg.value
+  differentiated = _calls.differentiated(project, unit, call)
+  if differentiated is not None and arg.keyword is None and not arg.star:
+    argnums = _unit.call_arg(call.func, 1, 'argnums')
+    if argnums is None:
+      wrt = {0}
+    elif isinstance(argnums, cst.Integer):
+      wrt = {int(argnums.value)}
+    elif isinstance(argnums, cst.Tuple) and all(isinstance(e.value, cst.Integer)
+                                                for e in argnums.elements):
+      wrt = {int(e.value.value) for e in argnums.elements}
+    else:
+      return False
+    return call.args.index(arg) not in wrt
+  return False
+
+
+def _tuple_destination_ok(project, unit: SourceFile, call: cst.Call, container) -> bool:
   """Whether a tuple handed to a pass-through call comes back where it is followed: unpacked
   into as many targets, or returned (a sink reads it and is done)."""
-  if _project.pass_through_arg(unit, call) is not container:
+  if _calls.pass_through_arg(project, unit, call) is not container:
     return True
   node, parent = call, unit.parent(call)
   while isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call) and (
-      _project.pass_through_arg(unit, unit.parent(parent)) is node):
+      _calls.pass_through_arg(project, unit, unit.parent(parent)) is node):
     node = unit.parent(parent)
     parent = unit.parent(node)
   if isinstance(parent, cst.Return):
@@ -212,7 +296,7 @@ def _tuple_destination_ok(unit: SourceFile, call: cst.Call, container) -> bool:
 def _target_ok(project, unit: SourceFile, target) -> bool:
   if isinstance(target, (cst.Tuple, cst.List)):
     return all(_target_ok(project, unit, e.value) for e in target.elements)
-  return project.target_slot(unit, target) is not None
+  return _flows.target_slot(project, unit, target) is not None
 
 
 def _sink_arg(unit: SourceFile, call: cst.Call) -> Optional[cst.BaseExpression]:

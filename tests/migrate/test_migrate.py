@@ -698,8 +698,9 @@ def test_optimize_of_a_replicated_optimizer_averages_its_gradient_under_pmap():
   assert 'optimizer = jax_utils.replicate(optimizer)' in new
 
 
-def test_a_marker_on_an_optimize_statement_goes_above_its_first_half_once():
-  # ``opt`` is rewritten; ``o2``, read where the analysis cannot follow it, is refused.
+def test_an_optimizer_that_meets_a_refused_one_in_a_statement_is_refused_with_it():
+  # ``o2`` is read where the analysis cannot follow it; ``opt`` meets it in one value (and one
+  # function), so both are left as they are: one marker above the statement, not two.
   source = _PRELUDE + (
       'def f(p, make_loss):\n  o2 = optim.Adam(0.1).create(p)\n'
       '  opt = optim.Adam(0.1).create(p)\n  new, loss = opt.optimize(make_loss(o2))\n'
@@ -708,13 +709,15 @@ def test_a_marker_on_an_optimize_statement_goes_above_its_first_half_once():
   assert report.exit_status() == 2
   assert ('FOM107 the optimizer reaches code the analysis cannot follow, so not all of its uses '
           'can be rewritten (see docs/migrate.md)\n'
-          '  loss, grads = jax.value_and_grad(make_loss(o2))(opt.params)\n'
-          '  new = opt.apply_gradients(grads=grads)\n') in new
+          '  new, loss = opt.optimize(make_loss(o2))\n') in new
+  assert [r.message for r in report.records if r.line == 7] == [
+      'meets o2 in function f, refused (FOM107 at script.py:8): objects that meet are migrated '
+      'together or not at all']
   # o2's other site (its create) is marked as refused with it.
   assert ('# TODO(flax-optim-compat): FOM107 not rewritten: this optimizer is refused (FOM107 '
           'in script.py)\n  o2 = optim.Adam(0.1).create(p)') in new
   again, _ = migrate_source(new)
-  assert again == new and again.count('# TODO(flax-optim-compat)') == 2
+  assert again == new and again.count('# TODO(flax-optim-compat)') == 3
 
 
 def test_a_legacy_name_inside_a_gradient_statement_is_still_rewritten():

@@ -1,0 +1,151 @@
+"""What a call hands back, where it is built from what the call is given.
+
+A library call that returns its argument (``jax_utils.replicate(opt)``,
+``checkpoints.restore_checkpoint(d, opt)``, a tree map), a call of the project's own helper
+that hands back one of its parameters leaf by leaf (brax's ``bcast_local_devices``), the aux of
+``jax.grad`` / ``jax.value_and_grad(f, has_aux=True)`` (what ``f`` returns second), and the
+carry of ``lax.scan`` / ``fori_loop`` / ``while_loop`` (what the body is given and returns).
+``_flows`` joins the slots these connect.
+"""
+from typing import Optional
+
+import libcst as cst
+
+from . import _unit
+from ._program import Program
+from ._unit import SourceFile
+
+# ``jax.grad(f, has_aux=True)(...)`` returns ``(grads, aux)``, ``jax.value_and_grad(f,
+# has_aux=True)(...)`` returns ``((value, aux), grads)``: where ``aux`` sits in the result.
+DIFFERENTIATORS = {'jax.grad': (1,), 'jax.value_and_grad': (0, 1)}
+# Loops whose result is their carry: (position of the body, position of the body's carry
+# parameter, position of the initial carry, where the carry sits in the body's return and in
+# the loop's result). ``scan(f, init, xs)``: ``f(carry, x) -> (carry, y)``, result ``(carry,
+# ys)``; ``fori_loop(lo, hi, body, init)``: ``body(i, val) -> val``; ``while_loop(cond, body,
+# init)``: ``body(val) -> val``.
+LOOPS = {
+    'jax.lax.scan': (0, 0, 1, (0,)),
+    'jax.lax.fori_loop': (2, 1, 3, ()),
+    'jax.lax.while_loop': (1, 0, 2, ()),
+}
+# Calls that return the optimizer they are given (argument position, keyword name).
+_PASS_THROUGH = {
+    'flax.jax_utils.replicate': (0, 'tree'),
+    'flax.jax_utils.unreplicate': (0, 'tree'),
+    'flax.training.checkpoints.restore_checkpoint': (1, 'target'),
+    'jax.device_get': (0, 'x'),
+    'jax.device_put': (0, 'x'),
+    'jax.block_until_ready': (0, 'x'),
+    'flax.serialization.from_bytes': (0, 'target'),
+    'flax.serialization.from_state_dict': (0, 'target'),
+    'jax.tree_util.tree_map': (1, 'tree'),
+    'jax.tree.map': (1, 'tree'),
+    'jax.tree_map': (1, 'tree'),            # removed from jax; legacy programs use them
+    'jax.tree_multimap': (1, 'tree'),
+    'jax.tree_util.tree_multimap': (1, 'tree'),
+}
+# Of these, every positional argument after the function is a tree of the same structure.
+TREE_MAPS = frozenset({'jax.tree_util.tree_map', 'jax.tree.map', 'jax.tree_map',
+                       'jax.tree_multimap', 'jax.tree_util.tree_multimap'})
+
+
+def library_pass_through(unit: SourceFile, call: cst.Call) -> Optional[cst.BaseExpression]:
+  """The argument that a library ``call`` (``jax_utils.replicate(opt)``, ...) returns."""
+  for name in unit.names(call.func):
+    if name in _PASS_THROUGH:
+      return _unit.call_arg(call, *_PASS_THROUGH[name])
+  return None
+
+
+def pass_through_arg(program: Program, unit: SourceFile, call: cst.Call,
+                     depth: int = 0) -> Optional[cst.BaseExpression]:
+  """The argument that ``call`` returns, leaf by leaf: a library call's
+  (``jax_utils.replicate(opt)``), or a call of the project's own function whose every
+  ``return`` hands back one parameter through such calls, the parameter read nowhere else
+  (``def bcast(value, n): return jax.tree_map(lambda v: put(v, n), value)``)."""
+  arg = library_pass_through(unit, call)
+  if arg is not None or depth > 4:
+    return arg
+  callee = program.resolve_callable(unit, call.func)
+  if callee is None or not isinstance(callee[1], cst.FunctionDef) or callee[2]:
+    return None
+  cunit, fdef, _ = callee
+  if id(fdef) not in program.leafwise:
+    program.leafwise[id(fdef)] = None   # while it is being decided: not one
+    program.leafwise[id(fdef)] = _leafwise_param(program, cunit, fdef, depth)
+  index = program.leafwise[id(fdef)]
+  if index is None:
+    return None
+  return _unit.call_arg(call, index, fdef.params.params[index].name.value)
+
+def _leafwise_param(program: Program, unit: SourceFile, fdef: cst.FunctionDef,
+                    depth: int) -> Optional[int]:
+  if isinstance(unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef)),
+                cst.ClassDef) or fdef.decorators:
+    return None
+  returns = [n for n in _unit.walk(fdef.body) if isinstance(n, (cst.Return, cst.Yield))
+             and unit.enclosing(n, (cst.FunctionDef, cst.Lambda)) is fdef]
+  if not returns or any(not isinstance(r, cst.Return) or r.value is None for r in returns):
+    return None
+  params = [p.name.value for p in fdef.params.params]
+  found = set()
+  for r in returns:
+    value = r.value
+    while isinstance(value, cst.Call):
+      inner = pass_through_arg(program, unit, value, depth + 1)
+      if inner is None:
+        return None
+      value = inner
+    if not isinstance(value, cst.Name) or value.value not in params:
+      return None
+    found.add(value.value)
+  if len(found) != 1:
+    return None
+  name = found.pop()
+  param = fdef.params.params[params.index(name)]
+  reads = _unit.accesses(unit, param.name)
+  if reads is None or len(reads) != len(returns):
+    return None
+  return params.index(name)
+
+def unwrap(program: Program, unit: SourceFile, value: cst.BaseExpression) -> cst.BaseExpression:
+  """``value`` inside the pass-through calls around it (``replicate((a, b))`` -> ``(a, b)``)."""
+  for _ in range(8):
+    arg = pass_through_arg(program, unit, value) if isinstance(value, cst.Call) else None
+    if arg is None:
+      return value
+    value = arg
+  return value
+
+def differentiated(program: Program, unit: SourceFile, call: cst.Call):
+  """``(callee, aux path or None)`` of ``jax.grad(f, ...)(...)`` / ``value_and_grad``: the
+  function ``f`` runs (``resolve_callable``) and where its ``has_aux`` aux sits in the
+  result; else None."""
+  inner = call.func
+  if not isinstance(inner, cst.Call) or not inner.args:
+    return None
+  kind = next((n for n in unit.names(inner.func) if n in DIFFERENTIATORS), None)
+  if kind is None:
+    return None
+  callee = program.resolve_callable(unit, inner.args[0].value)
+  if callee is None or not isinstance(callee[1], cst.FunctionDef):
+    return None
+  aux = _unit.call_arg(inner, 2, 'has_aux')
+  has_aux = isinstance(aux, cst.Name) and aux.value == 'True'
+  return callee, (DIFFERENTIATORS[kind] if has_aux else None)
+
+def loop(program: Program, unit: SourceFile, call: cst.Call):
+  """``(body callee, its carry parameter's index, initial carry, carry path)`` of a
+  ``jax.lax.scan`` / ``fori_loop`` / ``while_loop`` call, else None."""
+  kind = next((n for n in unit.names(call.func) if n in LOOPS), None)
+  if kind is None:
+    return None
+  body_at, param_at, init_at, path = LOOPS[kind]
+  if any(a.star for a in call.args):
+    return None
+  body = _unit.call_arg(call, body_at, {0: 'f', 1: 'body_fun', 2: 'body_fun'}[body_at])
+  init = _unit.call_arg(call, init_at, {1: 'init', 2: 'init_val', 3: 'init_val'}[init_at])
+  callee = program.resolve_callable(unit, body) if body is not None else None
+  if init is None or callee is None or not isinstance(callee[1], cst.FunctionDef):
+    return None
+  return callee, param_at, init, path

@@ -1,0 +1,355 @@
+"""How a value moves through the program, one node at a time: the slots each node joins.
+
+Every storage place of a value is a *slot*: a variable (``('var', qualified name)``), a field
+of a class family (``('field', family, name)``; family None: a class the analysis does not
+know), a function's return (``('return', path, name, id)``), the result of a call that builds
+its value from a function's (``('call', path, id)``: ``jax.grad(f, has_aux=True)(...)``, a
+``lax.scan``) and a ``create(...)`` call (``('create', path, line, id)``); a *part* of a value
+that is a tuple, at an index path, is a slot too (``('part', slot, (1, 0))``). A node *joins*
+two slots when the value in one reaches the other: an assignment (tuples, nested, included), a
+return, an argument of the project's own function or class (also through ``jax.jit`` /
+``jax.pmap`` / ``functools.partial``, positional fields of a dataclass or NamedTuple), the aux
+of ``jax.grad`` / ``value_and_grad``, the carry of ``lax.scan`` / ``fori_loop`` /
+``while_loop``, ``.replace(field=...)``, a tree map over several trees, and the calls that hand
+back what they are given (``_calls``). ``_project`` runs these joins to a
+fixed point.
+"""
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from . import _calls
+from . import _unit
+from ._program import Program
+from ._unit import SourceFile
+
+Join = Tuple[tuple, tuple]
+SlotOf = Callable[[cst.CSTNode], Optional[tuple]]
+
+
+# ---------------------------------------------------------------------- slots
+
+def var_slot(unit: SourceFile, name: cst.CSTNode) -> Optional[tuple]:
+  names = unit.names(name)
+  if len(names) != 1:
+    return None
+  return ('var', next(iter(names)))
+
+
+def field_slot(program: Program, unit: SourceFile, receiver: cst.CSTNode, name: str) -> tuple:
+  """The slot of the attribute ``name`` of ``receiver``: the field of its class family where
+  the receiver is a method's ``self``, else the field of an unknown class (None)."""
+  return ('field', program.receiver_family(unit, receiver), name)
+
+
+def part(slot: Optional[tuple], path: Tuple[int, ...]) -> Optional[tuple]:
+  """The slot of the part of ``slot``'s value at ``path`` (``()``: the value itself)."""
+  if slot is None or not path:
+    return slot
+  if slot[0] == 'part':
+    return ('part', slot[1], slot[2] + tuple(path))
+  return ('part', slot, tuple(path))
+
+
+def return_slot(unit: SourceFile, fdef: cst.FunctionDef, path: Tuple[int, ...] = ()) -> tuple:
+  """The slot of what ``fdef`` returns (the part at ``path`` where it returns a tuple)."""
+  return part(('return', unit.path, fdef.name.value, id(fdef)), path)
+
+
+def call_slot(unit: SourceFile, call: cst.Call) -> tuple:
+  return ('call', unit.path, id(call))
+
+
+def create_slot(unit: SourceFile, call: cst.Call) -> tuple:
+  return ('create', unit.path, unit.line(call), id(call))
+
+
+def target_slot(program: Program, unit: SourceFile,
+                target: cst.BaseExpression) -> Optional[tuple]:
+  """The slot an assignment to ``target`` (a name or an attribute of a value) writes."""
+  if isinstance(target, cst.Name):
+    return var_slot(unit, target)
+  if isinstance(target, cst.Attribute) and not _unit.is_module_like(unit, target.value):
+    return field_slot(program, unit, target.value, target.attr.value)
+  return None
+
+
+def annotated_slot(program: Program, unit: SourceFile,
+                   annotation: cst.Annotation) -> Optional[tuple]:
+  """The slot whose type ``annotation`` states (a parameter, a variable, a field, a return)."""
+  owner = unit.parent(annotation)
+  if isinstance(owner, cst.Param):
+    return var_slot(unit, owner.name)
+  if isinstance(owner, cst.AnnAssign) and isinstance(owner.target, cst.Name):
+    owner_class = unit.enclosing(owner, (cst.ClassDef, cst.FunctionDef))
+    if isinstance(owner_class, cst.ClassDef):
+      return ('field', program.family(unit, owner_class), owner.target.value)
+    return var_slot(unit, owner.target)
+  if isinstance(owner, cst.FunctionDef):
+    return return_slot(unit, owner)
+  return None
+
+
+def base_of(program: Program, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:
+  """The slot that holds the value of ``node``, an optimizer or not (where its parts are)."""
+  if isinstance(node, cst.Name):
+    return var_slot(unit, node)
+  if isinstance(node, cst.Attribute):
+    if _unit.is_module_like(unit, node.value):
+      return None
+    return field_slot(program, unit, node.value, node.attr.value)
+  if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+    index = node.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+      return part(base_of(program, unit, node.value), (int(index.value.value),))
+    return None
+  if isinstance(node, cst.Call):
+    arg = _calls.pass_through_arg(program, unit, node)
+    if arg is not None:
+      return base_of(program, unit, arg)
+    if _calls.differentiated(program, unit, node) or _calls.loop(program, unit, node):
+      return call_slot(unit, node)
+    callee = program.resolve_callable(unit, node.func)
+    if callee is not None and isinstance(callee[1], cst.FunctionDef):
+      return return_slot(callee[0], callee[1])
+  return None
+
+
+class Known:
+  """The slots known to hold an optimizer so far, and which parts of each value are one."""
+
+  def __init__(self):
+    self.slots: Set[tuple] = set()
+    self._parts: Dict[tuple, Set[tuple]] = {}
+
+  def __contains__(self, slot) -> bool:
+    return slot in self.slots
+
+  def __iter__(self):
+    return iter(self.slots)
+
+  def add(self, slot: tuple) -> bool:
+    if slot in self.slots:
+      return False
+    self.slots.add(slot)
+    if slot[0] == 'part':
+      self._parts.setdefault(slot[1], set()).add(slot)
+    return True
+
+  def parts(self, base: Optional[tuple]) -> List[Tuple[Tuple[int, ...], tuple]]:
+    """``[(path, slot)]``: the known optimizers inside the value of ``base`` (path ``()``:
+    the value is one)."""
+    if base is None:
+      return []
+    found = [((), base)] if base in self.slots else []
+    root, prefix = (base[1], base[2]) if base[0] == 'part' else (base, ())
+    for slot in self._parts.get(root, ()):
+      if slot[2][:len(prefix)] == prefix and len(slot[2]) > len(prefix):
+        found.append((slot[2][len(prefix):], slot))
+    return found
+
+
+# ---------------------------------------------------------------------- joins
+
+def joins(program: Program, unit: SourceFile, node: cst.CSTNode, slot_of: SlotOf,
+          known: Known) -> List[Join]:
+  """The pairs of slots that ``node`` joins, given ``slot_of`` (the slot an expression's
+  optimizer is in, else None) and the slots ``known`` to hold an optimizer so far."""
+  joiner = _Joiner(program, unit, slot_of, known)
+  joiner.node(node)
+  return joiner.found
+
+
+class _Joiner:
+
+  def __init__(self, program: Program, unit: SourceFile, slot_of: SlotOf, known: Known):
+    self.program, self.unit, self.slot_of, self.known = program, unit, slot_of, known
+    self.found: List[Join] = []
+
+  def node(self, node: cst.CSTNode):
+    program, unit = self.program, self.unit
+    if isinstance(node, cst.Assign):
+      for t in node.targets:
+        self.target(t.target, node.value)
+    elif isinstance(node, cst.AnnAssign) and node.value is not None:
+      self.target(node.target, node.value)
+    elif isinstance(node, cst.Return) and node.value is not None:
+      fdef = unit.enclosing(node, (cst.FunctionDef, cst.Lambda))
+      if isinstance(fdef, cst.FunctionDef):
+        self.value(return_slot(unit, fdef), node.value)
+    elif isinstance(node, cst.Attribute):
+      self.field(node)
+    elif isinstance(node, cst.Call) and unit.names(node.func) & _calls.TREE_MAPS:
+      slots = [self.slot_of(a.value) for a in node.args[1:] if a.keyword is None and not a.star]
+      slots = [s for s in slots if s]
+      for other in slots[1:]:
+        self.found.append((slots[0], other))
+    elif isinstance(node, cst.Call):
+      if _calls.pass_through_arg(program, unit, node) is not None:
+        return   # the project's function that hands its argument back: not a parameter
+      callee = program.resolve_callable(unit, node.func)
+      bound = program.partial_callee(unit, node)
+      differentiated = _calls.differentiated(program, unit, node)
+      loop = _calls.loop(program, unit, node)
+      if callee is not None:
+        self.call(node.args, callee)
+      elif bound is not None:   # ``partial(loss_fn, opt)``: opt is loss_fn's first parameter
+        self.call(node.args[1:], bound)
+      elif differentiated is not None:
+        callee, aux = differentiated
+        self.call(node.args, callee)
+        if aux is not None:
+          self.copy(part(call_slot(unit, node), aux), return_slot(callee[0], callee[1], (1,)))
+      elif loop is not None:
+        self.loop(node, *loop)
+      elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ('replace',
+                                                                         '_replace'):
+        if self.slot_of(node.func.value) is None:
+          for arg in node.args:
+            if arg.keyword is not None:
+              self.value(field_slot(program, unit, node.func.value, arg.keyword.value),
+                         arg.value)
+
+  # ---- a value into a slot, a slot's value into targets
+
+  def value(self, dest: Optional[tuple], value: cst.BaseExpression):
+    """``dest`` receives ``value``: each element of a tuple into its part."""
+    if dest is None:
+      return
+    value = _calls.unwrap(self.program, self.unit, value)   # ``replicate((a, b))``
+    if isinstance(value, cst.Tuple):   # not a list: a list changes after it is built
+      for i, e in enumerate(value.elements):
+        if isinstance(e, cst.StarredElement):
+          return
+        self.value(part(dest, (i,)), e.value)
+      return
+    slot = self.slot_of(value)
+    if slot:
+      self.found.append((dest, slot))
+    self.copy(dest, base_of(self.program, self.unit, value))
+
+  def copy(self, dest: tuple, source: Optional[tuple]):
+    """``dest`` holds what ``source`` holds: each known optimizer part of it."""
+    for path, slot in self.known.parts(source):
+      self.found.append((part(dest, path), slot))
+
+  def target(self, target: cst.BaseExpression, value: cst.BaseExpression):
+    program, unit = self.program, self.unit
+    if isinstance(target, (cst.Tuple, cst.List)):
+      elements = [e.value for e in target.elements]
+      inner = _calls.unwrap(program, unit, value)   # ``a, b = jax_utils.replicate((a, b))``
+      if isinstance(inner, (cst.Tuple, cst.List)) and len(inner.elements) == len(elements):
+        for t, v in zip(elements, inner.elements):
+          self.target(t, v.value)
+      elif isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and (
+          inner.func.attr.value == 'optimize'):
+        # ``new, loss[, aux] = opt.optimize(loss_fn)``: the first target is the new optimizer.
+        slot = self.slot_of(inner.func.value)
+        tslot = target_slot(program, unit, elements[0]) if elements else None
+        if slot and tslot:
+          self.found.append((tslot, slot))
+      else:
+        self.unpack(target, base_of(program, unit, value))
+      return
+    self.value(target_slot(program, unit, target), value)
+
+  def unpack(self, target: cst.BaseExpression, source: Optional[tuple]):
+    """``target`` (a name, an attribute or a tuple of them) bound to the value of ``source``."""
+    if source is None:
+      return
+    if isinstance(target, (cst.Tuple, cst.List)):
+      for i, e in enumerate(target.elements):
+        if isinstance(e, cst.StarredElement):
+          return
+        self.unpack(e.value, part(source, (i,)))
+      return
+    tslot = target_slot(self.program, self.unit, target)
+    if tslot:
+      self.copy(tslot, source)
+
+  # ---- fields, calls, loops
+
+  def field(self, node: cst.Attribute):
+    """Joins the attribute ``node`` of an unknown class with the same field of the classes
+    that hold an optimizer in it, in a file that uses jax or flax (a same-named attribute of
+    a TensorFlow agent is not one of theirs); and ``self.<name>`` of a class with the field of
+    an unknown class that holds one."""
+    program, unit = self.program, self.unit
+    if not unit.uses_jax_or_flax or _unit.is_module_like(unit, node.value):
+      return
+    slot = field_slot(program, unit, node.value, node.attr.value)
+    unknown = ('field', None, node.attr.value)
+    if slot == unknown:
+      for other in [s for s in self.known.slots
+                    if s[0] == 'field' and s[2] == slot[2] and s != unknown]:
+        self.found.append((unknown, other))
+    elif unknown in self.known:
+      self.found.append((slot, unknown))
+
+  def call(self, args: Iterable[cst.Arg], callee):
+    """An argument and the parameter (or the class field) it binds."""
+    cunit, cnode, shift = callee
+    args = list(args)
+    if isinstance(cnode, cst.ClassDef):
+      family = self.program.family(cunit, cnode)
+      fields = _fields(cunit, cnode)
+      for i, arg in enumerate(args):
+        if arg.star:
+          break
+        name = arg.keyword.value if arg.keyword else (fields[i] if i < len(fields) else None)
+        if name is not None:
+          self.value(('field', family, name), arg.value)
+      return
+    params = _positional(cunit, cnode)[shift:]
+    by_name = {p.name.value: p
+               for p in list(cnode.params.params) + list(cnode.params.kwonly_params)}
+    for i, arg in enumerate(args):
+      if arg.star:
+        continue
+      param = by_name.get(arg.keyword.value) if arg.keyword else (
+          params[i] if i < len(params) else None)
+      if param is not None:
+        self.value(var_slot(cunit, param.name), arg.value)
+
+  def loop(self, call: cst.Call, callee, param_at: int, init, path: Tuple[int, ...]):
+    """The carry: the initial value, the body's carry parameter, the carry the body returns
+    and the loop's result are one value."""
+    cunit, fdef, shift = callee
+    params = _positional(cunit, fdef)[shift:]
+    if param_at >= len(params):
+      return
+    carry = var_slot(cunit, params[param_at].name)
+    if carry is None:
+      return
+    self.value(carry, init)
+    returned = return_slot(cunit, fdef, path)
+    self.copy(carry, returned)
+    self.copy(returned, carry)
+    self.copy(part(call_slot(self.unit, call), path), carry)
+
+
+def _positional(unit: SourceFile, fdef: cst.FunctionDef) -> List[cst.Param]:
+  params = list(fdef.params.posonly_params) + list(fdef.params.params)
+  if isinstance(unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef)),
+                cst.ClassDef):
+    params = params[1:]   # self
+  return params
+
+
+_RECORDS = frozenset({'flax.struct.dataclass', 'dataclasses.dataclass', 'typing.NamedTuple',
+                      'chex.dataclass'})
+
+
+def _fields(unit: SourceFile, classdef: cst.ClassDef) -> List[str]:
+  """The fields of a dataclass or NamedTuple in their positional order, else ``[]``."""
+  heads = [d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+           for d in classdef.decorators] + [b.value for b in classdef.bases]
+  if not any(unit.names(h) & _RECORDS for h in heads):
+    return []
+  fields = []
+  for statement in classdef.body.body:
+    if isinstance(statement, cst.SimpleStatementLine):
+      for small in statement.body:
+        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+          fields.append(small.target.value)
+  return fields
