@@ -223,7 +223,10 @@ def _load_legacy_jax():
   import importlib.util
   if _TARGET in sys.modules:
     return importlib.import_module(_LEGACY_JAX)
-  package = importlib.util.find_spec(_TARGET)
+  try:
+    package = importlib.util.find_spec(_TARGET)
+  except ImportError:
+    package = None  # the hook's package cannot be imported here: nothing to give back
   if package is None or not package.submodule_search_locations:
     return None
   path = os.path.join(list(package.submodule_search_locations)[0], '_legacy_jax.py')

@@ -332,6 +332,20 @@ def test_from_jax_config_import_config_on_line_1(tmp_path):
   assert proc.returncode == 1 and "No module named 'jax.config'" in proc.stderr, proc.stderr
 
 
+def test_the_hook_stays_quiet_where_the_package_cannot_be_imported(tmp_path):
+  """The start-up hook is installed but the package is not importable (a broken or partial
+  install, or a process that hides it): a program module naming a removed jax name imports as
+  it does on today's jax, without an error from the hook."""
+  from tests import _isolated  # pylint: disable=g-import-not-at-top
+  work = tmp_path / 'work'
+  work.mkdir()
+  (work / 'helper.py').write_text('import jax\nOLD = "jax.tree_multimap"\nVALUE = 3\n')
+  code = _isolated.prelude() + 'import helper\nprint(helper.VALUE)\n'
+  proc = subprocess.run([sys.executable, '-c', code], cwd=work, env=_env(tmp_path),
+                        capture_output=True, text=True, timeout=300, check=False)
+  assert proc.returncode == 0 and proc.stdout.split() == ['3'], proc.stderr
+
+
 def test_a_modern_program_file_sees_what_it_sees_without_the_package(tmp_path):
   """Its source is read (it names jax), found modern, and nothing changes: no name, no warning."""
   out = _json(_program(tmp_path, 'modern', 'main.py'))
