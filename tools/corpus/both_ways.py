@@ -110,20 +110,24 @@ def migration_summary(migration):
           'not_rewritten': not_rewritten}
 
 
-def both_ways(program, driver, steps, workdir, timeout, also=()):
+def both_ways(program, driver, steps, workdir, timeout, also=(), reuse=False):
   program = pathlib.Path(program).resolve()
   driver = pathlib.Path(driver).resolve()
   legacy = workdir / 'legacy' / program.name
   migrated = workdir / 'migrated' / program.name
-  for dest in (legacy, migrated):
+  reuse = reuse and legacy.is_dir() and migrated.is_dir()
+  for dest in () if reuse else (legacy, migrated):
     shutil.copytree(program, dest)
     # A package the program imports from elsewhere in its repository: beside the copy (on the
     # driver's sys.path), the same on both sides, not migrated.
     for extra in also:
       extra = pathlib.Path(extra).resolve()
       shutil.copytree(extra, dest.parent / extra.name)
+  if not reuse:
+    summary = migration_summary(harness.migrate_folder(migrated))
+    (workdir / 'migration.json').write_text(json.dumps(summary))
   result = {'program': str(program), 'driver': driver.name, 'steps': steps,
-            'migration': migration_summary(harness.migrate_folder(migrated))}
+            'migration': json.loads((workdir / 'migration.json').read_text())}
   before, result['legacy_error'] = run_side(driver, legacy, steps, isolated=False,
                                             workdir=workdir, timeout=timeout)
   after, result['migrated_error'] = run_side(driver, migrated, steps, isolated=True,
@@ -144,12 +148,15 @@ def main(argv=None):
   ap.add_argument('--also', action='append', default=[],
                   help='a folder the program imports (a package of its repository)')
   ap.add_argument('--workdir', help='a new folder for the copies (default: a temporary one)')
+  ap.add_argument('--reuse', action='store_true',
+                  help='run the drivers again on the copies already in --workdir')
   ap.add_argument('--json', help='write the result here')
   ap.add_argument('--timeout', type=int, default=900, help='seconds per side')
   args = ap.parse_args(argv)
   workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix='both_ways_')).resolve()
   workdir.mkdir(parents=True, exist_ok=True)
-  result = both_ways(args.program, args.driver, args.steps, workdir, args.timeout, args.also)
+  result = both_ways(args.program, args.driver, args.steps, workdir, args.timeout, args.also,
+                     args.reuse)
   text = json.dumps(result, indent=1)
   if args.json:
     pathlib.Path(args.json).write_text(text + '\n')

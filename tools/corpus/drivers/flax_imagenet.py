@@ -18,6 +18,7 @@ program, steps = _driver.setup()
 _driver.stand_in('tensorflow', 'tensorflow_datasets', 'clu', 'ml_collections')
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+from flax import jax_utils  # noqa: E402
 import models  # noqa: E402
 import train  # noqa: E402
 
@@ -27,7 +28,7 @@ learning_rate_fn = train.create_learning_rate_fn(config, 0.1, 2)
 model = train.create_model(model_cls=models.ResNet18, half_precision=False)
 state = train.create_train_state(jax.random.PRNGKey(0), config, model, 32, learning_rate_fn)
 state = state.replace(dynamic_scale=_driver.field_type(train.TrainState, 'dynamic_scale')())
-state = jax.device_put_replicated(state, jax.local_devices()[:1])
+state = jax_utils.replicate(state)
 p_train_step = jax.pmap(functools.partial(train.train_step, learning_rate_fn=learning_rate_fn),
                         axis_name='batch')
 rng = np.random.RandomState(0)

@@ -13,10 +13,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _driver  # noqa: E402
 
 program, steps = _driver.setup()
-_driver.stand_in('tensorflow', 'tensorflow_datasets', 'tqdm', 'wandb', 'h5py', 'requests')
+_driver.stand_in('tensorflow', 'tensorflow_datasets', 'tqdm', 'wandb', 'h5py', 'requests',
+                  'regex')
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from flax import jax_utils  # noqa: E402
 import optax  # noqa: E402
 import flaxmodels as fm  # noqa: E402
 import training  # noqa: E402
@@ -28,7 +30,7 @@ state = training.TrainState.create(apply_fn=model.apply, params=variables['param
                                    tx=optax.adam(learning_rate=1e-3),
                                    batch_stats=variables['batch_stats'],
                                    dynamic_scale=dynamic_scale, epoch=0)
-state = jax.device_put_replicated(state, jax.local_devices()[:1])
+state = jax_utils.replicate(state)
 p_train_step = jax.pmap(training.train_step, axis_name='batch')
 rng = np.random.RandomState(0)
 losses = []
