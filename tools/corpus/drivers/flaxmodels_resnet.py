@@ -14,7 +14,7 @@ import _driver  # noqa: E402
 
 program, steps = _driver.setup()
 _driver.stand_in('tensorflow', 'tensorflow_datasets', 'tqdm', 'wandb', 'h5py', 'requests',
-                  'regex')
+                  'regex', 'filelock', 'importlib_metadata', 'tokenizers')
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
