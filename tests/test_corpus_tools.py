@@ -200,3 +200,51 @@ def test_a_program_inside_a_library_repository_is_not_a_removed_name(tmp_path):
   failure = _fail('ModuleNotFoundError', "No module named 'jax.examples'",
                   [(str(tmp_path / 'examples' / 'mnist.py'), 3, '<module>')], missing='jax.examples')
   assert sweep.attribute(failure, ('examples',), str(tmp_path))[:2] == ('harness', 'jax.examples')
+
+
+# --- both_ways.py: the comparison; drivers/_driver.py: the program's own statements --------
+
+def _load_from(folder, name):
+  spec = importlib.util.spec_from_file_location(f'_corpus_{name}', folder / f'{name}.py')
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  return mod
+
+
+def test_both_ways_compare_nan_is_never_equal():
+  np = pytest.importorskip('numpy')
+  both_ways = _load('both_ways')
+  same = np.array([1.0, np.nan])
+  result = both_ways.compare(same, same.copy())
+  assert result['equal'] is False and result['finite'] is False
+  assert both_ways.compare(np.ones(3), np.ones(2)) == {'equal': False, 'reason': 'lengths 3 vs 2'}
+  result = both_ways.compare(np.array([2.0, -4.0]), np.array([2.0, -4.5]))
+  assert not result['equal'] and result['max_abs'] == 0.5 and result['max_rel'] == 0.125
+  assert both_ways.compare(np.array([0.5, 3.0]), np.array([0.5, 3.0]))['equal'] is True
+
+
+def test_driver_statements_take_the_assignments_up_to_stop(tmp_path):
+  driver = _load_from(CORPUS_TOOLS / 'drivers', '_driver')
+  source = (
+      'def main(flags):\n'
+      '  data = load(flags)\n'
+      '  optimizer = make(flags.lr)\n'
+      '  if flags.scale:\n'
+      '    scale = 2\n'
+      '  else:\n'
+      '    scale = None\n'
+      '  state = (optimizer, scale)\n'
+      '  step = jit(state)\n'
+      '  state = restore(state)\n')
+  (tmp_path / 'prog.py').write_text(source)
+  prog = _load_from(tmp_path, 'prog')
+  text = driver.statements(prog, 'main', ['optimizer', 'scale', 'state'], stop='step')
+  assert text.splitlines() == [
+      'optimizer = make(flags.lr)', 'if flags.scale:', '  scale = 2', 'else:', '  scale = None',
+      'state = (optimizer, scale)']
+  ns = driver.run_statements(prog, 'main', ['optimizer', 'scale', 'state'], stop='step',
+                             make=lambda lr: lr * 10,
+                             flags=type('F', (), {'lr': 0.5, 'scale': True}))
+  assert ns['state'] == (5.0, 2)
+  with pytest.raises(AssertionError, match='assigns none of'):
+    driver.statements(prog, 'main', ['missing'])

@@ -1,0 +1,104 @@
+"""What every both-ways driver shares (see tools/corpus/both_ways.py).
+
+A driver runs as ``python DRIVER PROGRAM_COPY STEPS`` in both a legacy copy and a migrated copy of
+a program, so it names no flax.optim object itself: it reaches the optimizer only through the
+program's own code (a factory function, or the statements of the program's main function that
+build it, which migrate rewrites in place and keeps the variable names of).
+"""
+import ast
+import importlib.abc
+import importlib.machinery
+import json
+import pathlib
+import sys
+import textwrap
+from unittest import mock
+
+import jax
+import numpy as np
+
+
+def setup():
+  """``(program folder, steps)`` from argv; the folder and its parent go first on sys.path."""
+  program = pathlib.Path(sys.argv[1]).resolve()
+  sys.path[:0] = [str(program), str(program.parent)]
+  return program, int(sys.argv[2])
+
+
+class _StandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+  """Imports of data / logging libraries that are not installed give permissive mocks."""
+
+  def __init__(self, tops):
+    self.tops = set(tops)
+
+  def find_spec(self, name, path=None, target=None):
+    if name.split('.')[0] in self.tops:
+      return importlib.machinery.ModuleSpec(name, self, is_package=True)
+    return None
+
+  def create_module(self, spec):
+    module = mock.MagicMock(name=spec.name)
+    module.__path__ = []
+    module.__spec__ = spec
+    return module
+
+  def exec_module(self, module):
+    pass
+
+
+def stand_in(*tops):
+  """The program's data and logging libraries (tensorflow, tensorflow_datasets, ...) become
+  mocks: the drivers feed synthetic arrays and read no logs, so none of them is called for
+  anything that reaches a loss."""
+  sys.meta_path.insert(0, _StandIns(tops))
+
+
+def params_of(state):
+  """The parameters of a legacy ``Optimizer`` (``target``) or of a ``TrainState`` (``params``)."""
+  return state.params if hasattr(state, 'params') else state.target
+
+
+def statements(module, function, names, stop=None):
+  """Source of the top-level statements of ``module.function`` that assign one of ``names``,
+  up to the first one that assigns ``stop`` (when given).
+
+  Compound statements (``if``/``with``) are kept whole when they assign one inside. The text
+  is the program's own (legacy, or as migrate rewrote it), dedented, to ``exec`` in a namespace
+  made of the module's globals and the driver's values for the function's other locals.
+  """
+  source = pathlib.Path(module.__file__).read_text()
+  tree = ast.parse(source)
+  found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function]
+  assert found, f'{module.__name__} has no function {function}'
+  lines = source.splitlines()
+  picked = []
+  for stmt in found[0].body:
+    stored = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
+              and isinstance(n.ctx, ast.Store)}
+    if stop in stored:
+      break
+    if stored & set(names):
+      picked.append(textwrap.dedent('\n'.join(lines[stmt.lineno - 1:stmt.end_lineno])))
+  assert picked, f'{module.__name__}.{function} assigns none of {names}'
+  return '\n'.join(picked)
+
+
+def run_statements(module, function, names, stop=None, **values):
+  """Executes `statements(...)`; returns the namespace (the names it assigned are in it)."""
+  namespace = dict(vars(module))
+  namespace.update(values)
+  exec(compile(statements(module, function, names, stop), module.__file__, 'exec'), namespace)
+  return namespace
+
+
+def field_type(cls, field):
+  """The class a dataclass field is annotated with, as the program's module resolves it."""
+  hint = cls.__annotations__[field]
+  return eval(hint, vars(sys.modules[cls.__module__])) if isinstance(hint, str) else hint
+
+
+def emit(losses, params):
+  """Prints the trajectory: every loss, then every parameter (float64), as one JSON line."""
+  leaves = [np.ravel(np.asarray(leaf, np.float64)) for leaf in jax.tree_util.tree_leaves(params)]
+  values = [float(np.asarray(l)) for l in losses] + np.concatenate(leaves).tolist()
+  print(json.dumps(values))

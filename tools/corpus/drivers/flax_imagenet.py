@@ -1,0 +1,42 @@
+"""flax's examples/imagenet of v0.3.5-v0.3.6 (optax already; `TrainState.dynamic_scale` is
+annotated with flax.optim's DynamicScale, created by `create_train_state` only on a GPU).
+
+`train.create_train_state` and `train.create_learning_rate_fn` build the state; on a CPU the
+driver puts in a DynamicScale of the class the program's TrainState annotates the field with
+(flax.optim's, or what migrate rewrote it to), so that the loss-scaling path of
+`train.train_step` runs; float32 ResNet18, random 32x32 images, pmapped over one device.
+"""
+import functools
+import os
+import sys
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _driver  # noqa: E402
+
+program, steps = _driver.setup()
+_driver.stand_in('tensorflow', 'tensorflow_datasets', 'clu', 'ml_collections')
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+from flax import jax_utils  # noqa: E402
+import models  # noqa: E402
+import train  # noqa: E402
+
+config = types.SimpleNamespace(half_precision=False, momentum=0.9, warmup_epochs=1,
+                               num_epochs=3)
+learning_rate_fn = train.create_learning_rate_fn(config, 0.1, 2)
+model = train.create_model(model_cls=models.ResNet18, half_precision=False)
+state = train.create_train_state(jax.random.PRNGKey(0), config, model, 32, learning_rate_fn)
+state = state.replace(dynamic_scale=_driver.field_type(train.TrainState, 'dynamic_scale')())
+state = jax_utils.replicate(state)
+p_train_step = jax.pmap(functools.partial(train.train_step, learning_rate_fn=learning_rate_fn),
+                        axis_name='batch')
+rng = np.random.RandomState(0)
+losses = []
+for _ in range(steps):
+  batch = {'image': rng.rand(1, 8, 32, 32, 3).astype(np.float32),
+           'label': rng.randint(0, 1000, size=(1, 8)).astype(np.int32)}
+  state, metrics = p_train_step(state, batch)
+  losses.append(metrics['loss'][0])
+final = jax.tree_util.tree_map(lambda x: x[0], state)
+_driver.emit(losses, (final.params, final.batch_stats))

@@ -1,0 +1,67 @@
+"""jaxnerf-based programs (google-research's jaxnerf and its copies; `train.main`, or VaxNeRF's
+`train.train`, builds `flax.optim.Adam(FLAGS.lr_init).create(variables)` inline).
+
+`PROGRAM` is either a `jaxnerf` package folder (`jaxnerf/train.py`, `jaxnerf/nerf/`) or a project
+root with `train.py` and `nerf/` (VaxNeRF). The statements of the training function that assign
+the optimizer, the state, the learning-rate schedule and the pmapped step (`train_pstep`) run
+as the program wrote them (or as migrate rewrote them), up to `render_pfn`, on a tiny NeRF (2
+layers of 16, 8 + 8 samples per ray); the step is called as the program calls it, with the
+learning rate of the step from the program's own schedule, on random rays and colours.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _driver  # noqa: E402
+
+program, steps = _driver.setup()
+_driver.stand_in('tensorflow', 'tensorboard', 'cv2', 'PIL')
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+from flax import jax_utils  # noqa: E402
+from jax import random  # noqa: E402
+
+prefix = f'{program.name}.' if (program / '__init__.py').exists() else ''
+train = __import__(f'{prefix}train', fromlist=['train'])
+models = __import__(f'{prefix}nerf.models', fromlist=['models'])
+utils = __import__(f'{prefix}nerf.utils', fromlist=['utils'])
+
+FLAGS = train.FLAGS
+WANTED = ['--net_depth=2', '--net_width=16', '--net_depth_condition=1', '--net_width_condition=8',
+          '--skip_layer=1', '--num_coarse_samples=8', '--num_fine_samples=8', '--batch_size=32',
+          '--max_steps=100', '--lr_max_steps=100', '--lr_delay_steps=0']
+FLAGS(['driver'] + [flag for flag in WANTED if flag[2:].split('=')[0] in FLAGS])
+
+rng = np.random.RandomState(0)
+
+
+def batch():
+  directions = rng.randn(1, 32, 3).astype(np.float32)
+  viewdirs = directions / np.linalg.norm(directions, axis=-1, keepdims=True)
+  rays = utils.Rays(origins=rng.randn(1, 32, 3).astype(np.float32), directions=directions,
+                    viewdirs=viewdirs)
+  return {'rays': rays, 'pixels': rng.rand(1, 32, 3).astype(np.float32)}
+
+
+def _has(module, function):
+  try:
+    return 'train_pstep' in _driver.statements(module, function, ['train_pstep'])
+  except AssertionError:
+    return False
+
+
+key = random.PRNGKey(20200823)
+model, variables = models.get_model(key, batch(), FLAGS)
+function = next(name for name in ('main', 'train') if _has(train, name))
+ns = _driver.run_statements(train, function,
+                            ['optimizer', 'state', 'learning_rate_fn', 'train_pstep', 'voxel'],
+                            stop='render_pfn', model=model, variables=variables, FLAGS=FLAGS)
+state = jax_utils.replicate(ns['state'])
+keys = random.split(key, 1)
+losses = []
+for step in range(1, steps + 1):
+  lr = ns['learning_rate_fn'](step)
+  state, stats, keys = ns['train_pstep'](keys, state, batch(), lr)
+  losses.append(stats.loss[0])
+unreplicated = jax.tree_util.tree_map(lambda x: x[0], state)
+_driver.emit(losses, _driver.params_of(unreplicated.optimizer))
