@@ -21,6 +21,7 @@ from . import _refusals
 from . import _sites
 from . import _unit
 from . import rules
+from .rules import fom015_group_hyper_params as _group_hyper_params
 from ._edits import FilePlan, statement_of
 from ._report import Record, Conversion
 from ._rule import ObjectPlan
@@ -262,9 +263,6 @@ def _multi_groups(project, unit, pairs):
     call = _optax_text.def_call(name, def_node, unit.module)
     if call is None:
       return None, f'group {i}: the arguments of {unit.code(def_node)}'
-    if call.sources.get('learning_rate', 'None') == 'None':
-      return None, (f'group {i}: {unit.code(def_node)} has no learning rate (set per step, '
-                    'which migrate does not write for a MultiOptimizer)')
     groups.append((filter_source, rewrite, fn, call))
   return groups, None
 
@@ -293,23 +291,27 @@ def _decide(project, group, files, records, conversions, plain_optax, unseen) ->
   # overrides, learning-rate mode and gradient average (one whose shape is refused is left out).
   applies = [s for s in group.sites
              if s.kind == 'apply' or (s.kind == 'optimize' and s.refusal is None)]
-  overrides = _overrides(applies)
+  overrides, group_lrs = _overrides(applies)
   calls = {}
   for site in creates:
-    if site.refusal is None and id(site) in multis:
-      if any(overrides.values()):
-        site.refusal = _refusals.OVERRIDE
-        site.message = 'a learning_rate= override of a MultiOptimizer (every group)'
-    elif site.refusal is None and site.branches is None:
+    if site.refusal is None and id(site) not in multis and site.branches is None:
       call = project.def_call(site.unit, site.node.func.value)
       calls[id(site)] = _optax_text.def_call(site.unit.legacy(call.func), call, site.unit.module)
   pmeans = _replication(project, group, applies)
-  mode, schedule = _learning_rate.lr_mode(project, applies, overrides, creates)
+  if any(id(s) in multis for s in creates) or group_lrs:
+    mode, schedule = _multi_mode(creates, multis, applies, overrides, group_lrs), None
+  else:
+    mode, schedule = _learning_rate.lr_mode(project, applies, overrides, creates)
   keep_layout = any(s.slot and s.slot[0] == 'field' for s in group.sites) or any(
       k[0] == 'field' for k in _members(project, group.root))
   obj = ObjectPlan(project, files, records, conversions, plain_optax, creates, multis, calls,
-                   overrides, pmeans, mode, schedule, keep_layout)
-  if mode == 'inject':
+                   overrides, pmeans, mode, schedule, keep_layout, group_lrs)
+  if mode == 'inject' and obj.multi_groups() is not None:
+    for site in applies:
+      if not _unit.plain_reference(site.node.func.value):
+        site.refusal = _refusals.ESCAPE
+        site.message = 'the learning rates are set on a computed value'
+  elif mode == 'inject':
     for site in applies:
       if overrides[id(site)] is None:
         lrs = obj.create_lr_texts()
@@ -336,23 +338,70 @@ def _decide(project, group, files, records, conversions, plain_optax, unseen) ->
   return obj
 
 
-def _overrides(applies) -> dict:
-  """``{id(apply site): its learning_rate= expression or None}``; any other override refuses
-  the site."""
-  overrides = {}
+def _overrides(applies):
+  """``({id(apply site): its learning_rate= expression or None}, {id(apply site): per group,
+  the learning_rate its hyper_params=[...] sets, or None})``; any other override refuses the
+  site."""
+  overrides, group_lrs = {}, {}
   for site in applies:
     lr = None
     for arg in site.node.args[1:]:
-      if arg.keyword is None or arg.keyword.value != 'learning_rate':
-        if site.kind == 'apply' and arg.keyword is not None and arg.keyword.value == 'grads':
-          continue
-        site.refusal, site.message = _refusals.OVERRIDE, site.unit.code(arg)
-        if arg.keyword is not None and arg.keyword.value == 'hyper_params':
-          site.refusal = _refusals.GROUP_HYPER_PARAMS
-      else:
+      keyword = arg.keyword.value if arg.keyword is not None else None
+      if keyword == 'learning_rate':
         lr = arg.value
+      elif keyword == 'grads' and site.kind == 'apply':
+        continue
+      elif keyword == 'hyper_params':
+        found = _group_hyper_params.group_overrides(site.unit, site.node.func.value, arg.value)
+        if isinstance(found, str):
+          site.refusal, site.message = _refusals.GROUP_HYPER_PARAMS, found
+        else:
+          group_lrs[id(site)] = found
+      else:
+        site.refusal, site.message = _refusals.OVERRIDE, site.unit.code(arg)
+    if lr is not None and id(site) in group_lrs:
+      site.refusal = _refusals.OVERRIDE
+      site.message = 'learning_rate= and hyper_params=[...] at one apply site'
     overrides[id(site)] = lr
-  return overrides
+  return overrides, group_lrs
+
+
+def _multi_mode(creates, multis, applies, overrides, group_lrs) -> str:
+  """The learning-rate mode of a MultiOptimizer (``create(focus=...)`` too): its groups' own
+  (``'none'``), or one learning rate injected per group and set at every apply site
+  (``'inject'``), when any site overrides one. Refuses the sites that block it."""
+  multi = [c for c in creates if multis.get(id(c))]
+  if not any(overrides.values()) and not group_lrs:
+    for create in multi:
+      for i, (*_, call) in enumerate(multis[id(create)]):
+        if call.sources.get('learning_rate', 'None') == 'None':
+          create.refusal = _refusals.LR_NONE
+          create.message = (f'group {i}: {call.name}(...) has no learning rate and no apply '
+                            'site sets one')
+    return 'none'
+  if len(multi) != 1 or len(creates) != 1:
+    site = next(s for s in applies if overrides[id(s)] is not None or id(s) in group_lrs)
+    site.refusal = _refusals.GROUP_HYPER_PARAMS
+    site.message = ('overrides the groups of an optimizer that is not one MultiOptimizer '
+                    'created in sight')
+    return 'inject'
+  groups = multis[id(multi[0])]
+  own = [call.sources.get('learning_rate', 'None') for *_, call in groups]
+  for site in applies:
+    if overrides[id(site)] is not None:
+      continue
+    lrs = group_lrs.get(id(site), [None] * len(groups))
+    if len(lrs) != len(groups):
+      site.refusal = _refusals.GROUP_HYPER_PARAMS
+      site.message = f'hyper_params=[...] has {len(lrs)} elements for {len(groups)} groups'
+      continue
+    for i, lr in enumerate(lrs):
+      if lr is None and (own[i] == 'None' or not _optax_text.is_literal(own[i])):
+        site.refusal = _refusals.LR_NONE
+        site.message = (f'group {i} keeps its own learning rate ({own[i]}) here, which the '
+                        'rewrite sets only from a literal')
+        break
+  return 'inject'
 
 
 def _refuse(group, files, records):

@@ -60,6 +60,7 @@ class ObjectPlan:
   mode: str
   schedule: Optional[str]
   keep_layout: bool
+  group_lrs: dict = dataclasses.field(default_factory=dict)
 
   def lr_sources(self, create, default=None) -> set:
     """The learning-rate source texts of a create site's def (one per branch)."""
@@ -68,6 +69,10 @@ class ObjectPlan:
     if id(create) in self.calls:
       return {self.calls[id(create)].sources.get('learning_rate', default)}
     return set()
+
+  def multi_groups(self) -> Optional[list]:
+    """The groups of the object's MultiOptimizer (or ``create(focus=...)``) create, or None."""
+    return next((self.multis[id(c)] for c in self.creates if self.multis.get(id(c))), None)
 
   def create_lr_texts(self) -> set:
     """The learning rates the object's creates set (one text per def)."""

@@ -16,6 +16,7 @@ from .. import _refusals
 from .._edits import Edit
 from .._report import Conversion, Record
 from .._rule import Rule
+from .fom015_group_hyper_params import key as group_key
 from .fom001_create import CreateData, create_call
 
 
@@ -44,13 +45,14 @@ RULE = Multi()
 _RANK = {'bit-exact': 0, '1e-6': 1, 'not exact': 2}
 
 
-def _group_tx(obj, site, call):
-  """(expression, exact, marker text or None) of one built-in def call."""
-  result = _optax_text.plain(call.name, call.sources)
+def _group_tx(obj, site, call, sources):
+  """(expression, exact, marker text or None) of one built-in def call, given its argument
+  ``sources`` (its learning rate the injected one's name, where the object injects it)."""
+  result = _optax_text.plain(call.name, sources)
   if result.exact != 'not exact':
     marker = _optax_text.zero_params_marker(call.name)
     return result.expression, 'not exact' if marker else result.exact, marker
-  if obj.plain_optax:
+  if obj.plain_optax or obj.mode != 'none':
     return (result.expression, result.exact,
             f'{_refusals.NOT_EXACT} the plain optax expression is not exact: '
             f'{result.difference}')
@@ -60,6 +62,19 @@ def _group_tx(obj, site, call):
           f'{_refusals.NOT_EXACT} {call.name} has no exact plain optax expression '
           f'({result.difference}); '
           'this is the package\'s exact transform')
+
+
+def _injected(expression, groups):
+  """The ``multi_transform`` ``expression`` as a factory of one learning rate per group, each
+  injected (``opt_state.hyperparams['learning_rate_<i>']``), starting at the group's own (0.0
+  for none: every apply site sets it then)."""
+  keys = [group_key(i) for i in range(len(groups))]
+  initial = []
+  for key, (*_, call) in zip(keys, groups):
+    lr = call.sources.get('learning_rate', 'None')
+    initial.append(f'{key}={"0.0" if lr == "None" else lr}')
+  return (f'optax.inject_hyperparams(lambda {", ".join(keys)}: {expression}, '
+          f'hyperparam_dtype=jnp.float32)({", ".join(initial)})')
 
 
 def _plan_multi(obj, site, groups):
@@ -73,8 +88,12 @@ def _plan_multi(obj, site, groups):
     label = f"'{i}' if {filter_source}('/' + '/'.join(path), value) else {label}"
     if rewrite is not None:
       plan.edits[id(rewrite)] = Edit(RULE, CreateData(filter=unit.code(fn)))
+  inject = obj.mode == 'inject'
   for i, (_, _, _, call) in enumerate(groups):
-    expression, group_exact, marker = _group_tx(obj, site, call)
+    sources = dict(call.sources)
+    if inject:
+      sources['learning_rate'] = group_key(i)
+    expression, group_exact, marker = _group_tx(obj, site, call, sources)
     transforms.append(expression)
     exact = max(exact, group_exact, key=_RANK.get)
     if marker:
@@ -82,6 +101,18 @@ def _plan_multi(obj, site, groups):
   expression = _groups.multi_transform_source(
       transforms, labels=(f'lambda params: traverse_util.path_aware_map(lambda path, value: '
                           f'{label}, params)'))
+  notes = ['the labels come from a function of the params, which --tx cannot write: convert '
+           'this checkpoint per group (see docs/convert.md) or with the package\'s '
+           'MultiOptimizer transform']
+  if inject:
+    expression = _injected(expression, groups)
+    plan.needs.add(_edits.JNP)
+    if exact == 'bit-exact':
+      # As FOM001's injected learning rate: a traced value, the last bit may differ.
+      exact = '1e-6'
+    notes = ['each group\'s learning rate is injected (learning_rate_0, ...) and set at every '
+             'apply site; the state is InjectHyperparamsState around the multi_transform '
+             'state, which no convert command writes']
   receiver = site.node.func.value
   values = project.assignment_values(unit, receiver) if isinstance(receiver, cst.Name) else None
   if values:   # ``opt_def = optim.MultiOptimizer(...)``: the variable holds the transform
@@ -94,9 +125,8 @@ def _plan_multi(obj, site, groups):
     plan.mark(site.node, f'{_refusals.MARKER} {marker}')
   message = (f'{unit.code(project.def_call(unit, site.node.func.value))} -> '
              'optax.multi_transform with labels from the traversals')
-  notes = ['the labels come from a function of the params, which --tx cannot write: convert '
-           'this checkpoint per group (see docs/convert.md) or with the package\'s '
-           'MultiOptimizer transform']
+  if inject:
+    message += ', each group\'s learning rate injected'
   obj.records.append(Record.of(site, 'flagged' if markers else 'rewritten', code=RULE.code,
                                exact=exact, message=message))
   obj.conversions.append(Conversion(unit.path, site.line, expression, exact, '', notes))
