@@ -234,7 +234,7 @@ def _branch_check(project, site):
 
 def _multi_groups(project, unit, pairs):
   """``(groups, None)``, per ``(traversal, def)`` pair (filter source, traversal value to
-  rewrite, filter function, DefCall); else ``(None, why not)``."""
+  rewrite, filter function, def variable's value to drop, DefCall); else ``(None, why not)``."""
   groups = []
   for i, (traversal, def_node) in enumerate(pairs):
     rewrite = None
@@ -257,13 +257,22 @@ def _multi_groups(project, unit, pairs):
       filter_source = unit.code(fn)
       if not isinstance(fn, (cst.Name, cst.Attribute)):
         filter_source = f'({filter_source})'
+    def_value = None   # ``p_opt = optim.Adam(...)`` used only in this pair: the line goes
+    if isinstance(def_node, cst.Name):
+      values = project.assignment_values(unit, def_node)
+      uses = _unit.accesses(unit, def_node)
+      if not values or len(values) != 1 or uses is None or not all(
+          isinstance(unit.parent(u), cst.Element) for u in uses):
+        return None, (f'group {i}: the def {unit.code(def_node)} is not assigned once and '
+                      'used only here')
+      def_value = def_node = values[0]
     name = unit.legacy(def_node.func) if isinstance(def_node, cst.Call) else None
     if name not in _unit.BUILTIN_DEFS:
-      return None, f'group {i}: {unit.code(def_node)} is not a built-in def written here'
+      return None, f'group {i}: {unit.code(def_node)} is not a built-in def'
     call = _optax_text.def_call(name, def_node, unit.module)
     if call is None:
       return None, f'group {i}: the arguments of {unit.code(def_node)}'
-    groups.append((filter_source, rewrite, fn, call))
+    groups.append((filter_source, rewrite, fn, def_value, call))
   return groups, None
 
 
@@ -298,15 +307,17 @@ def _decide(project, group, files, records, conversions, plain_optax, unseen) ->
       call = project.def_call(site.unit, site.node.func.value)
       calls[id(site)] = _optax_text.def_call(site.unit.legacy(call.func), call, site.unit.module)
   pmeans = _replication(project, group, applies)
-  if any(id(s) in multis for s in creates) or group_lrs:
+  if group_lrs:   # one learning rate injected per group
     mode, schedule = _multi_mode(creates, multis, applies, overrides, group_lrs), None
   else:
     mode, schedule = _learning_rate.lr_mode(project, applies, overrides, creates)
+    if mode == 'schedule' and any(multis.get(id(c)) for c in creates):
+      mode, schedule = 'inject', None   # one learning rate injected for every group
   keep_layout = any(s.slot and s.slot[0] == 'field' for s in group.sites) or any(
       k[0] == 'field' for k in _members(project, group.root))
   obj = ObjectPlan(project, files, records, conversions, plain_optax, creates, multis, calls,
                    overrides, pmeans, mode, schedule, keep_layout, group_lrs)
-  if mode == 'inject' and obj.multi_groups() is not None:
+  if mode == 'inject' and group_lrs:
     for site in applies:
       if not _unit.plain_reference(site.node.func.value):
         site.refusal = _refusals.ESCAPE
@@ -323,7 +334,12 @@ def _decide(project, group, files, records, conversions, plain_optax, unseen) ->
         site.message = 'the learning rate is set on a computed value'
   elif mode == 'none':
     for c in creates:
-      if id(c) not in multis and 'None' in obj.lr_sources(c, 'None'):
+      for i, (*_, call) in enumerate(multis.get(id(c)) or ()):
+        if call.sources.get('learning_rate', 'None') == 'None':
+          c.refusal = _refusals.LR_NONE
+          c.message = (f'group {i}: {call.name}(...) has no learning rate and no apply site '
+                       'sets one')
+      if c.refusal is None and 'None' in obj.lr_sources(c, 'None'):
         c.refusal, c.message = _refusals.LR_NONE, 'learning_rate=None and no override'
   if not creates and group.sites and group.refused == [] and (mode != 'none' or unseen):
     # Its create (and so its optax form) is decided where the analysis cannot see it.
@@ -367,18 +383,9 @@ def _overrides(applies):
 
 
 def _multi_mode(creates, multis, applies, overrides, group_lrs) -> str:
-  """The learning-rate mode of a MultiOptimizer (``create(focus=...)`` too): its groups' own
-  (``'none'``), or one learning rate injected per group and set at every apply site
-  (``'inject'``), when any site overrides one. Refuses the sites that block it."""
+  """``'inject'``, one learning rate per group, for a MultiOptimizer some of whose apply sites
+  override its groups (``hyper_params=[...]``). Refuses the sites that block it."""
   multi = [c for c in creates if multis.get(id(c))]
-  if not any(overrides.values()) and not group_lrs:
-    for create in multi:
-      for i, (*_, call) in enumerate(multis[id(create)]):
-        if call.sources.get('learning_rate', 'None') == 'None':
-          create.refusal = _refusals.LR_NONE
-          create.message = (f'group {i}: {call.name}(...) has no learning rate and no apply '
-                            'site sets one')
-    return 'none'
   if len(multi) != 1 or len(creates) != 1:
     site = next(s for s in applies if overrides[id(s)] is not None or id(s) in group_lrs)
     site.refusal = _refusals.GROUP_HYPER_PARAMS

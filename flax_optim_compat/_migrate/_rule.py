@@ -64,6 +64,8 @@ class ObjectPlan:
 
   def lr_sources(self, create, default=None) -> set:
     """The learning-rate source texts of a create site's def (one per branch)."""
+    if self.multis.get(id(create)):
+      return {call.sources.get('learning_rate', default) for *_, call in self.multis[id(create)]}
     if create.branches is not None:
       return {call.sources.get('learning_rate', default) for _, _, call in create.branches}
     if id(create) in self.calls:

@@ -29,11 +29,14 @@ class CreateData:
 
   Exactly one is set: ``tx`` (the optax expression of the create's ``tx=``; None keeps the
   receiver's own text, a variable that now holds the transform), ``def_tx`` (the def
-  variable's new value), ``filter`` (a traversal variable's new value: its filter function).
+  variable's new value), ``filter`` (a traversal variable's new value: its filter function),
+  ``drop`` (a group's def variable, whose def is now inside the ``multi_transform``: the
+  statement goes).
   """
   tx: Optional[str] = None
   def_tx: Optional[str] = None
   filter: Optional[str] = None
+  drop: bool = False
 
 
 class Branch(NamedTuple):

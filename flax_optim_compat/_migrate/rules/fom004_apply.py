@@ -42,7 +42,7 @@ def apply_data(site, plan) -> ApplyData:
   """The data of an apply (or optimize) site, and the imports its rewrite needs."""
   lr_text, groups = None, ()
   multi = plan.multi_groups()
-  if plan.mode == 'inject' and multi is not None:
+  if plan.mode == 'inject' and plan.group_lrs and multi is not None:
     groups = tuple(call.sources.get('learning_rate') for *_, call in multi)
   elif plan.mode == 'inject' and plan.overrides[id(site)] is None:
     lr_text = next(iter(plan.create_lr_texts()))

@@ -34,6 +34,8 @@ class Multi(Rule):
     _plan_multi(plan, site, plan.multis[id(site)])
 
   def rewrite(self, updated, data, context):
+    if data.drop:
+      return cst.RemoveFromParent()
     if data.filter is not None:   # a traversal variable's value: ``t = ModelParamTraversal(f)``
       return cst.parse_expression(data.filter)
     return create_call(updated, data, context)
@@ -84,15 +86,18 @@ def _plan_multi(obj, site, groups):
   plan = obj.files[unit.path]
   transforms, exact, markers = [], 'bit-exact', []
   label = "'unmatched'"
-  for i, (filter_source, rewrite, fn, call) in reversed(list(enumerate(groups))):
+  for i, (filter_source, rewrite, fn, def_value, call) in reversed(list(enumerate(groups))):
     label = f"'{i}' if {filter_source}('/' + '/'.join(path), value) else {label}"
     if rewrite is not None:
       plan.edits[id(rewrite)] = Edit(RULE, CreateData(filter=unit.code(fn)))
+    if def_value is not None:   # ``p_opt = optim.Adam(...)``: now inside the multi_transform
+      plan.edits[id(_edits.statement_of(unit, def_value))] = Edit(RULE, CreateData(drop=True))
   inject = obj.mode == 'inject'
-  for i, (_, _, _, call) in enumerate(groups):
+  per_group = inject and bool(obj.group_lrs)
+  for i, (*_, call) in enumerate(groups):
     sources = dict(call.sources)
     if inject:
-      sources['learning_rate'] = group_key(i)
+      sources['learning_rate'] = group_key(i) if per_group else 'learning_rate'
     expression, group_exact, marker = _group_tx(obj, site, call, sources)
     transforms.append(expression)
     exact = max(exact, group_exact, key=_RANK.get)
@@ -105,14 +110,21 @@ def _plan_multi(obj, site, groups):
            'this checkpoint per group (see docs/convert.md) or with the package\'s '
            'MultiOptimizer transform']
   if inject:
-    expression = _injected(expression, groups)
+    if per_group:
+      expression = _injected(expression, groups)
+    else:   # a learning_rate= override sets every group's: one injected learning rate
+      own = {call.sources.get('learning_rate', 'None') for *_, call in groups}
+      initial = own.pop() if len(own) == 1 else 'None'
+      expression = _optax_text.inject(expression, '0.0' if initial == 'None' else initial)
     plan.needs.add(_edits.JNP)
     if exact == 'bit-exact':
       # As FOM001's injected learning rate: a traced value, the last bit may differ.
       exact = '1e-6'
-    notes = ['each group\'s learning rate is injected (learning_rate_0, ...) and set at every '
-             'apply site; the state is InjectHyperparamsState around the multi_transform '
-             'state, which no convert command writes']
+    which = ('the learning rates learning_rate_0, ... (one per group)' if per_group else
+             'the learning rate (every group\'s)')
+    notes = [f'{which} injected and set at every apply site; the state is '
+             'InjectHyperparamsState around the multi_transform state, which no convert '
+             'command writes']
   receiver = site.node.func.value
   values = project.assignment_values(unit, receiver) if isinstance(receiver, cst.Name) else None
   if values:   # ``opt_def = optim.MultiOptimizer(...)``: the variable holds the transform
@@ -126,7 +138,8 @@ def _plan_multi(obj, site, groups):
   message = (f'{unit.code(project.def_call(unit, site.node.func.value))} -> '
              'optax.multi_transform with labels from the traversals')
   if inject:
-    message += ', each group\'s learning rate injected'
+    message += (', each group\'s learning rate injected' if per_group else
+                ', the learning rate injected')
   obj.records.append(Record.of(site, 'flagged' if markers else 'rewritten', code=RULE.code,
                                exact=exact, message=message))
   obj.conversions.append(Conversion(unit.path, site.line, expression, exact, '', notes))

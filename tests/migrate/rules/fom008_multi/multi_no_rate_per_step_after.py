@@ -35,13 +35,13 @@ def main():
   ignored = ('norm', 'bias')
   decayed = lambda path, _: not any(i in path for i in ignored)
   not_decayed = lambda path, _: any(i in path for i in ignored)
-  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.inject_hyperparams(lambda learning_rate_0, learning_rate_1: optax.multi_transform({'0': optax.adamw(learning_rate=learning_rate_0, b1=0.9, b2=0.999, eps=1e-08, weight_decay=0.01), '1': optax.adam(learning_rate=learning_rate_1, b1=0.9, b2=0.999, eps=1e-08), 'unmatched': optax.set_to_zero()}, lambda params: traverse_util.path_aware_map(lambda path, value: '0' if decayed('/' + '/'.join(path), value) else '1' if not_decayed('/' + '/'.join(path), value) else 'unmatched', params)), hyperparam_dtype=jnp.float32)(learning_rate_0=0.0, learning_rate_1=0.0))
+  optimizer = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.inject_hyperparams(lambda learning_rate: optax.multi_transform({'0': optax.adamw(learning_rate=learning_rate, b1=0.9, b2=0.999, eps=1e-08, weight_decay=0.01), '1': optax.adam(learning_rate=learning_rate, b1=0.9, b2=0.999, eps=1e-08), 'unmatched': optax.set_to_zero()}, lambda params: traverse_util.path_aware_map(lambda path, value: '0' if decayed('/' + '/'.join(path), value) else '1' if not_decayed('/' + '/'.join(path), value) else 'unmatched', params)), hyperparam_dtype=jnp.float32)(learning_rate=0.0))
   state = State(step=0, optimizer=optimizer)
 
   @jax.jit
   def train_step(state, lr):
     loss, grad = jax.value_and_grad(loss_fn)(state.optimizer.params)
-    new_optimizer = state.optimizer.replace(opt_state=state.optimizer.opt_state._replace(hyperparams=dict(state.optimizer.opt_state.hyperparams, **dict.fromkeys(('learning_rate_0', 'learning_rate_1'), lr)))).apply_gradients(grads=grad)
+    new_optimizer = state.optimizer.replace(opt_state=state.optimizer.opt_state._replace(hyperparams=dict(state.optimizer.opt_state.hyperparams, learning_rate=lr))).apply_gradients(grads=grad)
     return state.replace(step=state.step + 1, optimizer=new_optimizer), loss
 
   losses = []

@@ -34,8 +34,10 @@ def main():
   ignored = ('norm', 'bias')
   decayed = optim.ModelParamTraversal(lambda path, _: not any(i in path for i in ignored))
   not_decayed = optim.ModelParamTraversal(lambda path, _: any(i in path for i in ignored))
-  optimizer = optim.MultiOptimizer((decayed, optim.Adam(weight_decay=0.01)),
-                                   (not_decayed, optim.Adam(weight_decay=0))).create(params)
+  decayed_opt = optim.Adam(weight_decay=0.01)
+  not_decayed_opt = optim.Adam(weight_decay=0)
+  optimizer = optim.MultiOptimizer((decayed, decayed_opt),
+                                   (not_decayed, not_decayed_opt)).create(params)
   state = State(step=0, optimizer=optimizer)
 
   @jax.jit
