@@ -184,7 +184,7 @@ def test_the_checkpoint_wing_keeps_its_own_order(module, forbidden):
 
 
 # The migrate wing's inner order: each module imports none of those after it.
-_MIGRATE_ORDER = ['_unit', '_project', '_sites', '_plan', '_engine', '_command']
+_MIGRATE_ORDER = ['_unit', '_program', '_flows', '_project', '_sites', '_plan', '_engine', '_command']
 
 
 @pytest.mark.parametrize('position', range(len(_MIGRATE_ORDER)))

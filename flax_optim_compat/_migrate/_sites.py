@@ -11,6 +11,7 @@ from typing import List, Optional, Set
 
 import libcst as cst
 
+from . import _flows
 from . import _project
 from . import _refusals
 from . import _unit
@@ -65,7 +66,7 @@ def sites(project: _project.Project) -> List[Site]:
       if isinstance(node, cst.Annotation):
         head = _unit.annotation_head(node.annotation)
         if unit.legacy(head) in _unit.OPTIMIZER_CLASSES:
-          found.append(Site(unit, node, 'annotation', project.annotated_slot(unit, node)))
+          found.append(Site(unit, node, 'annotation', _flows.annotated_slot(project, unit, node)))
         continue
       if not isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
         continue
@@ -93,7 +94,7 @@ def _classify(project, unit: SourceFile, node: cst.CSTNode, slot: tuple) -> List
   member = isinstance(parent, cst.Attribute) and parent.value is node
   extra = [] if member else matched   # a use of the value itself (``isinstance(opt, ...)``)
   if isinstance(node, cst.Call) and project.is_create(unit, node):
-    if not _flows_ok(project, unit, node, parent):
+    if not _followed(project, unit, node, parent):
       return extra + [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
                            f'{unit.code(node)} is used where the analysis cannot follow it')]
     create = Site(unit, node, 'create', slot)
@@ -103,7 +104,7 @@ def _classify(project, unit: SourceFile, node: cst.CSTNode, slot: tuple) -> List
   if isinstance(node, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
     if isinstance(parent, cst.Attribute) and parent.attr is node:
       return extra
-    if _flows_ok(project, unit, node, parent):
+    if _followed(project, unit, node, parent):
       return extra
     return extra + [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
                          f'{unit.code(node)} is used where the analysis cannot follow it')]
@@ -118,7 +119,7 @@ def _member(project, unit: SourceFile, node: cst.CSTNode, group: tuple, matched)
   parent = unit.parent(node)
   if matched:
     site = matched[0]
-    if site.rule.returns_optimizer and not _flows_ok(project, unit, site.node,
+    if site.rule.returns_optimizer and not _followed(project, unit, site.node,
                                                      unit.parent(site.node)):
       return Site(unit, site.node, 'escape', group, _refusals.ESCAPE,
                   f'the result of {parent.attr.value}() is used where the analysis cannot '
@@ -130,7 +131,7 @@ def _member(project, unit: SourceFile, node: cst.CSTNode, group: tuple, matched)
               f'uses {unit.code(parent)}, which a TrainState does not have')
 
 
-def _flows_ok(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode) -> bool:
+def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode) -> bool:
   """Whether the optimizer value ``node`` goes somewhere the analysis follows."""
   if isinstance(parent, (cst.AssignTarget, cst.Param)):
     return True
@@ -147,7 +148,7 @@ def _flows_ok(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
       return True   # ``del optimizer, variables``
     if isinstance(container, (cst.Tuple, cst.List)) and isinstance(outer, cst.Arg):
       call = unit.parent(outer)   # ``save_checkpoint(d, (optimizer, ema), step)``
-      if isinstance(call, cst.Call) and (_project.pass_through_arg(unit, call) is container
+      if isinstance(call, cst.Call) and (_flows.pass_through_arg(unit, call) is container
                                          or _sink_arg(unit, call) is container):
         return _tuple_destination_ok(unit, call, container)
     if isinstance(container, cst.Tuple) and isinstance(outer, cst.Return):
@@ -166,9 +167,9 @@ def _flows_ok(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
     names = unit.names(call.func)
     if rules.matches(unit, node):
       return True   # a rule rewrites this use (``isinstance(opt, optim.Optimizer)``)
-    if _project.pass_through_arg(unit, call) is node or _sink_arg(unit, call) is node:
+    if _flows.pass_through_arg(unit, call) is node or _sink_arg(unit, call) is node:
       return True
-    if names & _project.TREE_MAPS and parent.keyword is None and call.args[0] is not parent:
+    if names & _flows.TREE_MAPS and parent.keyword is None and call.args[0] is not parent:
       return True
     if names & {'print', 'builtins.print'}:
       return True
@@ -193,11 +194,11 @@ def _flows_ok(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
 def _tuple_destination_ok(unit: SourceFile, call: cst.Call, container) -> bool:
   """Whether a tuple handed to a pass-through call comes back where it is followed: unpacked
   into as many targets, or returned (a sink reads it and is done)."""
-  if _project.pass_through_arg(unit, call) is not container:
+  if _flows.pass_through_arg(unit, call) is not container:
     return True
   node, parent = call, unit.parent(call)
   while isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call) and (
-      _project.pass_through_arg(unit, unit.parent(parent)) is node):
+      _flows.pass_through_arg(unit, unit.parent(parent)) is node):
     node = unit.parent(parent)
     parent = unit.parent(node)
   if isinstance(parent, cst.Return):
@@ -212,7 +213,7 @@ def _tuple_destination_ok(unit: SourceFile, call: cst.Call, container) -> bool:
 def _target_ok(project, unit: SourceFile, target) -> bool:
   if isinstance(target, (cst.Tuple, cst.List)):
     return all(_target_ok(project, unit, e.value) for e in target.elements)
-  return project.target_slot(unit, target) is not None
+  return _flows.target_slot(project, unit, target) is not None
 
 
 def _sink_arg(unit: SourceFile, call: cst.Call) -> Optional[cst.BaseExpression]:

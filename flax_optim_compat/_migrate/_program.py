@@ -1,0 +1,269 @@
+"""The project's files parsed, and what their names and calls refer to, across files.
+
+Names are resolved, never matched as text: LibCST's ``FullyQualifiedNameProvider`` (through a
+``FullRepoManager``, so imports between the project's own files resolve) says what each name
+and attribute refers to. A ``Program`` knows the project's own functions and classes, which
+classes share their fields (a class and its bases), which functions run traced (under
+``jax.jit`` / ``jax.pmap``) and with which pmap axis names, and which function a call runs
+(through ``jax.jit`` / ``jax.pmap`` / ``functools.partial`` and variables bound to one). Where
+optimizer values go is the next module's question (``_flows``, ``_project``).
+"""
+import os
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+from libcst import metadata as meta
+
+from . import _unit
+from ._unit import SourceFile
+
+# Function wrappers whose result is called with the wrapped function's arguments.
+_WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'flax.jax_utils.pad_shard_unpad'})
+PARTIAL = frozenset({'functools.partial'})
+_COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
+
+
+class UnionFind:
+
+  def __init__(self):
+    self.parent: Dict[tuple, tuple] = {}
+
+  def find(self, x):
+    self.parent.setdefault(x, x)
+    while self.parent[x] != x:
+      self.parent[x] = self.parent[self.parent[x]]
+      x = self.parent[x]
+    return x
+
+  def union(self, a, b) -> bool:
+    ra, rb = self.find(a), self.find(b)
+    if ra == rb:
+      return False
+    self.parent[rb] = ra
+    return True
+
+
+def python_files(paths: Sequence[str]) -> List[str]:
+  """The ``.py`` files under ``paths`` (files or directories), sorted, absolute."""
+  found = []
+  for path in paths:
+    if os.path.isdir(path):
+      for folder, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith('.') and d != '__pycache__')
+        found.extend(os.path.join(folder, f) for f in sorted(files) if f.endswith('.py'))
+    elif os.path.isfile(path):
+      found.append(path)
+    else:
+      raise FileNotFoundError(2, 'No such file or directory', path)
+  return sorted({os.path.abspath(p) for p in found})
+
+
+def _root_of(files: Sequence[str]) -> str:
+  """The folder whose dotted sub-paths are the project's module names.
+
+  The common folder of all files, moved up while it is a package (has ``__init__.py``), so
+  ``pkg/train.py`` is module ``pkg.train`` and its relative imports resolve.
+  """
+  root = os.path.commonpath([os.path.dirname(f) for f in files])
+  while os.path.isfile(os.path.join(root, '__init__.py')) and os.path.dirname(root) != root:
+    root = os.path.dirname(root)
+  return root
+
+
+class Program:
+  """Every file's tree and metadata; the project's functions, classes and compiled code."""
+
+  def __init__(self, sources: Dict[str, str]):
+    """``sources``: absolute path -> text."""
+    self.units: List[SourceFile] = []
+    self.failed: List[Tuple[str, str]] = []   # (path, why) of files that do not parse
+    files = sorted(sources)
+    root = _root_of([os.path.abspath(f) for f in files]) if files else '.'
+    rel = {f: os.path.abspath(f) for f in files}
+    manager = meta.FullRepoManager(root, list(rel.values()), {meta.FullyQualifiedNameProvider})
+    for f in files:
+      try:
+        module = cst.parse_module(sources[f])
+      except cst.ParserSyntaxError as e:
+        self.failed.append((f, f'does not parse: {e.message} (line {e.raw_line})'))
+        continue
+      wrapper = meta.MetadataWrapper(module, cache=manager.get_cache_for_path(rel[f]))
+      self.units.append(SourceFile(f, sources[f], wrapper))
+    self._functions: Dict[str, Tuple[SourceFile, cst.FunctionDef]] = {}
+    self._classes: Dict[str, Tuple[SourceFile, cst.ClassDef]] = {}
+    for unit in self.units:
+      for node in unit.nodes:
+        if isinstance(node, cst.FunctionDef):
+          for name in unit.names(node.name):
+            self._functions[name] = (unit, node)
+        elif isinstance(node, cst.ClassDef):
+          for name in unit.names(node.name):
+            self._classes[name] = (unit, node)
+    # Classes related by inheritance share their fields: ``self.optimizer`` set in a base
+    # class and read in a subclass is one field.
+    self._families = UnionFind()
+    for name, (u, node) in self._classes.items():
+      for base in node.bases:
+        for base_name in u.names(base.value):
+          if base_name in self._classes:
+            self._families.union(base_name, name)
+    # The project's own subclasses of a flax.optim def: their optimizers are tracked (and
+    # refused at every use, not only at the class).
+    self.user_defs = {name for name, (u, node) in self._classes.items() if any(
+        u.legacy(base.value) not in (None, 'Optimizer') for base in node.bases)}
+    # FunctionDef id -> the axis names it is pmapped with (``jax.pmap(f, axis_name='batch')``).
+    self.pmap_axes: Dict[int, Set[str]] = {}
+    for unit in self.units:
+      for node in unit.nodes:
+        if isinstance(node, cst.Call) and 'jax.pmap' in unit.names(node.func) and node.args:
+          callee = self.resolve_callable(unit, node.args[0].value)
+          axis = _unit.call_arg(node, 1, 'axis_name')
+          if callee is not None and isinstance(axis, cst.SimpleString):
+            self.pmap_axes.setdefault(id(callee[1]), set()).add(axis.evaluated_value)
+    self._compiled = self._compiled_functions()
+
+  def _compiled_functions(self) -> Set[int]:
+    """The ids of the FunctionDefs that run traced, under ``jax.jit`` / ``jax.pmap``: given to
+    one (``jax.jit(step)``, ``@jax.jit``, ``@functools.partial(jax.pmap, ...)``), or called
+    from one."""
+    compiled: Set[int] = set()
+    bodies = []
+    for unit in self.units:
+      for node in unit.nodes:
+        if isinstance(node, cst.Call) and unit.names(node.func) & _COMPILERS and node.args:
+          callee = self.resolve_callable(unit, node.args[0].value)
+          if callee is not None and isinstance(callee[1], cst.FunctionDef):
+            compiled.add(id(callee[1]))
+        elif isinstance(node, cst.FunctionDef):
+          bodies.append((unit, node))
+          for d in node.decorators:
+            head = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            partial = isinstance(d.decorator, cst.Call) and unit.names(head) & PARTIAL and (
+                d.decorator.args and unit.names(d.decorator.args[0].value) & _COMPILERS)
+            if unit.names(head) & _COMPILERS or partial:
+              compiled.add(id(node))
+    for _ in range(8):   # what a compiled function calls runs traced too
+      grown = False
+      for unit, fdef in bodies:
+        if id(fdef) not in compiled:
+          continue
+        for node in _unit.walk(fdef.body):
+          if isinstance(node, cst.Call):
+            callee = self.resolve_callable(unit, node.func)
+            if callee is not None and isinstance(callee[1], cst.FunctionDef) and (
+                id(callee[1]) not in compiled):
+              compiled.add(id(callee[1]))
+              grown = True
+      if not grown:
+        break
+    return compiled
+
+  def is_compiled(self, unit: SourceFile, node: cst.CSTNode) -> bool:
+    """Whether ``node`` runs traced: inside a function that runs under jit or pmap."""
+    fdef = unit.enclosing(node, (cst.FunctionDef,))
+    while fdef is not None:
+      if id(fdef) in self._compiled:
+        return True
+      fdef = unit.enclosing(unit.parent(fdef), (cst.FunctionDef,))
+    return False
+
+  def is_user_def(self, unit: SourceFile, func: cst.CSTNode) -> bool:
+    """Whether ``func`` names one of the project's own subclasses of a flax.optim def."""
+    return bool(unit.names(func) & self.user_defs)
+
+  # -------------------------------------------------------------------- calls
+
+  def resolve_callable(self, unit: SourceFile, func: cst.CSTNode, shift: int = 0, depth: int = 0):
+    """``(unit, FunctionDef | ClassDef, shift)`` that a call of ``func`` runs, else None.
+
+    ``shift``: how many leading positional parameters a ``functools.partial`` already bound.
+    """
+    if depth > 8:
+      return None
+    if isinstance(func, cst.Call):
+      names = unit.names(func.func)
+      if names & _WRAPPERS and func.args:
+        return self.resolve_callable(unit, func.args[0].value, shift, depth + 1)
+      if names & PARTIAL and func.args:
+        bound = sum(1 for a in func.args[1:] if a.keyword is None)
+        return self.resolve_callable(unit, func.args[0].value, shift + bound, depth + 1)
+      return None
+    for name in unit.names(func):
+      if name in self._functions:
+        u, node = self._functions[name]
+        return u, node, shift
+      if name in self._classes:
+        u, node = self._classes[name]
+        return u, node, shift
+    if isinstance(func, cst.Name):
+      # A variable bound once to a wrapped function: ``p_step = jax.pmap(step, ...)``.
+      value = self._single_value(unit, func)
+      if value is not None:
+        return self.resolve_callable(unit, value, shift, depth + 1)
+    return None
+
+  def partial_callee(self, unit: SourceFile, call: cst.Call):
+    """``resolve_callable`` of ``f`` in ``functools.partial(f, ...)``, else None."""
+    if unit.names(call.func) & PARTIAL and call.args and call.args[0].keyword is None:
+      callee = self.resolve_callable(unit, call.args[0].value)
+      if callee is not None and isinstance(callee[1], cst.FunctionDef):
+        return callee
+    return None
+
+  def _single_value(self, unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
+    """The value of the one ``name = value`` that binds ``name``, else None."""
+    scope = unit.scopes.get(name)
+    if scope is None:
+      return None
+    assignments = list(scope[name.value])
+    if len(assignments) != 1 or not isinstance(assignments[0], meta.Assignment):
+      return None
+    node = assignments[0].node
+    target = unit.parent(node)
+    assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
+    if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.targets[0] is target:
+      return assign.value
+    return None
+
+  def assignment_values(self, unit: SourceFile, name: cst.Name) -> Optional[List[cst.BaseExpression]]:
+    """The values of every ``name = value`` binding of ``name``; None if another kind binds it."""
+    scope = unit.scopes.get(name)
+    if scope is None:
+      return None
+    values = []
+    for a in scope[name.value]:
+      if not isinstance(a, meta.Assignment):
+        return None
+      target = unit.parent(a.node)
+      assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
+      if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+              and assign.targets[0].target is a.node):
+        return None
+      values.append(assign.value)
+    return values
+
+  # -------------------------------------------------------------------- classes
+
+  def family(self, unit: SourceFile, classdef: cst.ClassDef) -> Optional[str]:
+    """The class family (a class and the project's classes it derives from, or that derive
+    from it) of ``classdef``, named by one of its classes."""
+    names = sorted(unit.names(classdef.name) & set(self._classes))
+    return self._families.find(names[0]) if names else None
+
+  def receiver_family(self, unit: SourceFile, node: cst.CSTNode) -> Optional[str]:
+    """The class family of ``node`` where it is the ``self`` of a method, else None (a value
+    of a class the analysis does not know)."""
+    if not isinstance(node, cst.Name):
+      return None
+    fdef = unit.enclosing(node, (cst.FunctionDef,))
+    while fdef is not None:
+      params = [*fdef.params.posonly_params, *fdef.params.params]
+      if node.value in {p.name.value for p in params + list(fdef.params.kwonly_params)}:
+        owner = unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef))
+        static = any(unit.code(d.decorator) in ('staticmethod', 'classmethod')
+                     for d in fdef.decorators)
+        if isinstance(owner, cst.ClassDef) and params[0].name.value == node.value and not static:
+          return self.family(unit, owner)
+        return None
+      fdef = unit.enclosing(unit.parent(fdef), (cst.FunctionDef,))
+    return None
