@@ -81,10 +81,13 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
                   site.unit, site.node.func.value) or ())
           # the variables its def reads: ``t = optim.ModelParamTraversal(fn)`` of a group
           call = project.def_call(site.unit, site.node.func.value)
-          for name in (_unit.walk(call) if call is not None else ()):
-            if isinstance(name, cst.Name):
-              refused_nodes.update(id(statement_of(site.unit, v))
-                                   for v in project.assignment_values(site.unit, name) or ())
+          calls = [(site.unit, call)] if call is not None else list(project.def_branches(
+              site.unit, site.node.func.value) or ())
+          for unit, call in calls:
+            for name in _unit.walk(call):
+              if isinstance(name, cst.Name):
+                refused_nodes.update(id(statement_of(unit, v))
+                                     for v in project.assignment_values(unit, name) or ())
   for site in loose:
     refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
   for unit in project.units:
@@ -102,6 +105,13 @@ def _loose_defs(project, groups) -> bool:
   function, returned by a helper): its optimizer may be one created out of sight."""
   seen = {id(call) for g in groups for s in g.sites if s.kind == 'create'
           for _, call in project.def_branches(s.unit, s.node.func.value) or ()}
+  for unit in project.units:   # a MultiOptimizer's group defs, inline or through a variable
+    for node in unit.nodes:
+      if id(node) in seen and unit.legacy(node.func) == 'MultiOptimizer':
+        for inner in _unit.walk(node):
+          inner = project.def_call(unit, inner) if isinstance(inner, cst.Name) else inner
+          if isinstance(inner, cst.Call):
+            seen.add(id(inner))
   return any(isinstance(node, cst.Call) and unit.legacy(node.func) in _DEFS
              and id(node) not in seen for unit in project.units for node in unit.nodes)
 
@@ -178,17 +188,7 @@ def _def_site_check(project, group, files) -> dict:
     elif name == 'WeightNorm':
       site.refusal, site.message = _refusals.WEIGHT_NORM, unit.code(call)
     elif name == 'MultiOptimizer':
-      pairs = []
-      for arg in call.args:
-        value = arg.value
-        if arg.keyword is None and not arg.star and isinstance(value, cst.Tuple) and len(
-            value.elements) == 2:
-          pairs.append((value.elements[0].value, value.elements[1].value))
-        else:
-          pairs = None
-          break
-      why = 'an argument is not a (traversal, def) pair'
-      multis[id(site)], why = _multi_groups(project, unit, pairs) if pairs else (None, why)
+      multis[id(site)], why = _multi_of(project, unit, call)
       if multis[id(site)] is None or len(site.node.args) != 1:
         site.refusal, site.message = _refusals.MULTI, f'{unit.code(call)}: {why}'
     elif name not in _unit.BUILTIN_DEFS:
@@ -213,6 +213,19 @@ def _def_site_check(project, group, files) -> dict:
   return multis
 
 
+def _multi_of(project, unit, call):
+  """``_multi_groups`` of a ``MultiOptimizer((traversal, def), ...)`` call."""
+  pairs = []
+  for arg in call.args:
+    value = arg.value
+    if arg.keyword is None and not arg.star and isinstance(value, cst.Tuple) and len(
+        value.elements) == 2:
+      pairs.append((value.elements[0].value, value.elements[1].value))
+    else:
+      return None, 'an argument is not a (traversal, def) pair'
+  return _multi_groups(project, unit, pairs)
+
+
 def _branch_check(project, site):
   """A create whose def is built in branches or by a helper: each branch a built-in def whose
   arguments ``_optax_text`` reads (``site.branches``), or the object is refused."""
@@ -220,6 +233,13 @@ def _branch_check(project, site):
   for unit, call in project.def_branches(site.unit, site.node.func.value):
     name = unit.legacy(call.func)
     parsed = _optax_text.def_call(name, call, unit.module) if name in _unit.BUILTIN_DEFS else None
+    if name == 'MultiOptimizer' and len(site.node.args) == 1:   # a list: its groups
+      parsed, why = _multi_of(project, unit, call)
+      if parsed is None:
+        site.refusal = _refusals.MULTI
+        site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
+                        f'{unit.line(call)}): {why}')
+        return
     if parsed is None or len(site.node.args) != 1:
       site.refusal = _refusals.UNKNOWN_DEF
       site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
@@ -311,7 +331,8 @@ def _decide(project, group, files, records, conversions, plain_optax, unseen) ->
     mode, schedule = _multi_mode(creates, multis, applies, overrides, group_lrs), None
   else:
     mode, schedule = _learning_rate.lr_mode(project, applies, overrides, creates)
-    if mode == 'schedule' and any(multis.get(id(c)) for c in creates):
+    if mode == 'schedule' and any(multis.get(id(c)) or any(
+        isinstance(b[2], list) for b in c.branches or ()) for c in creates):
       mode, schedule = 'inject', None   # one learning rate injected for every group
   keep_layout = any(s.slot and s.slot[0] == 'field' for s in group.sites) or any(
       k[0] == 'field' for k in _members(project, group.root))
@@ -334,7 +355,8 @@ def _decide(project, group, files, records, conversions, plain_optax, unseen) ->
         site.message = 'the learning rate is set on a computed value'
   elif mode == 'none':
     for c in creates:
-      for i, (*_, call) in enumerate(multis.get(id(c)) or ()):
+      branch_groups = [g for b in c.branches or () if isinstance(b[2], list) for g in b[2]]
+      for i, (*_, call) in enumerate((multis.get(id(c)) or []) + branch_groups):
         if call.sources.get('learning_rate', 'None') == 'None':
           c.refusal = _refusals.LR_NONE
           c.message = (f'group {i}: {call.name}(...) has no learning rate and no apply site '

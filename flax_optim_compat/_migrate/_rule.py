@@ -66,8 +66,9 @@ class ObjectPlan:
     """The learning-rate source texts of a create site's def (one per branch)."""
     if self.multis.get(id(create)):
       return {call.sources.get('learning_rate', default) for *_, call in self.multis[id(create)]}
-    if create.branches is not None:
-      return {call.sources.get('learning_rate', default) for _, _, call in create.branches}
+    if create.branches is not None:   # a branch's DefCall, or a MultiOptimizer's groups
+      return {c.sources.get('learning_rate', default) for _, _, call in create.branches
+              for c in ([g[-1] for g in call] if isinstance(call, list) else [call])}
     if id(create) in self.calls:
       return {self.calls[id(create)].sources.get('learning_rate', default)}
     return set()

@@ -6,6 +6,7 @@ EXAMPLES = {
     'multi_optimizer': '1e-6',
     'focus': '1e-6',
     'multi_no_rate_per_step': 'bit-exact',
+    'multi_in_branches': 'bit-exact',
 }
 
 import pytest  # noqa: E402
