@@ -216,6 +216,8 @@ def _def_site_check(project, group, files) -> dict:
 def _multi_of(project, unit, call):
   """``_multi_groups`` of a ``MultiOptimizer((traversal, def), ...)`` call."""
   pairs = []
+  if not call.args:
+    return None, 'no (traversal, def) pair'
   for arg in call.args:
     value = arg.value
     if arg.keyword is None and not arg.star and isinstance(value, cst.Tuple) and len(
@@ -233,17 +235,14 @@ def _branch_check(project, site):
   for unit, call in project.def_branches(site.unit, site.node.func.value):
     name = unit.legacy(call.func)
     parsed = _optax_text.def_call(name, call, unit.module) if name in _unit.BUILTIN_DEFS else None
+    why = 'not a built-in def with arguments it reads'
     if name == 'MultiOptimizer' and len(site.node.args) == 1:   # a list: its groups
-      parsed, why = _multi_of(project, unit, call)
-      if parsed is None:
-        site.refusal = _refusals.MULTI
-        site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
-                        f'{unit.line(call)}): {why}')
-        return
+      parsed, multi_why = _multi_of(project, unit, call)
+      why = f'{why} ({multi_why})' if multi_why else why
     if parsed is None or len(site.node.args) != 1:
       site.refusal = _refusals.UNKNOWN_DEF
       site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
-                      f'{unit.line(call)}): not a built-in def with arguments it reads')
+                      f'{unit.line(call)}): {why}')
       return
     if any(n.startswith('flax.nn.') for node in unit.nodes
            if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node)):
