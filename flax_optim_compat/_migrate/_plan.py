@@ -21,6 +21,7 @@ from . import _refusals
 from . import _sites
 from . import _unit
 from . import rules
+from .rules import fom015_group_hyper_params as _group_hyper_params
 from ._edits import FilePlan, statement_of
 from ._report import Record, Conversion
 from ._rule import ObjectPlan
@@ -80,10 +81,13 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
                   site.unit, site.node.func.value) or ())
           # the variables its def reads: ``t = optim.ModelParamTraversal(fn)`` of a group
           call = project.def_call(site.unit, site.node.func.value)
-          for name in (_unit.walk(call) if call is not None else ()):
-            if isinstance(name, cst.Name):
-              refused_nodes.update(id(statement_of(site.unit, v))
-                                   for v in project.assignment_values(site.unit, name) or ())
+          calls = [(site.unit, call)] if call is not None else list(project.def_branches(
+              site.unit, site.node.func.value) or ())
+          for unit, call in calls:
+            for name in _unit.walk(call):
+              if isinstance(name, cst.Name):
+                refused_nodes.update(id(statement_of(unit, v))
+                                     for v in project.assignment_values(unit, name) or ())
   for site in loose:
     refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
   for unit in project.units:
@@ -101,6 +105,13 @@ def _loose_defs(project, groups) -> bool:
   function, returned by a helper): its optimizer may be one created out of sight."""
   seen = {id(call) for g in groups for s in g.sites if s.kind == 'create'
           for _, call in project.def_branches(s.unit, s.node.func.value) or ()}
+  for unit in project.units:   # a MultiOptimizer's group defs, inline or through a variable
+    for node in unit.nodes:
+      if id(node) in seen and unit.legacy(node.func) == 'MultiOptimizer':
+        for inner in _unit.walk(node):
+          inner = project.def_call(unit, inner) if isinstance(inner, cst.Name) else inner
+          if isinstance(inner, cst.Call):
+            seen.add(id(inner))
   return any(isinstance(node, cst.Call) and unit.legacy(node.func) in _DEFS
              and id(node) not in seen for unit in project.units for node in unit.nodes)
 
@@ -177,17 +188,7 @@ def _def_site_check(project, group, files) -> dict:
     elif name == 'WeightNorm':
       site.refusal, site.message = _refusals.WEIGHT_NORM, unit.code(call)
     elif name == 'MultiOptimizer':
-      pairs = []
-      for arg in call.args:
-        value = arg.value
-        if arg.keyword is None and not arg.star and isinstance(value, cst.Tuple) and len(
-            value.elements) == 2:
-          pairs.append((value.elements[0].value, value.elements[1].value))
-        else:
-          pairs = None
-          break
-      why = 'an argument is not a (traversal, def) pair'
-      multis[id(site)], why = _multi_groups(project, unit, pairs) if pairs else (None, why)
+      multis[id(site)], why = _multi_of(project, unit, call)
       if multis[id(site)] is None or len(site.node.args) != 1:
         site.refusal, site.message = _refusals.MULTI, f'{unit.code(call)}: {why}'
     elif name not in _unit.BUILTIN_DEFS:
@@ -212,6 +213,21 @@ def _def_site_check(project, group, files) -> dict:
   return multis
 
 
+def _multi_of(project, unit, call):
+  """``_multi_groups`` of a ``MultiOptimizer((traversal, def), ...)`` call."""
+  pairs = []
+  if not call.args:
+    return None, 'no (traversal, def) pair'
+  for arg in call.args:
+    value = arg.value
+    if arg.keyword is None and not arg.star and isinstance(value, cst.Tuple) and len(
+        value.elements) == 2:
+      pairs.append((value.elements[0].value, value.elements[1].value))
+    else:
+      return None, 'an argument is not a (traversal, def) pair'
+  return _multi_groups(project, unit, pairs)
+
+
 def _branch_check(project, site):
   """A create whose def is built in branches or by a helper: each branch a built-in def whose
   arguments ``_optax_text`` reads (``site.branches``), or the object is refused."""
@@ -219,10 +235,14 @@ def _branch_check(project, site):
   for unit, call in project.def_branches(site.unit, site.node.func.value):
     name = unit.legacy(call.func)
     parsed = _optax_text.def_call(name, call, unit.module) if name in _unit.BUILTIN_DEFS else None
+    why = 'not a built-in def with arguments it reads'
+    if name == 'MultiOptimizer' and len(site.node.args) == 1:   # a list: its groups
+      parsed, multi_why = _multi_of(project, unit, call)
+      why = f'{why} ({multi_why})' if multi_why else why
     if parsed is None or len(site.node.args) != 1:
       site.refusal = _refusals.UNKNOWN_DEF
       site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
-                      f'{unit.line(call)}): not a built-in def with arguments it reads')
+                      f'{unit.line(call)}): {why}')
       return
     if any(n.startswith('flax.nn.') for node in unit.nodes
            if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node)):
@@ -233,7 +253,7 @@ def _branch_check(project, site):
 
 def _multi_groups(project, unit, pairs):
   """``(groups, None)``, per ``(traversal, def)`` pair (filter source, traversal value to
-  rewrite, filter function, DefCall); else ``(None, why not)``."""
+  rewrite, filter function, def variable's value to drop, DefCall); else ``(None, why not)``."""
   groups = []
   for i, (traversal, def_node) in enumerate(pairs):
     rewrite = None
@@ -256,16 +276,22 @@ def _multi_groups(project, unit, pairs):
       filter_source = unit.code(fn)
       if not isinstance(fn, (cst.Name, cst.Attribute)):
         filter_source = f'({filter_source})'
+    def_value = None   # ``p_opt = optim.Adam(...)`` used only in this pair: the line goes
+    if isinstance(def_node, cst.Name):
+      values = project.assignment_values(unit, def_node)
+      uses = _unit.accesses(unit, def_node)
+      if not values or len(values) != 1 or uses is None or not all(
+          isinstance(unit.parent(u), cst.Element) for u in uses):
+        return None, (f'group {i}: the def {unit.code(def_node)} is not assigned once and '
+                      'used only here')
+      def_value = def_node = values[0]
     name = unit.legacy(def_node.func) if isinstance(def_node, cst.Call) else None
     if name not in _unit.BUILTIN_DEFS:
-      return None, f'group {i}: {unit.code(def_node)} is not a built-in def written here'
+      return None, f'group {i}: {unit.code(def_node)} is not a built-in def'
     call = _optax_text.def_call(name, def_node, unit.module)
     if call is None:
       return None, f'group {i}: the arguments of {unit.code(def_node)}'
-    if call.sources.get('learning_rate', 'None') == 'None':
-      return None, (f'group {i}: {unit.code(def_node)} has no learning rate (set per step, '
-                    'which migrate does not write for a MultiOptimizer)')
-    groups.append((filter_source, rewrite, fn, call))
+    groups.append((filter_source, rewrite, fn, def_value, call))
   return groups, None
 
 
@@ -293,23 +319,30 @@ def _decide(project, group, files, records, conversions, plain_optax, unseen) ->
   # overrides, learning-rate mode and gradient average (one whose shape is refused is left out).
   applies = [s for s in group.sites
              if s.kind == 'apply' or (s.kind == 'optimize' and s.refusal is None)]
-  overrides = _overrides(applies)
+  overrides, group_lrs = _overrides(applies)
   calls = {}
   for site in creates:
-    if site.refusal is None and id(site) in multis:
-      if any(overrides.values()):
-        site.refusal = _refusals.OVERRIDE
-        site.message = 'a learning_rate= override of a MultiOptimizer (every group)'
-    elif site.refusal is None and site.branches is None:
+    if site.refusal is None and id(site) not in multis and site.branches is None:
       call = project.def_call(site.unit, site.node.func.value)
       calls[id(site)] = _optax_text.def_call(site.unit.legacy(call.func), call, site.unit.module)
   pmeans = _replication(project, group, applies)
-  mode, schedule = _learning_rate.lr_mode(project, applies, overrides, creates)
+  if group_lrs:   # one learning rate injected per group
+    mode, schedule = _multi_mode(creates, multis, applies, overrides, group_lrs), None
+  else:
+    mode, schedule = _learning_rate.lr_mode(project, applies, overrides, creates)
+    if mode == 'schedule' and any(multis.get(id(c)) or any(
+        isinstance(b[2], list) for b in c.branches or ()) for c in creates):
+      mode, schedule = 'inject', None   # one learning rate injected for every group
   keep_layout = any(s.slot and s.slot[0] == 'field' for s in group.sites) or any(
       k[0] == 'field' for k in _members(project, group.root))
   obj = ObjectPlan(project, files, records, conversions, plain_optax, creates, multis, calls,
-                   overrides, pmeans, mode, schedule, keep_layout)
-  if mode == 'inject':
+                   overrides, pmeans, mode, schedule, keep_layout, group_lrs)
+  if mode == 'inject' and group_lrs:
+    for site in applies:
+      if not _unit.plain_reference(site.node.func.value):
+        site.refusal = _refusals.ESCAPE
+        site.message = 'the learning rates are set on a computed value'
+  elif mode == 'inject':
     for site in applies:
       if overrides[id(site)] is None:
         lrs = obj.create_lr_texts()
@@ -321,7 +354,13 @@ def _decide(project, group, files, records, conversions, plain_optax, unseen) ->
         site.message = 'the learning rate is set on a computed value'
   elif mode == 'none':
     for c in creates:
-      if id(c) not in multis and 'None' in obj.lr_sources(c, 'None'):
+      branch_groups = [g for b in c.branches or () if isinstance(b[2], list) for g in b[2]]
+      for i, (*_, call) in enumerate((multis.get(id(c)) or []) + branch_groups):
+        if call.sources.get('learning_rate', 'None') == 'None':
+          c.refusal = _refusals.LR_NONE
+          c.message = (f'group {i}: {call.name}(...) has no learning rate and no apply site '
+                       'sets one')
+      if c.refusal is None and 'None' in obj.lr_sources(c, 'None'):
         c.refusal, c.message = _refusals.LR_NONE, 'learning_rate=None and no override'
   if not creates and group.sites and group.refused == [] and (mode != 'none' or unseen):
     # Its create (and so its optax form) is decided where the analysis cannot see it.
@@ -336,23 +375,61 @@ def _decide(project, group, files, records, conversions, plain_optax, unseen) ->
   return obj
 
 
-def _overrides(applies) -> dict:
-  """``{id(apply site): its learning_rate= expression or None}``; any other override refuses
-  the site."""
-  overrides = {}
+def _overrides(applies):
+  """``({id(apply site): its learning_rate= expression or None}, {id(apply site): per group,
+  the learning_rate its hyper_params=[...] sets, or None})``; any other override refuses the
+  site."""
+  overrides, group_lrs = {}, {}
   for site in applies:
     lr = None
     for arg in site.node.args[1:]:
-      if arg.keyword is None or arg.keyword.value != 'learning_rate':
-        if site.kind == 'apply' and arg.keyword is not None and arg.keyword.value == 'grads':
-          continue
-        site.refusal, site.message = _refusals.OVERRIDE, site.unit.code(arg)
-        if arg.keyword is not None and arg.keyword.value == 'hyper_params':
-          site.refusal = _refusals.GROUP_HYPER_PARAMS
-      else:
+      keyword = arg.keyword.value if arg.keyword is not None else None
+      if keyword == 'learning_rate':
         lr = arg.value
+      elif keyword == 'grads' and site.kind == 'apply':
+        continue
+      elif keyword == 'hyper_params':
+        found = _group_hyper_params.group_overrides(site.unit, site.node.func.value, arg.value)
+        if isinstance(found, str):
+          site.refusal, site.message = _refusals.GROUP_HYPER_PARAMS, found
+        else:
+          group_lrs[id(site)] = found
+      else:
+        site.refusal, site.message = _refusals.OVERRIDE, site.unit.code(arg)
+    if lr is not None and id(site) in group_lrs:
+      site.refusal = _refusals.OVERRIDE
+      site.message = 'learning_rate= and hyper_params=[...] at one apply site'
     overrides[id(site)] = lr
-  return overrides
+  return overrides, group_lrs
+
+
+def _multi_mode(creates, multis, applies, overrides, group_lrs) -> str:
+  """``'inject'``, one learning rate per group, for a MultiOptimizer some of whose apply sites
+  override its groups (``hyper_params=[...]``). Refuses the sites that block it."""
+  multi = [c for c in creates if multis.get(id(c))]
+  if len(multi) != 1 or len(creates) != 1:
+    site = next(s for s in applies if overrides[id(s)] is not None or id(s) in group_lrs)
+    site.refusal = _refusals.GROUP_HYPER_PARAMS
+    site.message = ('overrides the groups of an optimizer that is not one MultiOptimizer '
+                    'created in sight')
+    return 'inject'
+  groups = multis[id(multi[0])]
+  own = [call.sources.get('learning_rate', 'None') for *_, call in groups]
+  for site in applies:
+    if overrides[id(site)] is not None:
+      continue
+    lrs = group_lrs.get(id(site), [None] * len(groups))
+    if len(lrs) != len(groups):
+      site.refusal = _refusals.GROUP_HYPER_PARAMS
+      site.message = f'hyper_params=[...] has {len(lrs)} elements for {len(groups)} groups'
+      continue
+    for i, lr in enumerate(lrs):
+      if lr is None and (own[i] == 'None' or not _optax_text.is_literal(own[i])):
+        site.refusal = _refusals.LR_NONE
+        site.message = (f'group {i} keeps its own learning rate ({own[i]}) here, which the '
+                        'rewrite sets only from a literal')
+        break
+  return 'inject'
 
 
 def _refuse(group, files, records):

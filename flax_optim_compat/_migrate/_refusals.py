@@ -16,8 +16,9 @@ class Refusal(NamedTuple):
 
 SUBCLASS = Refusal('FOM101', 'a user subclass of OptimizerDef has no optax equivalent to emit')
 GROUP_HYPER_PARAMS = Refusal(
-    'FOM102', 'per-group hyper_params=[...] overrides at the apply site need a multi_transform '
-    'whose groups inject what is overridden, which migrate does not write')
+    'FOM102', 'a per-group hyper_params=[...] override migrate does not read: element i must be '
+    'hyper_params[i] of the applied MultiOptimizer created in sight, or its '
+    '.replace(learning_rate=...)')
 WEIGHT_NORM = Refusal('FOM103', 'WeightNorm reparameterises the params; optax has no equivalent')
 READ = Refusal('FOM104', 'reads legacy internals (optimizer_def / hyper_params / param_states / '
                'state_dict / state) that a TrainState does not have')

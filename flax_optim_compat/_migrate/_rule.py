@@ -60,14 +60,22 @@ class ObjectPlan:
   mode: str
   schedule: Optional[str]
   keep_layout: bool
+  group_lrs: dict = dataclasses.field(default_factory=dict)
 
   def lr_sources(self, create, default=None) -> set:
     """The learning-rate source texts of a create site's def (one per branch)."""
-    if create.branches is not None:
-      return {call.sources.get('learning_rate', default) for _, _, call in create.branches}
+    if self.multis.get(id(create)):
+      return {call.sources.get('learning_rate', default) for *_, call in self.multis[id(create)]}
+    if create.branches is not None:   # a branch's DefCall, or a MultiOptimizer's groups
+      return {c.sources.get('learning_rate', default) for _, _, call in create.branches
+              for c in ([g[-1] for g in call] if isinstance(call, list) else [call])}
     if id(create) in self.calls:
       return {self.calls[id(create)].sources.get('learning_rate', default)}
     return set()
+
+  def multi_groups(self) -> Optional[list]:
+    """The groups of the object's MultiOptimizer (or ``create(focus=...)``) create, or None."""
+    return next((self.multis[id(c)] for c in self.creates if self.multis.get(id(c))), None)
 
   def create_lr_texts(self) -> set:
     """The learning rates the object's creates set (one text per def)."""

@@ -29,11 +29,14 @@ class CreateData:
 
   Exactly one is set: ``tx`` (the optax expression of the create's ``tx=``; None keeps the
   receiver's own text, a variable that now holds the transform), ``def_tx`` (the def
-  variable's new value), ``filter`` (a traversal variable's new value: its filter function).
+  variable's new value), ``filter`` (a traversal variable's new value: its filter function),
+  ``drop`` (a group's def variable, whose def is now inside the ``multi_transform``: the
+  statement goes).
   """
   tx: Optional[str] = None
   def_tx: Optional[str] = None
   filter: Optional[str] = None
+  drop: bool = False
 
 
 class Branch(NamedTuple):
@@ -52,18 +55,23 @@ class Create(Rule):
   kind = 'create'
 
   def claims(self, site, plan):
-    return site.kind == 'create' and id(site) not in plan.multis
+    return site.kind == 'create' and id(site) not in plan.multis and not multi_branch(site)
 
   def plan(self, site, plan):
     if site.branches is not None:
       for i, (unit, node, call) in enumerate(site.branches):
         branch = Branch(unit, node, plan.files[unit.path], i, len(site.branches))
-        _plan_create(plan, site, call, branch)
+        plan_create(plan, site, call, branch)
     else:
-      _plan_create(plan, site, plan.calls[id(site)])
+      plan_create(plan, site, plan.calls[id(site)])
 
   def rewrite(self, updated, data, context):
     return create_call(updated, data, context)
+
+
+def multi_branch(site) -> bool:
+  """Whether one of the defs a create may use is a MultiOptimizer (FOM008 plans it)."""
+  return any(isinstance(call, list) for _, _, call in site.branches or ())
 
 
 def create_call(updated, data, context):
@@ -81,7 +89,7 @@ def create_call(updated, data, context):
 RULE = Create()
 
 
-def _plan_create(obj: ObjectPlan, site, call, branch=None):
+def plan_create(obj: ObjectPlan, site, call, branch=None):
   """Plans the create ``site`` of a built-in def: its edits, record and conversion.
 
   ``call``: the def call as ``_optax_text`` reads it; the object's learning-rate mode decides

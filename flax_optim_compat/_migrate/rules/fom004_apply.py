@@ -5,13 +5,15 @@ in the transform, or injected (``opt_state.hyperparams``) and set at each apply 
 pmap of a replicated optimizer the gradients are averaged first (``ObjectPlan.pmeans``).
 """
 import dataclasses
-from typing import Optional
+from typing import Optional, Tuple
 
 import libcst as cst
 
 from .. import _edits
+from .._unit import accesses
 from .. import _rule
 from .._report import Record
+from .fom015_group_hyper_params import key as group_key, lr_texts as group_lr_texts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,12 +23,15 @@ class ApplyData:
   ``mode``: the object's learning-rate mode (``_learning_rate``: none / schedule / inject);
   ``lr_text``: the learning rate an ``inject`` site without an override sets (the create's);
   ``pmean``: the pmap axis the gradients are averaged over, or None; ``grads`` (FOM012 only):
-  the fresh variable name of the gradient statement.
+  the fresh variable name of the gradient statement; ``groups`` (a MultiOptimizer whose
+  learning rates are injected, one per group): each group's own learning rate, which a site
+  that does not override it sets.
   """
   mode: str
   pmean: Optional[str] = None
   lr_text: Optional[str] = None
   grads: Optional[str] = None
+  groups: Tuple[Optional[str], ...] = ()
 
 
 _HOW = {'schedule': ' (learning rate from the schedule in tx)',
@@ -35,10 +40,13 @@ _HOW = {'schedule': ' (learning rate from the schedule in tx)',
 
 def apply_data(site, plan) -> ApplyData:
   """The data of an apply (or optimize) site, and the imports its rewrite needs."""
-  lr_text = None
-  if plan.mode == 'inject' and plan.overrides[id(site)] is None:
+  lr_text, groups = None, ()
+  multi = plan.multi_groups()
+  if plan.mode == 'inject' and plan.group_lrs and multi is not None:
+    groups = tuple(call.sources.get('learning_rate') for *_, call in multi)
+  elif plan.mode == 'inject' and plan.overrides[id(site)] is None:
     lr_text = next(iter(plan.create_lr_texts()))
-  data = ApplyData(plan.mode, pmean=plan.pmeans.get(id(site)), lr_text=lr_text)
+  data = ApplyData(plan.mode, pmean=plan.pmeans.get(id(site)), lr_text=lr_text, groups=groups)
   needs = plan.files[site.unit.path].needs
   if data.pmean:
     needs.add(_edits.JAX)
@@ -80,13 +88,72 @@ class Apply(_rule.Rule):
 
   def plan(self, site, plan):
     plan.files[site.unit.path].edits[id(site.node)] = _rule.Edit(self, apply_data(site, plan))
+    if plan.mode == 'schedule':
+      for statement in unused_lr_statements(site, plan):
+        plan.files[site.unit.path].edits[id(statement)] = _rule.Edit(self, Dropped())
     exact, note = exactness(site, plan)
     plan.records.append(Record.of(site, 'rewritten', code=self.code, exact=exact,
                                   message='apply_gradient -> apply_gradients' + how(plan.mode)
                                   + note))
 
   def rewrite(self, updated, data, context):
+    if isinstance(data, Dropped):
+      return cst.RemoveFromParent()
     return apply_gradients(updated, data)
+
+
+@dataclasses.dataclass(frozen=True)
+class Dropped:
+  """A statement that only computed a learning rate the schedule now computes: it goes."""
+
+
+def unused_lr_statements(site, plan) -> list:
+  """The statements ``name = value`` whose variable only the dropped ``learning_rate=`` of the
+  object's apply sites read (directly, or through another such statement): a schedule in the
+  transform computes the learning rate now, and the rewrite leaves no variable unused that it
+  made unused (``lr = lr_fn(step)``, then ``step = optimizer.state.step`` feeding only it)."""
+  unit, project = site.unit, plan.project
+  dropped = [lr for lr in plan.overrides.values() if lr is not None]
+  removed = {}
+
+  def inside(node, roots) -> bool:
+    while node is not None:
+      if any(node is r for r in roots):
+        return True
+      node = unit.parent(node)
+    return False
+
+  def consider(name):
+    values = project.assignment_values(unit, name)
+    uses = accesses(unit, name)
+    if not values or len(values) != 1 or not uses:
+      return
+    statement = unit.parent(unit.parent(values[0]))
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+      return
+    if id(statement) in removed or not all(
+        inside(u, dropped + list(removed.values())) for u in uses):
+      return
+    block = unit.parent(statement)
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)) or len(
+        [s for s in block.body if id(s) not in removed]) < 2:
+      return
+    removed[id(statement)] = statement
+    for node in _names_in(values[0]):
+      consider(node)
+
+  for arg in site.node.args:
+    if arg.keyword is not None and arg.keyword.value == 'learning_rate':
+      for node in _names_in(arg.value):
+        consider(node)
+  return list(removed.values())
+
+
+def _names_in(node):
+  if isinstance(node, cst.Name):
+    yield node
+  for child in node.children:
+    yield from _names_in(child)
 
 
 def apply_gradients(updated: cst.Call, data: ApplyData) -> cst.BaseExpression:
@@ -103,10 +170,17 @@ def apply_gradients(updated: cst.Call, data: ApplyData) -> cst.BaseExpression:
   if data.mode == 'inject':
     lr = next((a.value for a in updated.args if a.keyword and a.keyword.value == 'learning_rate'),
               None)
-    lr_text = text_of(lr) if lr is not None else data.lr_text
+    if not data.groups:
+      sets = f'learning_rate={text_of(lr) if lr is not None else data.lr_text}'
+    elif lr is not None:   # legacy sets every group's learning rate
+      keys = tuple(group_key(i) for i in range(len(data.groups)))
+      sets = f'**dict.fromkeys({keys!r}, {text_of(lr)})'
+    else:
+      texts = group_lr_texts(updated, data.groups) or data.groups
+      sets = ', '.join(f'{group_key(i)}={text}' for i, text in enumerate(texts))
     return cst.parse_expression(
         f'{receiver}.replace(opt_state={receiver}.opt_state._replace(hyperparams=dict('
-        f'{receiver}.opt_state.hyperparams, learning_rate={lr_text}))).{call}')
+        f'{receiver}.opt_state.hyperparams, {sets}))).{call}')
   return cst.parse_expression(f'{receiver}.{call}')
 
 

@@ -31,3 +31,24 @@ def test_a_step_read_into_a_variable_is_a_schedule_only_for_the_update_it_feeds(
   new, report = migrate_source(_STEP.format(body=body))
   assert report.exit_status() == 1
   assert form in new
+
+
+_SCHEDULED = ('import jax\nfrom flax import optim\n\n\n'
+              'def lr_fn(step):\n  return 0.1 / (1.0 + step)\n\n\n'
+              '@jax.jit\ndef train_step(optimizer, g):\n  step = optimizer.state.step\n'
+              '  lr = lr_fn(step)\n{extra}'
+              '  return optimizer.apply_gradient(g, learning_rate=lr)\n\n\n'
+              'def run(p, g):\n  return train_step(optim.GradientDescent(0.1).create(p), g)\n')
+
+
+def test_a_learning_rate_variable_only_the_schedule_read_goes_with_what_only_it_read():
+  new, report = migrate_source(_SCHEDULED.format(extra=''))
+  assert report.exit_status() == 1
+  assert 'optax.sgd(learning_rate=lr_fn)' in new
+  assert 'lr = ' not in new and 'step = ' not in new
+
+
+def test_a_learning_rate_variable_read_elsewhere_too_stays():
+  new, _ = migrate_source(_SCHEDULED.format(extra='  print(step)\n'))
+  assert 'optax.sgd(learning_rate=lr_fn)' in new
+  assert '  step = optimizer.step\n' in new and 'lr = ' not in new

@@ -17,7 +17,6 @@ def learning_rate_fn(step):
 @jax.jit
 def train_step(optimizer):
   loss, grads = jax.value_and_grad(loss_fn)(optimizer.params)
-  lr = learning_rate_fn(optimizer.step + 1)
   optimizer = optimizer.apply_gradients(grads=grads)
   return optimizer, loss
 

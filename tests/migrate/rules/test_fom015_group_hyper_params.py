@@ -1,0 +1,60 @@
+"""The rule FOM015 (_migrate/rules/fom015_group_hyper_params.py): its examples, in the folder
+beside this file (run both ways by tests/migrate/test_migrate_equivalence.py), and its own
+tests."""
+
+# Example name -> how closely its legacy and migrated runs agree.
+EXAMPLES = {
+    'group_overrides': 'bit-exact',
+}
+
+import pytest  # noqa: E402
+
+libcst = pytest.importorskip('libcst')
+
+from flax_optim_compat._migrate import migrate_source  # noqa: E402
+
+_PROGRAM = ('from flax import optim\n\n\n'
+            'def make(p, lr, g):\n'
+            "  t = optim.ModelParamTraversal(lambda path, _: 'head' in path)\n"
+            "  u = optim.ModelParamTraversal(lambda path, _: 'head' not in path)\n"
+            '  opt = optim.MultiOptimizer((t, optim.Adam({lr0})), (u, optim.Adam(0.1))).create(p)\n'
+            '  hp = opt.optimizer_def.hyper_params\n'
+            '{extra}'
+            '  return opt.apply_gradient(g, hyper_params=[{first}, hp[1]])\n')
+
+
+def _codes(**fields):
+  values = dict(lr0='0.5', extra='', first='hp[0].replace(learning_rate=lr)')
+  values.update(fields)
+  new, report = migrate_source(_PROGRAM.format(**values))
+  return new, [(r.code, r.status) for r in report.records if r.status == 'refused']
+
+
+def test_each_group_gets_its_override_or_its_own_literal_learning_rate():
+  new, refused = _codes()
+  assert refused == []
+  assert 'hp = ' not in new
+  assert 'learning_rate_0=lr, learning_rate_1=0.1' in new
+  assert 'optax.inject_hyperparams(lambda learning_rate_0, learning_rate_1: ' in new
+  assert '(learning_rate_0=0.5, learning_rate_1=0.1)' in new
+
+
+def test_an_override_of_another_hyper_parameter_is_refused_naming_it():
+  new, refused = _codes(first='hp[0].replace(beta1=0.8)')
+  assert ('FOM102', 'refused') in refused
+  assert 'hp = opt.optimizer_def.hyper_params' in new
+
+
+def test_groups_out_of_order_are_refused():
+  _, refused = _codes(first='hp[1]')
+  assert ('FOM102', 'refused') in refused
+
+
+def test_the_read_used_for_anything_else_stays_a_refused_read():
+  _, refused = _codes(extra='  print(hp)\n')
+  assert ('FOM104', 'refused') in refused
+
+
+def test_a_group_that_keeps_a_learning_rate_it_does_not_have_is_refused():
+  _, refused = _codes(lr0='', first='hp[0]')
+  assert ('FOM108', 'refused') in refused
