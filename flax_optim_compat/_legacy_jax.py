@@ -211,8 +211,8 @@ PRE_LINEN_MESSAGE = ('pre-Linen flax.nn was removed in flax 0.4.0 (flax 0.3.6 ha
                      'flax.deprecated.nn) and flax_optim_compat does not restore it (it gives back '
                      f'flax.optim, and of flax.nn only the functions flax.linen has: '
                      f'{_names_of("flax.nn")}): port the model to flax.linen')
-# What a partial module says of any other attribute.
-_PARTIAL_REFUSALS = {
+# What a partial module says of any other attribute (at run time, and in migrate's FOM299).
+PARTIAL_REFUSALS = {
     'flax.nn': PRE_LINEN_MESSAGE,
     'jax.lib.xla_bridge': ('jax 0.8.0 removed jax.lib.xla_bridge; flax_optim_compat gives back '
                            f'only its {_names_of("jax.lib.xla_bridge")} (jax.devices(), '
@@ -663,7 +663,7 @@ class _PartialModule(types.ModuleType):
       if name.startswith('__'):
         raise AttributeError(name)
       raise AttributeError(f'module {self.__name__!r} has no attribute {name!r}: '
-                           f'{_PARTIAL_REFUSALS[self.__name__]}')
+                           f'{PARTIAL_REFUSALS[self.__name__]}')
     _warn_once(entry)
     return _value(entry)
 

@@ -22,7 +22,12 @@ name the table gives back as a function of ours, such as ``jax.random.shuffle``)
 is and marked FOM299: the file then still needs the runtime layer.
 """
 import dataclasses
+import functools
+import importlib
+import importlib.util
+import types
 from typing import Dict, List, NamedTuple, Optional, Tuple
+import warnings
 
 import libcst as cst
 
@@ -43,6 +48,11 @@ class _Name(NamedTuple):
   annotation_only: bool = False
 
 
+# Modules jax removed whose table names are all renames: an import of one goes once every use
+# of it is rewritten (it cannot be imported today); a use of any other name of it is FOM299.
+REMOVED_MODULES = frozenset(m for m in _legacy_jax.PARTIAL_MODULES if m.startswith('jax.'))
+
+
 def _by_name() -> Dict[str, _Name]:
   names = {}
   for e in _legacy_jax.NAMES:
@@ -51,9 +61,14 @@ def _by_name() -> Dict[str, _Name]:
     elif e.kind == 'config_attribute':   # ``jax.config.X`` and ``config.X`` of the import above
       for name in (e.qualname, f'{e.module}.config.{e.name}'):
         names[name] = _Name(name, e.kind, e.target)
+    elif e.module in REMOVED_MODULES and e.kind == 'function':
+      # Today's public function of the same result (``xla_bridge.device_count`` is
+      # ``jax.device_count``): renamed like an alias, so the module's import can go.
+      names[e.qualname] = _Name(e.qualname, 'alias', e.target)
     else:
       names[e.qualname] = _Name(e.qualname, e.kind, e.target, e.keywords, e.annotation_only)
   return names
+
 
 
 BY_NAME = _by_name()
@@ -72,6 +87,8 @@ def module_entry(name: str) -> Optional[_Name]:
 UNREWRITTEN = 'FOM299'
 UNREWRITTEN_REASON = ('a removed jax name is used where no rule rewrites it exactly, so it was '
                       'left as it is (the file still needs the runtime layer)')
+MISSING_REASON = ("a jax name that today's jax does not have and no rule rewrites, so it was left as "
+                  'it is (the file fails there on today\'s jax)')
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BaseNumber, cst.BaseString)
 
 
@@ -223,10 +240,13 @@ def _new_import(entry: _Name, full: str, bound: str) -> Tuple[str, str]:
   return module, name if name == bound else f'{name} as {bound}'
 
 
-def _import_texts(unit: SourceFile, stmt, kept_names) -> Optional[Tuple[List[str], List[_Name]]]:
+def _import_texts(unit: SourceFile, stmt, kept_names,
+                  kept_modules=frozenset()) -> Optional[Tuple[List[str], List[_Name]]]:
   """The new import statements for one import, and the entries they replace; None if unchanged.
 
-  A name in ``kept_names`` keeps its import (a use of it is left as it is).
+  A name in ``kept_names`` keeps its import (a use of it is left as it is); so does a removed
+  module of ``kept_modules`` (a use of it no rule rewrites). The import of any other module of
+  :data:`REMOVED_MODULES` goes: every use of it is rewritten.
   """
   entries, kept, added = [], [], {}
   if isinstance(stmt, cst.Import):
@@ -239,6 +259,11 @@ def _import_texts(unit: SourceFile, stmt, kept_names) -> Optional[Tuple[List[str
       if moved is not None:
         entries.append(moved)
         text = moved.target + full[len(moved.name):] + (f' as {asname}' if asname else '')
+      elif full in REMOVED_MODULES and full not in kept_modules:
+        entries.append(_Name(full, 'module', ''))
+        if asname:
+          continue
+        text = full.split('.')[0]   # ``import jax.lib.xla_bridge`` also bound ``jax``
       elif full in _CONFIG_MODULES:   # ``import jax.config``: jax.config is jax's own object
         entries.append(BY_NAME[f'{full}.config'])
         parent, name = _split(_CONFIG_MODULES[full])
@@ -266,6 +291,9 @@ def _import_texts(unit: SourceFile, stmt, kept_names) -> Optional[Tuple[List[str
     entry = BY_NAME.get(full)
     if entry is None or entry.kind not in ('alias', 'config_module') or full in kept_names:
       entry = module_entry(full)
+    if entry is None and full in REMOVED_MODULES and full not in kept_modules:
+      entries.append(_Name(full, 'module', ''))
+      continue
     if entry is None:
       kept.append(_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)))
       continue
@@ -283,12 +311,12 @@ def _within_import(unit: SourceFile, node: cst.CSTNode) -> bool:
   return unit.enclosing(node, (cst.Import, cst.ImportFrom)) is not None
 
 
-def _plan_import_line(unit, line, plan, result, kept_names):
+def _plan_import_line(unit, line, plan, result, kept_names, kept_modules):
   if not any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in line.body):
     return
   texts, entries = [], []
   for s in line.body:
-    new = _import_texts(unit, s, kept_names)
+    new = _import_texts(unit, s, kept_names, kept_modules)
     if new is None:
       texts.append(_code(s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)))
     else:
@@ -296,9 +324,17 @@ def _plan_import_line(unit, line, plan, result, kept_names):
       entries += new[1]
   if not entries:
     return
+  gone = sorted({e.name for e in entries if not e.target})
+  message = '; '.join(
+      ([', '.join(sorted({e.name for e in entries if e.target})) + " imported from today's jax"]
+       if len(gone) < len(entries) else []) +
+      ([', '.join(gone) + ': removed from jax, every use rewritten, the import goes'] if gone else []))
+  if not texts:
+    block = unit.parent(line)
+    _add(plan, result, line, MODULES, Dropped(len(getattr(block, 'body', ())) == 1), message)
+    return
   lines = tuple(texts) if len(line.body) == 1 else ('; '.join(texts),)
-  _add(plan, result, line, _RULE_OF_KIND[entries[0].kind], ImportLines(lines),
-       ', '.join(sorted({e.name for e in entries})) + ' imported from today\'s jax')
+  _add(plan, result, line, _RULE_OF_KIND[entries[0].kind], ImportLines(lines), message)
 
 
 def _add(plan, result, node, rule, data, message):
@@ -309,10 +345,64 @@ def _add(plan, result, node, rule, data, message):
                                'bit-exact', message))
 
 
-def _refuse(plan, result, node, name):
-  plan.mark(node, f'{MARKER} {UNREWRITTEN} {UNREWRITTEN_REASON}: {name}')
+def _refuse(plan, result, node, name, reason=UNREWRITTEN_REASON):
+  plan.mark(node, f'{MARKER} {UNREWRITTEN} {reason}: {name}')
   result.records.append(Record(plan.unit.path, plan.unit.line(node), UNREWRITTEN, 'refused', '',
-                               f'{UNREWRITTEN_REASON}: {name}'))
+                               f'{reason}: {name}'))
+
+
+@functools.lru_cache(maxsize=None)
+def missing_today(name: str) -> Optional[str]:
+  """The part of the dotted jax name ``name`` that today's jax lacks (``'jax.mask'`` of
+  ``jax.mask.f``), else None.
+
+  Only a module's names are checked: past a function or a class (``jax.random.split.x`` is an
+  attribute of what ``split`` returns) nothing is. A submodule is looked up, never imported.
+  """
+  parts = name.split('.')
+  if parts[0] != 'jax' or any('.'.join(parts[:i]) in BY_NAME for i in range(2, len(parts) + 1)):
+    return None
+  obj = importlib.import_module('jax')
+  for i in range(1, len(parts)):
+    if not isinstance(obj, types.ModuleType):
+      return None
+    with warnings.catch_warnings():
+      warnings.simplefilter('ignore')   # jax's own deprecation notices for names it still has
+      if hasattr(obj, parts[i]):
+        obj = getattr(obj, parts[i])
+        continue
+    prefix = '.'.join(parts[:i + 1])
+    try:
+      found = importlib.util.find_spec(prefix) is not None
+    except (ImportError, ValueError):
+      found = False
+    return None if found else prefix
+  return None
+
+
+def _missing_names(unit: SourceFile):
+  """``(node, name, missing)``: an import, or a use spelled as an attribute, of a jax name
+  today's jax does not have and the table does not cover (``jax.mask``, ``host_callback``)."""
+  for node in unit.nodes:
+    names = []
+    if isinstance(node, cst.Import):
+      names = [_code(a.name) for a in node.names]
+    elif isinstance(node, cst.ImportFrom) and not node.relative and node.module is not None:
+      module = _code(node.module)
+      names = [module] if isinstance(node.names, cst.ImportStar) else [
+          f'{module}.{a.name.value}' for a in node.names]
+    elif isinstance(node, cst.Attribute) and not _within_import(unit, node):
+      parent = unit.parent(node)
+      if not (isinstance(parent, cst.Attribute) and parent.value is node):
+        names = sorted(unit.names(node))[:1] if len(unit.names(node)) == 1 else []
+    for name in names:
+      if (name in BY_NAME or module_entry(name) is not None or name in _CONFIG_MODULES
+          or any(name == m or name.startswith(m + '.') for m in REMOVED_MODULES)):
+        continue
+      missing = missing_today(name)
+      if missing is not None:
+        yield node, name, missing
+        break
 
 
 def _plan_call(unit, call, entry, plan, result) -> bool:
@@ -363,6 +453,34 @@ def _uses(unit: SourceFile):
       yield node, entry
 
 
+def _removed_module_uses(unit: SourceFile):
+  """``(node, module, name)`` for each use of a module of :data:`REMOVED_MODULES` that no rule
+  rewrites: another of its names (``xla_bridge.get_compile_options``), or the module itself
+  handed on as a value."""
+  for node in unit.nodes:
+    if not isinstance(node, (cst.Name, cst.Attribute)) or _within_import(unit, node):
+      continue
+    parent = unit.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+      continue    # ``xb`` of ``xb.device_count``: the attribute is the use
+    if isinstance(node, cst.Name) and isinstance(parent, cst.Attribute):
+      continue
+    names = unit.names(node)
+    if len(names) != 1:
+      continue
+    (name,) = names
+    parts = name.split('.')
+    if any('.'.join(parts[:i]) in BY_NAME for i in range(2, len(parts) + 1)):
+      continue    # a renamed name, or an attribute of what it returns (``get_backend().platform``)
+    for module in REMOVED_MODULES:
+      if name == module or name.startswith(module + '.'):
+        yield node, module, name
+
+
+def _jax_version() -> str:
+  return importlib.import_module('jax').__version__
+
+
 def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
   """Adds the edits for the removed jax names of one file to its plan; returns its records."""
   result = FileResult()
@@ -370,11 +488,21 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
   # An annotation-only name used other than to annotate keeps its import and that use.
   kept_names = {entry.name for node, entry in uses if entry.annotation_only and
                 unit.enclosing(node, cst.Annotation) is None}
+  unrewritten = list(_removed_module_uses(unit))
+  kept_modules = frozenset(module for _, module, _ in unrewritten)
   called: Dict[int, bool] = {}   # id(func node) -> whether its call is planned
   index_args = set()             # id of `jax.ops.index[...]` arguments an index op unwraps
+  for node, module, name in unrewritten:
+    _refuse(plan, result, node, f'{name} ({_legacy_jax.PARTIAL_REFUSALS[module]}; no rule '
+            'rewrites this name)' if name != module else f'{name} (a removed module, used as a value)')
+  for node, name, missing in _missing_names(unit):
+    statement = unit.enclosing(node, cst.SimpleStatementLine) if isinstance(
+        node, (cst.Import, cst.ImportFrom)) else node
+    _refuse(plan, result, statement, f'{name} (jax {_jax_version()} has no {missing})',
+            MISSING_REASON)
   for node in unit.nodes:
     if isinstance(node, cst.SimpleStatementLine):
-      _plan_import_line(unit, node, plan, result, kept_names)
+      _plan_import_line(unit, node, plan, result, kept_names, kept_modules)
     elif isinstance(node, cst.Call):
       entry = _entry(unit, node.func)
       if entry is not None and entry.kind in _CALLS:
@@ -411,5 +539,8 @@ def _plan_rename(node, entry, plan, result):
     data = Renamed(suffix=entry.target[len(parent):])
   else:
     data = Renamed(full=entry.target)
-    plan.needs.add(_edits.Import(entry.target.split('.')[0]))
+    module = _split(entry.target)[0]
+    # ``import jax`` does not load ``jax.extend``: a name under it imports its own module.
+    plan.needs.add(_edits.Import(module if module.startswith('jax.extend') else
+                                 entry.target.split('.')[0]))
   _add(plan, result, node, _RULE_OF_KIND[entry.kind], data, f'{entry.name} -> {entry.target}')

@@ -11,6 +11,7 @@ The names jax had removed before 0.4.13 (``jax.ops.index_update``, ``jax.tree_mu
 import json
 import pathlib
 
+import jax
 import pytest
 
 libcst = pytest.importorskip('libcst')
@@ -126,3 +127,53 @@ def test_removed_jax_names_are_rewritten_in_a_file_with_a_legacy_optimizer():
   assert 'jax.tree_util.tree_map(lambda p: 2 * p, opt.params)' in new
   assert 'flax' not in new.replace('from flax.training import train_state', '')
   assert {r.code for r in report.records} >= {'FOM001', 'FOM002', 'FOM004', 'FOM201'}
+
+
+@pytest.mark.parametrize('source', [
+    'import jax\nfrom jax.lib import xla_bridge\n\n'
+    'print(xla_bridge.device_count(), xla_bridge.process_index(), xla_bridge.get_backend().platform)\n',
+    'import jax.lib.xla_bridge\nfrom jax.lib.xla_bridge import get_backend as gb\n\n'
+    'print(jax.lib.xla_bridge.device_count(), jax.lib.xla_bridge.process_index(), gb().platform)\n',
+])
+def test_a_removed_module_whose_uses_are_all_renamed_is_no_longer_imported(source):
+  """jax 0.8 removed ``jax.lib.xla_bridge``: its three functions corpus programs call become
+  today's functions of the same result and its import goes, so the file imports on today's jax.
+  On one CPU device of one process the script prints 1, 0 and cpu (what jax 0.4's own
+  ``xla_bridge`` printed there)."""
+  new, report = migrate_source(source)
+  assert 'xla_bridge' not in new
+  assert {r.status for r in report.records} == {'rewritten'}
+  again, report = migrate_source(new)
+  assert again == new and report.records == []
+  from tests import _isolated  # pylint: disable=g-import-not-at-top
+  proc = _isolated.run_isolated(new, env={'XLA_FLAGS': '', 'JAX_PLATFORMS': 'cpu',
+                                          'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  assert proc.stdout.split() == ['1', '0', 'cpu']
+
+
+def test_an_unused_import_of_a_removed_module_goes_and_other_names_of_it_are_marked():
+  new, report = migrate_source('import jax\nfrom jax.lib import xla_bridge\n\nx = jax.numpy.ones(2)\n')
+  assert new == 'import jax\n\nx = jax.numpy.ones(2)\n'
+  assert [(r.code, r.status) for r in report.records] == [('FOM205', 'rewritten')]
+  source = 'from jax.lib import xla_bridge as xb\n\nopts = xb.get_compile_options(1, 1)\n'
+  new, report = migrate_source(source)
+  assert [(r.code, r.status) for r in report.records] == [('FOM299', 'refused')]
+  assert 'jax.lib.xla_bridge.get_compile_options' in report.records[0].message
+  assert 'from jax.lib import xla_bridge as xb' in new   # kept with the use it cannot rewrite
+
+
+def test_a_jax_name_todays_jax_lacks_and_no_rule_rewrites_is_marked_not_left_silent():
+  """``jax.mask`` (removed in jax 0.3, never in the table): the report names it, the import and
+  the use carry a marker, and nothing else changes."""
+  source = ('import jax\nfrom jax import mask, jit\n\n'
+            'def f(x):\n  return jax.mask(f, ["n"], ""), jax.random.split(x).shape, jit\n')
+  new, report = migrate_source(source)
+  assert [(r.code, r.status, r.line) for r in report.records] == [
+      ('FOM299', 'refused', 2), ('FOM299', 'refused', 5)]
+  assert all(f"jax {jax.__version__} has no jax.mask" in r.message for r in report.records)
+  assert new.replace(
+      next(line + '\n' for line in new.splitlines() if 'FOM299' in line), '', 1).replace(
+      next(line + '\n' for line in new.splitlines()[3:] if 'FOM299' in line), '', 1) == source
+  assert report.exit_status() == 2
+  again, _ = migrate_source(new)
+  assert again == new
