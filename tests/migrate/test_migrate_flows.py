@@ -129,3 +129,28 @@ def test_a_flow_is_followed_or_its_object_refused(use, refused):
   _, report = migrate_source(source)
   statuses = {r.status for r in report.records if r.code < 'FOM2'}
   assert statuses == ({'refused'} if refused else {'rewritten'}), report.records
+
+
+@pytest.mark.parametrize('use, says', [
+    ('bar = tqdm.tqdm(opt)', 'opt is passed to tqdm.tqdm(...) as argument 1 at script.py:10: '
+     'tqdm.tqdm is not a function or class of the given files'),
+    ('state = lib.TrainState(optimizer=opt)', 'opt is passed to lib.TrainState(...) as '
+     'optimizer= at script.py:10: nowhere.lib.TrainState is not a function or class'),
+    ('box = {}\n  box["k"] = opt', 'opt is assigned to box["k"] at script.py:11, a target the '
+     'analysis does not track'),
+    ('both = [opt, 1]', 'opt is put in [opt, 1] at script.py:10, a container'),
+])
+def test_a_use_the_analysis_cannot_follow_is_named_with_its_line(use, says):
+  """The refusal names the use to change (its line and what it does), not only the object."""
+  pytest.importorskip('libcst')
+  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+  source = ('import jax.numpy as jnp\nimport tqdm\nfrom flax import optim\nfrom nowhere import '
+            'lib\n\n\ndef run():\n  opt = optim.Adam(learning_rate=0.1).create({"w": jnp.ones(2)})\n'
+            '  opt = opt.apply_gradient({"w": jnp.ones(2)})\n'
+            f'  {use}\n  return opt.target\n')
+  _, report = migrate_source(source)
+  line = 10 + use.count('\n')
+  escapes = [r for r in report.records if r.line == line]
+  assert [r.code for r in escapes] == ['FOM107'], report.records
+  assert says in escapes[0].message, escapes[0].message
+  assert all(r.status == 'refused' for r in report.records if r.code < 'FOM2'), report.records
