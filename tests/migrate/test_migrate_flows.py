@@ -109,6 +109,33 @@ def test_a_folder_below_its_package_top_resolves_its_own_imports(tmp_path):
   assert 'optimizer.params' in changed[str(sub / 'train.py')]
 
 
+def test_a_program_run_from_a_folder_with_an_init_resolves_its_own_imports(tmp_path):
+  """putting-nerf-on-a-diet's layout: an ``__init__.py`` at the top of the folder given, and
+  ``from nerf import utils`` (the program runs from that folder): ``utils.TrainState`` is the
+  project's own class, so the optimizer stored in it is followed."""
+  pytest.importorskip('libcst')
+  top = tmp_path / 'putting-nerf'
+  (top / 'nerf').mkdir(parents=True)
+  (top / '__init__.py').write_text('')
+  (top / 'nerf' / '__init__.py').write_text('')
+  (top / 'nerf' / 'utils.py').write_text(
+      'import flax\n\n\n@flax.struct.dataclass\nclass TrainState:\n'
+      '  optimizer: flax.optim.Optimizer\n')
+  (top / 'train.py').write_text(
+      'import flax\nimport jax\nimport jax.numpy as jnp\n\nfrom nerf import utils\n\n\n'
+      'def update_step(state, grad, lr):\n'
+      '  return state.replace(optimizer=state.optimizer.apply_gradient(grad, learning_rate=lr))\n'
+      '\n\ndef main(variables):\n'
+      '  optimizer = flax.optim.Adam(0.1).create(variables)\n'
+      '  state = utils.TrainState(optimizer=optimizer)\n  del optimizer, variables\n'
+      '  grad = jax.grad(lambda p: jnp.sum(p["w"] ** 2))(state.optimizer.target)\n'
+      '  return update_step(state, grad, 0.01).optimizer.target\n')
+  changed, report = _migrate({p: p.read_text() for p in sorted(top.rglob('*.py'))})
+  assert report.records and all(r.status == 'rewritten' for r in report.records), report.records
+  assert 'optimizer: train_state.TrainState' in changed[str(top / 'nerf' / 'utils.py')]
+  assert 'state.optimizer.params' in changed[str(top / 'train.py')]
+
+
 @pytest.mark.parametrize('use, refused', [
     ('(loss, opt), grads = jax.value_and_grad(loss_fn, has_aux=True)(opt.target, opt)\n'
      '  print(opt.target)', False),
