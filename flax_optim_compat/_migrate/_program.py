@@ -235,6 +235,13 @@ class Program:
         return self.resolve_callable(unit, value, shift, depth + 1)
     return None
 
+  def own_name_ending(self, qualified: str) -> Optional[str]:
+    """The longest name of the project's own functions and classes that ``qualified`` ends
+    with (``nerf.utils.TrainState`` for ``google3.experimental.jaxnerf.nerf.utils.TrainState``:
+    an import path that does not resolve to the given files), else None."""
+    own = [k for k in (*self._functions, *self._classes) if qualified.endswith('.' + k)]
+    return max(own, key=len) if own else None
+
   def partial_callee(self, unit: SourceFile, call: cst.Call):
     """``resolve_callable`` of ``f`` in ``functools.partial(f, ...)``, else None."""
     if unit.names(call.func) & PARTIAL and call.args and call.args[0].keyword is None:

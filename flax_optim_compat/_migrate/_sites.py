@@ -210,6 +210,10 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
     names = sorted(unit.names(call.func))
     if not names:
       return f'{what}: a computed callable, which the analysis does not resolve'
+    own = project.own_name_ending(names[0])
+    if own is not None:
+      return (f'{what}: it is imported as {names[0]}, a path that does not resolve to the given '
+              f'files, which define {own} (import it by that path to migrate this use)')
     return (f'{what}: {names[0]} is not a function or class of the given files (a library '
             'call the analysis does not know, or an import that does not resolve to them)')
   if isinstance(parent, (cst.Element, cst.DictElement, cst.StarredDictElement)):

@@ -163,19 +163,26 @@ def test_a_flow_is_followed_or_its_object_refused(use, refused):
      'tqdm.tqdm is not a function or class of the given files'),
     ('state = lib.TrainState(optimizer=opt)', 'opt is passed to lib.TrainState(...) as '
      'optimizer= at script.py:10: nowhere.lib.TrainState is not a function or class'),
+    ('state = nerf.TrainState(optimizer=opt)', 'opt is passed to nerf.TrainState(...) as '
+     'optimizer= at script.py:10: it is imported as google3.jaxnerf.nerf.TrainState, a path '
+     'that does not resolve to the given files, which define nerf.TrainState'),
     ('box = {}\n  box["k"] = opt', 'opt is assigned to box["k"] at script.py:11, a target the '
      'analysis does not track'),
     ('both = [opt, 1]', 'opt is put in [opt, 1] at script.py:10, a container'),
 ])
-def test_a_use_the_analysis_cannot_follow_is_named_with_its_line(use, says):
-  """The refusal names the use to change (its line and what it does), not only the object."""
+def test_a_use_the_analysis_cannot_follow_is_named_with_its_line(use, says, tmp_path):
+  """The refusal names the use to change (its line and what it does), not only the object;
+  a class of the given files imported by a path that does not resolve to them is named."""
   pytest.importorskip('libcst')
-  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
-  source = ('import jax.numpy as jnp\nimport tqdm\nfrom flax import optim\nfrom nowhere import '
-            'lib\n\n\ndef run():\n  opt = optim.Adam(learning_rate=0.1).create({"w": jnp.ones(2)})\n'
+  source = ('import jax.numpy as jnp\nimport tqdm\nfrom flax import optim\n'
+            'from google3.jaxnerf import nerf\nfrom nowhere import lib\n\ndef run():\n'
+            '  opt = optim.Adam(learning_rate=0.1).create({"w": jnp.ones(2)})\n'
             '  opt = opt.apply_gradient({"w": jnp.ones(2)})\n'
             f'  {use}\n  return opt.target\n')
-  _, report = migrate_source(source)
+  nerf = tmp_path / 'nerf.py'   # the class ``google3.jaxnerf.nerf.TrainState`` means
+  nerf.write_text('import flax\n\n\n@flax.struct.dataclass\nclass TrainState:\n'
+                  '  optimizer: flax.optim.Optimizer\n')
+  _, report = _migrate({tmp_path / 'script.py': source, nerf: nerf.read_text()})
   line = 10 + use.count('\n')
   escapes = [r for r in report.records if r.line == line]
   assert [r.code for r in escapes] == ['FOM107'], report.records
