@@ -62,12 +62,14 @@ def _root_of(files: Sequence[str], sources: Sequence[str]) -> str:
   """The folder whose dotted sub-paths are the project's module names.
 
   The common folder of all files, moved up while it is a package (has ``__init__.py``), so
-  ``pkg/train.py`` is module ``pkg.train`` and its relative imports resolve; then up while the
+  ``pkg/train.py`` is module ``pkg.train`` and its relative imports resolve, unless the files
+  import its sub-folders by their own names (a program run from that folder); then up while the
   files import their own modules by a longer name (``brax/training`` given, its files import
   ``brax.training.normalization``, and ``brax/`` has no ``__init__.py``).
   """
   root = os.path.commonpath([os.path.dirname(f) for f in files])
-  while os.path.isfile(os.path.join(root, '__init__.py')) and os.path.dirname(root) != root:
+  while os.path.isfile(os.path.join(root, '__init__.py')) and os.path.dirname(root) != root and (
+      not _imports_its_folders(root, sources)):
     root = os.path.dirname(root)
   mine = {os.path.relpath(f, root).split(os.sep)[0] for f in files}
   mine |= {m[:-3] for m in mine if m.endswith('.py')}
@@ -79,6 +81,24 @@ def _root_of(files: Sequence[str], sources: Sequence[str]) -> str:
       break
     root, mine = parent, {name}
   return root
+
+
+def _imports_its_folders(root: str, sources: Sequence[str]) -> bool:
+  """Whether the files import a sub-folder of ``root`` by its own name (``from nerf import
+  utils`` with ``root/nerf/``), and no import path names ``root`` or a folder above it up to
+  the first that is not a package (``from scenic.projects.baselines import vit``): the program
+  runs from ``root`` (on ``sys.path``), so an ``__init__.py`` there makes no package of it."""
+  paths = [m.group(1).split('.') for text in sources for m in re.finditer(
+      r'^\s*(?:from|import)\s+(\w[\w.]*)', text, re.MULTILINE)]   # absolute imports
+  named = {part for path in paths for part in path}
+  folder = root
+  while os.path.dirname(folder) != folder:
+    if os.path.basename(folder) in named:
+      return False
+    if not os.path.isfile(os.path.join(folder, '__init__.py')):
+      break
+    folder = os.path.dirname(folder)
+  return any(os.path.isfile(os.path.join(root, path[0], '__init__.py')) for path in paths)
 
 
 class Program:
@@ -214,6 +234,13 @@ class Program:
       if value is not None:
         return self.resolve_callable(unit, value, shift, depth + 1)
     return None
+
+  def own_name_ending(self, qualified: str) -> Optional[str]:
+    """The longest name of the project's own functions and classes that ``qualified`` ends
+    with (``nerf.utils.TrainState`` for ``google3.experimental.jaxnerf.nerf.utils.TrainState``:
+    an import path that does not resolve to the given files), else None."""
+    own = [k for k in (*self._functions, *self._classes) if qualified.endswith('.' + k)]
+    return max(own, key=len) if own else None
 
   def partial_callee(self, unit: SourceFile, call: cst.Call):
     """``resolve_callable`` of ``f`` in ``functools.partial(f, ...)``, else None."""

@@ -18,6 +18,7 @@ from . import _project
 from . import _refusals
 from . import _unit
 from . import rules
+from ._edits import statement_of
 from ._rule import Rule
 from ._unit import SourceFile
 
@@ -77,8 +78,8 @@ def sites(project: _project.Project) -> List[Site]:
         held = _held(project, unit, node)
         if held is not None and not _followed(project, unit, node, unit.parent(node)):
           found.append(Site(unit, node, 'escape', held, _refusals.ESCAPE,
-                            f'{unit.code(node)} holds an optimizer (in a tuple) and is used '
-                            'where the analysis cannot follow it'))
+                            f'{unit.code(node)} holds an optimizer (in a tuple) and '
+                            + unfollowed_use(project, unit, node)))
         continue
       for site in _classify(project, unit, node, slot):
         found.append(site)
@@ -150,7 +151,7 @@ def _classify(project, unit: SourceFile, node: cst.CSTNode, slot: tuple) -> List
   if isinstance(node, cst.Call) and project.is_create(unit, node):
     if not _followed(project, unit, node, parent):
       return extra + [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
-                           f'{unit.code(node)} is used where the analysis cannot follow it')]
+                           f'{unit.code(node)} ' + unfollowed_use(project, unit, node))]
     create = Site(unit, node, 'create', slot)
     return extra + [create] + ([_member(project, unit, node, slot, matched)] if member else [])
   if member:
@@ -161,7 +162,7 @@ def _classify(project, unit: SourceFile, node: cst.CSTNode, slot: tuple) -> List
     if _followed(project, unit, node, parent):
       return extra
     return extra + [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
-                         f'{unit.code(node)} is used where the analysis cannot follow it')]
+                         f'{unit.code(node)} ' + unfollowed_use(project, unit, node))]
   return extra
 
 
@@ -176,13 +177,56 @@ def _member(project, unit: SourceFile, node: cst.CSTNode, group: tuple, matched)
     if site.rule.returns_optimizer and not _followed(project, unit, site.node,
                                                      unit.parent(site.node)):
       return Site(unit, site.node, 'escape', group, _refusals.ESCAPE,
-                  f'the result of {parent.attr.value}() is used where the analysis cannot '
-                  'follow it')
+                  f'the result of {parent.attr.value}() '
+                  + unfollowed_use(project, unit, site.node))
     return site
   if parent.attr.value in _READS:
     return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
   return Site(unit, parent, 'escape', group, _refusals.ESCAPE,
               f'uses {unit.code(parent)}, which a TrainState does not have')
+
+
+def _short(text: str, width: int = 60) -> str:
+  text = ' '.join(text.split())
+  return text if len(text) <= width else text[:width - 3] + '...'
+
+
+def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
+  """What the optimizer value ``node`` is used for where ``_followed`` says no, and why the
+  analysis stops there: ``is passed to utils.TrainState(...) as optimizer= at train.py:159:
+  nerf.utils.TrainState is not a function or class of the given files ...``, so the report
+  names the line to change and what it does."""
+  parent = unit.parent(node)
+  where = f'{os.path.basename(unit.path)}:{unit.line(node)}'
+  if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call):
+    call = unit.parent(parent)
+    how = (f'as {parent.keyword.value}=' if parent.keyword is not None
+           else f'as argument {call.args.index(parent) + 1}')
+    what = f'is passed to {_short(unit.code(call.func))}(...) {how} at {where}'
+    if project.resolve_callable(unit, call.func) is not None:
+      if _calls.differentiated(project, unit, call) is not None:
+        return f'{what}: it is the argument the gradient is taken with respect to'
+      return f'{what}: the analysis does not follow this argument into the call'
+    names = sorted(unit.names(call.func))
+    if not names:
+      return f'{what}: a computed callable, which the analysis does not resolve'
+    own = project.own_name_ending(names[0])
+    if own is not None:
+      return (f'{what}: it is imported as {names[0]}, a path that does not resolve to the given '
+              f'files, which define {own} (import it by that path to migrate this use)')
+    return (f'{what}: {names[0]} is not a function or class of the given files (a library '
+            'call the analysis does not know, or an import that does not resolve to them)')
+  if isinstance(parent, (cst.Element, cst.DictElement, cst.StarredDictElement)):
+    container = unit.parent(parent)
+    return (f'is put in {_short(unit.code(container))} at {where}, a container the analysis '
+            'does not follow there')
+  if isinstance(parent, cst.Assign):
+    targets = ', '.join(_short(unit.code(t.target), 40) for t in parent.targets)
+    return (f'is assigned to {targets} at {where}, a target the analysis does not track (an '
+            'item, or an attribute of a value it cannot name)')
+  statement = statement_of(unit, node)
+  statement = unit.code(statement if isinstance(statement, cst.SimpleStatementLine) else node)
+  return f'is used in {_short(statement)} at {where}, which the analysis does not follow'
 
 
 def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode) -> bool:

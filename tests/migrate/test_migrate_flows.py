@@ -109,6 +109,33 @@ def test_a_folder_below_its_package_top_resolves_its_own_imports(tmp_path):
   assert 'optimizer.params' in changed[str(sub / 'train.py')]
 
 
+def test_a_program_run_from_a_folder_with_an_init_resolves_its_own_imports(tmp_path):
+  """putting-nerf-on-a-diet's layout: an ``__init__.py`` at the top of the folder given, and
+  ``from nerf import utils`` (the program runs from that folder): ``utils.TrainState`` is the
+  project's own class, so the optimizer stored in it is followed."""
+  pytest.importorskip('libcst')
+  top = tmp_path / 'putting-nerf'
+  (top / 'nerf').mkdir(parents=True)
+  (top / '__init__.py').write_text('')
+  (top / 'nerf' / '__init__.py').write_text('')
+  (top / 'nerf' / 'utils.py').write_text(
+      'import flax\n\n\n@flax.struct.dataclass\nclass TrainState:\n'
+      '  optimizer: flax.optim.Optimizer\n')
+  (top / 'train.py').write_text(
+      'import flax\nimport jax\nimport jax.numpy as jnp\n\nfrom nerf import utils\n\n\n'
+      'def update_step(state, grad, lr):\n'
+      '  return state.replace(optimizer=state.optimizer.apply_gradient(grad, learning_rate=lr))\n'
+      '\n\ndef main(variables):\n'
+      '  optimizer = flax.optim.Adam(0.1).create(variables)\n'
+      '  state = utils.TrainState(optimizer=optimizer)\n  del optimizer, variables\n'
+      '  grad = jax.grad(lambda p: jnp.sum(p["w"] ** 2))(state.optimizer.target)\n'
+      '  return update_step(state, grad, 0.01).optimizer.target\n')
+  changed, report = _migrate({p: p.read_text() for p in sorted(top.rglob('*.py'))})
+  assert report.records and all(r.status == 'rewritten' for r in report.records), report.records
+  assert 'optimizer: train_state.TrainState' in changed[str(top / 'nerf' / 'utils.py')]
+  assert 'state.optimizer.params' in changed[str(top / 'train.py')]
+
+
 @pytest.mark.parametrize('use, refused', [
     ('(loss, opt), grads = jax.value_and_grad(loss_fn, has_aux=True)(opt.target, opt)\n'
      '  print(opt.target)', False),
@@ -129,3 +156,35 @@ def test_a_flow_is_followed_or_its_object_refused(use, refused):
   _, report = migrate_source(source)
   statuses = {r.status for r in report.records if r.code < 'FOM2'}
   assert statuses == ({'refused'} if refused else {'rewritten'}), report.records
+
+
+@pytest.mark.parametrize('use, says', [
+    ('bar = tqdm.tqdm(opt)', 'opt is passed to tqdm.tqdm(...) as argument 1 at script.py:10: '
+     'tqdm.tqdm is not a function or class of the given files'),
+    ('state = lib.TrainState(optimizer=opt)', 'opt is passed to lib.TrainState(...) as '
+     'optimizer= at script.py:10: nowhere.lib.TrainState is not a function or class'),
+    ('state = nerf.TrainState(optimizer=opt)', 'opt is passed to nerf.TrainState(...) as '
+     'optimizer= at script.py:10: it is imported as google3.jaxnerf.nerf.TrainState, a path '
+     'that does not resolve to the given files, which define nerf.TrainState'),
+    ('box = {}\n  box["k"] = opt', 'opt is assigned to box["k"] at script.py:11, a target the '
+     'analysis does not track'),
+    ('both = [opt, 1]', 'opt is put in [opt, 1] at script.py:10, a container'),
+])
+def test_a_use_the_analysis_cannot_follow_is_named_with_its_line(use, says, tmp_path):
+  """The refusal names the use to change (its line and what it does), not only the object;
+  a class of the given files imported by a path that does not resolve to them is named."""
+  pytest.importorskip('libcst')
+  source = ('import jax.numpy as jnp\nimport tqdm\nfrom flax import optim\n'
+            'from google3.jaxnerf import nerf\nfrom nowhere import lib\n\ndef run():\n'
+            '  opt = optim.Adam(learning_rate=0.1).create({"w": jnp.ones(2)})\n'
+            '  opt = opt.apply_gradient({"w": jnp.ones(2)})\n'
+            f'  {use}\n  return opt.target\n')
+  nerf = tmp_path / 'nerf.py'   # the class ``google3.jaxnerf.nerf.TrainState`` means
+  nerf.write_text('import flax\n\n\n@flax.struct.dataclass\nclass TrainState:\n'
+                  '  optimizer: flax.optim.Optimizer\n')
+  _, report = _migrate({tmp_path / 'script.py': source, nerf: nerf.read_text()})
+  line = 10 + use.count('\n')
+  escapes = [r for r in report.records if r.line == line]
+  assert [r.code for r in escapes] == ['FOM107'], report.records
+  assert says in escapes[0].message, escapes[0].message
+  assert all(r.status == 'refused' for r in report.records if r.code < 'FOM2'), report.records
