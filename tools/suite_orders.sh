@@ -15,7 +15,8 @@
 #   PYTHON       the interpreter (default: the checkout's .venv/bin/python, else python3)
 #   PYTEST_ARGS  more pytest arguments (e.g. "-x" or "--durations=20")
 #   LOG_DIR      `alone` keeps each file's pytest output there (FILE's path, / as __, .txt)
-# Exit status: non-zero when a file (or the reversed run) failed.
+# Exit status: non-zero when a file (or the reversed run) failed; a file without tests is
+# `none`, not a failure.
 set -uo pipefail
 
 mode="${1:-}"
@@ -61,12 +62,13 @@ for file in "${files[@]}"; do
   read -r wall user sys < <(tail -n 1 "$timing")
   summary="$(grep -E '(passed|failed|error|skipped|no tests ran)' "$timing.out" | tail -n 1)"
   cpu="$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.1f", u + s }')"
-  printf '%-4s %7s s wall %7s s cpu  %s  (%s)\n' \
-    "$([[ $status == 0 ]] && echo ok || echo FAIL)" "$wall" "$cpu" "$file" "$summary"
+  # Exit 5: the file holds no test (a rule's test module that only lists its examples).
+  case "$status" in 0) word=ok ;; 5) word=none ;; *) word=FAIL ;; esac
+  printf '%-4s %7s s wall %7s s cpu  %s  (%s)\n' "$word" "$wall" "$cpu" "$file" "$summary"
   if [[ -n "${LOG_DIR:-}" ]]; then
     mkdir -p "$LOG_DIR" && cp "$timing.out" "$LOG_DIR/${file//\//__}.txt"
   fi
-  if [[ $status != 0 ]]; then
+  if [[ $word == FAIL ]]; then
     failed+=("$file")
     tail -n 30 "$timing.out" | sed 's/^/    /'
   fi
