@@ -193,9 +193,22 @@ def _assert_startup_cheap(python, root):
       break
     children.append(names[j].strip())
   assert children == [], f'the hook imported {children} at start-up'
-  cumulative_us = int(rows[i][1].split(':')[-1])
-  # Typically ~0.5 ms (see notes); the bound only catches something heavy sneaking in.
-  assert cumulative_us < 50_000, proc.stderr
+  # Its cost in CPU time, not importtime's wall time (which a busy machine inflates by whatever
+  # it runs meanwhile): the module executed again in the same kind of process. Typically
+  # ~0.5 ms; the bound only catches something heavy sneaking in.
+  seconds = float(_run([str(python), '-c', _HOOK_CPU_SECONDS], cwd=root).stdout)
+  assert seconds < 0.05, seconds
+
+
+# The hook's module executed once more (its install calls are idempotent), timed in CPU seconds.
+_HOOK_CPU_SECONDS = r'''
+import importlib.util, sys, time
+spec = importlib.util.find_spec('_flax_optim_compat_alias')
+module = importlib.util.module_from_spec(spec)
+start = time.process_time()
+spec.loader.exec_module(module)
+print(time.process_time() - start)
+'''
 
 
 @pytest.fixture(scope='module')
