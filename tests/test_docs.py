@@ -90,7 +90,8 @@ def test_the_guide_table_is_the_scripts_table():
 def test_every_legacy_optimizer_has_a_row():
   legacy = ' '.join(row.legacy for row in guide_table.ROWS)
   names = [entry.name for entry in catalogue.CATALOGUE if entry.name in optim.__all__]
-  assert len(names) == 12, names
+  # flax 0.5.3's flax.optim had 12 optimizers; one added since has a row too
+  assert len([e for e in catalogue.CATALOGUE if e.name in names and e.in_flax_0_5_3]) == 12, names
   for name in names:
     assert f'optim.{name}(' in legacy, name
 
