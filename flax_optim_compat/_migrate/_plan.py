@@ -362,6 +362,13 @@ def _decide(project, group, files, records, conversions, plain_optax, unseen) ->
                        'sets one')
       if c.refusal is None and 'None' in obj.lr_sources(c, 'None'):
         c.refusal, c.message = _refusals.LR_NONE, 'learning_rate=None and no override'
+  if mode == 'inject':
+    for c in creates:
+      clash = _injected_name_read(c, calls, multis)
+      if clash and c.refusal is None:
+        c.refusal = _refusals.UNKNOWN_DEF
+        c.message = (f'{clash[0]}(...) reads a variable named {clash[1]}, the name the rewrite '
+                     'gives the injected learning rate inside the transform: rename the variable')
   if not creates and group.sites and group.refused == [] and (mode != 'none' or unseen):
     # Its create (and so its optax form) is decided where the analysis cannot see it.
     site = next((s for s in applies if overrides[id(s)] is not None), group.sites[0])
@@ -373,6 +380,30 @@ def _decide(project, group, files, records, conversions, plain_optax, unseen) ->
       site.refusal = _refusals.ESCAPE
       site.message = f'no rule rewrites {site.unit.code(site.node)}'
   return obj
+
+
+def _injected_name_read(create, calls, multis):
+  """``(def name, variable)`` when an argument of a def this create may use reads a plain
+  variable named as an injected learning rate (``learning_rate``, ``learning_rate_<i>``): the
+  rewrite's ``inject_hyperparams(lambda learning_rate: ...)`` would shadow it. None if none does
+  (an attribute such as ``config.learning_rate`` is not shadowed)."""
+  defs = [calls.get(id(create))] + [g[-1] for g in multis.get(id(create)) or ()]
+  for branch in create.branches or ():
+    defs += [g[-1] for g in branch[2]] if isinstance(branch[2], list) else [branch[2]]
+  for call in defs:
+    for keyword, text in getattr(call, 'sources', {}).items():
+      if keyword == 'learning_rate':
+        continue
+      try:
+        node = cst.parse_expression(text)
+      except cst.ParserSyntaxError:
+        continue
+      for name in _unit.walk(node):
+        if (isinstance(name, cst.Name) and (name.value == 'learning_rate' or (
+            name.value.startswith('learning_rate_') and name.value[14:].isdigit()))):
+          if not any(isinstance(a, cst.Attribute) and a.attr is name for a in _unit.walk(node)):
+            return call.name, name.value
+  return None
 
 
 def _overrides(applies):

@@ -1049,3 +1049,27 @@ def test_the_report_names_no_absolute_path(tmp_path, monkeypatch):
   assert str(tmp_path) not in text
   sites = json.loads(text)['sites']
   assert {s['path'] for s in sites} == {os.path.join('pkg', 'train.py')}
+
+
+@pytest.mark.parametrize('decay, refused', [
+    ('learning_rate * 0.01', True),        # the program's variable, read once at the def
+    ('cfg.learning_rate * 0.01', False),   # an attribute: the injected name does not shadow it
+])
+def test_a_def_argument_reading_a_variable_named_as_the_injected_rate_is_refused(decay, refused):
+  """With a per-step rate the rewrite is ``inject_hyperparams(lambda learning_rate: ...)``; a
+  def argument reading the program's own ``learning_rate`` would then read the injected rate
+  (here the decay would follow 0.1, 0.05, 0.033 where legacy kept 0.1 * 0.01)."""
+  source = ('import jax.numpy as jnp\nfrom flax import optim\n\n'
+            'learning_rate = 0.1\nclass cfg:\n  learning_rate = 0.1\n\n'
+            f'opt = optim.Adam(learning_rate=learning_rate, weight_decay={decay}).create('
+            "{'w': jnp.ones(3)})\nfor step in range(3):\n"
+            "  opt = opt.apply_gradient({'w': jnp.ones(3)}, learning_rate=learning_rate / (step + 1))\n")
+  new, report = migrate_source(source)
+  codes = sorted({(r.code, r.status) for r in report.records})
+  if refused:
+    assert codes == [('FOM110', 'refused')], codes
+    assert 'reads a variable named learning_rate' in report.records[0].message
+    assert 'optax' not in new
+  else:
+    assert {status for _, status in codes} == {'rewritten'}, codes
+    assert 'weight_decay=cfg.learning_rate * 0.01' in new
