@@ -140,8 +140,19 @@ class _LeftoverVisitor(cst.CSTVisitor):
   def __init__(self, unit, plan, handled, records):
     super().__init__()
     self.unit, self.plan, self.handled, self.records = unit, plan, handled, records
+    self.pre_linen = _uses_flax_nn(unit)
 
   def _by_a_rule(self, node) -> bool:
+    if self.pre_linen:
+      # A pre-Linen file cannot run on today's flax whatever is rewritten: a legacy name a
+      # rule would rewrite (``optim.DynamicScale``) stays with the file's refused optimizers.
+      scratch = FilePlan(self.unit)
+      if any(rule.plan_name(self.unit, node, scratch, []) for rule in rules.ALL):
+        self.plan.mark(node, _refusals.marker_text(_refusals.PRE_LINEN))
+        self.records.append(Record(self.unit.path, self.unit.line(node), _refusals.PRE_LINEN.code,
+                                   'refused', '', f'{self.unit.code(node)}: this file uses flax.nn'))
+        return True
+      return False
     return any(rule.plan_name(self.unit, node, self.plan, self.records) for rule in rules.ALL)
 
   def on_visit(self, node) -> bool:
@@ -165,6 +176,12 @@ class _LeftoverVisitor(cst.CSTVisitor):
         node.func.attr.value == 'optax_transform'):
       return False   # the package's exact transform, kept on purpose (flagged FOM009)
     return True
+
+
+def _uses_flax_nn(unit) -> bool:
+  """Whether the file uses pre-Linen ``flax.nn`` (FOM105 for the optimizers it creates)."""
+  return any(n.startswith('flax.nn.') for node in unit.nodes
+             if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node))
 
 
 def _def_site_check(project, group, files) -> dict:
@@ -201,8 +218,7 @@ def _def_site_check(project, group, files) -> dict:
         site.refusal, site.message = _refusals.MULTI, f'create(..., focus=...): {why}'
     elif _optax_text.def_call(name, call, unit.module) is None:
       site.refusal, site.message = _refusals.UNKNOWN_DEF, f'{unit.code(call)}: arguments'
-    elif any(n.startswith('flax.nn.') for node in unit.nodes
-             if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node)):
+    elif _uses_flax_nn(unit):
       site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
     # A def variable must be used only as the receiver of its creates.
     receiver = site.node.func.value
@@ -244,8 +260,7 @@ def _branch_check(project, site):
       site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
                       f'{unit.line(call)}): {why}')
       return
-    if any(n.startswith('flax.nn.') for node in unit.nodes
-           if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node)):
+    if _uses_flax_nn(unit):
       site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
       return
     site.branches.append((unit, call, parsed))

@@ -1073,3 +1073,17 @@ def test_a_def_argument_reading_a_variable_named_as_the_injected_rate_is_refused
   else:
     assert {status for _, status in codes} == {'rewritten'}, codes
     assert 'weight_decay=cfg.learning_rate * 0.01' in new
+
+
+def test_a_pre_linen_file_keeps_its_dynamic_scale_with_its_refused_optimizer():
+  """flax 0.3.0's imagenet shape: the optimizer is refused (FOM105) and the file's
+  ``optim.DynamicScale`` stays with it, so the program is not half-migrated."""
+  source = ('import flax\nfrom flax import nn, optim\n\n'
+            'ds = optim.DynamicScale()\nopt = optim.Momentum(0.1).create({})\nmodel = nn.Dense\n')
+  new, report = migrate_source(source)
+  assert sorted({(r.code, r.status) for r in report.records}) == [('FOM105', 'refused')]
+  assert 'optim.DynamicScale()' in new and 'dynamic_scale_lib' not in new
+  linen = source.replace('from flax import nn, optim', 'from flax import optim').replace(
+      'model = nn.Dense\n', '')
+  new, report = migrate_source(linen)
+  assert ('FOM010', 'rewritten') in {(r.code, r.status) for r in report.records}
