@@ -6,16 +6,10 @@ That directory holds what is built once per run: the package's wheel and sdist
 program through a different ``jax.jit`` object: the dict and FrozenDict variants of a golden
 trajectory, the routes of a pmap case, a checkpoint case before and after its restore. jax's
 in-memory cache is per jitted function; its persistent cache is keyed by the compiled program,
-so with it each distinct program is compiled once per run. The processes that tests start
-share it through jax's environment variables (``JAX_COMPILATION_CACHE_DIR`` ...): the same
-legacy script runs in many children (before and after a restart, legacy and migrated, per
-checkpoint backend), and each compiled its pmap programs anew (tests/test_legacy_script_e2e.py
-alone: 36 CPU-s without, 19.5 with). A cached executable is the program that was compiled, so
-results do not change. jax writes an entry in place: a process that reads one while another
-writes it warns "Error reading persistent compilation cache entry" and compiles the program
-itself; that warning is ignored (setup.cfg, and ``PYTHONWARNINGS`` for the children). The
-directory is removed at the end of the run (nothing outlives the session). Set
-``FLAX_OPTIM_COMPAT_TEST_CACHE=0`` to run the suite without the compilation cache.
+so with it each distinct program is compiled once per run. Only this process uses the cache:
+subprocesses that tests start keep jax's defaults. The directory is removed at the end of the
+run (nothing outlives the session). Set ``FLAX_OPTIM_COMPAT_TEST_CACHE=0`` to run the suite
+without the compilation cache.
 """
 import os
 import shutil
@@ -32,8 +26,6 @@ collect_ignore_glob = ['tests/fixtures/*']
 # Set by the process that made the run's directory, for its pytest-xdist workers.
 RUN_DIR = 'FLAX_OPTIM_COMPAT_TEST_RUN_DIR'
 _OWN_DIR = None   # the directory this process made and removes
-# What jax warns when it reads a cache entry another process is writing (it then compiles).
-CACHE_RACE = 'Error reading persistent compilation cache entry'
 
 
 def pytest_configure(config):
@@ -47,14 +39,9 @@ def pytest_configure(config):
   import jax  # pylint: disable=g-import-not-at-top
   if jax.config.jax_compilation_cache_dir:
     return  # the user's own cache
-  cache = {'jax_compilation_cache_dir': os.path.join(directory, 'jax_cache'),
-           'jax_persistent_cache_min_compile_time_secs': 0.0,
-           'jax_persistent_cache_min_entry_size_bytes': 0}
-  for name, value in cache.items():
-    jax.config.update(name, value)
-    os.environ[name.upper()] = str(value)   # for the tests' child processes
-  os.environ['PYTHONWARNINGS'] = ','.join(
-      filter(None, [os.environ.get('PYTHONWARNINGS'), f'ignore:{CACHE_RACE}']))
+  jax.config.update('jax_compilation_cache_dir', os.path.join(directory, 'jax_cache'))
+  jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)
+  jax.config.update('jax_persistent_cache_min_entry_size_bytes', 0)
 
 
 def pytest_unconfigure(config):
