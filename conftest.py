@@ -6,8 +6,8 @@ That directory holds what is built once per run: the package's wheel and sdist
 program through a different ``jax.jit`` object: the dict and FrozenDict variants of a golden
 trajectory, the routes of a pmap case, a checkpoint case before and after its restore. jax's
 in-memory cache is per jitted function; its persistent cache is keyed by the compiled program,
-so with it each distinct program is compiled once per run. Only this process uses the cache:
-subprocesses that tests start keep jax's defaults. The directory is removed at the end of the
+so with it each distinct program is compiled once per process (each pytest-xdist worker has
+its own). Only these processes use it: subprocesses that tests start keep jax's defaults. The directory is removed at the end of the
 run (nothing outlives the session). Set ``FLAX_OPTIM_COMPAT_TEST_CACHE=0`` to run the suite
 without the compilation cache.
 """
@@ -39,7 +39,11 @@ def pytest_configure(config):
   import jax  # pylint: disable=g-import-not-at-top
   if jax.config.jax_compilation_cache_dir:
     return  # the user's own cache
-  jax.config.update('jax_compilation_cache_dir', os.path.join(directory, 'jax_cache'))
+  # One cache per process: jax writes an entry in place and without a lock (no eviction), so
+  # a process could read another's half-written executable; a first clean-clone run with a
+  # cache shared by every process aborted inside jaxlib.
+  worker = os.environ.get('PYTEST_XDIST_WORKER', 'main')
+  jax.config.update('jax_compilation_cache_dir', os.path.join(directory, 'jax_cache', worker))
   jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)
   jax.config.update('jax_persistent_cache_min_entry_size_bytes', 0)
 
