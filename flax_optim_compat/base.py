@@ -383,6 +383,15 @@ def _replicate(tree, devices, axis_name):
   return jax_utils.replicate(tree, devices=devices)  # older flax: no mesh axis to name
 
 
+def _first_replica(x):
+  """``x[0]`` read on local shard 0's device (as flax 0.5.3's jax did): on today's jax ``x[0]`` of
+  a pmap output is a program over all devices, whose rendezvous can abort on a busy CPU host."""
+  shards = getattr(x, 'addressable_shards', None) or ()
+  first = [s for s in shards if len(shards) > 1 and s.index and s.index[0] == slice(0, 1)
+           and all(i == slice(None) for i in s.index[1:])]
+  return first[0].data[0] if first else x[0]
+
+
 class ReplicatedOptimizer(OptimizerDef):
   """Deprecated data-parallel wrapper: averages grads over ``axis_name`` inside ``pmap``.
 
@@ -434,7 +443,7 @@ class ReplicatedOptimizer(OptimizerDef):
 
   def state_dict(self, target, state):
     state_dict = self.optimizer_def.state_dict(target, state)
-    return jax.tree_util.tree_map(lambda x: x[0], state_dict)
+    return jax.tree_util.tree_map(_first_replica, state_dict)
 
   def restore_state(self, opt_target, opt_state, state_dict):
     _restore.check_single_copy(self, opt_target, opt_state, state_dict)  # before replicating

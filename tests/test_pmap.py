@@ -301,3 +301,19 @@ def test_restore_state_replicates_onto_the_def_devices():
   # And from bytes (what a checkpoint file holds).
   restored = serialization.from_bytes(template, serialization.to_bytes(restored))
   np.testing.assert_array_equal(np.asarray(restored.target['b']), [-1.0] * len(devices))
+
+
+def test_replicated_state_dict_reads_each_leaf_on_one_device():
+  """A replicated optimizer's checkpoint holds replica 0 of every leaf, read on that replica's
+  own device (no program over all eight devices per leaf), equal to legacy's ``x[0]``."""
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', _deprecation.FlaxOptimDeprecationWarning)
+    opt = optim.Adam(0.1).create({'w': jnp.arange(6.0).reshape(2, 3)}).replicate()
+  grads = jax.tree_util.tree_map(jnp.ones_like, opt.target)
+  opt = jax.pmap(lambda o, g: o.apply_gradient(g), axis_name='batch')(opt, grads)
+  state = serialization.to_state_dict(opt)
+  for path, leaf in jax.tree_util.tree_leaves_with_path(state):
+    assert len(leaf.sharding.device_set) == 1, path
+  full = jax.tree_util.tree_map(np.asarray, serialization.to_state_dict(opt.unreplicate()))
+  jax.tree_util.tree_map(np.testing.assert_array_equal, full,
+                         jax.tree_util.tree_map(np.asarray, state))
