@@ -413,11 +413,13 @@ def _injected_name_read(create, calls, multis):
         node = cst.parse_expression(text)
       except cst.ParserSyntaxError:
         continue
-      for name in _unit.walk(node):
-        if (isinstance(name, cst.Name) and (name.value == 'learning_rate' or (
-            name.value.startswith('learning_rate_') and name.value[14:].isdigit()))):
-          if not any(isinstance(a, cst.Attribute) and a.attr is name for a in _unit.walk(node)):
-            return call.name, name.value
+      nodes = _unit.walk(node)
+      attributes = {id(a.attr) for a in nodes if isinstance(a, cst.Attribute)}
+      for name in nodes:
+        if (isinstance(name, cst.Name) and id(name) not in attributes and (
+            name.value == 'learning_rate' or (
+                name.value.startswith('learning_rate_') and name.value[14:].isdigit()))):
+          return call.name, name.value
   return None
 
 
