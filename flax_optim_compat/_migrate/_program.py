@@ -65,7 +65,9 @@ def _root_of(files: Sequence[str], sources: Sequence[str]) -> str:
   ``pkg/train.py`` is module ``pkg.train`` and its relative imports resolve, unless the files
   import its sub-folders by their own names (a program run from that folder); then up while the
   files import their own modules by a longer name (``brax/training`` given, its files import
-  ``brax.training.normalization``, and ``brax/`` has no ``__init__.py``).
+  ``brax.training.normalization``, and ``brax/`` has no ``__init__.py``; ``jax3d/projects/nesf``
+  given, its files import ``jax3d.projects.nesf.nerfstatic``: the names before the folder's
+  own must be its parents' names, in order).
   """
   root = os.path.commonpath([os.path.dirname(f) for f in files])
   while os.path.isfile(os.path.join(root, '__init__.py')) and os.path.dirname(root) != root and (
@@ -75,12 +77,22 @@ def _root_of(files: Sequence[str], sources: Sequence[str]) -> str:
   mine |= {m[:-3] for m in mine if m.endswith('.py')}
   for _ in range(4):
     parent, name = os.path.dirname(root), os.path.basename(root)
-    imported = {m.group(1) for text in sources for m in re.finditer(
-        rf'^\s*(?:from|import)\s+{re.escape(name)}\.(\w+)', text, re.MULTILINE)}
+    imported = {m.group(2) for text in sources for m in re.finditer(
+        rf'^\s*(?:from|import)\s+((?:\w+\.)*){re.escape(name)}\.(\w+)', text, re.MULTILINE)
+                if _ends_with(parent, m.group(1).split('.')[:-1])}
     if parent == root or not imported & mine:
       break
     root, mine = parent, {name}
   return root
+
+
+def _ends_with(folder: str, names: Sequence[str]) -> bool:
+  """Whether ``folder``'s last parts are ``names`` (``a/b/c`` ends with ``['b', 'c']``)."""
+  for name in reversed(names):
+    if os.path.basename(folder) != name:
+      return False
+    folder = os.path.dirname(folder)
+  return True
 
 
 def _imports_its_folders(root: str, sources: Sequence[str]) -> bool:

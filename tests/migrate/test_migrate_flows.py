@@ -89,17 +89,19 @@ def test_objects_that_meet_a_refused_one_are_refused_with_it():
   assert str(folder / 'notes.py') not in changed   # no marker in a file with no flax.optim
 
 
-def test_a_folder_below_its_package_top_resolves_its_own_imports(tmp_path):
+@pytest.mark.parametrize('package', ['proj.sub', 'top.proj.sub'])
+def test_a_folder_below_its_package_top_resolves_its_own_imports(tmp_path, package):
   """``brax/training`` given, ``brax/`` without ``__init__.py``: ``from brax.training import
-  devices`` is the project's own module, so its leaf-wise helper is followed."""
+  devices`` is the project's own module, so its leaf-wise helper is followed; so with
+  ``jax3d/projects/nesf`` given and ``from jax3d.projects.nesf import ...``."""
   pytest.importorskip('libcst')
-  sub = tmp_path / 'proj' / 'sub'
+  sub = tmp_path.joinpath(*package.split('.'))
   sub.mkdir(parents=True)
   (sub / '__init__.py').write_text('')
   (sub / 'devices.py').write_text((PROGRAMS / 'flows' / 'devices.py').read_text())
   (sub / 'train.py').write_text(
       'import jax\nimport jax.numpy as jnp\nfrom flax import optim\n'
-      'from proj.sub import devices\n\n\n'
+      f'from {package} import devices\n\n\n'
       'def train(params):\n'
       '  optimizer = devices.on_device(optim.Adam(learning_rate=0.1).create(params))\n'
       '  grad = jax.grad(lambda p: jnp.sum(p["w"] ** 2))(optimizer.target)\n'
