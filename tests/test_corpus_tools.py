@@ -2,6 +2,7 @@
 
 No corpus, no network, no subprocess: small programs written to a temporary folder.
 """
+import ast
 import importlib.util
 import pathlib
 import sys
@@ -248,3 +249,37 @@ def test_driver_statements_take_the_assignments_up_to_stop(tmp_path):
   assert ns['state'] == (5.0, 2)
   with pytest.raises(AssertionError, match='assigns none of'):
     driver.statements(prog, 'main', ['missing'])
+
+
+def test_every_driver_starts_with_the_shared_setup():
+  # The argv, sys.path and stand-in preamble lives once, in `_driver.setup`.
+  drivers = sorted(p for p in (CORPUS_TOOLS / 'drivers').glob('*.py') if p.name != '_driver.py')
+  assert drivers
+  for path in drivers:
+    source = path.read_text()
+    calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)
+             and ast.unparse(n.func) == '_driver.setup']
+    assert len(calls) == 1, f'{path.name}: {len(calls)} calls of _driver.setup'
+    assert 'sys.path' not in source and 'sys.argv' not in source, path.name
+
+
+def test_driver_setup_reads_argv_orders_sys_path_and_stands_in(tmp_path, monkeypatch):
+  driver = _load_from(CORPUS_TOOLS / 'drivers', '_driver')
+  program, site = tmp_path / 'prog', tmp_path / 'site'
+  monkeypatch.setattr(sys, 'argv', ['drv.py', str(program), '3', str(site)])
+  monkeypatch.setattr(sys, 'path', list(sys.path))
+  monkeypatch.setattr(sys, 'meta_path', list(sys.meta_path))
+  try:
+    assert driver.setup('_no_such_data_lib') == (program.resolve(), 3)
+    assert sys.path[:2] == [str(program.resolve()), str(tmp_path.resolve())]
+    assert sys.path[-1] == str(site)
+    from _no_such_data_lib import metrics  # a stand-in, not installed
+
+    class Collection(metrics.Collection):  # a program's class may derive from a stand-in
+      pass
+
+    assert Collection.__mro__[1:] == (object,)
+    assert callable(metrics.Average.from_output('loss'))
+  finally:
+    for name in [m for m in sys.modules if m.split('.')[0] == '_no_such_data_lib']:
+      del sys.modules[name]

@@ -1,7 +1,7 @@
 """Runs a real program both ways on synthetic data: legacy on this package, migrated without it.
 
     python tools/corpus/both_ways.py PROGRAM DRIVER [--steps N] [--also DIR] [--workdir DIR]
-                                     [--json OUT]
+                                     [--site DIR] [--json OUT]
 
 PROGRAM is a program folder of a corpus tree (``CORPUS/<id>``); DRIVER a script under
 ``tools/corpus/drivers/`` that trains the program for a few steps on synthetic inputs through the
@@ -11,7 +11,8 @@ floats: the loss of every step, then every final parameter.
 
 The folder is copied twice into the work folder (``legacy/<name>``, ``migrated/<name>``); the
 second copy is migrated as a user does (``migrate FOLDER --write --report``). The driver then
-runs as ``python DRIVER PROGRAM_COPY STEPS``:
+runs as ``python DRIVER PROGRAM_COPY STEPS [SITE]`` (``SITE``: ``--site``, a folder of
+pip-installable libraries the program needs, such as ml_collections, put last on sys.path):
 
 * *legacy*: in the copy as it was, ``from flax import optim`` being this checkout's package (the
   import alias), as users run their old code;
@@ -39,17 +40,21 @@ sys.path.insert(0, str(REPO))
 from tests import _isolated  # noqa: E402
 from tests import _migrate_harness as harness  # noqa: E402
 
-# The migrated side runs the driver as `python DRIVER ARGS` would, after the blocker prelude.
+# The migrated side runs the driver as `python DRIVER ARGS` would, after the blocker prelude:
+# the driver's folder first on sys.path (where `import _driver` finds the drivers' shared code).
 _RUN_PATH = '''
-import runpy, sys
+import os, runpy, sys
 sys.argv = {argv!r}
+sys.path.insert(0, os.path.dirname(sys.argv[0]))
 runpy.run_path(sys.argv[0], run_name='__main__')
 '''
 
 
-def run_side(driver, program, steps, *, isolated, workdir, timeout):
+def run_side(driver, program, steps, *, isolated, workdir, timeout, site=None):
   """Runs the driver on one copy; returns (trajectory or None, error text or '')."""
   argv = [str(driver), str(program), str(steps)]
+  if site:
+    argv.append(str(pathlib.Path(site).resolve()))
   if isolated:
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'PYTHONSTARTUP')}
     # The package's start-up hook (its .pth file) stays off: no alias, and no removed jax names
@@ -110,7 +115,7 @@ def migration_summary(migration):
           'not_rewritten': not_rewritten}
 
 
-def both_ways(program, driver, steps, workdir, timeout, also=(), reuse=False):
+def both_ways(program, driver, steps, workdir, timeout, also=(), reuse=False, site=None):
   program = pathlib.Path(program).resolve()
   driver = pathlib.Path(driver).resolve()
   legacy = workdir / 'legacy' / program.name
@@ -129,9 +134,9 @@ def both_ways(program, driver, steps, workdir, timeout, also=(), reuse=False):
   result = {'program': str(program), 'driver': driver.name, 'steps': steps,
             'migration': json.loads((workdir / 'migration.json').read_text())}
   before, result['legacy_error'] = run_side(driver, legacy, steps, isolated=False,
-                                            workdir=workdir, timeout=timeout)
+                                            workdir=workdir, timeout=timeout, site=site)
   after, result['migrated_error'] = run_side(driver, migrated, steps, isolated=True,
-                                             workdir=workdir, timeout=timeout)
+                                             workdir=workdir, timeout=timeout, site=site)
   if before is not None and after is not None:
     result['compare'] = compare(before, after)
     claim = result['migration']['claim']
@@ -150,13 +155,15 @@ def main(argv=None):
   ap.add_argument('--workdir', help='a new folder for the copies (default: a temporary one)')
   ap.add_argument('--reuse', action='store_true',
                   help='run the drivers again on the copies already in --workdir')
+  ap.add_argument('--site', help='a folder of pip-installable libraries the program needs '
+                  '(ml_collections, ...; `pip install --target DIR --no-deps`), on both sides')
   ap.add_argument('--json', help='write the result here')
   ap.add_argument('--timeout', type=int, default=900, help='seconds per side')
   args = ap.parse_args(argv)
   workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix='both_ways_')).resolve()
   workdir.mkdir(parents=True, exist_ok=True)
   result = both_ways(args.program, args.driver, args.steps, workdir, args.timeout, args.also,
-                     args.reuse)
+                     args.reuse, args.site)
   text = json.dumps(result, indent=1)
   if args.json:
     pathlib.Path(args.json).write_text(text + '\n')

@@ -1,9 +1,14 @@
 """What every both-ways driver shares (see tools/corpus/both_ways.py).
 
-A driver runs as ``python DRIVER PROGRAM_COPY STEPS`` in both a legacy copy and a migrated copy of
-a program, so it names no flax.optim object itself: it reaches the optimizer only through the
-program's own code (a factory function, or the statements of the program's main function that
-build it, which migrate rewrites in place and keeps the variable names of).
+A driver runs as ``python DRIVER PROGRAM_COPY STEPS [SITE]`` in both a legacy copy and a migrated
+copy of a program, so it names no flax.optim object itself: it reaches the optimizer only through
+the program's own code (a factory function, or the statements of the program's main function that
+build it, which migrate rewrites in place and keeps the variable names of). Its first lines:
+
+    import _driver
+    program, steps = _driver.setup('tensorflow', ...)  # argv, sys.path, stand-ins
+
+(the driver's folder is on sys.path: as a script's own folder, or put there by both_ways.py).
 """
 import ast
 import importlib.abc
@@ -18,11 +23,27 @@ import jax
 import numpy as np
 
 
-def setup():
-  """``(program folder, steps)`` from argv; the folder and its parent go first on sys.path."""
+def setup(*stand_ins):
+  """What every driver does first, from its argv ``PROGRAM STEPS [SITE]``: returns
+  ``(program folder, steps)``.
+
+  The program folder and its parent go first on sys.path (the program's modules import each
+  other by bare name or as a package of its folder), ``SITE`` (pip-installable libraries such as
+  ml_collections, installed with ``--target SITE --no-deps``) last, after the interpreter's own
+  jax / flax / numpy; the libraries named in ``stand_ins`` become stand-ins (`stand_in`).
+  """
   program = pathlib.Path(sys.argv[1]).resolve()
   sys.path[:0] = [str(program), str(program.parent)]
+  sys.path.extend(sys.argv[3:4])
+  stand_in(*stand_ins)
   return program, int(sys.argv[2])
+
+
+class _StandIn(mock.MagicMock):
+  """A permissive mock that a class can also derive from (``class M(metrics.Collection)``)."""
+
+  def __mro_entries__(self, bases):
+    return (object,)
 
 
 class _StandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -37,7 +58,7 @@ class _StandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     return None
 
   def create_module(self, spec):
-    module = mock.MagicMock(name=spec.name)
+    module = _StandIn(name=spec.name)
     module.__path__ = []
     module.__spec__ = spec
     return module

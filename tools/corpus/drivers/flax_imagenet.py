@@ -7,15 +7,11 @@ driver puts in a DynamicScale of the class the program's TrainState annotates th
 `train.train_step` runs; float32 ResNet18, random 32x32 images, pmapped over one device.
 """
 import functools
-import os
-import sys
 import types
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _driver  # noqa: E402
+import _driver
 
-program, steps = _driver.setup()
-_driver.stand_in('tensorflow', 'tensorflow_datasets', 'clu', 'ml_collections')
+program, steps = _driver.setup('tensorflow', 'tensorflow_datasets', 'clu', 'ml_collections')
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from flax import jax_utils  # noqa: E402

@@ -2,14 +2,9 @@
 
 `train.create_optimizer` and the jitted `train.train_step`, on random 28x28 images and labels.
 """
-import os
-import sys
+import _driver
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _driver  # noqa: E402
-
-program, steps = _driver.setup()
-_driver.stand_in('tensorflow', 'tensorflow_datasets', 'tensorboard', 'ml_collections')
+program, steps = _driver.setup('tensorflow', 'tensorflow_datasets', 'tensorboard', 'ml_collections')
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import train  # noqa: E402

@@ -6,15 +6,10 @@ annotates the field with (flax.optim's, or what migrate rewrote the annotation t
 loss-scaling path of `training.train_step` runs; a float32 ResNet18 of flaxmodels (folder passed
 with `--also`), `optax.adam(1e-3)`, pmapped over one device, random 32x32 images.
 """
-import os
-import sys
+import _driver
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _driver  # noqa: E402
-
-program, steps = _driver.setup()
-_driver.stand_in('tensorflow', 'tensorflow_datasets', 'tqdm', 'wandb', 'h5py', 'requests',
-                  'regex', 'filelock', 'importlib_metadata', 'tokenizers')
+program, steps = _driver.setup('tensorflow', 'tensorflow_datasets', 'tqdm', 'wandb', 'h5py',
+                               'requests', 'regex', 'filelock', 'importlib_metadata', 'tokenizers')
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402

@@ -8,14 +8,9 @@ as the program wrote them (or as migrate rewrote them), up to `render_pfn`, on a
 layers of 16, 8 + 8 samples per ray); the step is called as the program calls it, with the
 learning rate of the step from the program's own schedule, on random rays and colours.
 """
-import os
-import sys
+import _driver
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _driver  # noqa: E402
-
-program, steps = _driver.setup()
-_driver.stand_in('tensorflow', 'tensorboard', 'cv2', 'PIL')
+program, steps = _driver.setup('tensorflow', 'tensorboard', 'cv2', 'PIL')
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from flax import jax_utils  # noqa: E402
