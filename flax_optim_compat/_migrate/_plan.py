@@ -51,7 +51,8 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   conversions: List[Conversion] = []
   groups: Dict[tuple, _Group] = {}
   loose: List[_sites.Site] = []
-  for site in _sites.sites(project):
+  found = _sites.sites(project)
+  for site in found:
     if site.slot is None:
       loose.append(site)
       continue
@@ -64,10 +65,21 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   # theirs that escaped the analysis, and is then refused too (never half-rewritten).
   ordered = sorted(groups.values(), key=lambda g: not _creates(g))
   escaped = _loose_defs(project, groups.values())
+  decided = []
   for group in ordered:
     unseen = not _creates(group) and escaped
-    _plan_group(project, group, files, records, conversions, plain_optax, unseen)
+    decided.append((group, _decide(project, group, records, conversions, files, plain_optax,
+                                   unseen)))
     escaped |= any(s.kind == 'escape' for s in group.sites)
+  # A refusal decided here for the whole object (FOM108-FOM111, FOM102 ...) spreads to the
+  # objects that meet it, as the refusals of single sites did in ``_sites``: all decided first.
+  _sites.refuse_together(project, found)
+  for group, obj in decided:
+    if group.refused:
+      _refuse(group, files, records)
+    else:
+      for site in group.sites:
+        rules.claiming(site, obj).plan(site, obj)
   refused_nodes = set()
   for group in groups.values():
     if group.refused:
@@ -184,7 +196,7 @@ def _uses_flax_nn(unit) -> bool:
              if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node))
 
 
-def _def_site_check(project, group, files) -> dict:
+def _def_site_check(project, group) -> dict:
   """Refusals that come from the defs of the group's create calls; ``{id(site): groups}``.
 
   ``groups`` (for a MultiOptimizer or ``create(focus=...)``) lists per (traversal, def) pair
@@ -310,25 +322,14 @@ def _multi_groups(project, unit, pairs):
   return groups, None
 
 
-def _plan_group(project, group, files, records, conversions, plain_optax, unseen):
-  """Plans one object: every site rewritten by its rule, or the object refused and each site
-  marked.
+def _decide(project, group, records, conversions, files, plain_optax, unseen) -> ObjectPlan:
+  """What holds for the whole object (its defs, learning-rate mode, gradient average); refuses
+  the sites that block it.
 
   ``unseen``: the object is created out of sight while another object escaped the analysis
   (it may be that one, e.g. through an import the analysis cannot resolve).
   """
-  obj = _decide(project, group, files, records, conversions, plain_optax, unseen)
-  if group.refused:
-    _refuse(group, files, records)
-    return
-  for site in group.sites:
-    rules.claiming(site, obj).plan(site, obj)
-
-
-def _decide(project, group, files, records, conversions, plain_optax, unseen) -> ObjectPlan:
-  """What holds for the whole object (its defs, learning-rate mode, gradient average); refuses
-  the sites that block it."""
-  multis = _def_site_check(project, group, files)
+  multis = _def_site_check(project, group)
   creates = [s for s in group.sites if s.kind == 'create']
   # ``optimize(loss_fn, **overrides)`` applies the gradient as ``apply_gradient`` does: the same
   # overrides, learning-rate mode and gradient average (one whose shape is refused is left out).
