@@ -181,12 +181,28 @@ def _member(project, unit: SourceFile, node: cst.CSTNode, group: tuple, matched)
                   + unfollowed_use(project, unit, site.node))
     return site
   if parent.attr.value in _READS:
-    return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
+    return Site(unit, parent, 'read', group, _refusals.READ, _read_message(unit, parent))
   return Site(unit, parent, 'escape', group, _refusals.ESCAPE,
               f'uses {unit.code(parent)}, which a TrainState does not have')
 
 
-def _short(text: str, width: int = 60) -> str:
+def _read_message(unit: SourceFile, read: cst.Attribute) -> str:
+  """``reads optimizer.state, passed to zero_states(...) at training.py:340``: the legacy
+  internal read and where it goes, so the report names what has no TrainState equivalent."""
+  message = f'reads {unit.code(read)}'
+  what = {'state': 'step and per-parameter states', 'optimizer_def': 'def',
+          'hyper_params': 'hyper-parameters'}.get(read.attr.value)
+  if what:
+    message += f' (legacy\'s {what})'
+  parent = unit.parent(read)
+  if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call):
+    call = unit.parent(parent)
+    message += (f', passed to {short(unit.code(call.func))}(...) at '
+                f'{os.path.basename(unit.path)}:{unit.line(read)}')
+  return message
+
+
+def short(text: str, width: int = 60) -> str:
   text = ' '.join(text.split())
   return text if len(text) <= width else text[:width - 3] + '...'
 
@@ -202,7 +218,7 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
     call = unit.parent(parent)
     how = (f'as {parent.keyword.value}=' if parent.keyword is not None
            else f'as argument {call.args.index(parent) + 1}')
-    what = f'is passed to {_short(unit.code(call.func))}(...) {how} at {where}'
+    what = f'is passed to {short(unit.code(call.func))}(...) {how} at {where}'
     if project.resolve_callable(unit, call.func) is not None:
       if _calls.differentiated(project, unit, call) is not None:
         return f'{what}: it is the argument the gradient is taken with respect to'
@@ -218,15 +234,15 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
             'call the analysis does not know, or an import that does not resolve to them)')
   if isinstance(parent, (cst.Element, cst.DictElement, cst.StarredDictElement)):
     container = unit.parent(parent)
-    return (f'is put in {_short(unit.code(container))} at {where}, a container the analysis '
+    return (f'is put in {short(unit.code(container))} at {where}, a container the analysis '
             'does not follow there')
   if isinstance(parent, cst.Assign):
-    targets = ', '.join(_short(unit.code(t.target), 40) for t in parent.targets)
+    targets = ', '.join(short(unit.code(t.target), 40) for t in parent.targets)
     return (f'is assigned to {targets} at {where}, a target the analysis does not track (an '
             'item, or an attribute of a value it cannot name)')
   statement = statement_of(unit, node)
   statement = unit.code(statement if isinstance(statement, cst.SimpleStatementLine) else node)
-  return f'is used in {_short(statement)} at {where}, which the analysis does not follow'
+  return f'is used in {short(statement)} at {where}, which the analysis does not follow'
 
 
 def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode) -> bool:
