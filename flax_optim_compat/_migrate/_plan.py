@@ -321,12 +321,13 @@ def _branch_check(project, site):
   for unit, call in project.def_branches(site.unit, site.node.func.value):
     name = unit.legacy(call.func)
     parsed = _optax_text.def_call(name, call, unit.module) if name in _unit.BUILTIN_DEFS else None
-    why = 'not a built-in def with arguments it reads'
+    why, refusal = 'not a built-in def with arguments it reads', _refusals.UNKNOWN_DEF
     if name == 'MultiOptimizer' and len(site.node.args) == 1:   # a list: its groups
       parsed, multi_why = _multi_of(project, unit, call)
-      why = f'{why} ({multi_why})' if multi_why else why
+      if multi_why:   # a group migrate does not read: the MultiOptimizer's own limit
+        why, refusal = multi_why, _refusals.MULTI
     if parsed is None or len(site.node.args) != 1:
-      site.refusal = _refusals.UNKNOWN_DEF
+      site.refusal = refusal
       site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
                       f'{unit.line(call)}): {why}')
       return
@@ -365,7 +366,11 @@ def _multi_groups(project, unit, pairs):
     if isinstance(def_node, cst.Name):
       values = project.assignment_values(unit, def_node)
       uses = _unit.accesses(unit, def_node)
-      if not values or len(values) != 1 or uses is None or not all(
+      if values and len(values) > 1:
+        return None, (f'group {i}: the def {unit.code(def_node)} is chosen at run time (assigned '
+                      f'at lines {", ".join(str(unit.line(v)) for v in values)}); a group\'s '
+                      'def must be one def call')
+      if not values or uses is None or not all(
           isinstance(unit.parent(u), cst.Element) for u in uses):
         return None, (f'group {i}: the def {unit.code(def_node)} is not assigned once and '
                       'used only here')
@@ -401,7 +406,8 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen) ->
       calls[id(site)] = _optax_text.def_call(site.unit.legacy(call.func), call, site.unit.module)
   pmeans = _replication(project, group, applies)
   if group_lrs:   # one learning rate injected per group
-    mode, schedule = _multi_mode(creates, multis, applies, overrides, group_lrs), None
+    mode, schedule = _multi_mode(project, creates, multis, applies, overrides,
+                                  group_lrs), None
   else:
     mode, schedule = _learning_rate.lr_mode(project, applies, overrides, creates)
     if mode == 'schedule' and any(multis.get(id(c)) or any(
@@ -510,33 +516,74 @@ def _overrides(applies):
   return overrides, group_lrs
 
 
-def _multi_mode(creates, multis, applies, overrides, group_lrs) -> str:
+def _multi_mode(project, creates, multis, applies, overrides, group_lrs) -> str:
   """``'inject'``, one learning rate per group, for a MultiOptimizer some of whose apply sites
-  override its groups (``hyper_params=[...]``). Refuses the sites that block it."""
-  multi = [c for c in creates if multis.get(id(c))]
-  if len(multi) != 1 or len(creates) != 1:
-    site = next(s for s in applies if overrides[id(s)] is not None or id(s) in group_lrs)
+  override its groups (``hyper_params=[...]``). Every def the object may be created from (its
+  creates, their branches) must be a MultiOptimizer with as many groups, in sight; else the
+  override site is refused naming the def that differs. Refuses the sites that block it."""
+  defs = _group_defs(project, creates, multis)
+  site = next(s for s in applies if id(s) in group_lrs)
+  plain = next((d for d in defs if d[2] is None), None)
+  if plain is not None or not defs:
     site.refusal = _refusals.GROUP_HYPER_PARAMS
     site.message = ('overrides the groups of an optimizer that is not one MultiOptimizer '
-                    'created in sight')
+                    'created in sight' if plain is None or plain[1] is None else
+                    f'overrides the groups of a MultiOptimizer, but the optimizer may also be '
+                    f'created from {_sites.short(plain[0].code(plain[1]))} ({_at(*plain[:2])}), '
+                    'a def without groups')
     return 'inject'
-  groups = multis[id(multi[0])]
-  own = [call.sources.get('learning_rate', 'None') for *_, call in groups]
+  other = next((d for d in defs if len(d[2]) != len(defs[0][2])), None)
+  if other is not None:
+    site.refusal = _refusals.GROUP_HYPER_PARAMS
+    site.message = ('the MultiOptimizers the optimizer may be created from have different '
+                    'groups: ' + ' and '.join(
+                        f'{len(d[2])} at {_at(*d[:2])}' for d in (defs[0], other)))
+    return 'inject'
+  count = len(defs[0][2])
+  own = [sorted({groups[i][-1].sources.get('learning_rate', 'None') for *_, groups in defs})
+         for i in range(count)]
   for site in applies:
     if overrides[id(site)] is not None:
       continue
-    lrs = group_lrs.get(id(site), [None] * len(groups))
-    if len(lrs) != len(groups):
+    lrs = group_lrs.get(id(site), [None] * count)
+    if len(lrs) != count:
       site.refusal = _refusals.GROUP_HYPER_PARAMS
-      site.message = f'hyper_params=[...] has {len(lrs)} elements for {len(groups)} groups'
+      site.message = f'hyper_params=[...] has {len(lrs)} elements for {count} groups'
       continue
     for i, lr in enumerate(lrs):
-      if lr is None and (own[i] == 'None' or not _optax_text.is_literal(own[i])):
+      if lr is not None:
+        continue
+      if len(own[i]) > 1:
         site.refusal = _refusals.LR_NONE
-        site.message = (f'group {i} keeps its own learning rate ({own[i]}) here, which the '
+        site.message = (f'group {i} keeps its own learning rate here, which differs between the '
+                        f'defs the optimizer may be created from ({", ".join(own[i])})')
+        break
+      if own[i][0] == 'None' or not _optax_text.is_literal(own[i][0]):
+        site.refusal = _refusals.LR_NONE
+        site.message = (f'group {i} keeps its own learning rate ({own[i][0]}) here, which the '
                         'rewrite sets only from a literal')
         break
   return 'inject'
+
+
+def _group_defs(project, creates, multis):
+  """``[(unit, def call, groups or None)]``: each def the object may be created from (once),
+  with its MultiOptimizer groups, None for a def without groups."""
+  found, seen = [], set()
+  for create in creates:
+    if multis.get(id(create)):
+      entries = [(create.unit, project.def_call(create.unit, create.node.func.value),
+                  multis[id(create)])]
+    elif create.branches is not None:
+      entries = [(unit, node, call if isinstance(call, list) else None)
+                 for unit, node, call in create.branches]
+    else:
+      entries = [(create.unit, project.def_call(create.unit, create.node.func.value), None)]
+    for entry in entries:
+      if id(entry[1]) not in seen:
+        seen.add(id(entry[1]))
+        found.append(entry)
+  return found
 
 
 def _refuse(group, files, records):
