@@ -150,13 +150,14 @@ class _LeftoverVisitor(cst.CSTVisitor):
     self.project, self.unit, self.plan, self.handled = project, unit, plan, handled
     self.records = records
     self.pre_linen = _uses_flax_nn(unit)
+    # A pre-Linen file: the rules plan into a plan that is dropped (one per file).
+    self.scratch = FilePlan(unit) if self.pre_linen else None
 
   def _by_a_rule(self, node) -> bool:
     if self.pre_linen:
       # A pre-Linen file cannot run on today's flax whatever is rewritten: a legacy name a
       # rule would rewrite (``optim.DynamicScale``) stays with the file's refused optimizers.
-      scratch = FilePlan(self.unit)
-      if any(rule.plan_name(self.unit, node, scratch, []) for rule in rules.ALL):
+      if any(rule.plan_name(self.unit, node, self.scratch, []) for rule in rules.ALL):
         self.plan.mark(node, _refusals.marker_text(_refusals.PRE_LINEN))
         self.records.append(Record(self.unit.path, self.unit.line(node), _refusals.PRE_LINEN.code,
                                    'refused', '', f'{self.unit.code(node)}: this file uses flax.nn'))
@@ -540,6 +541,8 @@ def _multi_mode(project, creates, multis, applies, overrides, group_lrs) -> str:
                         f'{len(d[2])} at {_at(*d[:2])}' for d in (defs[0], other)))
     return 'inject'
   count = len(defs[0][2])
+  if any(g is None for *_, groups in defs for g in groups):
+    return 'inject'   # a group migrate does not read: its create is refused for it
   own = [sorted({groups[i][-1].sources.get('learning_rate', 'None') for *_, groups in defs})
          for i in range(count)]
   for site in applies:
@@ -575,8 +578,15 @@ def _group_defs(project, creates, multis):
       entries = [(create.unit, project.def_call(create.unit, create.node.func.value),
                   multis[id(create)])]
     elif create.branches is not None:
-      entries = [(unit, node, call if isinstance(call, list) else None)
-                 for unit, node, call in create.branches]
+      # Every branch, also past one that refused the create (``branches`` stops there): a
+      # MultiOptimizer whose groups migrate does not read counts its pairs.
+      parsed = {id(node): call for _, node, call in create.branches}
+      entries = []
+      for unit, node in project.def_branches(create.unit, create.node.func.value) or ():
+        groups = parsed.get(id(node))
+        if groups is None and unit.legacy(node.func) == 'MultiOptimizer':
+          groups = [None] * len(node.args)
+        entries.append((unit, node, groups if isinstance(groups, list) else None))
     else:
       entries = [(create.unit, project.def_call(create.unit, create.node.func.value), None)]
     for entry in entries:

@@ -1065,11 +1065,12 @@ def test_a_def_chosen_in_branches_gets_one_expression_and_one_command_per_branch
 
 
 def test_a_branch_that_cannot_be_rewritten_refuses_the_whole_object():
-  new = assert_refused_and_marked('FOM110', (
+  # The branch is a MultiOptimizer without a (traversal, def) pair: its own limit, FOM111.
+  new = assert_refused_and_marked('FOM111', (
       'def get_def(kind):\n  if kind == "a":\n    d = optim.Adam(0.1)\n'
       '  else:\n    d = optim.MultiOptimizer()\n  return d\n\n\n'
       'def f(p, g, kind):\n  o = get_def(kind).create(p)\n  return o.apply_gradient(g)\n'))
-  assert 'optim.Adam(0.1)' in new and new.count('# TODO(flax-optim-compat): FOM110') == 2
+  assert 'optim.Adam(0.1)' in new and new.count('# TODO(flax-optim-compat): FOM111') == 2
 
 
 def test_a_config_field_compared_with_a_string_is_not_an_optimizer():

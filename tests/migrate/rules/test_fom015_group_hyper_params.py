@@ -110,3 +110,18 @@ def test_a_group_kept_at_its_own_rate_that_differs_between_branches_is_refused()
   assert refused == [(13, 'FOM108', 'group 1 keeps its own learning rate here, which differs '
                                     'between the defs the optimizer may be created from (0.1, '
                                     '0.2)')]
+
+
+def test_a_plain_branch_is_named_past_a_branch_that_refuses_the_create():
+  # The first branch's group def is chosen at run time (FOM111 at the create); the override is
+  # still refused for the plain branch after it, which legacy could not override per group.
+  source = _BRANCHES.replace(
+      "  if flag:\n",
+      "  if lr:\n    p_opt = optim.Adam(0.5)\n  else:\n    p_opt = optim.Momentum(0.5)\n"
+      "  if flag:\n").replace('(t, optim.Adam(0.5))', '(t, p_opt)')
+  new, report = migrate_source(source.format(other='optim.Adam(0.1)', second='hp[1]'))
+  refused = [(r.line, r.code, r.message) for r in report.records if r.status == 'refused'
+             and 'not rewritten' not in r.message]
+  assert [(line, code) for line, code, _ in refused] == [(15, 'FOM111'), (17, 'FOM102')]
+  assert 'p_opt is chosen at run time (assigned at lines 8, 10)' in refused[0][2]
+  assert 'may also be created from optim.Adam(0.1) (script.py:14)' in refused[1][2]
