@@ -128,7 +128,7 @@ def _loose_defs(project, groups) -> bool:
              and id(node) not in seen for unit in project.units for node in unit.nodes)
 
 
-_DEFS = frozenset(_unit.BUILTIN_DEFS + ('MultiOptimizer', 'WeightNorm'))
+_DEFS = _sites.DEFS
 
 
 def _def_values(project, site):
@@ -177,8 +177,8 @@ class _LeftoverVisitor(cst.CSTVisitor):
     if self._by_a_rule(node):
       return False
     if isinstance(node, (cst.Name, cst.Attribute)) and (
-        unit.legacy(node) or _private_legacy(unit, node)):
-      refusal, message = _leftover_reason(self.project, unit, node)
+        unit.legacy(node) or _sites.private_legacy(unit, node)):
+      refusal, message = _sites.leftover_reason(self.project, unit, node)
       plan.mark(node, _refusals.marker_text(refusal))
       self.records.append(Record(unit.path, unit.line(node), refusal.code, 'refused', '',
                                  message))
@@ -187,66 +187,6 @@ class _LeftoverVisitor(cst.CSTVisitor):
         node.func.attr.value == 'optax_transform'):
       return False   # the package's exact transform, kept on purpose (flagged FOM009)
     return True
-
-
-def _private_legacy(unit, node) -> bool:
-  """``flax.optim.adam._AdamParamState``: a name of flax.optim's private modules or classes
-  (legacy internals), which no legacy name covers."""
-  return isinstance(node, cst.Attribute) and any(
-      n.startswith('flax.optim.') and '._' in n[len('flax.optim'):] for n in unit.names(node))
-
-
-def _leftover_reason(project, unit, node):
-  """``(refusal, message)`` for a legacy name left as it is: what it is and why no rule
-  rewrites it there."""
-  name, text = unit.legacy(node), unit.code(node)
-  parent = unit.parent(node)
-  call = parent if isinstance(parent, cst.Call) and parent.func is node else None
-  shown = _sites.short(unit.code(call if call is not None else node))
-  if name == 'WeightNorm':
-    return _refusals.WEIGHT_NORM, f'{shown}: {_refusals.WEIGHT_NORM.reason}'
-  if name == 'OptimizerState' or name is None:
-    return _refusals.READ, (f'{shown}: legacy internals (an optimizer state, per-parameter '
-                            'states) that a TrainState does not have')
-  if name == 'OptimizerDef' and unit.enclosing(node, (cst.Annotation,)) is not None:
-    return _refusals.UNFOLLOWED, (f'{shown}: the annotation of a def that is not rewritten, '
-                                  'left as it is with it')
-  why = _def_destination(project, unit, call) if call is not None and name in _DEFS else None
-  return _refusals.UNFOLLOWED, f'{shown}: ' + (why or _refusals.UNFOLLOWED.reason)
-
-
-def _def_destination(project, unit, call):
-  """Where a def call that no create uses goes, as a reason: a variable read elsewhere too, a
-  return value of a function no resolved call creates from, an argument. None if neither."""
-  parent = unit.parent(call)
-  if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
-      parent.targets[0].target, cst.Name):
-    variable = parent.targets[0].target
-    for use in _unit.accesses(unit, variable) or ():
-      member = unit.parent(use)
-      if not (isinstance(member, cst.Attribute) and member.attr.value == 'create'):
-        return (f'assigned to {variable.value}, which is also read at {_at(unit, use)} '
-                f'({_sites.short(unit.code(statement_of(unit, use)))}): the analysis follows a def '
-                'variable read only as the receiver of .create(...)')
-  if isinstance(parent, cst.Return):
-    fdef = unit.enclosing(call, (cst.FunctionDef,))
-    if fdef is not None:
-      called = [(u, n) for u in project.units for n in u.nodes if isinstance(n, cst.Call) and (
-          (isinstance(n.func, cst.Attribute) and n.func.attr.value == fdef.name.value) or (
-              isinstance(n.func, cst.Name) and n.func.value == fdef.name.value))]
-      where = ', '.join(f'{_at(u, n)} ({_sites.short(u.code(n), 40)})' for u, n in called[:3])
-      return (f'returned by {fdef.name.value}(), ' + (
-          f'called at {where}, where the analysis does not resolve the callee to one function '
-          'whose every return is a def (e.g. a method of a value whose class is chosen at run '
-          'time)' if called else 'which no call in the given files is seen to make'))
-  if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call):
-    return (f'passed to {_sites.short(unit.code(unit.parent(parent).func), 40)}(...) at '
-            f'{_at(unit, call)}: the analysis does not follow a def into a parameter')
-  return None
-
-
-def _at(unit, node) -> str:
-  return f'{os.path.basename(unit.path)}:{unit.line(node)}'
 
 
 def _uses_flax_nn(unit) -> bool:
@@ -530,7 +470,7 @@ def _multi_mode(project, creates, multis, applies, overrides, group_lrs) -> str:
     site.message = ('overrides the groups of an optimizer that is not one MultiOptimizer '
                     'created in sight' if plain is None or plain[1] is None else
                     f'overrides the groups of a MultiOptimizer, but the optimizer may also be '
-                    f'created from {_sites.short(plain[0].code(plain[1]))} ({_at(*plain[:2])}), '
+                    f'created from {_sites.short(plain[0].code(plain[1]))} ({_sites.at(*plain[:2])}), '
                     'a def without groups')
     return 'inject'
   other = next((d for d in defs if len(d[2]) != len(defs[0][2])), None)
@@ -538,7 +478,7 @@ def _multi_mode(project, creates, multis, applies, overrides, group_lrs) -> str:
     site.refusal = _refusals.GROUP_HYPER_PARAMS
     site.message = ('the MultiOptimizers the optimizer may be created from have different '
                     'groups: ' + ' and '.join(
-                        f'{len(d[2])} at {_at(*d[:2])}' for d in (defs[0], other)))
+                        f'{len(d[2])} at {_sites.at(*d[:2])}' for d in (defs[0], other)))
     return 'inject'
   count = len(defs[0][2])
   if any(g is None for *_, groups in defs for g in groups):
