@@ -51,7 +51,8 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   conversions: List[Conversion] = []
   groups: Dict[tuple, _Group] = {}
   loose: List[_sites.Site] = []
-  for site in _sites.sites(project):
+  found = _sites.sites(project)
+  for site in found:
     if site.slot is None:
       loose.append(site)
       continue
@@ -64,10 +65,21 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   # theirs that escaped the analysis, and is then refused too (never half-rewritten).
   ordered = sorted(groups.values(), key=lambda g: not _creates(g))
   escaped = _loose_defs(project, groups.values())
+  decided = []
   for group in ordered:
     unseen = not _creates(group) and escaped
-    _plan_group(project, group, files, records, conversions, plain_optax, unseen)
+    decided.append((group, _decide(project, group, records, conversions, files, plain_optax,
+                                   unseen)))
     escaped |= any(s.kind == 'escape' for s in group.sites)
+  # A refusal decided here for the whole object (FOM108-FOM111, FOM102 ...) spreads to the
+  # objects that meet it, as the refusals of single sites did in ``_sites``: all decided first.
+  _sites.refuse_together(project, found)
+  for group, obj in decided:
+    if group.refused:
+      _refuse(group, files, records)
+    else:
+      for site in group.sites:
+        rules.claiming(site, obj).plan(site, obj)
   refused_nodes = set()
   for group in groups.values():
     if group.refused:
@@ -91,7 +103,7 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   for site in loose:
     refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
   for unit in project.units:
-    _leftovers(unit, files[unit.path], refused_nodes, records)
+    unit.module.visit(_LeftoverVisitor(project, unit, files[unit.path], refused_nodes, records))
   records.sort(key=lambda r: (r.path, r.line))
   return Plan(files, records, conversions)
 
@@ -116,7 +128,7 @@ def _loose_defs(project, groups) -> bool:
              and id(node) not in seen for unit in project.units for node in unit.nodes)
 
 
-_DEFS = frozenset(_unit.BUILTIN_DEFS + ('MultiOptimizer', 'WeightNorm'))
+_DEFS = _sites.DEFS
 
 
 def _def_values(project, site):
@@ -126,28 +138,26 @@ def _def_values(project, site):
   return []
 
 
-def _leftovers(unit, plan, handled, records):
-  """Refuses (FOM112) every legacy name that no rule rewrites and no refusal covers.
-
-  E.g. a def passed to a function (``make(optim.Adam(0.1))``): the analysis does not follow
-  defs through calls, and a silent leftover would pass ``--check``.
-  """
-  unit.module.visit(_LeftoverVisitor(unit, plan, handled, records))
-
-
 class _LeftoverVisitor(cst.CSTVisitor):
+  """Refuses every legacy name that no rule rewrites and no refusal covers, naming why: a def
+  that goes where the analysis does not follow it (FOM112: ``make(optim.Adam(0.1))``, a def
+  returned by a method of a value whose class it cannot name), ``WeightNorm`` (FOM103), legacy
+  internals built by hand (FOM104: ``OptimizerState(...)``, ``flax.optim.adam._AdamParamState``).
+  A silent leftover would pass ``--check``."""
 
-  def __init__(self, unit, plan, handled, records):
+  def __init__(self, project, unit, plan, handled, records):
     super().__init__()
-    self.unit, self.plan, self.handled, self.records = unit, plan, handled, records
+    self.project, self.unit, self.plan, self.handled = project, unit, plan, handled
+    self.records = records
     self.pre_linen = _uses_flax_nn(unit)
+    # A pre-Linen file: the rules plan into a plan that is dropped (one per file).
+    self.scratch = FilePlan(unit) if self.pre_linen else None
 
   def _by_a_rule(self, node) -> bool:
     if self.pre_linen:
       # A pre-Linen file cannot run on today's flax whatever is rewritten: a legacy name a
       # rule would rewrite (``optim.DynamicScale``) stays with the file's refused optimizers.
-      scratch = FilePlan(self.unit)
-      if any(rule.plan_name(self.unit, node, scratch, []) for rule in rules.ALL):
+      if any(rule.plan_name(self.unit, node, self.scratch, []) for rule in rules.ALL):
         self.plan.mark(node, _refusals.marker_text(_refusals.PRE_LINEN))
         self.records.append(Record(self.unit.path, self.unit.line(node), _refusals.PRE_LINEN.code,
                                    'refused', '', f'{self.unit.code(node)}: this file uses flax.nn'))
@@ -166,11 +176,12 @@ class _LeftoverVisitor(cst.CSTVisitor):
       return False
     if self._by_a_rule(node):
       return False
-    if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node):
-      plan.mark(node, _refusals.marker_text(_refusals.UNFOLLOWED))
-      self.records.append(Record(unit.path, unit.line(node), _refusals.UNFOLLOWED.code,
-                                 'refused', '',
-                                 f'{unit.code(node)}: {_refusals.UNFOLLOWED.reason}'))
+    if isinstance(node, (cst.Name, cst.Attribute)) and (
+        unit.legacy(node) or _sites.private_legacy(unit, node)):
+      refusal, message = _sites.leftover_reason(self.project, unit, node)
+      plan.mark(node, _refusals.marker_text(refusal))
+      self.records.append(Record(unit.path, unit.line(node), refusal.code, 'refused', '',
+                                 message))
       return False
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
         node.func.attr.value == 'optax_transform'):
@@ -184,7 +195,7 @@ def _uses_flax_nn(unit) -> bool:
              if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node))
 
 
-def _def_site_check(project, group, files) -> dict:
+def _def_site_check(project, group) -> dict:
   """Refusals that come from the defs of the group's create calls; ``{id(site): groups}``.
 
   ``groups`` (for a MultiOptimizer or ``create(focus=...)``) lists per (traversal, def) pair
@@ -251,12 +262,13 @@ def _branch_check(project, site):
   for unit, call in project.def_branches(site.unit, site.node.func.value):
     name = unit.legacy(call.func)
     parsed = _optax_text.def_call(name, call, unit.module) if name in _unit.BUILTIN_DEFS else None
-    why = 'not a built-in def with arguments it reads'
+    why, refusal = 'not a built-in def with arguments it reads', _refusals.UNKNOWN_DEF
     if name == 'MultiOptimizer' and len(site.node.args) == 1:   # a list: its groups
       parsed, multi_why = _multi_of(project, unit, call)
-      why = f'{why} ({multi_why})' if multi_why else why
+      if multi_why:   # a group migrate does not read: the MultiOptimizer's own limit
+        why, refusal = multi_why, _refusals.MULTI
     if parsed is None or len(site.node.args) != 1:
-      site.refusal = _refusals.UNKNOWN_DEF
+      site.refusal = refusal
       site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
                       f'{unit.line(call)}): {why}')
       return
@@ -295,7 +307,11 @@ def _multi_groups(project, unit, pairs):
     if isinstance(def_node, cst.Name):
       values = project.assignment_values(unit, def_node)
       uses = _unit.accesses(unit, def_node)
-      if not values or len(values) != 1 or uses is None or not all(
+      if values and len(values) > 1:
+        return None, (f'group {i}: the def {unit.code(def_node)} is chosen at run time (assigned '
+                      f'at lines {", ".join(str(unit.line(v)) for v in values)}); a group\'s '
+                      'def must be one def call')
+      if not values or uses is None or not all(
           isinstance(unit.parent(u), cst.Element) for u in uses):
         return None, (f'group {i}: the def {unit.code(def_node)} is not assigned once and '
                       'used only here')
@@ -310,25 +326,14 @@ def _multi_groups(project, unit, pairs):
   return groups, None
 
 
-def _plan_group(project, group, files, records, conversions, plain_optax, unseen):
-  """Plans one object: every site rewritten by its rule, or the object refused and each site
-  marked.
+def _decide(project, group, records, conversions, files, plain_optax, unseen) -> ObjectPlan:
+  """What holds for the whole object (its defs, learning-rate mode, gradient average); refuses
+  the sites that block it.
 
   ``unseen``: the object is created out of sight while another object escaped the analysis
   (it may be that one, e.g. through an import the analysis cannot resolve).
   """
-  obj = _decide(project, group, files, records, conversions, plain_optax, unseen)
-  if group.refused:
-    _refuse(group, files, records)
-    return
-  for site in group.sites:
-    rules.claiming(site, obj).plan(site, obj)
-
-
-def _decide(project, group, files, records, conversions, plain_optax, unseen) -> ObjectPlan:
-  """What holds for the whole object (its defs, learning-rate mode, gradient average); refuses
-  the sites that block it."""
-  multis = _def_site_check(project, group, files)
+  multis = _def_site_check(project, group)
   creates = [s for s in group.sites if s.kind == 'create']
   # ``optimize(loss_fn, **overrides)`` applies the gradient as ``apply_gradient`` does: the same
   # overrides, learning-rate mode and gradient average (one whose shape is refused is left out).
@@ -342,7 +347,8 @@ def _decide(project, group, files, records, conversions, plain_optax, unseen) ->
       calls[id(site)] = _optax_text.def_call(site.unit.legacy(call.func), call, site.unit.module)
   pmeans = _replication(project, group, applies)
   if group_lrs:   # one learning rate injected per group
-    mode, schedule = _multi_mode(creates, multis, applies, overrides, group_lrs), None
+    mode, schedule = _multi_mode(project, creates, multis, applies, overrides,
+                                  group_lrs), None
   else:
     mode, schedule = _learning_rate.lr_mode(project, applies, overrides, creates)
     if mode == 'schedule' and any(multis.get(id(c)) or any(
@@ -451,33 +457,83 @@ def _overrides(applies):
   return overrides, group_lrs
 
 
-def _multi_mode(creates, multis, applies, overrides, group_lrs) -> str:
+def _multi_mode(project, creates, multis, applies, overrides, group_lrs) -> str:
   """``'inject'``, one learning rate per group, for a MultiOptimizer some of whose apply sites
-  override its groups (``hyper_params=[...]``). Refuses the sites that block it."""
-  multi = [c for c in creates if multis.get(id(c))]
-  if len(multi) != 1 or len(creates) != 1:
-    site = next(s for s in applies if overrides[id(s)] is not None or id(s) in group_lrs)
+  override its groups (``hyper_params=[...]``). Every def the object may be created from (its
+  creates, their branches) must be a MultiOptimizer with as many groups, in sight; else the
+  override site is refused naming the def that differs. Refuses the sites that block it."""
+  defs = _group_defs(project, creates, multis)
+  site = next(s for s in applies if id(s) in group_lrs)
+  plain = next((d for d in defs if d[2] is None), None)
+  if plain is not None or not defs:
     site.refusal = _refusals.GROUP_HYPER_PARAMS
     site.message = ('overrides the groups of an optimizer that is not one MultiOptimizer '
-                    'created in sight')
+                    'created in sight' if plain is None or plain[1] is None else
+                    f'overrides the groups of a MultiOptimizer, but the optimizer may also be '
+                    f'created from {_sites.short(plain[0].code(plain[1]))} ({_sites.at(*plain[:2])}), '
+                    'a def without groups')
     return 'inject'
-  groups = multis[id(multi[0])]
-  own = [call.sources.get('learning_rate', 'None') for *_, call in groups]
+  other = next((d for d in defs if len(d[2]) != len(defs[0][2])), None)
+  if other is not None:
+    site.refusal = _refusals.GROUP_HYPER_PARAMS
+    site.message = ('the MultiOptimizers the optimizer may be created from have different '
+                    'groups: ' + ' and '.join(
+                        f'{len(d[2])} at {_sites.at(*d[:2])}' for d in (defs[0], other)))
+    return 'inject'
+  count = len(defs[0][2])
+  if any(g is None for *_, groups in defs for g in groups):
+    return 'inject'   # a group migrate does not read: its create is refused for it
+  own = [sorted({groups[i][-1].sources.get('learning_rate', 'None') for *_, groups in defs})
+         for i in range(count)]
   for site in applies:
     if overrides[id(site)] is not None:
       continue
-    lrs = group_lrs.get(id(site), [None] * len(groups))
-    if len(lrs) != len(groups):
+    lrs = group_lrs.get(id(site), [None] * count)
+    if len(lrs) != count:
       site.refusal = _refusals.GROUP_HYPER_PARAMS
-      site.message = f'hyper_params=[...] has {len(lrs)} elements for {len(groups)} groups'
+      site.message = f'hyper_params=[...] has {len(lrs)} elements for {count} groups'
       continue
     for i, lr in enumerate(lrs):
-      if lr is None and (own[i] == 'None' or not _optax_text.is_literal(own[i])):
+      if lr is not None:
+        continue
+      if len(own[i]) > 1:
         site.refusal = _refusals.LR_NONE
-        site.message = (f'group {i} keeps its own learning rate ({own[i]}) here, which the '
+        site.message = (f'group {i} keeps its own learning rate here, which differs between the '
+                        f'defs the optimizer may be created from ({", ".join(own[i])})')
+        break
+      if own[i][0] == 'None' or not _optax_text.is_literal(own[i][0]):
+        site.refusal = _refusals.LR_NONE
+        site.message = (f'group {i} keeps its own learning rate ({own[i][0]}) here, which the '
                         'rewrite sets only from a literal')
         break
   return 'inject'
+
+
+def _group_defs(project, creates, multis):
+  """``[(unit, def call, groups or None)]``: each def the object may be created from (once),
+  with its MultiOptimizer groups, None for a def without groups."""
+  found, seen = [], set()
+  for create in creates:
+    if multis.get(id(create)):
+      entries = [(create.unit, project.def_call(create.unit, create.node.func.value),
+                  multis[id(create)])]
+    elif create.branches is not None:
+      # Every branch, also past one that refused the create (``branches`` stops there): a
+      # MultiOptimizer whose groups migrate does not read counts its pairs.
+      parsed = {id(node): call for _, node, call in create.branches}
+      entries = []
+      for unit, node in project.def_branches(create.unit, create.node.func.value) or ():
+        groups = parsed.get(id(node))
+        if groups is None and unit.legacy(node.func) == 'MultiOptimizer':
+          groups = [None] * len(node.args)
+        entries.append((unit, node, groups if isinstance(groups, list) else None))
+    else:
+      entries = [(create.unit, project.def_call(create.unit, create.node.func.value), None)]
+    for entry in entries:
+      if id(entry[1]) not in seen:
+        seen.add(id(entry[1]))
+        found.append(entry)
+  return found
 
 
 def _refuse(group, files, records):

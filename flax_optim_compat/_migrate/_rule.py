@@ -74,8 +74,12 @@ class ObjectPlan:
     return set()
 
   def multi_groups(self) -> Optional[list]:
-    """The groups of the object's MultiOptimizer (or ``create(focus=...)``) create, or None."""
-    return next((self.multis[id(c)] for c in self.creates if self.multis.get(id(c))), None)
+    """The groups of the object's MultiOptimizer (or ``create(focus=...)``) create, or of the
+    first MultiOptimizer one of its creates' branches is, or None."""
+    branches = (call for c in self.creates for _, _, call in c.branches or ()
+                if isinstance(call, list))
+    return next((self.multis[id(c)] for c in self.creates if self.multis.get(id(c))),
+                next(branches, None))
 
   def create_lr_texts(self) -> set:
     """The learning rates the object's creates set (one text per def)."""

@@ -22,6 +22,9 @@ from ._edits import statement_of
 from ._rule import Rule
 from ._unit import SourceFile
 
+# The legacy defs (FOM112 names where one goes when no create uses it).
+DEFS = frozenset(_unit.BUILTIN_DEFS + ('MultiOptimizer', 'WeightNorm'))
+
 # Calls that read an optimizer as a plain pytree (any pytree works, a TrainState too).
 _SINKS = {
     'flax.serialization.to_bytes': (0, 'target'),
@@ -181,12 +184,28 @@ def _member(project, unit: SourceFile, node: cst.CSTNode, group: tuple, matched)
                   + unfollowed_use(project, unit, site.node))
     return site
   if parent.attr.value in _READS:
-    return Site(unit, parent, 'read', group, _refusals.READ, f'reads {unit.code(parent)}')
+    return Site(unit, parent, 'read', group, _refusals.READ, _read_message(unit, parent))
   return Site(unit, parent, 'escape', group, _refusals.ESCAPE,
               f'uses {unit.code(parent)}, which a TrainState does not have')
 
 
-def _short(text: str, width: int = 60) -> str:
+def _read_message(unit: SourceFile, read: cst.Attribute) -> str:
+  """``reads optimizer.state, passed to zero_states(...) at training.py:340``: the legacy
+  internal read and where it goes, so the report names what has no TrainState equivalent."""
+  message = f'reads {unit.code(read)}'
+  what = {'state': 'step and per-parameter states', 'optimizer_def': 'def',
+          'hyper_params': 'hyper-parameters'}.get(read.attr.value)
+  if what:
+    message += f' (legacy\'s {what})'
+  parent = unit.parent(read)
+  if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call):
+    call = unit.parent(parent)
+    message += (f', passed to {short(unit.code(call.func))}(...) at '
+                f'{os.path.basename(unit.path)}:{unit.line(read)}')
+  return message
+
+
+def short(text: str, width: int = 60) -> str:
   text = ' '.join(text.split())
   return text if len(text) <= width else text[:width - 3] + '...'
 
@@ -202,7 +221,7 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
     call = unit.parent(parent)
     how = (f'as {parent.keyword.value}=' if parent.keyword is not None
            else f'as argument {call.args.index(parent) + 1}')
-    what = f'is passed to {_short(unit.code(call.func))}(...) {how} at {where}'
+    what = f'is passed to {short(unit.code(call.func))}(...) {how} at {where}'
     if project.resolve_callable(unit, call.func) is not None:
       if _calls.differentiated(project, unit, call) is not None:
         return f'{what}: it is the argument the gradient is taken with respect to'
@@ -218,15 +237,15 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
             'call the analysis does not know, or an import that does not resolve to them)')
   if isinstance(parent, (cst.Element, cst.DictElement, cst.StarredDictElement)):
     container = unit.parent(parent)
-    return (f'is put in {_short(unit.code(container))} at {where}, a container the analysis '
+    return (f'is put in {short(unit.code(container))} at {where}, a container the analysis '
             'does not follow there')
   if isinstance(parent, cst.Assign):
-    targets = ', '.join(_short(unit.code(t.target), 40) for t in parent.targets)
+    targets = ', '.join(short(unit.code(t.target), 40) for t in parent.targets)
     return (f'is assigned to {targets} at {where}, a target the analysis does not track (an '
             'item, or an attribute of a value it cannot name)')
   statement = statement_of(unit, node)
   statement = unit.code(statement if isinstance(statement, cst.SimpleStatementLine) else node)
-  return f'is used in {_short(statement)} at {where}, which the analysis does not follow'
+  return f'is used in {short(statement)} at {where}, which the analysis does not follow'
 
 
 def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode) -> bool:
@@ -349,3 +368,65 @@ def _sink_arg(unit: SourceFile, call: cst.Call) -> Optional[cst.BaseExpression]:
       return _unit.call_arg(call, *_SINKS[name])
   return None
 
+
+# ---------------------------------------------- legacy names no object covers: why
+
+def private_legacy(unit, node) -> bool:
+  """``flax.optim.adam._AdamParamState``: a name of flax.optim's private modules or classes
+  (legacy internals), which no legacy name covers."""
+  return isinstance(node, cst.Attribute) and any(
+      n.startswith('flax.optim.') and '._' in n[len('flax.optim'):] for n in unit.names(node))
+
+
+def leftover_reason(project, unit, node):
+  """``(refusal, message)`` for a legacy name left as it is: what it is and why no rule
+  rewrites it there."""
+  name = unit.legacy(node)
+  parent = unit.parent(node)
+  call = parent if isinstance(parent, cst.Call) and parent.func is node else None
+  shown = short(unit.code(call if call is not None else node))
+  if name == 'WeightNorm':
+    return _refusals.WEIGHT_NORM, f'{shown}: {_refusals.WEIGHT_NORM.reason}'
+  if name == 'OptimizerState' or name is None:
+    return _refusals.READ, (f'{shown}: legacy internals (an optimizer state, per-parameter '
+                            'states) that a TrainState does not have')
+  if name == 'OptimizerDef' and unit.enclosing(node, (cst.Annotation,)) is not None:
+    return _refusals.UNFOLLOWED, (f'{shown}: the annotation of a def that is not rewritten, '
+                                  'left as it is with it')
+  why = _def_destination(project, unit, call) if call is not None and name in DEFS else None
+  return _refusals.UNFOLLOWED, f'{shown}: ' + (why or _refusals.UNFOLLOWED.reason)
+
+
+def _def_destination(project, unit, call):
+  """Where a def call that no create uses goes, as a reason: a variable read elsewhere too, a
+  return value of a function no resolved call creates from, an argument. None if neither."""
+  parent = unit.parent(call)
+  if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
+      parent.targets[0].target, cst.Name):
+    variable = parent.targets[0].target
+    for use in _unit.accesses(unit, variable) or ():
+      member = unit.parent(use)
+      if not (isinstance(member, cst.Attribute) and member.attr.value == 'create'):
+        return (f'assigned to {variable.value}, which is also read at {at(unit, use)} '
+                f'({short(unit.code(statement_of(unit, use)))}): the analysis follows a def '
+                'variable read only as the receiver of .create(...)')
+  if isinstance(parent, cst.Return):
+    fdef = unit.enclosing(call, (cst.FunctionDef,))
+    if fdef is not None:
+      called = [(u, n) for u in project.units for n in u.nodes if isinstance(n, cst.Call) and (
+          (isinstance(n.func, cst.Attribute) and n.func.attr.value == fdef.name.value) or (
+              isinstance(n.func, cst.Name) and n.func.value == fdef.name.value))]
+      where = ', '.join(f'{at(u, n)} ({short(u.code(n), 40)})' for u, n in called[:3])
+      return (f'returned by {fdef.name.value}(), ' + (
+          f'called at {where}, where the analysis does not resolve the callee to one function '
+          'whose every return is a def (e.g. a method of a value whose class is chosen at run '
+          'time)' if called else 'which no call in the given files is seen to make'))
+  if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call):
+    return (f'passed to {short(unit.code(unit.parent(parent).func), 40)}(...) at '
+            f'{at(unit, call)}: the analysis does not follow a def into a parameter')
+  return None
+
+
+def at(unit, node) -> str:
+  """``train.py:382``: where ``node`` is, for a report message."""
+  return f'{os.path.basename(unit.path)}:{unit.line(node)}'

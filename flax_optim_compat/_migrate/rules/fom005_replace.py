@@ -1,6 +1,7 @@
 """FOM005: ``optimizer.replace(target=p)`` -> ``state.replace(params=p)``."""
 import libcst as cst
 
+from .. import _refusals
 from .. import _rule
 from .._report import Record
 
@@ -13,7 +14,18 @@ class Replace(_rule.Rule):
 
   def match(self, unit, node):
     call = _rule.called_member(unit, node, 'replace')
-    return _rule.Match(self.kind, call) if call is not None else None
+    if call is None:
+      return None
+    # Legacy's Optimizer is a dataclass of ``optimizer_def``, ``state`` and ``target``; only the
+    # target has a TrainState field to go to (``TrainState.replace(state=...)`` raises).
+    internal = [f'{a.keyword.value}=...' if a.keyword is not None else
+                f'{a.star}{unit.code(a.value)}' for a in call.args
+                if a.keyword is None or a.keyword.value != 'target']
+    if internal:
+      return _rule.Match(self.kind, call, _refusals.READ,
+                         f'replace({", ".join(internal)}) sets legacy internals a TrainState '
+                         'does not have')
+    return _rule.Match(self.kind, call)
 
   def plan(self, site, plan):
     plan.files[site.unit.path].edits[id(site.node)] = _rule.Edit(self)

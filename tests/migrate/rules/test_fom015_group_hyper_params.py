@@ -5,6 +5,7 @@ tests."""
 # Example name -> how closely its legacy and migrated runs agree.
 EXAMPLES = {
     'group_overrides': 'bit-exact',
+    'group_overrides_in_branches': 'bit-exact',
 }
 
 import pytest  # noqa: E402
@@ -58,3 +59,69 @@ def test_the_read_used_for_anything_else_stays_a_refused_read():
 def test_a_group_that_keeps_a_learning_rate_it_does_not_have_is_refused():
   _, refused = _codes(lr0='', first='hp[0]')
   assert ('FOM108', 'refused') in refused
+
+
+_BRANCHES = ('from flax import optim\n\n\n'
+             'def make(p, lr, g, flag):\n'
+             "  t = optim.ModelParamTraversal(lambda path, _: 'head' in path)\n"
+             "  u = optim.ModelParamTraversal(lambda path, _: 'head' not in path)\n"
+             '  if flag:\n'
+             '    opt_def = optim.MultiOptimizer((t, optim.Adam(0.5)), (u, optim.Adam(0.1)))\n'
+             '  else:\n'
+             '    opt_def = {other}\n'
+             '  opt = opt_def.create(p)\n'
+             '  hp = opt.optimizer_def.hyper_params\n'
+             '  return opt.apply_gradient(g, hyper_params=[hp[0].replace(learning_rate=lr), '
+             '{second}])\n')
+
+
+def _branch_refusals(other, second='hp[1]'):
+  new, report = migrate_source(_BRANCHES.format(other=other, second=second))
+  return new, [(r.line, r.code, r.message) for r in report.records if r.status == 'refused'
+               and 'not rewritten' not in r.message]
+
+
+def test_branches_that_are_multi_optimizers_of_as_many_groups_are_each_injected():
+  new, refused = _branch_refusals(
+      'optim.MultiOptimizer((t, optim.Momentum(0.3)), (u, optim.Momentum(0.1)))')
+  assert refused == []
+  assert new.count('optax.inject_hyperparams(lambda learning_rate_0, learning_rate_1: ') == 2
+  assert 'learning_rate_0=lr, learning_rate_1=0.1' in new
+
+
+def test_a_branch_without_groups_is_named():
+  # Legacy raises there (an Adam def has no hyper_params list to index): not one MultiOptimizer.
+  new, refused = _branch_refusals('optim.Adam(0.1)')
+  assert refused == [(13, 'FOM102', 'overrides the groups of a MultiOptimizer, but the optimizer '
+                                    'may also be created from optim.Adam(0.1) (script.py:10), a '
+                                    'def without groups')]
+  assert 'hp = opt.optimizer_def.hyper_params' in new
+
+
+def test_branches_with_other_groups_are_named():
+  _, refused = _branch_refusals('optim.MultiOptimizer((t, optim.Adam(0.5)))')
+  assert refused == [(13, 'FOM102', 'the MultiOptimizers the optimizer may be created from have '
+                                    'different groups: 2 at script.py:8 and 1 at script.py:10')]
+
+
+def test_a_group_kept_at_its_own_rate_that_differs_between_branches_is_refused():
+  _, refused = _branch_refusals(
+      'optim.MultiOptimizer((t, optim.Adam(0.5)), (u, optim.Adam(0.2)))')
+  assert refused == [(13, 'FOM108', 'group 1 keeps its own learning rate here, which differs '
+                                    'between the defs the optimizer may be created from (0.1, '
+                                    '0.2)')]
+
+
+def test_a_plain_branch_is_named_past_a_branch_that_refuses_the_create():
+  # The first branch's group def is chosen at run time (FOM111 at the create); the override is
+  # still refused for the plain branch after it, which legacy could not override per group.
+  source = _BRANCHES.replace(
+      "  if flag:\n",
+      "  if lr:\n    p_opt = optim.Adam(0.5)\n  else:\n    p_opt = optim.Momentum(0.5)\n"
+      "  if flag:\n").replace('(t, optim.Adam(0.5))', '(t, p_opt)')
+  new, report = migrate_source(source.format(other='optim.Adam(0.1)', second='hp[1]'))
+  refused = [(r.line, r.code, r.message) for r in report.records if r.status == 'refused'
+             and 'not rewritten' not in r.message]
+  assert [(line, code) for line, code, _ in refused] == [(15, 'FOM111'), (17, 'FOM102')]
+  assert 'p_opt is chosen at run time (assigned at lines 8, 10)' in refused[0][2]
+  assert 'may also be created from optim.Adam(0.1) (script.py:14)' in refused[1][2]
