@@ -48,9 +48,10 @@ class _Name(NamedTuple):
   annotation_only: bool = False
 
 
-# Modules jax removed whose table names are all renames: an import of one goes once every use
-# of it is rewritten (it cannot be imported today); a use of any other name of it is FOM299.
-REMOVED_MODULES = frozenset(m for m in _legacy_jax.PARTIAL_MODULES if m.startswith('jax.'))
+# Removed modules whose table names are all renames (``jax.lib.xla_bridge``'s functions, the
+# ``flax.nn`` functions flax.linen has): an import of one goes once every use of it is rewritten
+# (it cannot be imported today); a use of any other name of it is FOM299.
+REMOVED_MODULES = _legacy_jax.PARTIAL_MODULES
 
 
 def _by_name() -> Dict[str, _Name]:

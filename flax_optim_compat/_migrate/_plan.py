@@ -14,6 +14,7 @@ from typing import Dict, List
 
 import libcst as cst
 
+from .. import _legacy_jax
 from . import _learning_rate
 from . import _optax_text
 from . import _project
@@ -190,9 +191,14 @@ class _LeftoverVisitor(cst.CSTVisitor):
 
 
 def _uses_flax_nn(unit) -> bool:
-  """Whether the file uses pre-Linen ``flax.nn`` (FOM105 for the optimizers it creates)."""
-  return any(n.startswith('flax.nn.') for node in unit.nodes
+  """Whether the file uses pre-Linen ``flax.nn`` (FOM105 for the optimizers it creates): a
+  name of it other than the functions flax.linen has (``flax.nn.relu``, which migrate renames)."""
+  return any(n.startswith('flax.nn.') and '.'.join(n.split('.')[:3]) not in _LINEN_HAS
+             for node in unit.nodes
              if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node))
+
+
+_LINEN_HAS = frozenset(e.qualname for e in _legacy_jax.NAMES if e.module == 'flax.nn')
 
 
 def _def_site_check(project, group) -> dict:

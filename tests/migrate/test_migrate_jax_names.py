@@ -151,6 +151,31 @@ def test_a_removed_module_whose_uses_are_all_renamed_is_no_longer_imported(sourc
   assert proc.stdout.split() == ['1', '0', 'cpu']
 
 
+def test_flax_nn_functions_flax_linen_has_are_renamed_and_their_file_is_not_pre_linen():
+  """mipnerf registers ``flax.nn.relu|sigmoid|softplus`` with gin: flax 0.4 removed
+  ``flax.nn``, whose functions were jax's own (flax.linen re-exports the same objects), so they
+  become ``flax.linen.*``, ``from flax import nn`` goes and the file runs on today's flax. A
+  file whose only flax.nn names are these is no pre-Linen file: its optimizer is rewritten."""
+  source = ('import jax.numpy as jnp\nfrom flax import nn\nfrom flax import optim\n\n'
+            'acts = (nn.relu, nn.sigmoid, nn.softplus)\n'
+            'print(*[float(f(jnp.float32(x))) for f, x in zip(acts, (-1.0, 0.0, 0.0))])\n'
+            'opt = optim.GradientDescent(learning_rate=0.5).create({"w": jnp.ones(2)})\n'
+            'print(*opt.apply_gradient({"w": jnp.ones(2)}).target["w"].tolist())\n')
+  new, report = migrate_source(source)
+  assert 'flax.nn' not in new and 'from flax import nn' not in new
+  assert {r.status for r in report.records} == {'rewritten'}, report.records
+  assert 'FOM105' not in {r.code for r in report.records}
+  from tests import _isolated  # pylint: disable=g-import-not-at-top
+  proc = _isolated.run_isolated(new, env={'XLA_FLAGS': '', 'JAX_PLATFORMS': 'cpu',
+                                          'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  # relu(-1) = 0, sigmoid(0) = 1/2, softplus(0) = log 2; one step of 0.5 * 1 from 1.
+  values = [float(v) for v in proc.stdout.split()]
+  assert values[:2] == [0.0, 0.5] and abs(values[2] - 0.6931471805599453) < 1e-7
+  assert values[3:] == [0.5, 0.5]
+  pre_linen, _ = migrate_source('from flax import nn\n\nclass M(nn.Module):\n  pass\n')
+  assert 'from flax import nn' in pre_linen and 'FOM299' in pre_linen   # kept and marked
+
+
 def test_an_unused_import_of_a_removed_module_goes_and_other_names_of_it_are_marked():
   new, report = migrate_source('import jax\nfrom jax.lib import xla_bridge\n\nx = jax.numpy.ones(2)\n')
   assert new == 'import jax\n\nx = jax.numpy.ones(2)\n'
