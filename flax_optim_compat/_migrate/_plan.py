@@ -249,6 +249,9 @@ def _branch_check(project, site):
   arguments ``_optax_text`` reads (``site.branches``), or the object is refused."""
   site.branches = []
   for unit, call in project.def_branches(site.unit, site.node.func.value):
+    if id(call) in project.not_a_def:   # a call site passes its helper something else
+      site.refusal, site.message = _refusals.UNKNOWN_DEF, project.not_a_def[id(call)]
+      return
     name = unit.legacy(call.func)
     parsed = _optax_text.def_call(name, call, unit.module) if name in _unit.BUILTIN_DEFS else None
     why = 'not a built-in def with arguments it reads'
@@ -257,8 +260,9 @@ def _branch_check(project, site):
       why = f'{why} ({multi_why})' if multi_why else why
     if parsed is None or len(site.node.args) != 1:
       site.refusal = _refusals.UNKNOWN_DEF
+      where = '' if unit is site.unit else f'{os.path.basename(unit.path)}:'
       site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
-                      f'{unit.line(call)}): {why}')
+                      f'{where}{unit.line(call)}): {why}')
       return
     if _uses_flax_nn(unit):
       site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
@@ -321,8 +325,11 @@ def _plan_group(project, group, files, records, conversions, plain_optax, unseen
   if group.refused:
     _refuse(group, files, records)
     return
+  planned = len(conversions)
   for site in group.sites:
     rules.claiming(site, obj).plan(site, obj)
+  for conversion in conversions[planned:]:   # ``{'actor': opt_a, ...}`` saved as one file
+    conversion.notes.extend(project.dict_notes(group.root))
 
 
 def _decide(project, group, files, records, conversions, plain_optax, unseen) -> ObjectPlan:

@@ -6,6 +6,11 @@ The program (tests/migrate/programs/agents/) is a folder as a user passes it: a 
 file whose ``self.optimizer.minimize(...)`` is a ``tf.compat.v1`` optimizer. The JAX agent is
 rewritten whole and runs both ways (legacy on this package; migrated where neither this package
 nor flax.optim can be imported) to the same numbers; the TensorFlow file is left byte for byte.
+
+tests/migrate/examples/objects/ holds programs (folders, ``train.py`` their entry point) of the
+idioms research code used, each rewritten whole and run both ways within the report's claim:
+``create_helper`` passes its defs into its own ``Model.with_optimizer(optim_def)`` (jaxrl's
+agents) and into a plain helper ``make_optimizer(opt_def, params)``.
 """
 import pathlib
 import shutil
@@ -15,6 +20,7 @@ import pytest
 from tests import _migrate_harness as harness
 
 PROGRAM = pathlib.Path(__file__).resolve().parent / 'programs' / 'agents'
+EXAMPLES = pathlib.Path(__file__).resolve().parent / 'examples' / 'objects'
 
 
 @pytest.fixture(scope='module')
@@ -54,3 +60,52 @@ def test_an_optimizer_bound_by_functools_partial_is_a_parameter_of_the_function(
   new, report = migrate_source(source)
   assert report.exit_status() == 1, report.summary(written=False)
   assert 'lagrange.params["m"]' in new and 'optim' not in new.replace('optax', '')
+
+
+# --- the idioms of research code, run both ways ----------------------------------------------
+
+@pytest.fixture(scope='module')
+def examples(tmp_path_factory):
+  pytest.importorskip('libcst')
+  root = tmp_path_factory.mktemp('object_examples')
+  migrated = {}
+  for folder in sorted(p for p in EXAMPLES.iterdir() if p.is_dir()):
+    shutil.copytree(folder, root / folder.name)
+    migrated[folder.name] = harness.migrate_folder(root / folder.name)
+  return root, migrated
+
+
+def _example_names():
+  return sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize('name', _example_names())
+def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, name):
+  root, migrated = examples
+  migration, folder = migrated[name], root / name
+  assert migration.report['exit_status'] == 1, migration.stderr
+  assert not [r for r in migration.report['sites'] if r['status'] != 'rewritten'], (
+      migration.stderr)
+  for path in folder.glob('*.py'):
+    assert 'flax import optim' not in path.read_text(), path.name
+  before = harness.run_before(EXAMPLES / name / 'train.py', cwd=root,
+                              env=harness.legacy_env(root))
+  after = harness.run_after(folder / 'train.py', cwd=folder,
+                            env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  claims = [r['exactness'] for r in migration.report['sites'] + migration.report['optimizers']]
+  claim = max(claims, key=harness.EXACTNESS.index)
+  harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
+                            claim, label=name)
+
+
+def test_a_def_passed_into_a_create_helper_becomes_the_transform_at_each_call_site(examples):
+  root, migrated = examples
+  model = (root / 'create_helper' / 'model.py').read_text()
+  train = (root / 'create_helper' / 'train.py').read_text()
+  assert 'TrainState.create(apply_fn=None, params=self.params, tx=optim_def)' in model
+  assert 'TrainState.create(apply_fn=None, params=params, tx=opt_def)' in model
+  assert '.with_optimizer(optax.adam(learning_rate=0.05, b1=0.8' in train
+  assert '.with_optimizer(optax.sgd(learning_rate=0.1, momentum=0.7' in train
+  assert 'probe_def = optax.rmsprop(learning_rate=0.02' in train
+  commands = [o['command'] for o in migrated['create_helper'].report['optimizers']]
+  assert len(commands) == 3 and all(c.startswith('flax-optim-compat convert') for c in commands)
