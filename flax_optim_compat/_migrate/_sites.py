@@ -76,8 +76,13 @@ def sites(project: _project.Project) -> List[Site]:
       slot = project.slot_of(unit, node)
       if slot is None:
         held = _held(project, unit, node)
-        if held is not None and not (_followed(project, unit, node, unit.parent(node))
-                                     and _whole(unit, node)):
+        if held is not None and not _whole(unit, node):
+          found.append(Site(unit, node, 'escape', held, _refusals.ESCAPE,
+                            f'{unit.code(node)} holds optimizers (in a tuple or dict) and is '
+                            f'read as {_short(unit.code(unit.parent(node)))} at '
+                            f'{os.path.basename(unit.path)}:{unit.line(node)}, which the '
+                            'analysis cannot tell apart by index or key'))
+        elif held is not None and not _followed(project, unit, node, unit.parent(node)):
           found.append(Site(unit, node, 'escape', held, _refusals.ESCAPE,
                             f'{unit.code(node)} holds an optimizer (in a tuple) and '
                             + unfollowed_use(project, unit, node)))

@@ -369,8 +369,7 @@ _PRELUDE = 'import jax\nfrom flax import optim\n\n\n'
                '  return o.apply_gradient(g, beta1=0.5)\n'),
     ('FOM111', 'def f(p, g, t):\n  o = optim.MultiOptimizer((t, optim.Adam(0.1))).create(p)\n'
                '  return o.apply_gradient(g)\n'),
-    ('FOM112', 'def make(opt_def, p):\n  return opt_def.create(p)\n\n\n'
-               'def f(p):\n  return make(optim.Adam(0.1), p)\n'),
+    ('FOM112', 'def f(p, build):\n  return build(optim.Adam(0.1), p)\n'),
     ('FOM102', 'def f(p, g, t):\n  o = optim.Adam(0.1).create(p)\n'
                '  return o.apply_gradient(g, hyper_params=[1])\n'),
     # optimize(): overrides other than the learning rate, and every shape but the statement

@@ -109,3 +109,87 @@ def test_a_def_passed_into_a_create_helper_becomes_the_transform_at_each_call_si
   assert 'probe_def = optax.rmsprop(learning_rate=0.02' in train
   commands = [o['command'] for o in migrated['create_helper'].report['optimizers']]
   assert len(commands) == 3 and all(c.startswith('flax-optim-compat convert') for c in commands)
+
+
+# --- what is refused, and why -----------------------------------------------------------------
+
+_HELPER = ('import jax\nimport jax.numpy as jnp\nfrom flax import optim\n\n\n'
+           'def make(opt_def, params):\n  return opt_def.create(params)\n\n\n'
+           'class Other:\n  def create(self, params):\n    return params\n\n\n')
+
+
+def _records(source):
+  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+  new, report = migrate_source(source, 'train.py')
+  return new, [(r.line, r.code, r.status, r.message) for r in report.records]
+
+
+def test_call_sites_that_disagree_are_refused_naming_both():
+  pytest.importorskip('libcst')
+  source = _HELPER + ('def train(params):\n'
+                      '  a = make(optim.Adam(learning_rate=0.1), params)\n'
+                      '  b = make(Other(), params)\n'
+                      '  g = jax.grad(lambda p: jnp.sum(p["w"] ** 2))(a.target)\n'
+                      '  return a.apply_gradient(g), b\n')
+  new, records = _records(source)
+  assert new.count('optim.Adam(learning_rate=0.1)') == 1 and 'optax' not in new
+  assert {status for _, _, status, _ in records} == {'refused'}, records
+  (blocker,) = [r for r in records if 'not rewritten' not in r[3]]
+  assert blocker[:2] == (7, 'FOM110'), blocker
+  assert ('make() creates its parameter opt_def, and the call at train.py:17 passes Other(), '
+          'not a flax.optim def the analysis follows, while the call at train.py:16 passes a '
+          'def') in blocker[3], blocker
+
+
+def test_a_helper_that_creates_no_flax_optim_def_is_left_alone():
+  pytest.importorskip('libcst')
+  source = _HELPER + 'def train(params):\n  return make(Other(), params)\n'
+  new, records = _records(source)
+  assert new == source and records == []
+
+
+def test_a_helper_used_other_than_by_a_call_is_not_followed():
+  """``jax.jit(make)``: not every call site of ``make`` is in sight, so its def is not
+  rewritten and the optimizer it creates stays as it was (refused), never half-rewritten."""
+  pytest.importorskip('libcst')
+  source = _HELPER + ('def train(params):\n  made = make\n'
+                      '  a = made(optim.Adam(learning_rate=0.1), params)\n'
+                      '  return a.target\n')
+  new, records = _records(source)
+  assert 'optax' not in new and 'optim.Adam(learning_rate=0.1)' in new
+  assert records and {status for _, _, status, _ in records} == {'refused'}, records
+
+
+_DICT = ('import jax\nimport jax.numpy as jnp\nfrom flax import optim\n'
+         'from flax.training import checkpoints\n\n\n'
+         'def train(pa, pc, workdir, name):\n'
+         '  optimizers = {"actor": optim.Adam(0.1).create(pa), '
+         '"critic": optim.Momentum(0.2).create(pc)}\n'
+         '  optimizers = checkpoints.restore_checkpoint(workdir, optimizers)\n')
+
+
+@pytest.mark.parametrize('use, what', [
+    ('  for key, opt in optimizers.items():\n    print(opt.target)\n',
+     'read as optimizers.items at'),
+    ('  return optimizers[name].target\n', 'read as optimizers[name] at'),
+])
+def test_a_dict_of_optimizers_read_by_a_key_the_analysis_cannot_tell_is_refused(use, what):
+  pytest.importorskip('libcst')
+  new, records = _records(_DICT + use)
+  assert 'optax' not in new
+  assert records and {status for _, _, status, _ in records} == {'refused'}, records
+  assert any(code == 'FOM107' and what in message for _, code, _, message in records), records
+
+
+def test_a_dict_of_optimizers_saved_in_one_checkpoint_says_how_to_convert_each():
+  pytest.importorskip('libcst')
+  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+  new, report = migrate_source(
+      _DICT + '  checkpoints.save_checkpoint(workdir, optimizers, 3)\n'
+      '  return optimizers["actor"].target\n', 'train.py')
+  assert report.exit_status() == 1, report.summary(written=False)
+  assert 'optimizers["actor"].params' in new
+  notes = {c.expression.split('(')[0]: c.notes for c in report.conversions}
+  assert sorted(notes) == ['optax.adam', 'optax.sgd']
+  assert any("at key 'actor'" in n and "state_dict['actor']" in n for n in notes['optax.adam'])
+  assert any("at key 'critic'" in n for n in notes['optax.sgd'])
