@@ -10,11 +10,14 @@ nor flax.optim can be imported) to the same numbers; the TensorFlow file is left
 tests/migrate/examples/objects/ holds programs (folders, ``train.py`` their entry point) of the
 idioms research code used, each rewritten whole and run both ways within the report's claim:
 ``create_helper`` passes its defs into its own ``Model.with_optimizer(optim_def)`` (jaxrl's
-agents) and into a plain helper ``make_optimizer(opt_def, params)``.
+agents) and into a plain helper ``make_optimizer(opt_def, params)``; ``dict_checkpoint`` keeps
+an actor's and a critic's optimizers in a dict saved and restored by ``flax.training.checkpoints``
+(its legacy checkpoint, converted key by key, is what the migrated program saves).
 """
 import pathlib
 import shutil
 
+import numpy as np
 import pytest
 
 from tests import _migrate_harness as harness
@@ -193,3 +196,40 @@ def test_a_dict_of_optimizers_saved_in_one_checkpoint_says_how_to_convert_each()
   assert sorted(notes) == ['optax.adam', 'optax.sgd']
   assert any("at key 'actor'" in n and "state_dict['actor']" in n for n in notes['optax.adam'])
   assert any("at key 'critic'" in n for n in notes['optax.sgd'])
+
+
+def test_a_legacy_dict_checkpoint_converted_key_by_key_is_what_the_migrated_program_saves(
+    examples, tmp_path):
+  """The report's note on a dict of optimizers saved in one file: each key's state dict
+  converted by ``convert.convert_checkpoint`` (with the report's optax expression) and put back
+  at its key is, leaf for leaf, the checkpoint the migrated program writes at the same step."""
+  import flax   # pylint: disable=g-import-not-at-top
+  import optax  # pylint: disable=g-import-not-at-top,unused-import
+  from flax import serialization  # pylint: disable=g-import-not-at-top
+  import flax_optim_compat as optim  # pylint: disable=g-import-not-at-top
+  from flax_optim_compat import convert  # pylint: disable=g-import-not-at-top
+  root, migrated = examples
+  shutil.copytree(EXAMPLES / 'dict_checkpoint', tmp_path / 'legacy')
+  shutil.copytree(root / 'dict_checkpoint', tmp_path / 'migrated',
+                  ignore=shutil.ignore_patterns('ckpt_dict'))   # another test's run
+  harness.run_before(tmp_path / 'legacy' / 'train.py', cwd=tmp_path / 'legacy',
+                     env=harness.legacy_env(tmp_path))
+  harness.run_after(tmp_path / 'migrated' / 'train.py', cwd=tmp_path / 'migrated',
+                    env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  read = lambda path: serialization.msgpack_restore(path.read_bytes())
+  legacy = read(tmp_path / 'legacy' / 'ckpt_dict' / 'checkpoint_5')
+  saved = read(tmp_path / 'migrated' / 'ckpt_dict' / 'checkpoint_5')
+  assert sorted(legacy) == sorted(saved) == ['actor', 'critic']
+  defs = {'actor': optim.Adam(learning_rate=0.05, beta1=0.8),
+          'critic': optim.Momentum(learning_rate=0.1, beta=0.7)}
+  report = migrated['dict_checkpoint'].report
+  for key, optimizer_def in defs.items():
+    (record,) = [o for o in report['optimizers'] if any(f"key '{key}'" in n for n in o['notes'])]
+    tx = eval(record['expression'], {'optax': optax})  # pylint: disable=eval-used
+    state = convert.convert_checkpoint(legacy[key], optimizer_def, tx=tx).state_dict
+    converted = flax.traverse_util.flatten_dict(serialization.to_state_dict(state))
+    expected = flax.traverse_util.flatten_dict(saved[key])
+    assert sorted(converted) == sorted(expected), key
+    for path, value in expected.items():
+      np.testing.assert_array_equal(np.asarray(converted[path]), np.asarray(value),
+                                    err_msg=f'{key} {path}')
