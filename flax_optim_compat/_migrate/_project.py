@@ -142,9 +142,9 @@ class Project(Program):
 
   def _callers_of(self, unit: SourceFile, fdef: cst.FunctionDef):
     """``[(unit, call, args, shift)]``: every call of the project's function or method
-    ``fdef``, with the arguments it passes (a ``functools.partial``'s too); None where
-    ``fdef`` is referred to other than by a call, or is a decorated method (not all its call
-    sites in sight). A method is called as ``x.<name>(...)``: its name must be no other
+    ``fdef``, with the arguments it passes; None where ``fdef`` is referred to other than as
+    the callee of a call (``jax.jit(f)``, ``functools.partial(f, ...)``, ``g = f``), or is a
+    decorated method: then not all its call sites are in sight. A method is called as ``x.<name>(...)``: its name must be no other
     method's or function's in the project, and every attribute of that name a call."""
     if id(fdef) in self._callers:
       return self._callers[id(fdef)]
@@ -172,7 +172,7 @@ class Project(Program):
               u.names(node) & qualified):
             continue
           parent = u.parent(node)
-          if isinstance(parent, cst.ImportAlias) or isinstance(u.parent(parent), cst.ImportAlias) or (
+          if cst.ImportAlias in (type(parent), type(u.parent(parent))) or (
               isinstance(parent, cst.Attribute) and parent.attr is node):
             continue   # the import of it, or the last name of ``module.function``
           if not (isinstance(parent, cst.Call) and parent.func is node):
