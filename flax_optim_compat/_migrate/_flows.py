@@ -5,7 +5,9 @@ of a class family (``('field', family, name)``; family None: a class the analysi
 know), a function's return (``('return', path, name, id)``), the result of a call that builds
 its value from a function's (``('call', path, id)``: ``jax.grad(f, has_aux=True)(...)``, a
 ``lax.scan``) and a ``create(...)`` call (``('create', path, line, id)``); a *part* of a value
-that is a tuple, at an index path, is a slot too (``('part', slot, (1, 0))``). A node *joins*
+that is a tuple, at an index path, is a slot too (``('part', slot, (1, 0))``), and so is the
+value at a string key of a dict literal (``('part', slot, ('actor',))``: ``{'actor': opt}``,
+read and written as ``d['actor']``). A node *joins*
 two slots when the value in one reaches the other: an assignment (tuples, nested, included), a
 return, an argument of the project's own function or class (also through ``jax.jit`` /
 ``jax.pmap`` / ``functools.partial``, positional fields of a dataclass or NamedTuple), the aux
@@ -64,11 +66,38 @@ def create_slot(unit: SourceFile, call: cst.Call) -> tuple:
   return ('create', unit.path, unit.line(call), id(call))
 
 
+def literal_key(node: cst.Subscript):
+  """The index of ``x[1]`` (an int) or the key of ``x['actor']`` (a str), else None."""
+  if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+    return None
+  index = node.slice[0].slice.value
+  if isinstance(index, cst.Integer):
+    return int(index.value)
+  if isinstance(index, cst.SimpleString):
+    return index.evaluated_value
+  return None
+
+
+def dict_items(node: cst.CSTNode) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
+  """``[(key, value)]`` of a dict literal whose keys are all distinct strings, else None."""
+  if not isinstance(node, cst.Dict):
+    return None
+  items = []
+  for element in node.elements:
+    if not (isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)):
+      return None
+    items.append((element.key.evaluated_value, element.value))
+  return items if len({k for k, _ in items}) == len(items) else None
+
+
 def target_slot(program: Program, unit: SourceFile,
                 target: cst.BaseExpression) -> Optional[tuple]:
-  """The slot an assignment to ``target`` (a name or an attribute of a value) writes."""
+  """The slot an assignment to ``target`` (a name, an attribute of a value, the item of a
+  literal string key: ``optimizers['actor'] = ...``) writes."""
   if isinstance(target, cst.Name):
     return var_slot(unit, target)
+  if isinstance(target, cst.Subscript) and isinstance(literal_key(target), str):
+    return part(base_of(program, unit, target.value), (literal_key(target),))
   if isinstance(target, cst.Attribute) and not _unit.is_module_like(unit, target.value):
     return field_slot(program, unit, target.value, target.attr.value)
   return None
@@ -98,11 +127,9 @@ def base_of(program: Program, unit: SourceFile, node: cst.CSTNode) -> Optional[t
     if _unit.is_module_like(unit, node.value):
       return None
     return field_slot(program, unit, node.value, node.attr.value)
-  if isinstance(node, cst.Subscript) and len(node.slice) == 1:
-    index = node.slice[0].slice
-    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-      return part(base_of(program, unit, node.value), (int(index.value.value),))
-    return None
+  if isinstance(node, cst.Subscript):
+    key = literal_key(node)
+    return None if key is None else part(base_of(program, unit, node.value), (key,))
   if isinstance(node, cst.Call):
     arg = _calls.pass_through_arg(program, unit, node)
     if arg is not None:
@@ -223,6 +250,11 @@ class _Joiner:
           return
         self.value(part(dest, (i,)), e.value)
       return
+    items = dict_items(value)   # a dict changes only by ``d['key'] = ...``, a target here
+    if items is not None:
+      for key, v in items:
+        self.value(part(dest, (key,)), v)
+      return
     slot = self.slot_of(value)
     if slot:
       self.found.append((dest, slot))
@@ -326,6 +358,32 @@ class _Joiner:
     self.copy(carry, returned)
     self.copy(returned, carry)
     self.copy(part(call_slot(self.unit, call), path), carry)
+
+
+UNKNOWN = object()   # an argument the call may bind but does not show (``*args``, ``**kw``)
+
+
+def bound_argument(unit: SourceFile, fdef: cst.FunctionDef, args: Iterable[cst.Arg], shift: int,
+                   param: cst.Param):
+  """What a call with ``args`` binds to ``fdef``'s parameter ``param`` (of ``unit``): the
+  argument, the parameter's default where the call passes none (None without one), or
+  ``UNKNOWN`` where a ``*args`` / ``**kwargs`` of the call may bind it. ``shift``: leading
+  positional parameters bound before ``args`` (by a ``functools.partial``)."""
+  args = list(args)
+  for arg in args:
+    if arg.keyword is not None and arg.keyword.value == param.name.value:
+      return arg.value
+  params = _positional(unit, fdef)[shift:]
+  position = next((i for i, p in enumerate(params) if p is param), None)
+  positional = []
+  for arg in args:
+    if arg.star:
+      return UNKNOWN
+    if arg.keyword is None:
+      positional.append(arg.value)
+  if position is not None and position < len(positional):
+    return positional[position]
+  return param.default
 
 
 def _positional(unit: SourceFile, fdef: cst.FunctionDef) -> List[cst.Param]:

@@ -494,6 +494,8 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
   called: Dict[int, bool] = {}   # id(func node) -> whether its call is planned
   index_args = set()             # id of `jax.ops.index[...]` arguments an index op unwraps
   for node, module, name in unrewritten:
+    if module == 'flax.nn':   # its module system (nn.Dense, nn.Model): FOM105's, file by file
+      continue
     _refuse(plan, result, node, f'{name} ({_legacy_jax.PARTIAL_REFUSALS[module]}; no rule '
             'rewrites this name)' if name != module else f'{name} (a removed module, used as a value)')
   for node, name, missing in _missing_names(unit):

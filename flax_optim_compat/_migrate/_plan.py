@@ -79,8 +79,11 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
     if group.refused:
       _refuse(group, files, records)
     else:
+      planned = len(conversions)
       for site in group.sites:
         rules.claiming(site, obj).plan(site, obj)
+      for conversion in conversions[planned:]:   # ``{'actor': opt_a, ...}`` saved as one file
+        conversion.notes.extend(project.dict_notes(group.root))
   refused_nodes = set()
   for group in groups.values():
     if group.refused:
@@ -266,6 +269,9 @@ def _branch_check(project, site):
   arguments ``_optax_text`` reads (``site.branches``), or the object is refused."""
   site.branches = []
   for unit, call in project.def_branches(site.unit, site.node.func.value):
+    if id(call) in project.not_a_def:   # a call site passes its helper something else
+      site.refusal, site.message = _refusals.UNKNOWN_DEF, project.not_a_def[id(call)]
+      return
     name = unit.legacy(call.func)
     parsed = _optax_text.def_call(name, call, unit.module) if name in _unit.BUILTIN_DEFS else None
     why, refusal = 'not a built-in def with arguments it reads', _refusals.UNKNOWN_DEF
@@ -275,8 +281,9 @@ def _branch_check(project, site):
         why, refusal = multi_why, _refusals.MULTI
     if parsed is None or len(site.node.args) != 1:
       site.refusal = refusal
+      where = '' if unit is site.unit else f'{os.path.basename(unit.path)}:'
       site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
-                      f'{unit.line(call)}): {why}')
+                      f'{where}{unit.line(call)}): {why}')
       return
     if _uses_flax_nn(unit):
       site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'

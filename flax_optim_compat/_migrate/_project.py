@@ -6,6 +6,7 @@ Slots joined by a flow are one *object*, rewritten entirely or not at all: the j
 fixed point here, over the parsed program (``_program``). What the code does with each
 optimizer value (its *sites*) is classified in ``_sites``.
 """
+import os
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -29,6 +30,11 @@ class Project(Program):
     self.known = _flows.Known()
     self.optimizer_slots: Set[tuple] = self.known.slots
     self.def_slots: Set[tuple] = set()
+    # A def passed into a parameter of the project's own function: the parameter's branches,
+    # one per call site, and why a call site's argument is no def (FunctionDef id -> ...).
+    self._param_branches: Dict[int, Optional[List[Tuple[SourceFile, cst.CSTNode]]]] = {}
+    self._callers: Dict[int, Optional[List[Tuple[SourceFile, cst.Call, list, int]]]] = {}
+    self.not_a_def: Dict[int, str] = {}
     self._analyse()
 
   # -------------------------------------------------------------------- what is a legacy def
@@ -58,6 +64,8 @@ class Project(Program):
     if isinstance(node, cst.Call) and (unit.legacy(node.func) or self.is_user_def(unit, node.func)):
       return [(unit, node)]
     branches: List[Tuple[SourceFile, cst.Call]] = []
+    if isinstance(node, cst.Name) and _parameter(unit, node) is not None:
+      return self._passed_defs(unit, node, depth)
     if isinstance(node, cst.Name):
       values = self.assignment_values(unit, node)
       if not values or not only_created(unit, node):
@@ -84,6 +92,94 @@ class Project(Program):
         branches.extend(found)
       return branches
     return None
+
+  def _passed_defs(self, unit: SourceFile, name: cst.Name, depth: int):
+    """The defs of a parameter read only as ``name.create(...)`` (or once): what every call
+    site of its function binds to it (``model.with_optimizer(optim.Adam(...))``), each one's
+    branches. A call site that binds something else (another value, a ``**kwargs``, the
+    default) is a branch of its own, which is no def: the object is refused there
+    (``not_a_def`` says why). None where no call site passes a def, or where the function is
+    used other than called (its call sites are not all in sight)."""
+    param = _parameter(unit, name)
+    if param is None or id(param) in self._param_branches:
+      return self._param_branches.get(id(param))
+    self._param_branches[id(param)] = None   # while it is being decided: none
+    fdef = unit.enclosing(param, (cst.FunctionDef, cst.Lambda))
+    if not isinstance(fdef, cst.FunctionDef) or not only_created(unit, name):
+      return None
+    callers = self._callers_of(unit, fdef)
+    if not callers:
+      return None
+    branches: List[Tuple[SourceFile, cst.CSTNode]] = []
+    passed, others = [], []
+    for cunit, call, args, shift in callers:
+      arg = _flows.bound_argument(unit, fdef, args, shift, param)
+      found = None
+      if arg is not None and arg is not _flows.UNKNOWN:
+        found = self.def_branches(unit if arg is param.default else cunit, arg, depth + 1)
+      if found is None:
+        others.append((cunit, call, arg))
+      else:
+        passed.append((cunit, call))
+        branches.extend(found)
+    if not passed:
+      return None
+    where = lambda u, c: f'{os.path.basename(u.path)}:{u.line(c)}'
+    defs = ', '.join(where(u, c) for u, c in passed)
+    for cunit, call, arg in others:
+      node = arg if isinstance(arg, cst.CSTNode) and arg is not param.default else call
+      what = ('a **kwargs or *args that may bind it' if arg is _flows.UNKNOWN
+              else 'no argument for it' if arg is None or arg is param.default
+              else f'{cunit.code(arg)}, not a flax.optim def the analysis follows')
+      self.not_a_def[id(node)] = (
+          f'{fdef.name.value}() creates its parameter {param.name.value}, and the call at '
+          f'{where(cunit, call)} passes {what}, while '
+          + (f'the call at {defs} passes a def' if len(passed) == 1 else
+             f'the calls at {defs} pass defs'))
+      branches.append((cunit, node))
+    self._param_branches[id(param)] = branches
+    return branches
+
+  def _callers_of(self, unit: SourceFile, fdef: cst.FunctionDef):
+    """``[(unit, call, args, shift)]``: every call of the project's function or method
+    ``fdef``, with the arguments it passes; None where ``fdef`` is referred to other than as
+    the callee of a call (``jax.jit(f)``, ``functools.partial(f, ...)``, ``g = f``), or is a
+    decorated method: then not all its call sites are in sight. A method is called as ``x.<name>(...)``: its name must be no other
+    method's or function's in the project, and every attribute of that name a call."""
+    if id(fdef) in self._callers:
+      return self._callers[id(fdef)]
+    self._callers[id(fdef)] = None
+    owner = unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef))
+    found = []
+    if isinstance(owner, cst.ClassDef):
+      name = fdef.name.value
+      same = [n for n in (*self._functions, *self._classes) if n.rsplit('.', 1)[-1] == name]
+      if fdef.decorators or len(same) != 1:
+        return None
+      for u in self.units:
+        for node in u.nodes:
+          if isinstance(node, cst.Attribute) and node.attr.value == name:
+            call = u.parent(node)
+            if not (isinstance(call, cst.Call) and call.func is node) or (
+                not isinstance(node.value, cst.Call) and u.names(node.value) & set(self._classes)):
+              return None   # not a call, or ``Model.method(model, ...)``: self passed too
+            found.append((u, call, list(call.args), 0))
+    else:
+      qualified = unit.names(fdef.name)
+      for u in self.units:
+        for node in u.nodes:
+          if node is fdef.name or not isinstance(node, (cst.Name, cst.Attribute)) or not (
+              u.names(node) & qualified):
+            continue
+          parent = u.parent(node)
+          if cst.ImportAlias in (type(parent), type(u.parent(parent))) or (
+              isinstance(parent, cst.Attribute) and parent.attr is node):
+            continue   # the import of it, or the last name of ``module.function``
+          if not (isinstance(parent, cst.Call) and parent.func is node):
+            return None
+          found.append((u, parent, list(parent.args), 0))
+    self._callers[id(fdef)] = found
+    return found
 
   def is_create(self, unit: SourceFile, node: cst.CSTNode) -> bool:
     return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
@@ -123,6 +219,19 @@ class Project(Program):
       slot = _flows.base_of(self, unit, node)   # ``make()[0]``, ``carry[0]``
       return slot if slot in self.optimizer_slots else None
     return None
+
+  def dict_notes(self, root: tuple) -> List[str]:
+    """What the report says of an object held at a string key of a dict (``{'actor': opt_a,
+    'critic': opt_c}``): a checkpoint of the dict holds several optimizers, and ``convert``
+    takes a file with one."""
+    keys = sorted({repr(k) for s in self.optimizer_slots if s[0] == 'part'
+                   and self.groups.find(s) == root for k in s[2] if isinstance(k, str)})
+    if not keys:
+      return []
+    return [f'held in a dict at key {" / ".join(keys)}: where a checkpoint saved the dict of '
+            'optimizers, convert takes a file with one optimizer, so convert this one from '
+            f'the state dict at that key (flax_optim_compat.convert.convert_checkpoint('
+            f'state_dict[{keys[0]}], ...)) and put the result back at its key']
 
   def _mark(self, slot: tuple, other: Optional[tuple] = None) -> bool:
     changed = self.known.add(slot)
@@ -175,6 +284,17 @@ class Project(Program):
             if id(call) in by_def:
               self._mark(slot, by_def[id(call)])
             by_def.setdefault(id(call), slot)
+
+
+def _parameter(unit: SourceFile, name: cst.Name) -> Optional[cst.Param]:
+  """The parameter ``name`` reads, where a parameter is its only binding, else None."""
+  scope = unit.scopes.get(name)
+  if scope is None:
+    return None
+  bindings = list(scope[name.value])
+  if len(bindings) == 1 and isinstance(bindings[0].node, cst.Param):
+    return bindings[0].node
+  return None
 
 
 def only_created(unit: SourceFile, name: cst.Name) -> bool:

@@ -79,7 +79,13 @@ def sites(project: _project.Project) -> List[Site]:
       slot = project.slot_of(unit, node)
       if slot is None:
         held = _held(project, unit, node)
-        if held is not None and not _followed(project, unit, node, unit.parent(node)):
+        if held is not None and not _whole(unit, node):
+          found.append(Site(unit, node, 'escape', held, _refusals.ESCAPE,
+                            f'{unit.code(node)} holds optimizers (in a tuple or dict) and is '
+                            f'read as {short(unit.code(unit.parent(node)))} at '
+                            f'{os.path.basename(unit.path)}:{unit.line(node)}, which the '
+                            'analysis cannot tell apart by index or key'))
+        elif held is not None and not _followed(project, unit, node, unit.parent(node)):
           found.append(Site(unit, node, 'escape', held, _refusals.ESCAPE,
                             f'{unit.code(node)} holds an optimizer (in a tuple) and '
                             + unfollowed_use(project, unit, node)))
@@ -99,6 +105,16 @@ def _held(project, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:
     return None
   parts = project.known.parts(_flows.base_of(project, unit, node))
   return parts[0][1] if parts else None
+
+
+def _whole(unit: SourceFile, node: cst.CSTNode) -> bool:
+  """Whether a value that holds optimizers is used whole or by a literal index or key: not
+  ``optimizers.items()``, ``optimizers[name]`` (which the analysis cannot tell apart)."""
+  parent = unit.parent(node)
+  if isinstance(parent, cst.Attribute) and parent.value is node:
+    return False
+  return not (isinstance(parent, cst.Subscript) and parent.value is node
+              and _flows.literal_key(parent) is None)
 
 
 def refuse_together(project, found: List[Site]):
@@ -278,6 +294,8 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
     if isinstance(container, cst.Tuple) and isinstance(outer, cst.Assign):
       return True
     return isinstance(container, cst.Tuple) and isinstance(outer, cst.AssignTarget)
+  if isinstance(parent, cst.DictElement) and parent.value is node:
+    return _dict_followed(project, unit, unit.parent(parent))
   if isinstance(parent, cst.Attribute):
     return True   # its own attribute uses are classified on their own
   if isinstance(parent, cst.Del):
@@ -307,6 +325,36 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
     return True   # ``f'... {config.optim.optimizer}'``: formatted as text, as print does
   if isinstance(parent, cst.Subscript):
     return True
+  return False
+
+
+def _dict_followed(project, unit: SourceFile, container: cst.CSTNode) -> bool:
+  """Whether a dict literal of string keys (``{'actor': opt_a, 'critic': opt_c}``) goes where
+  each value is followed at its key: assigned to a target, returned, bound to a parameter of
+  the project's own function, or handed to a pass-through call (``restore_checkpoint``) whose
+  result is assigned or returned, or to a sink (``save_checkpoint``)."""
+  if _flows.dict_items(container) is None:
+    return False
+  outer = unit.parent(container)
+  if isinstance(outer, cst.Assign) and outer.value is container:
+    return all(_target_ok(project, unit, t.target) for t in outer.targets)
+  if isinstance(outer, cst.Element):   # ``return {'actor': a, 'critic': c}, loss``
+    return _followed(project, unit, container, outer)
+  if isinstance(outer, cst.Return):
+    return True
+  if isinstance(outer, cst.Arg) and isinstance(unit.parent(outer), cst.Call):
+    call = unit.parent(outer)
+    if _sink_arg(unit, call) is container or _bound_by(project, unit, call, outer):
+      return True
+    if _calls.pass_through_arg(project, unit, call) is container:
+      node, parent = call, unit.parent(call)
+      while isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call) and (
+          _calls.pass_through_arg(project, unit, unit.parent(parent)) is node):
+        node = unit.parent(parent)
+        parent = unit.parent(node)
+      return isinstance(parent, cst.Return) or (
+          isinstance(parent, cst.Assign) and all(
+              isinstance(t.target, cst.Name) for t in parent.targets))
   return False
 
 

@@ -168,8 +168,8 @@ def test_a_flow_is_followed_or_its_object_refused(use, refused):
     ('state = nerf.TrainState(optimizer=opt)', 'opt is passed to nerf.TrainState(...) as '
      'optimizer= at script.py:10: it is imported as google3.jaxnerf.nerf.TrainState, a path '
      'that does not resolve to the given files, which define nerf.TrainState'),
-    ('box = {}\n  box["k"] = opt', 'opt is assigned to box["k"] at script.py:11, a target the '
-     'analysis does not track'),
+    ('box = {}\n  box[len(box)] = opt', 'opt is assigned to box[len(box)] at script.py:11, a '
+     'target the analysis does not track'),
     ('both = [opt, 1]', 'opt is put in [opt, 1] at script.py:10, a container'),
 ])
 def test_a_use_the_analysis_cannot_follow_is_named_with_its_line(use, says, tmp_path):

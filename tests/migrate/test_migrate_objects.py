@@ -6,15 +6,24 @@ The program (tests/migrate/programs/agents/) is a folder as a user passes it: a 
 file whose ``self.optimizer.minimize(...)`` is a ``tf.compat.v1`` optimizer. The JAX agent is
 rewritten whole and runs both ways (legacy on this package; migrated where neither this package
 nor flax.optim can be imported) to the same numbers; the TensorFlow file is left byte for byte.
+
+tests/migrate/examples/objects/ holds programs (folders, ``train.py`` their entry point) of the
+idioms research code used, each rewritten whole and run both ways within the report's claim:
+``create_helper`` passes its defs into its own ``Model.with_optimizer(optim_def)`` (jaxrl's
+agents) and into a plain helper ``make_optimizer(opt_def, params)``; ``dict_checkpoint`` keeps
+an actor's and a critic's optimizers in a dict saved and restored by ``flax.training.checkpoints``
+(its legacy checkpoint, converted key by key, is what the migrated program saves).
 """
 import pathlib
 import shutil
 
+import numpy as np
 import pytest
 
 from tests import _migrate_harness as harness
 
 PROGRAM = pathlib.Path(__file__).resolve().parent / 'programs' / 'agents'
+EXAMPLES = pathlib.Path(__file__).resolve().parent / 'examples' / 'objects'
 
 
 @pytest.fixture(scope='module')
@@ -54,3 +63,173 @@ def test_an_optimizer_bound_by_functools_partial_is_a_parameter_of_the_function(
   new, report = migrate_source(source)
   assert report.exit_status() == 1, report.summary(written=False)
   assert 'lagrange.params["m"]' in new and 'optim' not in new.replace('optax', '')
+
+
+# --- the idioms of research code, run both ways ----------------------------------------------
+
+@pytest.fixture(scope='module')
+def examples(tmp_path_factory):
+  pytest.importorskip('libcst')
+  root = tmp_path_factory.mktemp('object_examples')
+  migrated = {}
+  for folder in sorted(p for p in EXAMPLES.iterdir() if p.is_dir()):
+    shutil.copytree(folder, root / folder.name)
+    migrated[folder.name] = harness.migrate_folder(root / folder.name)
+  return root, migrated
+
+
+def _example_names():
+  return sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize('name', _example_names())
+def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, name):
+  root, migrated = examples
+  migration, folder = migrated[name], root / name
+  assert migration.report['exit_status'] == 1, migration.stderr
+  assert not [r for r in migration.report['sites'] if r['status'] != 'rewritten'], (
+      migration.stderr)
+  for path in folder.glob('*.py'):
+    assert 'flax import optim' not in path.read_text(), path.name
+  before = harness.run_before(EXAMPLES / name / 'train.py', cwd=root,
+                              env=harness.legacy_env(root))
+  after = harness.run_after(folder / 'train.py', cwd=folder,
+                            env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  claims = [r['exactness'] for r in migration.report['sites'] + migration.report['optimizers']]
+  claim = max(claims, key=harness.EXACTNESS.index)
+  harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
+                            claim, label=name)
+
+
+def test_a_def_passed_into_a_create_helper_becomes_the_transform_at_each_call_site(examples):
+  root, migrated = examples
+  model = (root / 'create_helper' / 'model.py').read_text()
+  train = (root / 'create_helper' / 'train.py').read_text()
+  assert 'TrainState.create(apply_fn=None, params=self.params, tx=optim_def)' in model
+  assert 'TrainState.create(apply_fn=None, params=params, tx=opt_def)' in model
+  assert '.with_optimizer(optax.adam(learning_rate=0.05, b1=0.8' in train
+  assert '.with_optimizer(optax.sgd(learning_rate=0.1, momentum=0.7' in train
+  assert 'probe_def = optax.rmsprop(learning_rate=0.02' in train
+  commands = [o['command'] for o in migrated['create_helper'].report['optimizers']]
+  assert len(commands) == 3 and all(c.startswith('flax-optim-compat convert') for c in commands)
+
+
+# --- what is refused, and why -----------------------------------------------------------------
+
+_HELPER = ('import jax\nimport jax.numpy as jnp\nfrom flax import optim\n\n\n'
+           'def make(opt_def, params):\n  return opt_def.create(params)\n\n\n'
+           'class Other:\n  def create(self, params):\n    return params\n\n\n')
+
+
+def _records(source):
+  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+  new, report = migrate_source(source, 'train.py')
+  return new, [(r.line, r.code, r.status, r.message) for r in report.records]
+
+
+def test_call_sites_that_disagree_are_refused_naming_both():
+  pytest.importorskip('libcst')
+  source = _HELPER + ('def train(params):\n'
+                      '  a = make(optim.Adam(learning_rate=0.1), params)\n'
+                      '  b = make(Other(), params)\n'
+                      '  g = jax.grad(lambda p: jnp.sum(p["w"] ** 2))(a.target)\n'
+                      '  return a.apply_gradient(g), b\n')
+  new, records = _records(source)
+  assert new.count('optim.Adam(learning_rate=0.1)') == 1 and 'optax' not in new
+  assert {status for _, _, status, _ in records} == {'refused'}, records
+  (blocker,) = [r for r in records if 'not rewritten' not in r[3]]
+  assert blocker[:2] == (7, 'FOM110'), blocker
+  assert ('make() creates its parameter opt_def, and the call at train.py:17 passes Other(), '
+          'not a flax.optim def the analysis follows, while the call at train.py:16 passes a '
+          'def') in blocker[3], blocker
+
+
+def test_a_helper_that_creates_no_flax_optim_def_is_left_alone():
+  pytest.importorskip('libcst')
+  source = _HELPER + 'def train(params):\n  return make(Other(), params)\n'
+  new, records = _records(source)
+  assert new == source and records == []
+
+
+def test_a_helper_used_other_than_by_a_call_is_not_followed():
+  """``jax.jit(make)``: not every call site of ``make`` is in sight, so its def is not
+  rewritten and the optimizer it creates stays as it was (refused), never half-rewritten."""
+  pytest.importorskip('libcst')
+  source = _HELPER + ('def train(params):\n  made = make\n'
+                      '  a = made(optim.Adam(learning_rate=0.1), params)\n'
+                      '  return a.target\n')
+  new, records = _records(source)
+  assert 'optax' not in new and 'optim.Adam(learning_rate=0.1)' in new
+  assert records and {status for _, _, status, _ in records} == {'refused'}, records
+
+
+_DICT = ('import jax\nimport jax.numpy as jnp\nfrom flax import optim\n'
+         'from flax.training import checkpoints\n\n\n'
+         'def train(pa, pc, workdir, name):\n'
+         '  optimizers = {"actor": optim.Adam(0.1).create(pa), '
+         '"critic": optim.Momentum(0.2).create(pc)}\n'
+         '  optimizers = checkpoints.restore_checkpoint(workdir, optimizers)\n')
+
+
+@pytest.mark.parametrize('use, what', [
+    ('  for key, opt in optimizers.items():\n    print(opt.target)\n',
+     'read as optimizers.items at'),
+    ('  return optimizers[name].target\n', 'read as optimizers[name] at'),
+])
+def test_a_dict_of_optimizers_read_by_a_key_the_analysis_cannot_tell_is_refused(use, what):
+  pytest.importorskip('libcst')
+  new, records = _records(_DICT + use)
+  assert 'optax' not in new
+  assert records and {status for _, _, status, _ in records} == {'refused'}, records
+  assert any(code == 'FOM107' and what in message for _, code, _, message in records), records
+
+
+def test_a_dict_of_optimizers_saved_in_one_checkpoint_says_how_to_convert_each():
+  pytest.importorskip('libcst')
+  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+  new, report = migrate_source(
+      _DICT + '  checkpoints.save_checkpoint(workdir, optimizers, 3)\n'
+      '  return optimizers["actor"].target\n', 'train.py')
+  assert report.exit_status() == 1, report.summary(written=False)
+  assert 'optimizers["actor"].params' in new
+  notes = {c.expression.split('(')[0]: c.notes for c in report.conversions}
+  assert sorted(notes) == ['optax.adam', 'optax.sgd']
+  assert any("at key 'actor'" in n and "state_dict['actor']" in n for n in notes['optax.adam'])
+  assert any("at key 'critic'" in n for n in notes['optax.sgd'])
+
+
+def test_a_legacy_dict_checkpoint_converted_key_by_key_is_what_the_migrated_program_saves(
+    examples, tmp_path):
+  """The report's note on a dict of optimizers saved in one file: each key's state dict
+  converted by ``convert.convert_checkpoint`` (with the report's optax expression) and put back
+  at its key is, leaf for leaf, the checkpoint the migrated program writes at the same step."""
+  import flax   # pylint: disable=g-import-not-at-top
+  import optax  # pylint: disable=g-import-not-at-top,unused-import
+  from flax import serialization  # pylint: disable=g-import-not-at-top
+  import flax_optim_compat as optim  # pylint: disable=g-import-not-at-top
+  from flax_optim_compat import convert  # pylint: disable=g-import-not-at-top
+  root, migrated = examples
+  shutil.copytree(EXAMPLES / 'dict_checkpoint', tmp_path / 'legacy')
+  shutil.copytree(root / 'dict_checkpoint', tmp_path / 'migrated',
+                  ignore=shutil.ignore_patterns('ckpt_dict'))   # another test's run
+  harness.run_before(tmp_path / 'legacy' / 'train.py', cwd=tmp_path / 'legacy',
+                     env=harness.legacy_env(tmp_path))
+  harness.run_after(tmp_path / 'migrated' / 'train.py', cwd=tmp_path / 'migrated',
+                    env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  read = lambda path: serialization.msgpack_restore(path.read_bytes())
+  legacy = read(tmp_path / 'legacy' / 'ckpt_dict' / 'checkpoint_5')
+  saved = read(tmp_path / 'migrated' / 'ckpt_dict' / 'checkpoint_5')
+  assert sorted(legacy) == sorted(saved) == ['actor', 'critic']
+  defs = {'actor': optim.Adam(learning_rate=0.05, beta1=0.8),
+          'critic': optim.Momentum(learning_rate=0.1, beta=0.7)}
+  report = migrated['dict_checkpoint'].report
+  for key, optimizer_def in defs.items():
+    (record,) = [o for o in report['optimizers'] if any(f"key '{key}'" in n for n in o['notes'])]
+    tx = eval(record['expression'], {'optax': optax})  # pylint: disable=eval-used
+    state = convert.convert_checkpoint(legacy[key], optimizer_def, tx=tx).state_dict
+    converted = flax.traverse_util.flatten_dict(serialization.to_state_dict(state))
+    expected = flax.traverse_util.flatten_dict(saved[key])
+    assert sorted(converted) == sorted(expected), key
+    for path, value in expected.items():
+      np.testing.assert_array_equal(np.asarray(converted[path]), np.asarray(value),
+                                    err_msg=f'{key} {path}')
