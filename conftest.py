@@ -52,28 +52,28 @@ def pytest_configure(config):
 
 
 # The test files that cost the most, heaviest first: CPU seconds of each file alone (pytest and
-# its children, `tools/suite_orders.sh alone`, jax 0.10, 2 cores; * measured at a load of 10-18,
-# which inflates them). pytest-xdist's loadfile hands the files to its two workers in the order
-# they are collected (setup.cfg: --no-loadscope-reorder; its default order, by number of tests,
-# started some of these last, where one file alone was the run's last minutes). Started first,
-# they run beside the many short files instead of after them.
+# its children, `tools/suite_orders.sh alone`, jax 0.10, 2 cores). pytest-xdist's loadfile hands
+# the files to its two workers in the order they are collected (setup.cfg:
+# --no-loadscope-reorder; its default order, by number of tests, started some of these last,
+# where one file alone was the run's last minutes). Started first, they run beside the many
+# short files instead of after them.
 HEAVY_FIRST = (
     'tests/test_trajectories.py',                          # 127
-    'tests/migrate/test_migrate_equivalence_corpus.py',    # 105*
+    'tests/migrate/test_migrate_equivalence_corpus.py',    # 102
     'tests/test_compiled_step.py',                         # 78
     'tests/migrate/test_migrate.py',                       # 74
-    'tests/migrate/test_migrate_equivalence.py',           # 73*, before its claims were dropped
     'tests/test_legacy_names.py',                          # 62
     'tests/checkpoint/test_convert_tx.py',                 # 60
     'tests/checkpoint/test_probe.py',                      # 46
     'tests/test_multiprocess.py',                          # 45
+    'tests/migrate/test_migrate_equivalence.py',           # 44
     'tests/test_pmap.py',                                  # 44
+    'tests/test_generic.py',                               # 44
     'tests/checkpoint/test_convert.py',                    # 40
     'tests/test_docs.py',                                  # 39
-    'tests/test_generic.py',                               # 65, less 31* (eager grads jitted)
     'tests/test_import_alias.py',                          # 34
-    'tests/migrate/test_migrate_equivalence_checkpoint.py',  # 31*
     'tests/cli/test_cli.py',                               # 30
+    'tests/migrate/test_migrate_equivalence_checkpoint.py',  # 27
 )
 
 
