@@ -1,5 +1,6 @@
 """Suite set-up, before anything imports jax: 8 simulated CPU devices for the pmap/mesh tests, and
-one directory for the whole run, shared by its pytest-xdist workers (``run_dir()``).
+one directory for the whole run, shared by its pytest-xdist workers (``run_dir()``); under
+pytest-xdist, the heaviest test files first (``HEAVY_FIRST``).
 
 That directory holds what is built once per run: the package's wheel and sdist
 (``tests/_utils.built_dists``) and a jax compilation cache. Many tests compile the same XLA
@@ -14,6 +15,8 @@ without the compilation cache.
 import os
 import shutil
 import tempfile
+
+import pytest
 
 os.environ['XLA_FLAGS'] = ' '.join(
     [os.environ.get('XLA_FLAGS', ''), '--xla_force_host_platform_device_count=8']).strip()
@@ -46,6 +49,44 @@ def pytest_configure(config):
   jax.config.update('jax_compilation_cache_dir', os.path.join(directory, 'jax_cache', worker))
   jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)
   jax.config.update('jax_persistent_cache_min_entry_size_bytes', 0)
+
+
+# The test files that cost the most, heaviest first: CPU seconds of each file alone (pytest and
+# its children, `tools/suite_orders.sh alone`, jax 0.10, 2 cores). pytest-xdist's loadfile hands
+# the files to its two workers in the order they are collected (setup.cfg:
+# --no-loadscope-reorder; its default order, by number of tests, started some of these last,
+# where one file alone was the run's last minutes). Started first, they run beside the many
+# short files instead of after them.
+HEAVY_FIRST = (
+    'tests/test_trajectories.py',                          # 127
+    'tests/migrate/test_migrate_equivalence_corpus.py',    # 102
+    'tests/test_compiled_step.py',                         # 78
+    'tests/migrate/test_migrate.py',                       # 74
+    'tests/test_legacy_names.py',                          # 62
+    'tests/checkpoint/test_convert_tx.py',                 # 60
+    'tests/checkpoint/test_probe.py',                      # 46
+    'tests/test_multiprocess.py',                          # 45
+    'tests/migrate/test_migrate_equivalence.py',           # 44
+    'tests/test_pmap.py',                                  # 44
+    'tests/test_generic.py',                               # 44
+    'tests/checkpoint/test_convert.py',                    # 40
+    'tests/test_docs.py',                                  # 39
+    'tests/test_import_alias.py',                          # 34
+    'tests/cli/test_cli.py',                               # 30
+    'tests/migrate/test_migrate_equivalence_checkpoint.py',  # 27
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+  """In a pytest-xdist worker: the files of HEAVY_FIRST first, in its order; every other file
+  after them, in collection order. One process (``-n 0``) keeps the order it was given."""
+  if not os.environ.get('PYTEST_XDIST_WORKER'):
+    return
+  missing = [path for path in HEAVY_FIRST if not (config.rootpath / path).exists()]
+  if missing:
+    raise pytest.UsageError(f'conftest.py HEAVY_FIRST names files that do not exist: {missing}')
+  rank = {path: i for i, path in enumerate(HEAVY_FIRST)}
+  items.sort(key=lambda item: rank.get(item.nodeid.split('::', 1)[0], len(rank)))
 
 
 def pytest_unconfigure(config):

@@ -5,7 +5,7 @@ CPU cores; needs LibCST)
 
 Copies tests/legacy_scripts/migrate/*.py and tests/legacy_scripts/train_mlp_legacy.py to a
 temporary folder, migrates the copies with one `migrate --write --report` call, runs every
-script both ways as tests/migrate/test_migrate_equivalence.py does (legacy on this package; migrated
+script both ways as tests/migrate/test_migrate_equivalence_corpus.py does (legacy on this package; migrated
 where this package cannot be imported), and the checkpoint path (the train-state script's
 checkpoint converted with the report's command and resumed). Prints a markdown table: per
 script, the optax expression the report names, the steps, the report's exactness and the

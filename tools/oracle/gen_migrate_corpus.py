@@ -5,7 +5,7 @@ Run in the legacy oracle venv, from the repository root::
     ~/.cache/legacy-flax-oracle/bin/python -m tools.oracle.gen_migrate_corpus [SCRIPT ...]
 
 Each script of tests/legacy_scripts/migrate (the legacy-style training scripts that
-tests/migrate/test_migrate_equivalence.py migrates and runs both ways) runs unchanged, as a user runs it,
+tests/migrate/test_migrate_equivalence_corpus.py migrates and runs both ways) runs unchanged, as a user runs it,
 in a child of this interpreter, where `from flax import optim` is flax 0.5.3's own. Its
 trajectory (the JSON list it prints last) goes to tests/fixtures/migrate_corpus/<SCRIPT>.json;
 for the train-state script also the run resumed from its own checkpoint (saved at

@@ -3,7 +3,7 @@
 Written from docs/optimizers.md (`Adam(lr, b1, b2, eps, weight_decay=wd)` is
 `optax.adamw(lr, b1=b1, b2=b2, eps=eps, weight_decay=wd)`, bit-exact; `.target` is `.params`,
 `apply_gradient(g)` is `apply_gradients(grads=g)`), not by the migrate tool: the harness's own
-test runs it against the legacy script (tests/migrate/test_migrate_equivalence.py).
+test runs it against the legacy script (tests/migrate/test_migrate_equivalence_corpus.py).
 
 Usage: python adam_weight_decay.py
 Prints (last line) a JSON list: the 20 losses, then every final parameter.
