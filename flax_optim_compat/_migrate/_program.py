@@ -119,7 +119,9 @@ class Program:
       except cst.ParserSyntaxError as e:
         self.failed.append((f, f'does not parse: {e.message} (line {e.raw_line})'))
         continue
-      wrapper = meta.MetadataWrapper(module, cache=manager.get_cache_for_path(rel[f]))
+      # Straight from the parser, so no node appears twice: no deep copy needed.
+      wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True,
+                                     cache=manager.get_cache_for_path(rel[f]))
       self.units.append(SourceFile(f, sources[f], wrapper))
     self._functions: Dict[str, Tuple[SourceFile, cst.FunctionDef]] = {}
     self._classes: Dict[str, Tuple[SourceFile, cst.ClassDef]] = {}
