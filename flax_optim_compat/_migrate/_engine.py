@@ -131,6 +131,12 @@ class _CommentsToNext(cst.CSTTransformer):
     super().__init__()
     self._module, self._lines = module, lines
 
+  def on_visit(self, node) -> bool:
+    # No block lies inside a simple statement or an expression: those stay the same objects
+    # (the import aliases among them are the ones ``_RemoveImports`` found unused).
+    return not isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite,
+                                 cst.BaseExpression))
+
   def _moved(self, body):
     out, carry = [], []
     for statement in body:
@@ -153,14 +159,38 @@ class _CommentsToNext(cst.CSTTransformer):
     return updated_node.with_changes(body=body, footer=(*carry, *updated_node.footer))
 
 
+class _RemoveImports(visitors.RemoveImportsVisitor):
+  """LibCST's ``RemoveImportsVisitor`` that keeps the module it ran on and the import aliases it
+  found unused; given those (``unused``), it reuses them instead of analysing the module again
+  (run then with ``module.visit``, on a tree whose import aliases are that module's own)."""
+
+  def __init__(self, ctx, unused=None):
+    super().__init__(ctx)
+    self.module_seen = None
+    self._given = unused
+
+  def visit_Module(self, node):
+    self.module_seen = node
+    if self._given is None:
+      super().visit_Module(node)
+    else:
+      self._unused_imports = self._given
+
+
 def _remove_imports(module: cst.Module, ctx) -> cst.Module:
   """LibCST's ``RemoveImportsVisitor``, keeping the comment lines above an import line it
-  removes (it drops a statement's leading lines with it): they move onto the next statement."""
-  removed = _import_lines(module) - _import_lines(
-      visitors.RemoveImportsVisitor(ctx).transform_module(module))
-  if removed:
-    module = module.visit(_CommentsToNext(module, removed))
-  return visitors.RemoveImportsVisitor(ctx).transform_module(module)
+  removes (it drops a statement's leading lines with it): they move onto the next statement.
+
+  The imports are analysed once: which are unused does not depend on comment lines, so the
+  second removal, after the comments moved, reuses the first one's findings."""
+  first = _RemoveImports(ctx)
+  removed_once = first.transform_module(module)
+  removed = _import_lines(module) - _import_lines(removed_once)
+  if not removed:
+    return removed_once
+  analysed = first.module_seen   # the copy the first removal analysed (the same code)
+  moved = analysed.visit(_CommentsToNext(analysed, removed))
+  return moved.visit(_RemoveImports(ctx, unused=first._unused_imports))
 
 
 def migrate_sources(sources: Dict[str, str], plain_optax: bool = False

@@ -113,6 +113,14 @@ def _imports_its_folders(root: str, sources: Sequence[str]) -> bool:
   return any(os.path.isfile(os.path.join(root, path[0], '__init__.py')) for path in paths)
 
 
+# The files the last ``Program`` parsed, by (path, project root, text). A project migrated and
+# then checked again (the result run once more, as ``--check`` after ``--write`` or the corpus
+# tool's second run) parses again only the files that changed. A parsed file is never changed
+# after it is built (the trees are immutable; plans key their own tables by its nodes), so one
+# file may serve both runs; holding only the last project's files bounds the memory.
+_PARSED: Dict[Tuple[str, str, str], SourceFile] = {}
+
+
 class Program:
   """Every file's tree and metadata; the project's functions, classes and compiled code."""
 
@@ -125,14 +133,24 @@ class Program:
         files) else '.'
     rel = {f: os.path.abspath(f) for f in files}
     manager = meta.FullRepoManager(root, list(rel.values()), {meta.FullyQualifiedNameProvider})
+    parsed = {}
     for f in files:
-      try:
-        module = cst.parse_module(sources[f])
-      except cst.ParserSyntaxError as e:
-        self.failed.append((f, f'does not parse: {e.message} (line {e.raw_line})'))
-        continue
-      wrapper = meta.MetadataWrapper(module, cache=manager.get_cache_for_path(rel[f]))
-      self.units.append(SourceFile(f, sources[f], wrapper))
+      key = (f, root, sources[f])   # what a file's tree and metadata are computed from
+      unit = _PARSED.get(key)
+      if unit is None:
+        try:
+          module = cst.parse_module(sources[f])
+        except cst.ParserSyntaxError as e:
+          self.failed.append((f, f'does not parse: {e.message} (line {e.raw_line})'))
+          continue
+        # Straight from the parser, so no node appears twice: no deep copy needed.
+        wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True,
+                                       cache=manager.get_cache_for_path(rel[f]))
+        unit = SourceFile(f, sources[f], wrapper)
+      parsed[key] = unit
+      self.units.append(unit)
+    _PARSED.clear()
+    _PARSED.update(parsed)
     self._functions: Dict[str, Tuple[SourceFile, cst.FunctionDef]] = {}
     self._classes: Dict[str, Tuple[SourceFile, cst.ClassDef]] = {}
     for unit in self.units:

@@ -7,7 +7,7 @@ and positions. ``legacy_name`` says which names are flax.optim's own, however th
 ``flax_optim_compat.Adam``). The small helpers below read one node of a file; the analysis,
 the classification of sites, the plan and the rules share them.
 """
-from typing import Iterable, List, Optional, Set
+from typing import Dict, Iterable, List, Optional, Set
 
 import libcst as cst
 from libcst import metadata as meta
@@ -56,11 +56,14 @@ class SourceFile:
     self.module = wrapper.module
     self.fqnames = wrapper.resolve(meta.FullyQualifiedNameProvider)
     self.scopes = wrapper.resolve(meta.ScopeProvider)
-    self.parents = wrapper.resolve(meta.ParentNodeProvider)
-    self.positions = wrapper.resolve(meta.PositionProvider)
     self.module_name = next(iter(self.fqnames.get(self.module, ())), None)
     self.module_name = self.module_name.name if self.module_name else ''
-    self.nodes = walk(self.module)   # one walk, reused by every pass of the analysis
+    # One walk, reused by every pass of the analysis; it records each node's parent too (what
+    # LibCST's ParentNodeProvider computes, without its two more walks of the tree).
+    collect = _Collect()
+    self.module.visit(collect)
+    self.nodes, self.parents = collect.nodes, collect.parents
+    self._positions = None   # LibCST's PositionProvider (a render of the file): when first read
     self._uses = None
 
   @property
@@ -78,7 +81,9 @@ class SourceFile:
     return legacy_name(self.names(node))
 
   def line(self, node: cst.CSTNode) -> int:
-    return self.positions[node].start.line
+    if self._positions is None:
+      self._positions = self.wrapper.resolve(meta.PositionProvider)
+    return self._positions[node].start.line
 
   def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     return self.parents.get(node)
@@ -151,7 +156,8 @@ def annotation_head(node: cst.BaseExpression) -> cst.BaseExpression:
   return node
 
 
-class _Collect(cst.CSTVisitor):
+class _Walk(cst.CSTVisitor):
+  """Every node, parents before children (no per-attribute hooks: a plain walk)."""
 
   def __init__(self):
     super().__init__()
@@ -161,9 +167,37 @@ class _Collect(cst.CSTVisitor):
     self.nodes.append(node)
     return True
 
+  def on_leave(self, original_node):
+    pass
+
+  def on_visit_attribute(self, node, attribute):
+    pass
+
+  def on_leave_attribute(self, original_node, attribute):
+    pass
+
+
+class _Collect(_Walk):
+  """A walk that records each node's parent too (the module has none)."""
+
+  def __init__(self):
+    super().__init__()
+    self.parents: Dict[cst.CSTNode, cst.CSTNode] = {}
+    self._stack: List[cst.CSTNode] = []
+
+  def on_visit(self, node):
+    self.nodes.append(node)
+    if self._stack:
+      self.parents[node] = self._stack[-1]
+    self._stack.append(node)
+    return True
+
+  def on_leave(self, original_node):
+    self._stack.pop()
+
 
 def walk(node: cst.CSTNode) -> List[cst.CSTNode]:
   """Every node under ``node`` (itself included), parents before children."""
-  collect = _Collect()
+  collect = _Walk()
   node.visit(collect)
   return collect.nodes

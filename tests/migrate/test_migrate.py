@@ -347,6 +347,28 @@ def test_a_file_that_never_imports_flax_optim_is_followed(tmp_path):
   assert report.exit_status() == 1
 
 
+def test_a_project_run_again_sees_each_files_new_text(tmp_path):
+  """A run after another on the same project reuses the files whose text is the same and
+  reads the changed ones anew: its result is a first run's."""
+  make = 'from flax import optim\n\n\ndef create(params):\n  return optim.Adam(0.1).create(params)\n'
+  train = ('from make import create\n\n\ndef step(opt, g):\n  return opt.apply_gradient(g)\n\n\n'
+           'def run(params, g):\n  opt = create(params)\n  opt = step(opt, g)\n  return opt.{}\n')
+  paths = [str(tmp_path / 'make.py'), str(tmp_path / 'train.py')]
+  first = {paths[0]: make, paths[1]: train.format('target')}
+  second = {paths[0]: make, paths[1]: train.format('state.step')}
+
+  def run(sources):
+    changed, report = migrate_sources(sources)
+    return changed, report.as_dict()
+  run({str(tmp_path / 'other.py'): 'import os\n'})   # nothing of the project kept
+  alone = run(second)
+  run(first)
+  again = run(second)
+  assert again == alone
+  assert 'return opt.step' in again[0][paths[1]]
+  assert run(first)[0][paths[1]] != again[0][paths[1]]
+
+
 # ------------------------------------------------------------------------------ refusals
 
 _PRELUDE = 'import jax\nfrom flax import optim\n\n\n'
