@@ -52,8 +52,8 @@ class Project(Program):
       return found   # (while the parsed program is being built: its own resolution only)
     if isinstance(func, cst.Call):
       return self._returned_def(unit, func, shift, depth)
-    if isinstance(func, cst.Name) and _parameter(unit, func) is not None:
-      passed = self._passed_function(unit, _parameter(unit, func), depth)
+    if isinstance(func, cst.Name) and parameter(unit, func) is not None:
+      passed = self._passed_function(unit, parameter(unit, func), depth)
       if passed is not None:
         return passed[0], passed[1], passed[2] + shift
     return None
@@ -133,7 +133,7 @@ class Project(Program):
     if isinstance(node, cst.Call) and (unit.legacy(node.func) or self.is_user_def(unit, node.func)):
       return [(unit, node)]
     branches: List[Tuple[SourceFile, cst.Call]] = []
-    if isinstance(node, cst.Name) and _parameter(unit, node) is not None:
+    if isinstance(node, cst.Name) and parameter(unit, node) is not None:
       return self._passed_defs(unit, node, depth)
     if isinstance(node, cst.Name):
       values = self.assignment_values(unit, node)
@@ -169,7 +169,7 @@ class Project(Program):
     default) is a branch of its own, which is no def: the object is refused there
     (``not_a_def`` says why). None where no call site passes a def, or where the function is
     used other than called (its call sites are not all in sight)."""
-    param = _parameter(unit, name)
+    param = parameter(unit, name)
     if param is None or id(param) in self._param_branches:
       return self._param_branches.get(id(param))
     self._param_branches[id(param)] = None   # while it is being decided: none
@@ -355,7 +355,7 @@ class Project(Program):
             by_def.setdefault(id(call), slot)
 
 
-def _parameter(unit: SourceFile, name: cst.Name) -> Optional[cst.Param]:
+def parameter(unit: SourceFile, name: cst.Name) -> Optional[cst.Param]:
   """The parameter ``name`` reads, where a parameter is its only binding, else None."""
   scope = unit.scopes.get(name)
   if scope is None:
