@@ -35,7 +35,76 @@ class Project(Program):
     self._param_branches: Dict[int, Optional[List[Tuple[SourceFile, cst.CSTNode]]]] = {}
     self._callers: Dict[int, Optional[List[Tuple[SourceFile, cst.Call, list, int]]]] = {}
     self.not_a_def: Dict[int, str] = {}
+    # A function passed into a parameter (Param id -> what every call site binds to it).
+    self._passed_functions: Dict[int, Optional[tuple]] = {}
     self._analyse()
+
+  # -------------------------------------------------------------------- what a call runs
+
+  def resolve_callable(self, unit: SourceFile, func: cst.CSTNode, shift: int = 0, depth: int = 0):
+    """``Program.resolve_callable``, and also: a call of a function-valued parameter
+    (``optimize_fn(state, grad)``) where every call site of its function binds it to the
+    same function of the project, and a call of what the project's function returns where
+    its every ``return`` hands back one def nested in it (``optimization_manager(config)``
+    returning its ``optimize_fn``): a call of either runs that function."""
+    found = super().resolve_callable(unit, func, shift, depth)
+    if found is not None or depth > 8 or getattr(self, '_passed_functions', None) is None:
+      return found   # (while the parsed program is being built: its own resolution only)
+    if isinstance(func, cst.Call):
+      return self._returned_def(unit, func, shift, depth)
+    if isinstance(func, cst.Name) and parameter(unit, func) is not None:
+      passed = self._passed_function(unit, parameter(unit, func), depth)
+      if passed is not None:
+        return passed[0], passed[1], passed[2] + shift
+    return None
+
+  def _returned_def(self, unit: SourceFile, call: cst.Call, shift: int, depth: int):
+    """The def nested in the project's function called by ``call`` that its every
+    ``return`` hands back, as ``resolve_callable`` gives it; else None."""
+    target = self.resolve_callable(unit, call.func, 0, depth + 1)
+    if target is None or not isinstance(target[1], cst.FunctionDef) or target[2]:
+      return None
+    cunit, fdef, _ = target
+    returns = [n for n in _unit.walk(fdef.body) if isinstance(n, (cst.Return, cst.Yield))
+               and cunit.enclosing(n, (cst.FunctionDef, cst.Lambda)) is fdef]
+    nested = set()
+    for r in returns:
+      value = r.value if isinstance(r, cst.Return) else None
+      inner = self.resolve_callable(cunit, value, 0, depth + 1) if isinstance(
+          value, cst.Name) else None
+      if inner is None or not isinstance(inner[1], cst.FunctionDef) or inner[2] or (
+          cunit.enclosing(cunit.parent(inner[1]), (cst.FunctionDef, cst.ClassDef)) is not fdef):
+        return None
+      nested.add(id(inner[1]))
+    if len(nested) != 1:
+      return None
+    return cunit, inner[1], shift
+
+  def _passed_function(self, unit: SourceFile, param: cst.Param, depth: int):
+    """``(unit, FunctionDef, shift)`` that every call site of the function of ``param``
+    binds to it, the same at each; None where one binds something else (the default, a
+    ``**kwargs``, a value not resolved to the project's function) or where the function is
+    used other than called (its call sites are not all in sight)."""
+    if id(param) in self._passed_functions:
+      return self._passed_functions[id(param)]
+    self._passed_functions[id(param)] = None   # while it is being decided: none
+    fdef = unit.enclosing(param, (cst.FunctionDef, cst.Lambda))
+    callers = self._callers_of(unit, fdef) if isinstance(fdef, cst.FunctionDef) else None
+    if not callers:
+      return None
+    found = []
+    for cunit, _, args, shift in callers:
+      arg = _flows.bound_argument(unit, fdef, args, shift, param)
+      if arg is None or arg is _flows.UNKNOWN or arg is param.default:
+        return None
+      callee = self.resolve_callable(cunit, arg, 0, depth + 1)
+      if callee is None or not isinstance(callee[1], cst.FunctionDef):
+        return None
+      found.append(callee)
+    if len({(id(c[1]), c[2]) for c in found}) != 1:
+      return None
+    self._passed_functions[id(param)] = found[0]
+    return found[0]
 
   # -------------------------------------------------------------------- what is a legacy def
 
@@ -64,7 +133,7 @@ class Project(Program):
     if isinstance(node, cst.Call) and (unit.legacy(node.func) or self.is_user_def(unit, node.func)):
       return [(unit, node)]
     branches: List[Tuple[SourceFile, cst.Call]] = []
-    if isinstance(node, cst.Name) and _parameter(unit, node) is not None:
+    if isinstance(node, cst.Name) and parameter(unit, node) is not None:
       return self._passed_defs(unit, node, depth)
     if isinstance(node, cst.Name):
       values = self.assignment_values(unit, node)
@@ -100,7 +169,7 @@ class Project(Program):
     default) is a branch of its own, which is no def: the object is refused there
     (``not_a_def`` says why). None where no call site passes a def, or where the function is
     used other than called (its call sites are not all in sight)."""
-    param = _parameter(unit, name)
+    param = parameter(unit, name)
     if param is None or id(param) in self._param_branches:
       return self._param_branches.get(id(param))
     self._param_branches[id(param)] = None   # while it is being decided: none
@@ -286,13 +355,13 @@ class Project(Program):
             by_def.setdefault(id(call), slot)
 
 
-def _parameter(unit: SourceFile, name: cst.Name) -> Optional[cst.Param]:
+def parameter(unit: SourceFile, name: cst.Name) -> Optional[cst.Param]:
   """The parameter ``name`` reads, where a parameter is its only binding, else None."""
   scope = unit.scopes.get(name)
   if scope is None:
     return None
   bindings = list(scope[name.value])
-  if len(bindings) == 1 and isinstance(bindings[0].node, cst.Param):
+  if len(bindings) == 1 and isinstance(getattr(bindings[0], 'node', None), cst.Param):
     return bindings[0].node
   return None
 

@@ -78,6 +78,11 @@ def sites(project: _project.Project) -> List[Site]:
         continue
       slot = project.slot_of(unit, node)
       if slot is None:
+        unresolved = _unresolved_result(project, unit, node)
+        if unresolved is not None:
+          found.append(Site(unit, node, 'escape', unresolved[0], _refusals.ESCAPE,
+                            unresolved[1]))
+          continue
         held = _held(project, unit, node)
         if held is not None and not _whole(unit, node):
           found.append(Site(unit, node, 'escape', held, _refusals.ESCAPE,
@@ -105,6 +110,56 @@ def _held(project, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:
     return None
   parts = project.known.parts(_flows.base_of(project, unit, node))
   return parts[0][1] if parts else None
+
+
+# What a legacy optimizer has that a value of unknown origin is read for.
+_OPTIMIZER_READS = frozenset({'target', 'apply_gradient', 'optimizer_def'})
+
+
+def _unresolved_result(project, unit: SourceFile, node: cst.CSTNode):
+  """``(slot, message)`` where ``node`` calls a function-valued parameter the analysis does
+  not resolve (its function's call sites are not all in sight, or bind different functions),
+  given an optimizer (or a value whose field holds one), and what it returns is used as an
+  optimizer: read as ``.target`` / ``.apply_gradient`` / ..., or stored in an optimizer's
+  field (``state.replace(optimizer=new)``). Left as it is, that value would stay legacy;
+  else None."""
+  if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)) or (
+      _project.parameter(unit, node.func) is None
+      or project.resolve_callable(unit, node.func) is not None):
+    return None
+  fields = {s[2] for s in project.optimizer_slots if s[0] == 'field'}
+  given = None
+  for arg in node.args:
+    value = arg.value
+    candidates = [project.slot_of(unit, value), _held(project, unit, value)]
+    if isinstance(value, cst.Name):
+      candidates += [_flows.field_slot(project, unit, value, f) for f in sorted(fields)]
+    given = next((c for c in candidates if c in project.optimizer_slots), given)
+  if given is None:
+    return None
+  parent = unit.parent(node)
+  reads = [node]
+  if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
+      parent.targets[0].target, cst.Name):
+    reads = _unit.accesses(unit, parent.targets[0].target) or []
+  for read in reads:
+    use = unit.parent(read)
+    stored = None
+    if isinstance(use, cst.Arg) and use.keyword is not None:
+      call = unit.parent(use)
+      receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+      stored = _flows.field_slot(project, unit, receiver, use.keyword.value) if (
+          receiver is not None) else None
+    if (isinstance(use, cst.Attribute) and use.value is read
+        and use.attr.value in _OPTIMIZER_READS) or stored in project.optimizer_slots:
+      return (stored if stored in project.optimizer_slots else given,
+              f'{unit.code(read)} is used as an optimizer ({short(unit.code(use))}) at '
+              f'{os.path.basename(unit.path)}:{unit.line(read)}, and it is what '
+              f'{short(unit.code(node))} at {os.path.basename(unit.path)}:{unit.line(node)} '
+              f'returns: {node.func.value} is a function passed in, which the analysis does '
+              'not resolve (not every call site of its function is in sight, or they pass '
+              'different functions)')
+  return None
 
 
 def _whole(unit: SourceFile, node: cst.CSTNode) -> bool:

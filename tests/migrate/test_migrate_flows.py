@@ -190,3 +190,125 @@ def test_a_use_the_analysis_cannot_follow_is_named_with_its_line(use, says, tmp_
   assert [r.code for r in escapes] == ['FOM107'], report.records
   assert says in escapes[0].message, escapes[0].message
   assert all(r.status == 'refused' for r in report.records if r.code < 'FOM2'), report.records
+
+
+# score_sde's step: the function that steps the optimizer is passed in (``optimize_fn``, the
+# def nested in ``optimization_manager(config)``) and its result read as the new optimizer.
+_PASSED_IN = '''\
+import flax
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+@flax.struct.dataclass
+class State:
+  optimizer: optim.Optimizer
+
+
+def optimization_manager(scale):
+  def optimize_fn(state, grad):
+    return state.optimizer.apply_gradient(jax.tree_util.tree_map(lambda g: g * scale, grad))
+  return optimize_fn
+
+
+def step(optimize, state, grad):
+  new_optimizer = optimize(state, grad)
+  return state.replace(optimizer=new_optimizer), new_optimizer.target
+
+
+def main():
+  state = State(optimizer=optim.GradientDescent(learning_rate=0.1).create({'w': jnp.ones(3)}))
+  state, params = STEP(optimization_manager(1.0), state, {'w': jnp.ones(3)})
+  print(params['w'].tolist(), state.optimizer.target['w'].tolist())
+
+
+if __name__ == '__main__':
+  main()
+'''
+
+
+# The same in 24 lines: ``step`` is given the module's ``optimize_fn`` by name.
+_PASSED_BY_NAME = '''\
+import flax
+import jax.numpy as jnp
+from flax import optim
+
+
+@flax.struct.dataclass
+class State:
+  optimizer: optim.Optimizer
+
+
+def optimize_fn(state, grad):
+  return state.optimizer.apply_gradient(grad)
+
+
+def step(optimize, state, grad):
+  new_optimizer = optimize(state, grad)
+  return new_optimizer.target
+
+
+def main():
+  state = State(optimizer=optim.GradientDescent(learning_rate=0.1).create({'w': jnp.ones(3)}))
+  print(step(optimize_fn, state, {'w': jnp.ones(3)})['w'].tolist())
+
+
+if __name__ == '__main__':
+  main()
+'''
+
+
+def test_a_function_passed_in_by_name_is_followed():
+  pytest.importorskip('libcst')
+  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+  from tests import _isolated  # pylint: disable=g-import-not-at-top
+  new, report = migrate_source(_PASSED_BY_NAME)
+  assert report.records and all(r.status == 'rewritten' for r in report.records), report.records
+  assert 'return new_optimizer.params' in new, new
+  out = _isolated.run_isolated(new).stdout   # 1 - 0.1 * 1, in float32
+  assert out.split() == ['[0.8999999761581421,', '0.8999999761581421,', '0.8999999761581421]'], out
+
+
+@pytest.mark.parametrize('direct', [True, False])
+def test_a_function_passed_in_is_followed_where_every_call_site_is_in_sight(direct):
+  """``optimize(state, grad)`` with ``optimize`` a parameter that every call of ``step`` binds
+  to the def ``optimization_manager`` returns (directly, or through a variable) runs that def:
+  its result is the optimizer, so ``new_optimizer.target`` is rewritten and the migrated
+  program runs without this package to the legacy numbers: 1 - 0.1 * 1 = 0.9."""
+  pytest.importorskip('libcst')
+  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+  from tests import _isolated  # pylint: disable=g-import-not-at-top
+  call = 'step' if direct else 'run_step'
+  source = _PASSED_IN.replace('STEP', call)
+  if not direct:
+    source = source.replace('def main():', 'def run_step(optimize, state, grad):\n'
+                            '  return step(optimize, state, grad)\n\n\ndef main():')
+  new, report = migrate_source(source)
+  assert report.records and all(r.status == 'rewritten' for r in report.records), report.records
+  assert 'new_optimizer.params' in new and '.target' not in new, new
+  out = _isolated.run_isolated(new).stdout
+  assert out.split() == ['[0.8999999761581421,', '0.8999999761581421,', '0.8999999761581421]',
+                         '[0.8999999761581421,', '0.8999999761581421,', '0.8999999761581421]'], out
+
+
+@pytest.mark.parametrize('elsewhere', [
+    'jax.jit(step, static_argnums=0)',              # step referred to other than as a call
+    'step(lambda s, g: s.optimizer, state, {})[0] and step',   # so: a call and a name
+])
+def test_a_function_passed_in_that_is_not_followed_refuses_its_result(elsewhere):
+  """Where not every call site of ``step`` is in sight, ``optimize`` is not resolved: its
+  result, used as the optimizer, is refused (FOM107 naming the call and its line), never left
+  legacy in a program reported whole."""
+  pytest.importorskip('libcst')
+  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+  source = _PASSED_IN.replace('STEP(', f'({elsewhere})(')
+  _, report = migrate_source(source)
+  line = source.splitlines().index('  new_optimizer = optimize(state, grad)') + 1
+  escapes = [r for r in report.records if r.line == line]
+  assert [r.code for r in escapes] == ['FOM107'], report.records
+  assert (f'new_optimizer is used as an optimizer (optimizer=new_optimizer) at script.py:'
+          f'{line + 1}, and it is what optimize(state, grad) at script.py:{line} returns: '
+          'optimize is a '
+          'function passed in') in escapes[0].message, escapes[0].message
+  assert report.records and all(r.status == 'refused' for r in report.records), report.records
