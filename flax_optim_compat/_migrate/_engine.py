@@ -95,7 +95,57 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
         if full.startswith(('flax.optim', 'flax_optim_compat')) or _read(unit, a):
           asname = a.asname.name.value if a.asname else None
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, full, None, asname)
-  return _remove_imports(module, ctx).code
+  return _drop_dotted_legacy_imports(_remove_imports(module, ctx)).code
+
+
+_LEGACY_MODULES = ('flax.optim', 'flax_optim_compat')
+
+
+def _dotted(node) -> str:
+  return cst.Module([]).code_for_node(node)
+
+
+def _drop_dotted_legacy_imports(module: cst.Module) -> cst.Module:
+  """``import flax.optim`` left once nothing reads ``flax.optim``: LibCST keeps it, as it binds
+  ``flax``, which the code still reads. It goes, or becomes ``import flax`` where no other
+  import binds ``flax``."""
+  imports = [n for n in _unit.walk(module) if isinstance(n, cst.Import)]
+  legacy = [a for n in imports for a in n.names if a.asname is None and
+            _dotted(a.name).split('.')[0] in ('flax', 'flax_optim_compat') and
+            _dotted(a.name).startswith(_LEGACY_MODULES)]
+  if not legacy:
+    return module
+  imported = {id(a) for n in imports for a in n.names}
+  read = any(_dotted(n).startswith(_LEGACY_MODULES) for n in _unit.walk(module)
+             if isinstance(n, (cst.Attribute, cst.Name)) and id(n) not in imported and
+             not any(n is a.name for a in legacy))
+  if read:
+    return module
+  binds_flax = any(_dotted(a.name if a.asname is None else a.asname.name).split('.')[0] == 'flax'
+                   for n in imports for a in n.names if a not in legacy)
+  return module.visit(_DropAliases({id(a) for a in legacy}, keep_flax=not binds_flax))
+
+
+class _DropAliases(cst.CSTTransformer):
+  """Drops the given ``import`` aliases (``keep_flax``: the first ``flax.*`` one becomes
+  ``import flax``), and a statement left with none."""
+
+  def __init__(self, ids, keep_flax):
+    super().__init__()
+    self._ids, self._keep_flax = ids, keep_flax
+
+  def leave_Import(self, original_node, updated_node):
+    names = []
+    for old, new in zip(original_node.names, updated_node.names):
+      if id(old) not in self._ids:
+        names.append(new)
+      elif self._keep_flax and _dotted(old.name).startswith('flax.'):
+        names.append(new.with_changes(name=cst.Name('flax')))
+        self._keep_flax = False
+    if not names:
+      return cst.RemoveFromParent()
+    names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return updated_node.with_changes(names=names)
 
 
 def _read(unit, alias: cst.ImportAlias) -> bool:
