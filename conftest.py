@@ -22,9 +22,10 @@ os.environ['XLA_FLAGS'] = ' '.join(
     [os.environ.get('XLA_FLAGS', ''), '--xla_force_host_platform_device_count=8']).strip()
 os.environ.setdefault('JAX_PLATFORMS', 'cpu')
 
-# Programs the tests run in their own processes (tests/fixtures/legacy_names/programs/...), not
-# test modules: --doctest-modules would import them.
-collect_ignore_glob = ['tests/fixtures/*']
+# Programs the tests run in their own processes (tests/fixtures/legacy_names/programs/...,
+# migrate's example projects, two of which have a train.py), not test modules:
+# --doctest-modules would import them.
+collect_ignore_glob = ['tests/fixtures/*', 'tests/migrate/examples/*']
 
 # Set by the process that made the run's directory, for its pytest-xdist workers.
 RUN_DIR = 'FLAX_OPTIM_COMPAT_TEST_RUN_DIR'
