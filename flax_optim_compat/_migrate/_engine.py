@@ -56,6 +56,14 @@ def _bound_names(module: cst.Module):
   return {n.value for n in _unit.walk(module) if isinstance(n, cst.Name)}
 
 
+# The modules of the legacy API: an import of one goes once the rewrite left it unread.
+_LEGACY_MODULES = ('flax.optim', 'flax_optim_compat')
+
+
+def _dotted(node) -> str:
+  return cst.Module([]).code_for_node(node)
+
+
 def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
   unit = plan.unit
   if not plan.edits and not plan.markers:
@@ -83,26 +91,20 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
   for node in unit.nodes:
     if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar) and (
         not node.relative):
-      base = cst.Module([]).code_for_node(node.module) if node.module else ''
+      base = _dotted(node.module) if node.module else ''
       for a in node.names:
-        if unit.legacy(a.name) or base.startswith(('flax.optim', 'flax_optim_compat')) or (
+        if unit.legacy(a.name) or base.startswith(_LEGACY_MODULES) or (
             base == 'flax' and a.name.value == 'optim') or _read(unit, a):
           asname = a.asname.name.value if a.asname else None
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, base, a.name.value, asname)
     elif isinstance(node, cst.Import):
       for a in node.names:
-        full = cst.Module([]).code_for_node(a.name)
-        if full.startswith(('flax.optim', 'flax_optim_compat')) or _read(unit, a):
+        full = _dotted(a.name)
+        if full.startswith(_LEGACY_MODULES) or _read(unit, a):
           asname = a.asname.name.value if a.asname else None
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, full, None, asname)
   return _drop_dotted_legacy_imports(_remove_imports(module, ctx)).code
 
-
-_LEGACY_MODULES = ('flax.optim', 'flax_optim_compat')
-
-
-def _dotted(node) -> str:
-  return cst.Module([]).code_for_node(node)
 
 
 def _drop_dotted_legacy_imports(module: cst.Module) -> cst.Module:
@@ -110,9 +112,8 @@ def _drop_dotted_legacy_imports(module: cst.Module) -> cst.Module:
   ``flax``, which the code still reads. It goes, or becomes ``import flax`` where no other
   import binds ``flax``."""
   imports = [n for n in _unit.walk(module) if isinstance(n, cst.Import)]
-  legacy = [a for n in imports for a in n.names if a.asname is None and
-            _dotted(a.name).split('.')[0] in ('flax', 'flax_optim_compat') and
-            _dotted(a.name).startswith(_LEGACY_MODULES)]
+  legacy = [a for n in imports for a in n.names
+            if a.asname is None and _dotted(a.name).startswith(_LEGACY_MODULES)]
   if not legacy:
     return module
   imported = {id(a) for n in imports for a in n.names}
