@@ -83,8 +83,7 @@ def _leafwise_param(program: Program, unit: SourceFile, fdef: cst.FunctionDef,
   if isinstance(unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef)),
                 cst.ClassDef) or fdef.decorators:
     return None
-  returns = [n for n in _unit.walk(fdef.body) if isinstance(n, (cst.Return, cst.Yield))
-             and unit.enclosing(n, (cst.FunctionDef, cst.Lambda)) is fdef]
+  returns = _unit.returns_of(unit, fdef)
   if not returns or any(not isinstance(r, cst.Return) or r.value is None for r in returns):
     return None
   params = [p.name.value for p in fdef.params.params]

@@ -483,7 +483,7 @@ def _multi_mode(project, creates, multis, applies, overrides, group_lrs) -> str:
     site.message = ('overrides the groups of an optimizer that is not one MultiOptimizer '
                     'created in sight' if plain is None or plain[1] is None else
                     f'overrides the groups of a MultiOptimizer, but the optimizer may also be '
-                    f'created from {_sites.short(plain[0].code(plain[1]))} ({_sites.at(*plain[:2])}), '
+                    f'created from {_sites.short(plain[0].code(plain[1]))} ({_unit.at(*plain[:2])}), '
                     'a def without groups')
     return 'inject'
   other = next((d for d in defs if len(d[2]) != len(defs[0][2])), None)
@@ -491,7 +491,7 @@ def _multi_mode(project, creates, multis, applies, overrides, group_lrs) -> str:
     site.refusal = _refusals.GROUP_HYPER_PARAMS
     site.message = ('the MultiOptimizers the optimizer may be created from have different '
                     'groups: ' + ' and '.join(
-                        f'{len(d[2])} at {_sites.at(*d[:2])}' for d in (defs[0], other)))
+                        f'{len(d[2])} at {_unit.at(*d[:2])}' for d in (defs[0], other)))
     return 'inject'
   count = len(defs[0][2])
   if any(g is None for *_, groups in defs for g in groups):

@@ -6,7 +6,6 @@ Slots joined by a flow are one *object*, rewritten entirely or not at all: the j
 fixed point here, over the parsed program (``_program``). What the code does with each
 optimizer value (its *sites*) is classified in ``_sites``.
 """
-import os
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -65,8 +64,7 @@ class Project(Program):
     if target is None or not isinstance(target[1], cst.FunctionDef) or target[2]:
       return None
     cunit, fdef, _ = target
-    returns = [n for n in _unit.walk(fdef.body) if isinstance(n, (cst.Return, cst.Yield))
-               and cunit.enclosing(n, (cst.FunctionDef, cst.Lambda)) is fdef]
+    returns = _unit.returns_of(cunit, fdef)
     nested = set()
     for r in returns:
       value = r.value if isinstance(r, cst.Return) else None
@@ -150,8 +148,7 @@ class Project(Program):
       if target is None or not isinstance(target[1], cst.FunctionDef) or target[2]:
         return None
       cunit, fdef, _ = target
-      returns = [n for n in _unit.walk(fdef) if isinstance(n, cst.Return)
-                 and cunit.enclosing(n, (cst.FunctionDef, cst.Lambda)) is fdef]
+      returns = [r for r in _unit.returns_of(cunit, fdef) if isinstance(r, cst.Return)]
       if not returns or any(r.value is None for r in returns):
         return None
       for r in returns:
@@ -193,8 +190,7 @@ class Project(Program):
         branches.extend(found)
     if not passed:
       return None
-    where = lambda u, c: f'{os.path.basename(u.path)}:{u.line(c)}'
-    defs = ', '.join(where(u, c) for u, c in passed)
+    defs = ', '.join(_unit.at(u, c) for u, c in passed)
     for cunit, call, arg in others:
       node = arg if isinstance(arg, cst.CSTNode) and arg is not param.default else call
       what = ('a **kwargs or *args that may bind it' if arg is _flows.UNKNOWN
@@ -202,7 +198,7 @@ class Project(Program):
               else f'{cunit.code(arg)}, not a flax.optim def the analysis follows')
       self.not_a_def[id(node)] = (
           f'{fdef.name.value}() creates its parameter {param.name.value}, and the call at '
-          f'{where(cunit, call)} passes {what}, while '
+          f'{_unit.at(cunit, call)} passes {what}, while '
           + (f'the call at {defs} passes a def' if len(passed) == 1 else
              f'the calls at {defs} pass defs'))
       branches.append((cunit, node))

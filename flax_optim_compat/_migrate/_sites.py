@@ -88,7 +88,7 @@ def sites(project: _project.Project) -> List[Site]:
           found.append(Site(unit, node, 'escape', held, _refusals.ESCAPE,
                             f'{unit.code(node)} holds optimizers (in a tuple or dict) and is '
                             f'read as {short(unit.code(unit.parent(node)))} at '
-                            f'{os.path.basename(unit.path)}:{unit.line(node)}, which the '
+                            f'{_unit.at(unit, node)}, which the '
                             'analysis cannot tell apart by index or key'))
         elif held is not None and not _followed(project, unit, node, unit.parent(node)):
           found.append(Site(unit, node, 'escape', held, _refusals.ESCAPE,
@@ -154,8 +154,8 @@ def _unresolved_result(project, unit: SourceFile, node: cst.CSTNode):
         and use.attr.value in _OPTIMIZER_READS) or stored in project.optimizer_slots:
       return (stored if stored in project.optimizer_slots else given,
               f'{unit.code(read)} is used as an optimizer ({short(unit.code(use))}) at '
-              f'{os.path.basename(unit.path)}:{unit.line(read)}, and it is what '
-              f'{short(unit.code(node))} at {os.path.basename(unit.path)}:{unit.line(node)} '
+              f'{_unit.at(unit, read)}, and it is what '
+              f'{short(unit.code(node))} at {_unit.at(unit, node)} '
               f'returns: {node.func.value} is a function passed in, which the analysis does '
               'not resolve (not every call site of its function is in sight, or they pass '
               'different functions)')
@@ -272,7 +272,7 @@ def _read_message(unit: SourceFile, read: cst.Attribute) -> str:
   if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call):
     call = unit.parent(parent)
     message += (f', passed to {short(unit.code(call.func))}(...) at '
-                f'{os.path.basename(unit.path)}:{unit.line(read)}')
+                f'{_unit.at(unit, read)}')
   return message
 
 
@@ -287,7 +287,7 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
   nerf.utils.TrainState is not a function or class of the given files ...``, so the report
   names the line to change and what it does."""
   parent = unit.parent(node)
-  where = f'{os.path.basename(unit.path)}:{unit.line(node)}'
+  where = _unit.at(unit, node)
   if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call):
     call = unit.parent(parent)
     how = (f'as {parent.keyword.value}=' if parent.keyword is not None
@@ -510,7 +510,7 @@ def _def_destination(project, unit, call):
     for use in _unit.accesses(unit, variable) or ():
       member = unit.parent(use)
       if not (isinstance(member, cst.Attribute) and member.attr.value == 'create'):
-        return (f'assigned to {variable.value}, which is also read at {at(unit, use)} '
+        return (f'assigned to {variable.value}, which is also read at {_unit.at(unit, use)} '
                 f'({short(unit.code(statement_of(unit, use)))}): the analysis follows a def '
                 'variable read only as the receiver of .create(...)')
   if isinstance(parent, cst.Return):
@@ -519,17 +519,12 @@ def _def_destination(project, unit, call):
       called = [(u, n) for u in project.units for n in u.nodes if isinstance(n, cst.Call) and (
           (isinstance(n.func, cst.Attribute) and n.func.attr.value == fdef.name.value) or (
               isinstance(n.func, cst.Name) and n.func.value == fdef.name.value))]
-      where = ', '.join(f'{at(u, n)} ({short(u.code(n), 40)})' for u, n in called[:3])
+      where = ', '.join(f'{_unit.at(u, n)} ({short(u.code(n), 40)})' for u, n in called[:3])
       return (f'returned by {fdef.name.value}(), ' + (
           f'called at {where}, where the analysis does not resolve the callee to one function '
           'whose every return is a def (e.g. a method of a value whose class is chosen at run '
           'time)' if called else 'which no call in the given files is seen to make'))
   if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call):
     return (f'passed to {short(unit.code(unit.parent(parent).func), 40)}(...) at '
-            f'{at(unit, call)}: the analysis does not follow a def into a parameter')
+            f'{_unit.at(unit, call)}: the analysis does not follow a def into a parameter')
   return None
-
-
-def at(unit, node) -> str:
-  """``train.py:382``: where ``node`` is, for a report message."""
-  return f'{os.path.basename(unit.path)}:{unit.line(node)}'

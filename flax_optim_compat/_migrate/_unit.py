@@ -7,6 +7,7 @@ and positions. ``legacy_name`` says which names are flax.optim's own, however th
 ``flax_optim_compat.Adam``). The small helpers below read one node of a file; the analysis,
 the classification of sites, the plan and the rules share them.
 """
+import os
 from typing import Dict, Iterable, List, Optional, Set
 
 import libcst as cst
@@ -194,6 +195,18 @@ class _Collect(_Walk):
 
   def on_leave(self, original_node):
     self._stack.pop()
+
+
+def at(unit: SourceFile, node: cst.CSTNode) -> str:
+  """``train.py:382``: where ``node`` is, for a report message."""
+  return f'{os.path.basename(unit.path)}:{unit.line(node)}'
+
+
+def returns_of(unit: SourceFile, fdef: cst.FunctionDef) -> List[cst.CSTNode]:
+  """The ``return`` and ``yield`` nodes of ``fdef`` itself, not of a function or lambda nested
+  in it."""
+  return [n for n in walk(fdef.body) if isinstance(n, (cst.Return, cst.Yield))
+          and unit.enclosing(n, (cst.FunctionDef, cst.Lambda)) is fdef]
 
 
 def walk(node: cst.CSTNode) -> List[cst.CSTNode]:
