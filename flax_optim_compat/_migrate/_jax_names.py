@@ -66,6 +66,10 @@ def _by_name() -> Dict[str, _Name]:
       # Today's public function of the same result (``xla_bridge.device_count`` is
       # ``jax.device_count``): renamed like an alias, so the module's import can go.
       names[e.qualname] = _Name(e.qualname, 'alias', e.target)
+    elif e.module == 'numpy' and e.kind == 'function' and '.' in e.target:
+      # numpy's removed aliases were the very object at ``target`` (``np.float is float``,
+      # ``np.product`` called ``np.prod``): renamed, called or not.
+      names[e.qualname] = _Name(e.qualname, 'alias', e.target)
     else:
       names[e.qualname] = _Name(e.qualname, e.kind, e.target, e.keywords, e.annotation_only)
   return names
@@ -540,6 +544,8 @@ def _plan_rename(node, entry, plan, result):
   parent, _ = _split(entry.name)
   if entry.target.startswith(parent + '.'):
     data = Renamed(suffix=entry.target[len(parent):])
+  elif entry.target.startswith('builtins.'):   # ``np.float`` -> ``float``: nothing to import
+    data = Renamed(full=entry.target[len('builtins.'):])
   else:
     data = Renamed(full=entry.target)
     module = _split(entry.target)[0]

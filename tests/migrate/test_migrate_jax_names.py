@@ -202,3 +202,25 @@ def test_a_jax_name_todays_jax_lacks_and_no_rule_rewrites_is_marked_not_left_sil
   assert report.exit_status() == 2
   again, _ = migrate_source(new)
   assert again == new
+
+
+def test_numpys_removed_aliases_are_renamed_to_the_object_they_named_called_or_not():
+  """numpy 1.24 removed ``np.float``/``np.int``/``np.object`` (the builtins themselves) and numpy
+  2.0 ``np.float_``/``np.NaN``/``np.product`` (``np.float64``, ``np.nan``, ``np.prod``). VaxNeRF
+  passes ``dtype=np.float``: a value, not a call. Each becomes the object it named, so the file
+  runs on today's numpy without the runtime layer; ``np.NINF`` (a value, -inf, no name of its
+  own today) stays FOM299."""
+  source = ('import numpy as np\nfrom numpy import product as pr, float_\n\n'
+            'a = np.array("1 2".split(), dtype=np.float)\n'
+            'print(a.dtype, np.float(2), np.int(3.7), np.NaN, pr([2, 3]), float_(1.5), np.object)\n')
+  new, report = migrate_source(source)
+  assert {r.status for r in report.records} == {'rewritten'}, report.records
+  again, report_again = migrate_source(new)
+  assert again == new and report_again.records == []
+  from tests import _isolated  # pylint: disable=g-import-not-at-top
+  proc = _isolated.run_isolated(new, env={'XLA_FLAGS': '', 'JAX_PLATFORMS': 'cpu',
+                                          'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  # float64 from dtype=float; float(2); int(3.7) truncates; nan; 2 * 3; the builtin object.
+  assert proc.stdout.split() == ['float64', '2.0', '3', 'nan', '6', '1.5', "<class", "'object'>"]
+  kept, report = migrate_source('import numpy as np\n\nlow = np.NINF\n')
+  assert 'np.NINF' in kept and [r.code for r in report.records] == ['FOM299']
