@@ -405,7 +405,10 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen) ->
           c.message = (f'group {i}: {call.name}(...) has no learning rate and no apply site '
                        'sets one')
       if c.refusal is None and 'None' in obj.lr_sources(c, 'None'):
-        c.refusal, c.message = _refusals.LR_NONE, 'learning_rate=None and no override'
+        c.refusal = _refusals.LR_NONE
+        c.message = ('learning_rate=None, and no apply site the analysis follows sets a '
+                     'learning_rate=' + (' (an update it does not follow may: see its FOM107)'
+                                         if any(s.kind == 'escape' for s in group.sites) else ''))
   if mode == 'inject':
     for c in creates:
       clash = _injected_name_read(c, calls, multis)

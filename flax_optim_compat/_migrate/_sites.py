@@ -11,6 +11,7 @@ import os
 from typing import Dict, List, Optional, Set
 
 import libcst as cst
+from libcst import metadata as meta
 
 from . import _calls
 from . import _flows
@@ -280,6 +281,14 @@ def _read_message(unit: SourceFile, read: cst.Attribute) -> str:
   return message
 
 
+def _bindings(unit: SourceFile, func: cst.CSTNode) -> list:
+  """The nodes that bind the name ``func`` in its scope (one per def, class or assignment)."""
+  scope = unit.scopes.get(func)
+  if not isinstance(func, cst.Name) or scope is None:
+    return []
+  return [a.node for a in scope[func.value] if isinstance(a, meta.Assignment)]
+
+
 def short(text: str, width: int = 60) -> str:
   text = ' '.join(text.split())
   return text if len(text) <= width else text[:width - 3] + '...'
@@ -308,6 +317,11 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
       return (f'{what}: it pickles the legacy Optimizer object itself, and a TrainState cannot '
               'be pickled (its optax transform is made of local functions, which pickle does '
               'not write); save its fields instead (flax.serialization.to_bytes), then migrate')
+    bound = _bindings(unit, call.func)
+    if len(bound) > 1:   # a notebook-style script that defines the step again
+      lines = ', '.join(str(unit.line(n)) for n in bound)
+      return (f'{what}: {unit.code(call.func)} is bound more than once in its scope (lines '
+              f'{lines}), and the analysis follows a callee bound once')
     own = project.own_name_ending(names[0])
     if own is not None:
       return (f'{what}: it is imported as {names[0]}, a path that does not resolve to the given '

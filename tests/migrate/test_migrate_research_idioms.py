@@ -119,3 +119,24 @@ def test_a_variable_holding_a_def_it_cannot_trace_and_its_optimizer_says_so():
       'uses optimizer.create, which a TrainState does not have: create is a def\'s method, so '
       'optimizer holds a def here, one the analysis does not trace to a flax.optim def call, '
       'and an optimizer elsewhere'], refused
+
+
+def test_a_step_bound_twice_is_named_and_the_learning_rate_refusal_says_why():
+  """A notebook-style script pmaps its step again under the same name: the call is not
+  followed, so neither is the update that sets the learning rate of a ``learning_rate=None``
+  def; both refusals name that."""
+  source = _PRELUDE + (
+      'import jax\n\ndef step(o, g, lr):\n  return o.apply_gradient(g, learning_rate=lr)\n\n'
+      'pstep = jax.jit(step)\nopt = optim.Adam().create(p)\nopt = pstep(opt, p, 0.1)\n'
+      'pstep = jax.jit(step)\n')
+  new, refused = _refusals(source)
+  assert 'optax' not in new
+  lines = source.splitlines()
+  at_create = 1 + lines.index('opt = optim.Adam().create(p)')
+  messages = {(line, code): m for line, code, m in refused}
+  assert messages[(at_create, 'FOM108')] == (
+      'learning_rate=None, and no apply site the analysis follows sets a learning_rate= (an '
+      'update it does not follow may: see its FOM107)'), refused
+  assert messages[(at_create + 1, 'FOM107')].endswith(
+      f'pstep is bound more than once in its scope (lines {at_create - 1}, {at_create + 2}), '
+      'and the analysis follows a callee bound once'), refused
