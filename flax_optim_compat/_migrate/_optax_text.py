@@ -16,6 +16,7 @@ import optax
 
 from .. import _deprecation
 from . import _refusals
+from . import _unit
 import flax_optim_compat as _optim
 
 # A learning rate known only at run time: the optax state does not depend on its value.
@@ -32,19 +33,40 @@ class DefCall(NamedTuple):
   literal: Dict[str, bool]  # legacy keyword -> whether the source is a Python literal
 
 
-def def_call(name: str, call: cst.Call, module: cst.Module) -> Optional[DefCall]:
-  """Normalises ``optim.Adam(1e-3, beta2=0.99)`` to keywords; None if it cannot."""
+def def_call(name: str, call: cst.Call, unit: _unit.SourceFile) -> Optional[DefCall]:
+  """Normalises ``optim.Adam(1e-3, beta2=0.99)`` to keywords; None if it cannot.
+
+  ``**kw`` is read where ``_unit.dict_keywords`` reads it (a dict assigned once, never changed).
+  """
   cls = getattr(_optim, name, None)
-  if cls is None or any(a.star for a in call.args):
+  if cls is None or any(a.star == '*' for a in call.args):
     return None
-  positional = [module.code_for_node(a.value) for a in call.args if a.keyword is None]
-  keywords = {a.keyword.value: module.code_for_node(a.value) for a in call.args if a.keyword}
+  positional = [unit.code(a.value) for a in call.args if a.keyword is None and not a.star]
+  keywords = {a.keyword.value: unit.code(a.value) for a in call.args if a.keyword}
+  for arg in call.args:
+    if arg.star == '**':
+      passed = _unit.dict_keywords(unit, arg.value) if isinstance(arg.value, cst.Name) else None
+      if passed is None or set(passed) & set(keywords):
+        return None
+      keywords.update(passed)
   try:
     bound = inspect.signature(cls).bind(*positional, **keywords)
   except TypeError:
     return None
   sources = dict(bound.arguments)
   return DefCall(name, sources, {k: is_literal(v) for k, v in sources.items()})
+
+
+def unread_arguments(name: str, call: cst.Call) -> str:
+  """Why ``def_call`` cannot read the arguments of ``call`` (a def of class ``name``)."""
+  for arg in call.args:
+    if arg.star == '*':
+      return '*-unpacked positional arguments, known only at run time'
+    if arg.star == '**':
+      return (f'the keywords of **{cst.Module([]).code_for_node(arg.value)} are known only at '
+              'run time (migrate reads **kw only from a dict literal or dict(...) assigned '
+              'once, with string keys, read nowhere else and not repeating a keyword)')
+  return f'arguments that do not fit the signature of {name}'
 
 
 def is_literal(text: str) -> bool:

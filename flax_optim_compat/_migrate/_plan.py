@@ -10,7 +10,7 @@ follow. Otherwise what holds for the whole object (its defs, the learning-rate m
 """
 import dataclasses
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import libcst as cst
 
@@ -68,10 +68,12 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   escaped = _loose_defs(project, groups.values())
   decided = []
   for group in ordered:
-    unseen = not _creates(group) and escaped
+    unseen = escaped if not _creates(group) else None
     decided.append((group, _decide(project, group, records, conversions, files, plain_optax,
                                    unseen)))
-    escaped |= any(s.kind == 'escape' for s in group.sites)
+    if escaped is None and any(s.kind == 'escape' for s in group.sites):
+      site = next(s for s in group.sites if s.kind == 'escape')
+      escaped = f'an optimizer that escapes the analysis at {_unit.at(site.unit, site.node)}'
   # A refusal decided here for the whole object (FOM108-FOM111, FOM102 ...) spreads to the
   # objects that meet it, as the refusals of single sites did in ``_sites``: all decided first.
   _sites.refuse_together(project, found)
@@ -116,9 +118,10 @@ def _creates(group) -> bool:
   return any(s.kind == 'create' for s in group.sites)
 
 
-def _loose_defs(project, groups) -> bool:
-  """Whether a def call is not the def of any create the analysis sees (a def passed to a
-  function, returned by a helper): its optimizer may be one created out of sight."""
+def _loose_defs(project, groups) -> Optional[str]:
+  """A def call that is not the def of any create the analysis sees (a def passed to a
+  function, returned by a helper), named for a message, or None: its optimizer may be one
+  created out of sight."""
   seen = {id(call) for g in groups for s in g.sites if s.kind == 'create'
           for _, call in project.def_branches(s.unit, s.node.func.value) or ()}
   for unit in project.units:   # a MultiOptimizer's group defs, inline or through a variable
@@ -128,8 +131,13 @@ def _loose_defs(project, groups) -> bool:
           inner = project.def_call(unit, inner) if isinstance(inner, cst.Name) else inner
           if isinstance(inner, cst.Call):
             seen.add(id(inner))
-  return any(isinstance(node, cst.Call) and unit.legacy(node.func) in _DEFS
-             and id(node) not in seen for unit in project.units for node in unit.nodes)
+  loose = next(((unit, node) for unit in project.units for node in unit.nodes
+                if isinstance(node, cst.Call) and unit.legacy(node.func) in _DEFS
+                and id(node) not in seen), None)
+  if loose is None:
+    return None
+  return (f'the def {_sites.short(loose[0].code(loose[1]), 40)} at {_unit.at(*loose)} goes '
+          'where the analysis does not follow it (FOM112), and may create it')
 
 
 _DEFS = _sites.DEFS
@@ -236,8 +244,9 @@ def _def_site_check(project, group) -> dict:
       multis[id(site)], why = _multi_groups(project, unit, [(focus, call)])
       if multis[id(site)] is None or len(site.node.args) != 2:
         site.refusal, site.message = _refusals.MULTI, f'create(..., focus=...): {why}'
-    elif _optax_text.def_call(name, call, unit.module) is None:
-      site.refusal, site.message = _refusals.UNKNOWN_DEF, f'{unit.code(call)}: arguments'
+    elif _optax_text.def_call(name, call, unit) is None:
+      site.refusal = _refusals.UNKNOWN_DEF
+      site.message = f'{unit.code(call)}: {_optax_text.unread_arguments(name, call)}'
     elif _uses_flax_nn(unit):
       site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
     # A def variable must be used only as the receiver of its creates.
@@ -273,7 +282,7 @@ def _branch_check(project, site):
       site.refusal, site.message = _refusals.UNKNOWN_DEF, project.not_a_def[id(call)]
       return
     name = unit.legacy(call.func)
-    parsed = _optax_text.def_call(name, call, unit.module) if name in _unit.BUILTIN_DEFS else None
+    parsed = _optax_text.def_call(name, call, unit) if name in _unit.BUILTIN_DEFS else None
     why, refusal = 'not a built-in def with arguments it reads', _refusals.UNKNOWN_DEF
     if name == 'MultiOptimizer' and len(site.node.args) == 1:   # a list: its groups
       parsed, multi_why = _multi_of(project, unit, call)
@@ -332,7 +341,7 @@ def _multi_groups(project, unit, pairs):
     name = unit.legacy(def_node.func) if isinstance(def_node, cst.Call) else None
     if name not in _unit.BUILTIN_DEFS:
       return None, f'group {i}: {unit.code(def_node)} is not a built-in def'
-    call = _optax_text.def_call(name, def_node, unit.module)
+    call = _optax_text.def_call(name, def_node, unit)
     if call is None:
       return None, f'group {i}: the arguments of {unit.code(def_node)}'
     groups.append((filter_source, rewrite, fn, def_value, call))
@@ -343,7 +352,8 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen) ->
   """What holds for the whole object (its defs, learning-rate mode, gradient average); refuses
   the sites that block it.
 
-  ``unseen``: the object is created out of sight while another object escaped the analysis
+  ``unseen``: the object is created out of sight while a def or another object escaped the
+  analysis (which, for the message), else None
   (it may be that one, e.g. through an import the analysis cannot resolve).
   """
   multis = _def_site_check(project, group)
@@ -357,7 +367,7 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen) ->
   for site in creates:
     if site.refusal is None and id(site) not in multis and site.branches is None:
       call = project.def_call(site.unit, site.node.func.value)
-      calls[id(site)] = _optax_text.def_call(site.unit.legacy(call.func), call, site.unit.module)
+      calls[id(site)] = _optax_text.def_call(site.unit.legacy(call.func), call, site.unit)
   pmeans = _replication(project, group, applies)
   if group_lrs:   # one learning rate injected per group
     mode, schedule = _multi_mode(project, creates, multis, applies, overrides,
@@ -395,7 +405,10 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen) ->
           c.message = (f'group {i}: {call.name}(...) has no learning rate and no apply site '
                        'sets one')
       if c.refusal is None and 'None' in obj.lr_sources(c, 'None'):
-        c.refusal, c.message = _refusals.LR_NONE, 'learning_rate=None and no override'
+        c.refusal = _refusals.LR_NONE
+        c.message = ('learning_rate=None, and no apply site the analysis follows sets a '
+                     'learning_rate=' + (' (an update it does not follow may: see its FOM107)'
+                                         if any(s.kind == 'escape' for s in group.sites) else ''))
   if mode == 'inject':
     for c in creates:
       clash = _injected_name_read(c, calls, multis)
@@ -407,8 +420,10 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen) ->
     # Its create (and so its optax form) is decided where the analysis cannot see it.
     site = next((s for s in applies if overrides[id(s)] is not None), group.sites[0])
     site.refusal = _refusals.ESCAPE
-    site.message = ('its create is out of sight (an import the analysis cannot resolve, or '
-                    'code outside the given files), so its optax form cannot be decided here')
+    where = unseen or ('an import the analysis cannot resolve, or code outside the given '
+                       'files')
+    site.message = (f'its create is out of sight ({where}), so its optax form cannot be '
+                    'decided here')
   for site in group.sites:
     if site.refusal is None and rules.claiming(site, obj) is None:
       site.refusal = _refusals.ESCAPE

@@ -11,6 +11,7 @@ import os
 from typing import Dict, List, Optional, Set
 
 import libcst as cst
+from libcst import metadata as meta
 
 from . import _calls
 from . import _flows
@@ -256,8 +257,12 @@ def _member(project, unit: SourceFile, node: cst.CSTNode, group: tuple, matched)
     return site
   if parent.attr.value in _READS:
     return Site(unit, parent, 'read', group, _refusals.READ, _read_message(unit, parent))
-  return Site(unit, parent, 'escape', group, _refusals.ESCAPE,
-              f'uses {unit.code(parent)}, which a TrainState does not have')
+  message = f'uses {unit.code(parent)}, which a TrainState does not have'
+  if parent.attr.value == 'create':   # a def's method: one variable holds a def and an optimizer
+    message += (f': create is a def\'s method, so {short(unit.code(node), 40)} holds a def here, '
+                'one the analysis does not trace to a flax.optim def call, and an optimizer '
+                'elsewhere')
+  return Site(unit, parent, 'escape', group, _refusals.ESCAPE, message)
 
 
 def _read_message(unit: SourceFile, read: cst.Attribute) -> str:
@@ -274,6 +279,14 @@ def _read_message(unit: SourceFile, read: cst.Attribute) -> str:
     message += (f', passed to {short(unit.code(call.func))}(...) at '
                 f'{_unit.at(unit, read)}')
   return message
+
+
+def _bindings(unit: SourceFile, func: cst.CSTNode) -> list:
+  """The nodes that bind the name ``func`` in its scope (one per def, class or assignment)."""
+  scope = unit.scopes.get(func)
+  if not isinstance(func, cst.Name) or scope is None:
+    return []
+  return [a.node for a in scope[func.value] if isinstance(a, meta.Assignment)]
 
 
 def short(text: str, width: int = 60) -> str:
@@ -300,6 +313,15 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
     names = sorted(unit.names(call.func))
     if not names:
       return f'{what}: a computed callable, which the analysis does not resolve'
+    if {'pickle.dump', 'pickle.dumps'} & set(names):
+      return (f'{what}: it pickles the legacy Optimizer object itself, and a TrainState cannot '
+              'be pickled (its optax transform is made of local functions, which pickle does '
+              'not write); save its fields instead (flax.serialization.to_bytes), then migrate')
+    bound = _bindings(unit, call.func)
+    if len(bound) > 1:   # a notebook-style script that defines the step again
+      lines = ', '.join(str(unit.line(n)) for n in bound)
+      return (f'{what}: {unit.code(call.func)} is bound more than once in its scope (lines '
+              f'{lines}), and the analysis follows a callee bound once')
     own = project.own_name_ending(names[0])
     if own is not None:
       return (f'{what}: it is imported as {names[0]}, a path that does not resolve to the given '
@@ -497,6 +519,11 @@ def leftover_reason(project, unit, node):
     return _refusals.UNFOLLOWED, (f'{shown}: the annotation of a def that is not rewritten, '
                                   'left as it is with it')
   why = _def_destination(project, unit, call) if call is not None and name in DEFS else None
+  if call is None and name in DEFS and isinstance(parent, cst.Arg) and isinstance(
+      unit.parent(parent), cst.Call):   # the class itself as a value: make(optim.Adam, lr=...)
+    why = (f'the class is passed to {short(unit.code(unit.parent(parent).func), 40)}(...) at '
+           f'{_unit.at(unit, node)}: a def class passed as a value is called elsewhere, with '
+           'arguments the analysis does not read, so its optax form cannot be decided here')
   return _refusals.UNFOLLOWED, f'{shown}: ' + (why or _refusals.UNFOLLOWED.reason)
 
 

@@ -7,6 +7,7 @@ and positions. ``legacy_name`` says which names are flax.optim's own, however th
 ``flax_optim_compat.Adam``). The small helpers below read one node of a file; the analysis,
 the classification of sites, the plan and the rules share them.
 """
+import ast
 import os
 from typing import Dict, Iterable, List, Optional, Set
 
@@ -129,6 +130,51 @@ def accesses(unit: SourceFile, name: cst.Name) -> Optional[List[cst.CSTNode]]:
       return None
     nodes.update((id(access.node), access.node) for access in a.references)
   return list(nodes.values())
+
+
+def dict_keywords(unit: SourceFile, name: cst.Name) -> Optional[Dict[str, str]]:
+  """The keywords ``**name`` passes, as source texts valid where it is passed, or None.
+
+  Only for a variable assigned once, to a dict literal with string keys (``{'beta1': 0.9}``)
+  or to ``dict(beta1=0.9)``, and read nowhere but as ``**name``: nothing can change the dict
+  between its assignment and the call. A literal value is its own text; any other value is
+  ``name['key']``, the value the dict holds (its expression ran once, at the assignment).
+  """
+  scope = unit.scopes.get(name)
+  if scope is None or not isinstance(name, cst.Name):
+    return None
+  bindings = list(scope[name.value])
+  reads = accesses(unit, name)
+  if len(bindings) != 1 or reads is None or not all(
+      isinstance(unit.parent(r), cst.Arg) and unit.parent(r).star == '**' for r in reads):
+    return None
+  target = unit.parent(bindings[0].node)
+  assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
+  if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+    return None
+  value = assign.value
+  if isinstance(value, cst.Dict) and all(
+      isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+      for e in value.elements):
+    items = [(e.key.evaluated_value, e.value) for e in value.elements]
+  elif isinstance(value, cst.Call) and 'builtins.dict' in unit.names(value.func) and all(
+      a.keyword is not None for a in value.args):
+    items = [(a.keyword.value, a.value) for a in value.args]
+  else:
+    return None
+  keys = [k for k, _ in items]
+  if len(set(keys)) != len(keys) or not all(isinstance(k, str) and k.isidentifier()
+                                            for k in keys):
+    return None
+  out = {}
+  for key, node in items:
+    text = unit.code(node)
+    try:
+      ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+      text = f'{name.value}[{key!r}]'
+    out[key] = text
+  return out
 
 
 def call_arg(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:

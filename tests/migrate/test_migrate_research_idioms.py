@@ -1,0 +1,142 @@
+"""Idioms of research programs ``migrate`` met outside its own examples: what it rewrites
+(proven both ways by the rule examples it names) and what it refuses, with the limit named."""
+import pytest
+
+pytest.importorskip('libcst')
+
+from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+
+_PRELUDE = 'import jax.numpy as jnp\nfrom flax import optim\n\np = {"w": jnp.ones(3)}\n'
+
+
+def _refusals(source):
+  new, report = migrate_source(source, 'train.py')
+  return new, [(r.line, r.code, r.message) for r in report.records if r.status == 'refused']
+
+
+@pytest.mark.parametrize('use', [
+    "kw = {'beta1': 0.8}\nkw['beta2'] = 0.9\n",            # changed after its assignment
+    "kw = {'beta1': 0.8}\nkw.update(beta2=0.9)\n",         # changed through a method
+    "kw = {'beta1': 0.8}\nprint(kw)\n",                    # read elsewhere: may be changed
+    "kw = {'beta1': 0.8}\nkw = {'beta1': 0.7}\n",          # assigned twice
+    "kw = {**{'beta1': 0.8}}\n",                           # not a plain literal
+    "kw = dict(other, beta1=0.8)\n",                       # keys known only at run time
+])
+def test_keywords_that_can_change_or_are_not_literal_stay_refused_naming_the_dict(use):
+  source = _PRELUDE + 'other = {}\n' + use + 'opt = optim.Adam(0.1, **kw).create(p)\n'
+  new, refused = _refusals(source)
+  assert 'optax' not in new
+  (line, code, message), = refused
+  assert code == 'FOM110' and source.splitlines()[line - 1].startswith('opt = ')
+  assert message.startswith('optim.Adam(0.1, **kw): the keywords of **kw are known only at '
+                            'run time'), message
+
+
+def test_a_keyword_given_twice_is_refused():
+  source = _PRELUDE + "kw = {'beta1': 0.8}\nopt = optim.Adam(0.1, beta1=0.7, **kw).create(p)\n"
+  _, refused = _refusals(source)
+  assert [c for _, c, _ in refused] == ['FOM110'], refused
+
+
+def test_a_dict_assigned_once_and_only_unpacked_is_read_literal_by_literal():
+  source = _PRELUDE + (
+      "scale = 2.0\nkw = {'beta1': 0.8, 'weight_decay': 1e-3 * scale}\n"
+      'def make(params):\n  return optim.Adam(0.1, **kw).create(params)\n\nopt = make(p)\n')
+  new, refused = _refusals(source)
+  assert refused == []
+  assert ("optax.adamw(learning_rate=0.1, b1=0.8, b2=0.999, eps=1e-08, "
+          "weight_decay=kw['weight_decay']") in new, new
+
+
+# ----------------------------------------------------------------- refusals that name the limit
+
+def test_an_optimizer_pickled_whole_is_refused_saying_a_train_state_cannot_be_pickled():
+  """A TrainState holds its optax transform, local functions pickle cannot write (measured:
+  ``pickle.dumps`` of one raises), and the files hold flax.optim's classes."""
+  source = _PRELUDE + ('import pickle\nopt = optim.Adam(0.1).create(p)\n'
+                       "pickle.dump(opt, open('state.pkl', 'wb'))\n")
+  new, refused = _refusals(source)
+  assert 'optax' not in new
+  blockers = [r for r in refused if 'not rewritten' not in r[2]]
+  assert [(line, code) for line, code, _ in blockers] == [(7, 'FOM107')], refused
+  assert ('is passed to pickle.dump(...) as argument 1 at train.py:7: it pickles the legacy '
+          'Optimizer object itself, and a TrainState cannot be pickled') in blockers[0][2]
+
+
+def test_a_def_class_passed_as_a_value_is_refused_naming_the_call_it_goes_to():
+  source = _PRELUDE + ('def make(cls, **kw):\n  return cls(**kw)\n\n'
+                       'opt = make(optim.Adam, learning_rate=0.1).create(p)\n')
+  new, refused = _refusals(source)
+  assert 'optax' not in new
+  assert [(line, code) for line, code, _ in refused] == [(8, 'FOM112')], refused
+  assert refused[0][2] == (
+      'optim.Adam: the class is passed to make(...) at train.py:8: a def class passed as a '
+      'value is called elsewhere, with arguments the analysis does not read, so its optax '
+      'form cannot be decided here')
+
+
+_FACTORIES = (
+    'class Base:\n  def make_def(self):\n    return None\n\n'
+    'class AdamFactory(Base):\n  def make_def(self):\n    return optim.Adam(0.1)\n\n'
+    'class TrainState:\n  optimizer: optim.Optimizer\n  def __init__(self, optimizer):\n'
+    '    self.optimizer = optimizer\n\n'
+    'class Holder:\n  factory: Base\n  def __init__(self, factory):\n    self.factory = factory\n'
+    '  def init(self, params):\n    return TrainState(self.factory.make_def().create(params))\n'
+    '  def step(self, state, grads):\n'
+    '    return state.optimizer.apply_gradient(grads, learning_rate=0.1)\n')
+
+
+def test_an_optimizer_whose_def_comes_from_a_factory_chosen_at_run_time_names_that_def():
+  """The def is returned by a method of a value whose class the program's configuration
+  chooses (gin, a registry): the apply site names the def it cannot tie to a create."""
+  source = _PRELUDE + _FACTORIES
+  lines = source.splitlines()
+  at_def = 1 + next(i for i, line in enumerate(lines) if 'optim.Adam(0.1)' in line)
+  at_apply = 1 + next(i for i, line in enumerate(lines) if 'apply_gradient' in line)
+  new, refused = _refusals(source)
+  assert 'optax' not in new
+  by_line = {line: (code, message) for line, code, message in refused}
+  assert by_line[at_def][0] == 'FOM112' and 'returned by make_def()' in by_line[at_def][1]
+  code, message = by_line[at_apply]
+  assert code == 'FOM107'
+  assert message == (
+      f'its create is out of sight (the def optim.Adam(0.1) at train.py:{at_def} goes where the '
+      'analysis does not follow it (FOM112), and may create it), so its optax form cannot be '
+      'decided here'), message
+
+
+def test_a_variable_holding_a_def_it_cannot_trace_and_its_optimizer_says_so():
+  """The parameter holds a def from a caller out of sight, then the optimizer it creates, which
+  the step hands back through the state's annotated field: one variable, two objects."""
+  source = ('import flax\nfrom flax import optim\n\n@flax.struct.dataclass\nclass State:\n'
+            '  opt: flax.optim.Optimizer\n\ndef step(s, g):\n  return s.opt.apply_gradient(g)\n\n'
+            'def train(optimizer, params, g):\n  optimizer = optimizer.create(params)\n'
+            '  state = State(opt=optimizer)\n  optimizer = step(state, g)\n  return optimizer\n')
+  new, refused = _refusals(source)
+  assert source.splitlines()[11] == '  optimizer = optimizer.create(params)'
+  assert 'optax' not in new and 'apply_gradients' not in new
+  assert [m for line, code, m in refused if line == 12] == [
+      'uses optimizer.create, which a TrainState does not have: create is a def\'s method, so '
+      'optimizer holds a def here, one the analysis does not trace to a flax.optim def call, '
+      'and an optimizer elsewhere'], refused
+
+
+def test_a_step_bound_twice_is_named_and_the_learning_rate_refusal_says_why():
+  """A notebook-style script pmaps its step again under the same name: the call is not
+  followed, so neither is the update that sets the learning rate of a ``learning_rate=None``
+  def; both refusals name that."""
+  source = _PRELUDE + (
+      'import jax\n\ndef step(o, g, lr):\n  return o.apply_gradient(g, learning_rate=lr)\n\n'
+      'pstep = jax.jit(step)\nopt = optim.Adam().create(p)\nopt = pstep(opt, p, 0.1)\n'
+      'pstep = jax.jit(step)\n')
+  new, refused = _refusals(source)
+  assert 'optax' not in new
+  lines = source.splitlines()
+  at_create = 1 + lines.index('opt = optim.Adam().create(p)')
+  messages = {(line, code): m for line, code, m in refused}
+  assert messages[(at_create, 'FOM108')] == (
+      'learning_rate=None, and no apply site the analysis follows sets a learning_rate= (an '
+      'update it does not follow may: see its FOM107)'), refused
+  assert messages[(at_create + 1, 'FOM107')].endswith(
+      f'pstep is bound more than once in its scope (lines {at_create - 1}, {at_create + 2}), '
+      'and the analysis follows a callee bound once'), refused
