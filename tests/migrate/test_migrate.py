@@ -443,6 +443,23 @@ def assert_refused_and_marked(code, body):
   return new
 
 
+# A marker above a file's first statement: parsed again, LibCST puts the comment lines above
+# the first statement into the module's header, where the second run must still find it.
+@pytest.mark.parametrize('source', [
+    'from jax.lib import xla_client\nb = xla_client.get_local_backend()\n',
+    '#!/usr/bin/env python\n# Copyright.\n\nfrom jax.lib import xla_client\n',
+    'from flax import optim; o = optim.Adam(0.1).create({}); print(o.state)\n',
+])
+def test_a_marker_above_the_first_statement_is_written_once(source):
+  new, _ = migrate_source(source)
+  first = next(i for i, l in enumerate(source.splitlines()) if l.startswith('from'))
+  lines = new.splitlines()
+  marker = lines[first]   # the line above the first statement
+  assert marker.startswith('# TODO(flax-optim-compat):') and lines.count(marker) == 1
+  again, _ = migrate_source(new)
+  assert again == new
+
+
 def test_every_refusal_code_is_distinct_and_explained():
   codes = [r.code for r in all_refusals]
   assert len(set(codes)) == len(codes)
