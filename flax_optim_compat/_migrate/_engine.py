@@ -29,12 +29,20 @@ class _Apply(cst.CSTTransformer):
     super().__init__()
     self.plan = plan
     self.context = context
+    # LibCST parses the comment lines above a module's first statement into the module's
+    # header, not into that statement's leading lines: a marker an earlier run wrote above
+    # the first statement is found there.
+    module = plan.unit.module
+    self.first = module.body[0] if module.body else None
+    self.header = {line.comment.value for line in module.header if line.comment}
 
   def on_leave(self, original_node, updated_node):
     edit = self.plan.edits.get(id(original_node))
     if edit is not None:
       updated_node = edit.rule.rewrite(updated_node, edit.data, self.context)
     markers = self.plan.markers.get(id(original_node))
+    if markers and original_node is self.first:
+      markers = [text for text in markers if text not in self.header]
     if markers and isinstance(updated_node, cst.FlattenSentinel):   # a statement split in two
       first, *rest = updated_node.nodes
       return cst.FlattenSentinel([_with_markers(first, markers), *rest])

@@ -270,7 +270,13 @@ def _read_message(unit: SourceFile, read: cst.Attribute) -> str:
   internal read and where it goes, so the report names what has no TrainState equivalent."""
   message = f'reads {unit.code(read)}'
   what = {'state': 'step and per-parameter states', 'optimizer_def': 'def',
-          'hyper_params': 'hyper-parameters'}.get(read.attr.value)
+          'hyper_params': 'hyper-parameters',
+          # A TrainState's state dict is {step, params, opt_state} with optax's own state
+          # fields; neither optax nor flax has a call that gives back legacy's layout.
+          'state_dict': "state dict {'target', 'state': {'step', 'param_states'}} with its "
+                        "per-parameter names (grad_ema, momentum...), which a TrainState's "
+                        "state dict (step, params, optax's opt_state) does not have"
+          }.get(read.attr.value)
   if what:
     message += f' (legacy\'s {what})'
   parent = unit.parent(read)
@@ -552,6 +558,15 @@ def _def_destination(project, unit, call):
           'whose every return is a def (e.g. a method of a value whose class is chosen at run '
           'time)' if called else 'which no call in the given files is seen to make'))
   if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call):
-    return (f'passed to {short(unit.code(unit.parent(parent).func), 40)}(...) at '
-            f'{_unit.at(unit, call)}: the analysis does not follow a def into a parameter')
+    callee = unit.parent(parent).func
+    resolved = project.resolve_callable(unit, callee)
+    into = 'a parameter'
+    if resolved is not None and isinstance(resolved[1], cst.ClassDef):
+      # Optimizer objects are followed through fields; a def stored in one and created
+      # from the field later is not.
+      field = f'{resolved[1].name.value}.{parent.keyword.value}' if parent.keyword else (
+          f'a field of {resolved[1].name.value}')
+      into = f'a class field ({field}), to be created from it later'
+    return (f'passed to {short(unit.code(callee), 40)}(...) at '
+            f'{_unit.at(unit, call)}: the analysis does not follow a def into {into}')
   return None
