@@ -63,8 +63,8 @@ HEAVY_FIRST = (
     'tests/migrate/test_migrate_equivalence_corpus.py',    # 102
     'tests/test_compiled_step.py',                         # 78
     'tests/migrate/test_migrate.py',                       # 74
-    'tests/test_legacy_names.py',                          # 62
-    'tests/checkpoint/test_convert_tx.py',                 # 60
+    'tests/test_legacy_names.py',                          # 57
+    'tests/checkpoint/test_convert_tx.py',                 # 57
     'tests/checkpoint/test_probe.py',                      # 46
     'tests/test_multiprocess.py',                          # 45
     'tests/migrate/test_migrate_equivalence.py',           # 44

@@ -125,29 +125,32 @@ sys.meta_path[:] = [f for f in sys.meta_path if not (
 ''' + MODERN)
 
 
-def _plain(tmp_path):
-  out = _json(_run(tmp_path, ['-c', PLAIN]))
+@pytest.fixture(scope='module')
+def plain(tmp_path_factory):
+  """What PLAIN prints: one run shared by the three tests that compare with it (the same
+  program in the same environment prints the same line)."""
+  out = _json(_run(tmp_path_factory.mktemp('plain'), ['-c', PLAIN]))
   assert out['init'] == 'dict' and out['orbax'] is True and not out['package'], out
   return out
 
 
-def test_a_modern_program_sees_no_change(tmp_path):
+def test_a_modern_program_sees_no_change(tmp_path, plain):
   out = _json(_run(tmp_path, ['-c', MODERN]))
-  assert out == _plain(tmp_path)
+  assert out == plain
 
 
-def test_switch_off_even_with_flax_optim(tmp_path):
+def test_switch_off_even_with_flax_optim(tmp_path, plain):
   out = _json(_run(tmp_path, ['-c', 'from flax import optim\n' + MODERN],
                    FLAX_OPTIM_COMPAT_LEGACY_JAX='0'))
-  assert out == dict(_plain(tmp_path), package=True)
+  assert out == dict(plain, package=True)
 
 
-def test_removed_names_are_absent_from_todays_jax(tmp_path):
+def test_removed_names_are_absent_from_todays_jax(plain):
   """On the newest jax the names are gone, so the tests above compare against their absence."""
   import jax  # pylint: disable=g-import-not-at-top
   if tuple(int(p) for p in jax.__version__.split('.')[:2]) < (0, 10):
     pytest.skip('jax < 0.10 still has some of the names (jax.tree_map until 0.6.0)')
-  out = _plain(tmp_path)
+  out = plain
   assert out['names'] == [False] * 6 and out['clip'] == 'TypeError', out
   assert out['jax_config'] == 'ImportError', out
 

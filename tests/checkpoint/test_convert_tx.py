@@ -161,12 +161,39 @@ def _outer_step(name):
 # ----------------------------------------------------------------------------- every family
 
 
+# (file, the closest plain optax, the legacy field its state holds, the sign that maps one to
+# the other)
+CLOSEST = [
+    ('Adagrad', 'optax.adagrad(learning_rate=0.1, initial_accumulator_value=0.0, eps=0.01)',
+     'G', 1.0),
+    ('LARS', 'optax.lars(learning_rate=0.1, weight_decay=0.01, trust_coefficient=0.01, '
+             'eps=1e-06, momentum=0.8, nesterov=True)', 'momentum', -1.0),
+]
+assert sorted(name for name, *_ in CLOSEST) == sorted(NOT_EXACT)
+
+
+def _closest(name, closest):
+  """``convert_checkpoint`` into ``closest`` with its difference accepted: the conversion and
+  the warnings it gave."""
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    result = convert.convert_checkpoint(_file(name), _opt_def(name),
+                                        tx=_expr_tx.parse_tx(closest), accept_difference=True)
+  return result, caught
+
+
 @pytest.fixture(scope='module')
 def loaded(tmp_path_factory):
-  """Every exact family converted by default and into the inject_hyperparams form, restored
-  and continued in plain flax/optax/orbax (one child process for all of them)."""
+  """Every exact family converted by default and into the inject_hyperparams form, and the
+  files that are not exact converted into their closest plain optax, restored and continued in
+  plain flax/optax/orbax (one child process for all of them: a child costs seconds)."""
   tmp_path = tmp_path_factory.mktemp('plain')
-  manifest, expressions = [], {}
+  manifest, expressions, closest = [], {}, {}
+  for name, text, _, _ in CLOSEST:
+    result, caught = closest[name] = _closest(name, text)
+    path = tmp_path / f'{name}.closest.msgpack'
+    convert.write_msgpack(path, serialization.to_state_dict(result.state_dict))
+    manifest.append(_item(f'{name}/closest', name, path, 'msgpack', text, leaves=True))
   for name in EXACT:
     opt_def = _opt_def(name)
     default = convert.convert_checkpoint(_file(name), opt_def)
@@ -193,12 +220,12 @@ def loaded(tmp_path_factory):
   manifest.append(_item('TrainState-Adam/only-flax', 'TrainState-Adam',
                         tmp_path / 'TrainState-Adam.orbax', 'flax',
                         expressions['TrainState-Adam'], only_train_state=True))
-  return _run_child(tmp_path, manifest, EXACT), expressions
+  return _run_child(tmp_path, manifest, EXACT + list(NOT_EXACT)), expressions, closest
 
 
 @pytest.mark.parametrize('name', EXACT)
 def test_plain_optax_loads_and_continues_like_flax_0_5_3(loaded, name):
-  results, _ = loaded
+  results, _, _ = loaded
   keys = [k for k in results if k.split('/')[0] == name]
   assert f'{name}/default' in keys
   if name not in NO_INJECT and not loaded[1][name].startswith('optax.chain('):
@@ -212,7 +239,7 @@ def test_plain_optax_loads_and_continues_like_flax_0_5_3(loaded, name):
 
 
 def test_default_expressions_are_the_guides(loaded):
-  _, expressions = loaded
+  _, expressions, _ = loaded
   assert expressions['GradientDescent'] == 'optax.sgd(learning_rate=0.1)'
   assert expressions['LAMB'] == ('optax.lamb(learning_rate=0.01, b1=0.85, b2=0.99, eps=1e-05, '
                                  'weight_decay=0.01)')
@@ -230,13 +257,8 @@ def _legacy_field(name, field):
   return [np.asarray(s[field]) for s in leaves]
 
 
-@pytest.mark.parametrize('name, closest, field, sign', [
-    ('Adagrad', 'optax.adagrad(learning_rate=0.1, initial_accumulator_value=0.0, eps=0.01)',
-     'G', 1.0),
-    ('LARS', 'optax.lars(learning_rate=0.1, weight_decay=0.01, trust_coefficient=0.01, '
-             'eps=1e-06, momentum=0.8, nesterov=True)', 'momentum', -1.0),
-])
-def test_no_exact_plain_optax(name, closest, field, sign, tmp_path):
+@pytest.mark.parametrize('name, closest, field, sign', CLOSEST, ids=NOT_EXACT)
+def test_no_exact_plain_optax(name, closest, field, sign, loaded):
   opt_def = _opt_def(name)
   assert opt_def.plain_optax().exact == 'not exact'
   assert opt_def.plain_optax().expression == closest
@@ -256,20 +278,17 @@ def test_no_exact_plain_optax(name, closest, field, sign, tmp_path):
   with pytest.warns(convert.ConversionWarning, match='not exact'):
     with pytest.raises(convert.ProbeError, match='params leaf /.* beyond the 1e-6 class'):
       convert.convert_checkpoint(_file(name), opt_def, tx=_expr_tx.parse_tx(closest))
-  with pytest.warns(convert.ConversionWarning, match='not exact') as caught:
-    closest_result = convert.convert_checkpoint(_file(name), opt_def,
-                                                tx=_expr_tx.parse_tx(closest),
-                                                accept_difference=True)
-  assert len(caught) == 1 and '\n' not in str(caught[0].message)
+  # The accepted conversion (made by `loaded`, restored and continued in its child).
+  results, _, accepted = loaded
+  closest_result, caught = accepted[name]
+  assert [w.category for w in caught] == [convert.ConversionWarning], caught
+  assert 'not exact' in str(caught[0].message) and '\n' not in str(caught[0].message)
   assert closest_result.accepted.startswith(f'the target does not continue {opt_def!r}')
-  path = tmp_path / f'{name}.msgpack'
-  convert.write_msgpack(path, serialization.to_state_dict(closest_result.state_dict))
-  result = _run_child(tmp_path, [_item(name, name, path, 'msgpack', closest, leaves=True)],
-                      [name])[name]
-  loaded = [np.asarray(x, np.float32) for x in result['leaves']]  # no count in either state
+  result = results[f'{name}/closest']
+  loaded_leaves = [np.asarray(x, np.float32) for x in result['leaves']]  # no count in either
   expected = [sign * x for x in _legacy_field(name, field)]
-  assert len(loaded) == len(expected)
-  for got, want in zip(loaded, expected):
+  assert len(loaded_leaves) == len(expected)
+  for got, want in zip(loaded_leaves, expected):
     np.testing.assert_array_equal(got, want)
   assert result['rel'] > REL  # not exact, as declared
 
