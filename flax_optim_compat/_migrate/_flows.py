@@ -139,6 +139,8 @@ def base_of(program: Program, unit: SourceFile, node: cst.CSTNode) -> Optional[t
     callee = program.resolve_callable(unit, node.func)
     if callee is not None and isinstance(callee[1], cst.FunctionDef):
       return return_slot(callee[0], callee[1])
+    if callee is None and isinstance(node.func, cst.Attribute) and node.func.attr.value == 'create':
+      return create_slot(unit, node)   # a def's create, traced to a flax.optim def or not
   return None
 
 
@@ -258,7 +260,12 @@ class _Joiner:
     slot = self.slot_of(value)
     if slot:
       self.found.append((dest, slot))
-    self.copy(dest, base_of(self.program, self.unit, value))
+    source = base_of(self.program, self.unit, value)
+    self.copy(dest, source)
+    if source is not None and (dest[1] if dest[0] == 'part' else dest)[0] == 'field':
+      # A field that holds an optimizer (``opt: flax.optim.Optimizer``) makes what is stored
+      # in it one: ``State(opt=optimizer)`` ties ``optimizer`` to the field's object.
+      self.copy(source, dest)
 
   def copy(self, dest: tuple, source: Optional[tuple]):
     """``dest`` holds what ``source`` holds: each known optimizer part of it."""

@@ -229,6 +229,12 @@ def _classify(project, unit: SourceFile, node: cst.CSTNode, slot: tuple) -> List
                            f'{unit.code(node)} ' + unfollowed_use(project, unit, node))]
     create = Site(unit, node, 'create', slot)
     return extra + [create] + ([_member(project, unit, node, slot, matched)] if member else [])
+  if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
+      node.func.attr.value == 'create'):   # stored where an optimizer is (``State(opt=...)``)
+    return [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
+                 f'{short(unit.code(node), 40)} creates this optimizer from '
+                 f'{short(unit.code(node.func.value), 40)}, a def the analysis does not trace to '
+                 'a flax.optim def call, so its optax form cannot be decided here')]
   if member:
     return [_member(project, unit, node, slot, matched)]
   if isinstance(node, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):

@@ -140,3 +140,45 @@ def test_a_step_bound_twice_is_named_and_the_learning_rate_refusal_says_why():
   assert messages[(at_create + 1, 'FOM107')].endswith(
       f'pstep is bound more than once in its scope (lines {at_create - 1}, {at_create + 2}), '
       'and the analysis follows a callee bound once'), refused
+
+
+# ------------------------------------------- a value stored in an optimizer field is that object
+
+_FIELD = ('import flax\nfrom flax import optim\n\n@flax.struct.dataclass\nclass State:\n'
+          '  opt: flax.optim.Optimizer\n\ndef step(s, g):\n  return s.opt.apply_gradient(g)\n\n')
+
+
+@pytest.mark.parametrize('store', [
+    '  optimizer = optimizer.create(params)\n  return State(opt=optimizer)\n',
+    '  optimizer = optimizer.create(params)\n  return State(optimizer)\n',
+    '  optimizer = optimizer.create(params)\n  return s.replace(opt=optimizer)\n',
+    '  return State(opt=optimizer.create(params))\n',
+])
+def test_an_untraced_create_stored_only_into_an_optimizer_field_refuses_the_whole_object(store):
+  """The def comes from a caller out of sight; the optimizer it creates reaches the rest of the
+  program only by being stored into the annotated field: the field's uses and the create are
+  one object, refused together (rewriting the field's uses alone leaves a legacy Optimizer
+  where a TrainState is expected)."""
+  source = _FIELD + 'def train(optimizer, params, s):\n' + store
+  at_create = 1 + next(i for i, line in enumerate(source.splitlines()) if '.create(' in line)
+  new, report = migrate_source(source, 'train.py')
+  assert 'train_state' not in new and 'apply_gradients' not in new and 'optax' not in new
+  assert [r.status for r in report.records if r.status != 'refused'] == [], report.records
+  blockers = [(r.line, r.code, r.message) for r in report.records
+              if 'not rewritten' not in r.message]
+  (line, code, message), = blockers
+  assert (line, code) == (at_create, 'FOM107'), blockers
+  assert 'create' in message and 'does not trace to a flax.optim def call' in message, message
+
+
+def test_a_traced_create_stored_only_into_an_optimizer_field_is_rewritten_whole():
+  """Its counterpart with the def in sight, rewritten whole (the keyword into the field and
+  ``.replace(optimizer=...)`` run both ways: FOM006's example ``dataclass_field``)."""
+  source = _FIELD + ('def train(params, s):\n  optimizer = optim.Adam(0.1).create(params)\n'
+                     '  return s.replace(opt=State(opt=optimizer).opt)\n')
+  new, report = migrate_source(source, 'train.py')
+  assert [r.status for r in report.records] == ['rewritten'] * 3, report.records
+  assert 'flax.optim' not in new and 'import optim' not in new, new
+  assert 'opt: train_state.TrainState' in new and 's.opt.apply_gradients(grads=g)' in new
+  assert ('optimizer = train_state.TrainState.create(apply_fn=None, params=params, '
+          'tx=optax.adam(') in new
