@@ -247,6 +247,7 @@ class Program:
             self.pmap_axes.setdefault(id(callee[1]), set()).add(axis.evaluated_value)
     self._compiled = self._compiled_functions()
     self.leafwise: Dict[int, Optional[int]] = {}   # FunctionDef id -> param (``_calls``)
+    self.returned_params: Dict[int, Optional[tuple]] = {}   # FunctionDef id -> (``_calls``)
 
   def _compiled_functions(self) -> Set[int]:
     """The ids of the FunctionDefs that run traced, under ``jax.jit`` / ``jax.pmap``: given to
