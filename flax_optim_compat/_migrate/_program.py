@@ -23,7 +23,7 @@ from ._unit import SourceFile
 # Function wrappers whose result is called with the wrapped function's arguments.
 _WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'flax.jax_utils.pad_shard_unpad'})
 PARTIAL = frozenset({'functools.partial'})
-_COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
+COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
 
 
 @dataclasses.dataclass
@@ -257,7 +257,7 @@ class Program:
     bodies = []
     for unit in self.units:
       for node in unit.nodes:
-        if isinstance(node, cst.Call) and unit.names(node.func) & _COMPILERS and node.args:
+        if isinstance(node, cst.Call) and unit.names(node.func) & COMPILERS and node.args:
           callee = self.resolve_callable(unit, node.args[0].value)
           if callee is not None and isinstance(callee[1], cst.FunctionDef):
             compiled.add(id(callee[1]))
@@ -266,8 +266,8 @@ class Program:
           for d in node.decorators:
             head = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
             partial = isinstance(d.decorator, cst.Call) and unit.names(head) & PARTIAL and (
-                d.decorator.args and unit.names(d.decorator.args[0].value) & _COMPILERS)
-            if unit.names(head) & _COMPILERS or partial:
+                d.decorator.args and unit.names(d.decorator.args[0].value) & COMPILERS)
+            if unit.names(head) & COMPILERS or partial:
               compiled.add(id(node))
     for _ in range(8):   # what a compiled function calls runs traced too
       grown = False

@@ -19,6 +19,7 @@ from . import _refusals
 from . import _unit
 from . import rules
 from ._edits import statement_of
+from ._program import COMPILERS
 from ._rule import Rule
 from ._unit import SourceFile
 
@@ -78,6 +79,9 @@ def sites(project: _project.Project) -> List[Site]:
         continue
       if not isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
         continue
+      compiled = _compiled_create(project, unit, node)
+      if compiled is not None:
+        found.append(compiled)
       slot = project.slot_of(unit, node)
       if project.unparsed:   # what a file that does not parse may reach (below)
         held_here.add(slot or _held(project, unit, node))
@@ -133,6 +137,38 @@ def _refuse_unparsed_reach(project, found: List[Site], held_in: Dict[str, Set[tu
           f'{bad.path}:{bad.line} does not parse and imports '
           f'{os.path.basename(inside[0].unit.path)} (directly or through other files), '
           'where this optimizer is held: what it does with it cannot be seen')
+
+
+def _compiled_create(project, unit: SourceFile, node: cst.CSTNode) -> Optional[Site]:
+  """A refused site (FOM107) for ``jax.jit(opt_def.create)(params)`` (``jax.pmap`` too, any
+  arguments), ``opt_def`` a flax.optim def: migrate rewrites a create only where it is called;
+  the site holds the optimizer's slot where the result is assigned to one, else none (refused
+  on its own). Else None."""
+  if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Call) and
+          unit.names(node.func.func) & COMPILERS and node.func.args):
+    return None
+  create = node.func.args[0].value
+  if not (isinstance(create, cst.Attribute) and create.attr.value == 'create'):
+    return None
+  receiver = create.value
+  values = [receiver]
+  if isinstance(receiver, cst.Name):
+    values += project.assignment_values(unit, receiver) or []
+  if project.def_branches(unit, receiver) is None and not any(
+      (name + '.').startswith(_unit.LEGACY_PREFIXES) for v in values for n in _unit.walk(v)
+      if isinstance(n, (cst.Name, cst.Attribute)) for name in unit.names(n)):
+    return None
+  parent = unit.parent(node)
+  slot = None
+  if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
+      parent.targets[0].target, cst.Name):
+    slot = _flows.var_slot(unit, parent.targets[0].target)
+    slot = slot if slot in project.optimizer_slots else None
+  return Site(unit, node, 'escape', slot, _refusals.ESCAPE,
+              f'{short(unit.code(node))} at {_unit.at(unit, node)} creates the optimizer '
+              f'under {unit.code(node.func.func)}, a create migrate does not rewrite (it '
+              f'rewrites {unit.code(create)}(...) called as it is: the same state, as a '
+              'create only initialises it)')
 
 
 def _held(project, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:
