@@ -15,8 +15,8 @@ written), then migrated again as `migrate --check` would see the result. Per pro
 * outcome: **migrated whole** (every legacy site rewritten, no flax.optim import left, no
   FOM299), **optimizers whole, FOM299 left** (so, but a removed jax or flax name no rule
   rewrites is left: the program still needs this package's runtime layer),
-  **refused** (codes), **failed** (a file left as it was, FOM199, or the tool raised / timed
-  out), **half-migrated** (some optimizer sites rewritten, others refused: a defect), **check
+  **refused** (codes; FOM198: a file that does not parse and may use flax.optim), **failed**
+  (a rewritten file did not compile, FOM199, or the tool raised / timed out), **half-migrated** (some optimizer sites rewritten, others refused: a defect), **check
   passes, imports flax.optim** (after --write, --check exits 0 yet a file imports flax.optim
   or this package: a defect), **not idempotent** (the second run changes files: a defect),
   or **no flax.optim** (nothing to migrate);
@@ -218,14 +218,21 @@ def measure(folder, timeout):
   optimizer = [r for r in report.records if r.code[3] in '01']   # FOM0xx / FOM1xx
   rewritten = [r for r in optimizer if r.status != 'refused']
   refused = [r for r in optimizer if r.status == 'refused']
-  row['codes'] = sorted({r.code for r in refused} | {r.code for r in report.failed})
+  # A file that does not parse (FOM198) is a refusal where it may use flax.optim, and only
+  # named where it can use none (``skipped``); a rewritten file that did not compile (FOM199)
+  # is a failure.
+  unparsed = [r for r in report.failed if r.code == 'FOM198']
+  refused += [r for r in unparsed if r.status == 'refused']
+  broken = [r for r in report.failed if r.code != 'FOM198']
+  row['not_parsed'] = [f'{os.path.relpath(r.path, folder)}:{r.line}' for r in unparsed]
+  row['codes'] = sorted({r.code for r in refused} | {r.code for r in broken})
   row['jax_codes'] = sorted({r.code for r in report.records if r.code[3] == '2'})
   still_legacy = sorted(os.path.relpath(p, folder) for p, s in migrated.items()
                         if legacy_imports(s))
   row['still_imports_flax_optim'] = still_legacy
   if again:
     outcome = 'not idempotent'
-  elif report.failed:
+  elif broken:
     outcome = 'failed'
   elif rewritten and refused:
     outcome = 'half-migrated'
@@ -249,7 +256,7 @@ def table(rows):
   lines = ['| program | kind | files (flax.optim) | outcome | codes | missing jax names: '
            'before | after migrate | s |', '|---|---|---:|---|---|---:|---|---:|']
   for r in rows:
-    codes = ', '.join(r['codes'])
+    codes = ', '.join(r['codes'] + [f'not parsed: {n}' for n in r.get('not_parsed', [])])
     left = ', '.join(f'`{n}`' for n in r['jax_names_left'])
     lines.append(f"| {r['program']} | {r['kind']} | {r['files']} ({r['optim_files']}) | "
                  f"{r['outcome']} | {codes} | {len(r.get('jax_names_before', []))} | {left} | "

@@ -7,9 +7,10 @@ that hands back one of its parameters leaf by leaf (brax's ``bcast_local_devices
 carry of ``lax.scan`` / ``fori_loop`` / ``while_loop`` (what the body is given and returns).
 ``_flows`` joins the slots these connect.
 """
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import libcst as cst
+from libcst import metadata as meta
 
 from . import _unit
 from ._program import Program
@@ -103,9 +104,56 @@ def _leafwise_param(program: Program, unit: SourceFile, fdef: cst.FunctionDef,
   name = found.pop()
   param = fdef.params.params[params.index(name)]
   reads = _unit.accesses(unit, param.name)
-  if reads is None or len(reads) != len(returns):
-    return None
+  scope = unit.scopes.get(param)
+  if reads is None or len(reads) != len(returns) or scope is None or len(scope[name]) != 1:
+    return None   # read elsewhere, or bound again (``value = make()``): not the argument
   return params.index(name)
+
+def returned_parameter(program: Program, unit: SourceFile, fdef: cst.FunctionDef
+                       ) -> Optional[Tuple[cst.Param, List[cst.BaseExpression]]]:
+  """``(param, values)`` where every ``return`` of ``fdef`` hands back the variable of its
+  parameter ``param``, which is bound nowhere else but by plain ``name = value`` (``values``,
+  none a tuple, list or dict display) and never changed in part (``name[k] = ...``,
+  ``name.f = ...``); else None. A call of it returns what that call passes for ``param`` or
+  one of ``values`` (jft's ``load_checkpoint(tree, path)``: ``{'opt': opt}`` restored, or a
+  tree read from the file where ``tree`` is None), not what every other call passes."""
+  if id(fdef) not in program.returned_params:
+    program.returned_params[id(fdef)] = _returned_parameter(unit, fdef)
+  return program.returned_params[id(fdef)]
+
+
+def _returned_parameter(unit: SourceFile, fdef: cst.FunctionDef):
+  returns = _unit.returns_of(unit, fdef)
+  if not returns or any(not isinstance(r, cst.Return) or not isinstance(r.value, cst.Name)
+                        for r in returns) or len({r.value.value for r in returns}) != 1:
+    return None
+  name = returns[0].value.value
+  params = [*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params]
+  param = next((p for p in params if p.name.value == name), None)
+  scope = unit.scopes.get(returns[0].value)
+  if param is None or scope is None:
+    return None
+  values = []
+  for binding in scope[name]:
+    if binding.node is param:
+      continue
+    target = unit.parent(binding.node) if isinstance(binding, meta.Assignment) else None
+    assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and
+            assign.targets[0].target is binding.node) or isinstance(
+                assign.value, (cst.Tuple, cst.List, cst.Dict, cst.Set)):
+      return None
+    values.append(assign.value)
+  for node in _unit.walk(fdef.body):
+    targets = ([t.target for t in node.targets] if isinstance(node, cst.Assign) else
+               [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else [])
+    for target in targets:
+      while isinstance(target, (cst.Subscript, cst.Attribute)):
+        target = target.value
+        if isinstance(target, cst.Name) and target.value == name:
+          return None
+  return param, values
+
 
 def unwrap(program: Program, unit: SourceFile, value: cst.BaseExpression) -> cst.BaseExpression:
   """``value`` inside the pass-through calls around it (``replicate((a, b))`` -> ``(a, b)``)."""

@@ -257,8 +257,7 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
   """``(new source per changed path, report)`` for a project given as ``{path: source}``."""
   project = _project.Project(sources)
   plan = _plan.make_plan(project, plain_optax=plain_optax)
-  failed = [Record(path, 0, _refusals.FAILED.code, 'refused', '', why)
-            for path, why in project.failed]
+  failed = [_unparsed_record(bad) for bad in project.unparsed]
   changed: Dict[str, str] = {}
   records = list(plan.records)
   for path, file_plan in plan.files.items():
@@ -275,6 +274,22 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
       changed[path] = new
   report = Report(records, plan.conversions, sorted(changed), failed)
   return changed, report
+
+
+def _unparsed_record(bad) -> Record:
+  """A file that does not parse: ``skipped`` where it can use no flax.optim object (it names
+  none, and imports no file of the project that holds one), else ``refused``."""
+  message = f'{_refusals.NOT_PARSED.reason}: {bad.path}:{bad.line}: {bad.error}'
+  if bad.names_legacy is not None:
+    message += (f'; it names flax.optim (line {bad.names_legacy}), so its own uses stay legacy')
+  if bad.reached:
+    message += (f'; it imports the files that hold the optimizers at {", ".join(bad.reached)}, '
+                f'which are refused ({_refusals.UNPARSED.code})')
+  status = 'refused' if bad.names_legacy is not None or bad.reached else 'skipped'
+  if status == 'skipped':
+    message += ('; it names no flax.optim and imports no file that holds an optimizer, so '
+                'nothing in it is left legacy')
+  return Record(bad.path, bad.line, _refusals.NOT_PARSED.code, status, '', message)
 
 
 def migrate_source(source: str, path: str = 'script.py', plain_optax: bool = False

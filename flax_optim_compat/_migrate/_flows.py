@@ -27,6 +27,7 @@ from ._unit import SourceFile
 
 Join = Tuple[tuple, tuple]
 SlotOf = Callable[[cst.CSTNode], Optional[tuple]]
+SlotIn = Callable[[SourceFile, cst.CSTNode], Optional[tuple]]
 
 
 # ---------------------------------------------------------------------- slots
@@ -138,6 +139,8 @@ def base_of(program: Program, unit: SourceFile, node: cst.CSTNode) -> Optional[t
       return call_slot(unit, node)
     callee = program.resolve_callable(unit, node.func)
     if callee is not None and isinstance(callee[1], cst.FunctionDef):
+      if _calls.returned_parameter(program, callee[0], callee[1]) is not None:
+        return call_slot(unit, node)   # what this call passes (``_Joiner.per_call``)
       return return_slot(callee[0], callee[1])
     if callee is None and isinstance(node.func, cst.Attribute) and node.func.attr.value == 'create':
       return create_slot(unit, node)   # a def's create, traced to a flax.optim def or not
@@ -180,19 +183,21 @@ class Known:
 
 # ---------------------------------------------------------------------- joins
 
-def joins(program: Program, unit: SourceFile, node: cst.CSTNode, slot_of: SlotOf,
+def joins(program: Program, unit: SourceFile, node: cst.CSTNode, slot_in: SlotIn,
           known: Known) -> List[Join]:
-  """The pairs of slots that ``node`` joins, given ``slot_of`` (the slot an expression's
-  optimizer is in, else None) and the slots ``known`` to hold an optimizer so far."""
-  joiner = _Joiner(program, unit, slot_of, known)
+  """The pairs of slots that ``node`` joins, given ``slot_in`` (the slot an expression's
+  optimizer is in, else None, for an expression of any file) and the slots ``known`` to hold
+  an optimizer so far."""
+  joiner = _Joiner(program, unit, slot_in, known)
   joiner.node(node)
   return joiner.found
 
 
 class _Joiner:
 
-  def __init__(self, program: Program, unit: SourceFile, slot_of: SlotOf, known: Known):
-    self.program, self.unit, self.slot_of, self.known = program, unit, slot_of, known
+  def __init__(self, program: Program, unit: SourceFile, slot_in: SlotIn, known: Known):
+    self.program, self.unit, self.slot_in, self.known = program, unit, slot_in, known
+    self.slot_of: SlotOf = lambda n: slot_in(unit, n)
     self.found: List[Join] = []
 
   def node(self, node: cst.CSTNode):
@@ -222,6 +227,8 @@ class _Joiner:
       loop = _calls.loop(program, unit, node)
       if callee is not None:
         self.call(node.args, callee)
+        if isinstance(callee[1], cst.FunctionDef):
+          self.per_call(node, callee)
       elif bound is not None:   # ``partial(loss_fn, opt)``: opt is loss_fn's first parameter
         self.call(node.args[1:], bound)
       elif differentiated is not None:
@@ -260,12 +267,19 @@ class _Joiner:
     slot = self.slot_of(value)
     if slot:
       self.found.append((dest, slot))
-    source = base_of(self.program, self.unit, value)
+    source = self.base(value)
     self.copy(dest, source)
     if source is not None and (dest[1] if dest[0] == 'part' else dest)[0] == 'field':
       # A field that holds an optimizer (``opt: flax.optim.Optimizer``) makes what is stored
       # in it one: ``State(opt=optimizer)`` ties ``optimizer`` to the field's object.
       self.copy(source, dest)
+
+  def base(self, value: cst.BaseExpression) -> Optional[tuple]:
+    """``base_of(value)``; None for a member of an optimizer (``opt.target`` is its params,
+    not the field ``target`` of a class the analysis does not know, named alike)."""
+    if isinstance(value, cst.Attribute) and self.slot_of(value.value) is not None:
+      return None
+    return base_of(self.program, self.unit, value)
 
   def copy(self, dest: tuple, source: Optional[tuple]):
     """``dest`` holds what ``source`` holds: each known optimizer part of it."""
@@ -288,7 +302,7 @@ class _Joiner:
         if slot and tslot:
           self.found.append((tslot, slot))
       else:
-        self.unpack(target, base_of(program, unit, value))
+        self.unpack(target, self.base(value))
       return
     self.value(target_slot(program, unit, target), value)
 
@@ -349,6 +363,33 @@ class _Joiner:
           params[i] if i < len(params) else None)
       if param is not None:
         self.value(var_slot(cunit, param.name), arg.value)
+
+  def per_call(self, call: cst.Call, callee):
+    """The result of ``call``, where its function returns its parameter
+    (``_calls.returned_parameter``): what this call passes for it, and the values the function
+    binds to it; a ``*args`` / ``**kwargs`` that may pass it: what every call passes."""
+    cunit, fdef, shift = callee
+    returned = _calls.returned_parameter(self.program, cunit, fdef)
+    if returned is None:
+      return
+    param, values = returned
+    dest = call_slot(self.unit, call)
+    arg = bound_argument(cunit, fdef, call.args, shift, param)
+    if arg is UNKNOWN:
+      self.copy(dest, var_slot(cunit, param.name))
+      return
+    if arg is param.default:   # the default, an expression of the function's file
+      values = [*values, arg] if arg is not None else values
+    else:
+      self.value(dest, arg)
+    for value in values:
+      inner = _calls.unwrap(self.program, cunit, value)
+      if isinstance(inner, cst.Name) and var_slot(cunit, inner) == var_slot(cunit, param.name):
+        continue   # ``tree = jax.device_put(tree, d)``: what this call passes, as above
+      slot = self.slot_in(cunit, value)
+      if slot:
+        self.found.append((dest, slot))
+      self.copy(dest, base_of(self.program, cunit, value))
 
   def loop(self, call: cst.Call, callee, param_at: int, init, path: Tuple[int, ...]):
     """The carry: the initial value, the body's carry parameter, the carry the body returns

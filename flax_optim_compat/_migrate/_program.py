@@ -8,6 +8,8 @@ classes share their fields (a class and its bases), which functions run traced (
 (through ``jax.jit`` / ``jax.pmap`` / ``functools.partial`` and variables bound to one). Where
 optimizer values go is the next modules' question (``_calls``, ``_flows``, ``_project``).
 """
+import ast
+import dataclasses
 import os
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
@@ -21,7 +23,67 @@ from ._unit import SourceFile
 # Function wrappers whose result is called with the wrapped function's arguments.
 _WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'flax.jax_utils.pad_shard_unpad'})
 PARTIAL = frozenset({'functools.partial'})
-_COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
+COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
+
+
+@dataclasses.dataclass
+class Unparsed:
+  """A file that does not parse, left as it was: where, what the parser said, and whether it
+  names flax.optim itself (the line, else None); ``reached``: where the objects it may use
+  were refused (``_sites`` fills it)."""
+  path: str
+  line: int
+  error: str
+  names_legacy: Optional[int]
+  source: str = dataclasses.field(repr=False, default='')
+  reached: List[str] = dataclasses.field(default_factory=list)
+
+
+# A file that does not parse has no tree, so what it imports and whether it names flax.optim
+# are read from its text. An import statement: its module and names, to the end of the line
+# (backslash continuations included), a ``;``, or the closing parenthesis of ``import (...)``.
+_IMPORT = re.compile(r'(?:^|;)[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]*(\([^)]*\)|'
+                     r'[^\n;]*(?:\\\n[^\n;]*)*)|import[ \t]+([^\n;]*(?:\\\n[^\n;]*)*))',
+                     re.MULTILINE)
+# How a file gets at flax.optim by itself: ``flax.optim``, ``getattr(flax, ...)``, this package,
+# ``optim.Adam`` (any capitalised name of a module imported as ``optim``), or an import by a
+# computed name (``importlib.import_module``, ``__import__``). ``config.optim = ...`` is none.
+_LEGACY_TEXT = re.compile(r'\bflax\s*\.\s*optim\b|\bflax_optim_compat\b|\bgetattr\s*\(\s*flax\b|'
+                          r'\boptim\s*\.\s*[A-Z]|\bimport_module\b|\b__import__\b')
+
+
+def imported_words(text: str) -> Set[str]:
+  """Every word of the modules and names the import statements of ``text`` name."""
+  words = set()
+  for m in _IMPORT.finditer(text):
+    words.update(re.findall(r'\w+', ' '.join(g for g in m.groups() if g)))
+  words -= {'import', 'as'}
+  return words
+
+
+def names_legacy(text: str) -> Optional[int]:
+  """The line where ``text`` first names flax.optim (as ``_LEGACY_TEXT`` says, or an import of
+  a name ``optim``), else None."""
+  found = [m.start() for m in [_LEGACY_TEXT.search(text)] if m]
+  for m in _IMPORT.finditer(text):
+    names = m.group(2) or m.group(3) or ''
+    if re.search(r'\boptim\b|\*', names):
+      found.append(m.start())
+  return text.count('\n', 0, min(found)) + 1 if found else None
+
+
+def _parse_error(source: str, error: cst.ParserSyntaxError) -> Tuple[int, str]:
+  """``(line, message)`` of a file LibCST does not parse: Python's own where it fails too
+  (its line is the line at fault: LibCST's ``raw_line`` is the token after it), else
+  LibCST's."""
+  try:
+    compile(source, '<file>', 'exec', flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+  except SyntaxError as e:
+    return e.lineno or error.raw_line, e.msg
+  except ValueError:   # a null byte
+    pass
+  return error.raw_line, error.message
+
 
 class UnionFind:
 
@@ -127,7 +189,7 @@ class Program:
   def __init__(self, sources: Dict[str, str]):
     """``sources``: absolute path -> text."""
     self.units: List[SourceFile] = []
-    self.failed: List[Tuple[str, str]] = []   # (path, why) of files that do not parse
+    self.unparsed: List[Unparsed] = []
     files = sorted(sources)
     root = _root_of([os.path.abspath(f) for f in files], [sources[f] for f in files]) if (
         files) else '.'
@@ -141,7 +203,8 @@ class Program:
         try:
           module = cst.parse_module(sources[f])
         except cst.ParserSyntaxError as e:
-          self.failed.append((f, f'does not parse: {e.message} (line {e.raw_line})'))
+          self.unparsed.append(Unparsed(f, *_parse_error(sources[f], e),
+                                        names_legacy(sources[f]), sources[f]))
           continue
         # Straight from the parser, so no node appears twice: no deep copy needed.
         wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True,
@@ -184,6 +247,7 @@ class Program:
             self.pmap_axes.setdefault(id(callee[1]), set()).add(axis.evaluated_value)
     self._compiled = self._compiled_functions()
     self.leafwise: Dict[int, Optional[int]] = {}   # FunctionDef id -> param (``_calls``)
+    self.returned_params: Dict[int, Optional[tuple]] = {}   # FunctionDef id -> (``_calls``)
 
   def _compiled_functions(self) -> Set[int]:
     """The ids of the FunctionDefs that run traced, under ``jax.jit`` / ``jax.pmap``: given to
@@ -193,7 +257,7 @@ class Program:
     bodies = []
     for unit in self.units:
       for node in unit.nodes:
-        if isinstance(node, cst.Call) and unit.names(node.func) & _COMPILERS and node.args:
+        if isinstance(node, cst.Call) and unit.names(node.func) & COMPILERS and node.args:
           callee = self.resolve_callable(unit, node.args[0].value)
           if callee is not None and isinstance(callee[1], cst.FunctionDef):
             compiled.add(id(callee[1]))
@@ -202,8 +266,8 @@ class Program:
           for d in node.decorators:
             head = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
             partial = isinstance(d.decorator, cst.Call) and unit.names(head) & PARTIAL and (
-                d.decorator.args and unit.names(d.decorator.args[0].value) & _COMPILERS)
-            if unit.names(head) & _COMPILERS or partial:
+                d.decorator.args and unit.names(d.decorator.args[0].value) & COMPILERS)
+            if unit.names(head) & COMPILERS or partial:
               compiled.add(id(node))
     for _ in range(8):   # what a compiled function calls runs traced too
       grown = False
@@ -264,6 +328,28 @@ class Program:
       if value is not None:
         return self.resolve_callable(unit, value, shift, depth + 1)
     return None
+
+  def imported_by(self, text: str) -> List[SourceFile]:
+    """The project's parsed files that the code ``text`` may import, directly or through
+    other files: each whose module name (its file's name, or its folder's for an
+    ``__init__.py``) is a word of an import statement of ``text``, or of such a file. Read
+    from the text, for a file without a tree; a word that only looks like a module's name
+    makes the set larger, never smaller."""
+    by_name: Dict[str, List[SourceFile]] = {}
+    for unit in self.units:
+      stem = os.path.splitext(os.path.basename(unit.path))[0]
+      if stem == '__init__':
+        stem = os.path.basename(os.path.dirname(unit.path))
+      by_name.setdefault(stem, []).append(unit)
+    found: Dict[str, SourceFile] = {}
+    queue = [text]
+    while queue:
+      for word in sorted(imported_words(queue.pop())):
+        for unit in by_name.get(word, ()):
+          if unit.path not in found:
+            found[unit.path] = unit
+            queue.append(unit.source)
+    return [found[p] for p in sorted(found)]
 
   def own_name_ending(self, qualified: str) -> Optional[str]:
     """The longest name of the project's own functions and classes that ``qualified`` ends

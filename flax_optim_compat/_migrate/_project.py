@@ -332,9 +332,8 @@ class Project(Program):
     for _ in range(50):
       changed = False
       for unit in self.units:
-        slot_of = lambda n, unit=unit: self.slot_of(unit, n)
         for node in unit.nodes:
-          for slot, other in _flows.joins(self, unit, node, slot_of, self.known):
+          for slot, other in _flows.joins(self, unit, node, self.slot_of, self.known):
             changed |= self._mark(slot, other)
       if not changed:
         break

@@ -41,12 +41,16 @@ UNFOLLOWED = Refusal('FOM112', 'a flax.optim name is used where the analysis can
 OPTIMIZE = Refusal('FOM113', 'optimizer.optimize(loss_fn) is rewritten only as a statement of its '
                    'own, new, loss[, aux] = opt.optimize(loss_fn[, learning_rate=lr]), on a name '
                    'or attribute')
+UNPARSED = Refusal('FOM114', 'a file that does not parse may use this optimizer (it names '
+                   'flax.optim, or imports the file that holds it), so not all of its uses can '
+                   'be seen')
 # Not a refusal: a rewrite that is kept, flagged with a marker because it is not exact.
 NOT_EXACT = 'FOM009'
+NOT_PARSED = Refusal('FOM198', 'the file does not parse, so it was left as it was')
 FAILED = Refusal('FOM199', 'the rewritten file did not compile, so it was left as it was')
 
 ALL = (SUBCLASS, GROUP_HYPER_PARAMS, WEIGHT_NORM, READ, PRE_LINEN, REPLICATE, ESCAPE, LR_NONE,
-       OVERRIDE, UNKNOWN_DEF, MULTI, UNFOLLOWED, OPTIMIZE, FAILED)
+       OVERRIDE, UNKNOWN_DEF, MULTI, UNFOLLOWED, OPTIMIZE, UNPARSED, NOT_PARSED, FAILED)
 
 
 def marker_text(refusal: Refusal) -> str:

@@ -4,6 +4,9 @@ import json
 from typing import Callable, Iterable, List, Optional
 
 STATUSES = ('rewritten', 'flagged', 'refused')
+# A file that does not parse and can use no flax.optim object: named, left as it was, and no
+# reason for exit status 2 (nothing in it is legacy).
+SKIPPED = 'skipped'
 
 
 @dataclasses.dataclass
@@ -12,7 +15,7 @@ class Record:
   path: str
   line: int
   code: str
-  status: str            # rewritten / flagged / refused
+  status: str            # rewritten / flagged / refused (a failed file: refused / skipped)
   exactness: str         # bit-exact / 1e-6 / not exact / '' (refused)
   message: str
 
@@ -40,7 +43,7 @@ class Report:
   records: List[Record]
   conversions: List[Conversion]
   changed: List[str]                  # files with a change (proposed or written)
-  failed: List[Record]                # files left as they were: unreadable, unparsable, ...
+  failed: List[Record]                # files left as they were: unparsable, not compiling
 
   def relocate(self, shown: Callable[[str], str], paths: Iterable[str]) -> None:
     """Every path of the report as ``shown`` writes it: records, their messages, conversions.
@@ -62,7 +65,7 @@ class Report:
 
   def exit_status(self) -> int:
     """0 nothing to change, 1 changes proposed or written, 2 anything refused or failed."""
-    if self.failed or any(r.status == 'refused' for r in self.records):
+    if any(r.status == 'refused' for r in self.records + self.failed):
       return 2
     return 1 if self.changed else 0
 
@@ -82,9 +85,12 @@ class Report:
   def summary(self, written: Optional[bool]) -> str:
     counts = {s: sum(r.status == s for r in self.records) for s in STATUSES}
     verb = 'rewrote' if written else 'would rewrite'
+    failed = sum(r.status != SKIPPED for r in self.failed)
     lines = [f'{verb} {len(self.changed)} file(s): {counts["rewritten"]} site(s) rewritten, '
              f'{counts["flagged"]} flagged, {counts["refused"]} refused, '
-             f'{len(self.failed)} file(s) failed']
+             f'{failed} file(s) failed']
+    if failed < len(self.failed):
+      lines[0] += f', {len(self.failed) - failed} not parsed (no flax.optim in them)'
     for r in self.records + self.failed:
       if r.status != 'rewritten':
         lines.append(f'  {r.path}:{r.line}: {r.code} {r.status}: {r.message}')

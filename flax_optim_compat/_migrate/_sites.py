@@ -20,6 +20,7 @@ from . import _refusals
 from . import _unit
 from . import rules
 from ._edits import statement_of
+from ._program import COMPILERS
 from ._rule import Rule
 from ._unit import SourceFile
 
@@ -60,8 +61,10 @@ class Site:
 def sites(project: _project.Project) -> List[Site]:
   """Every use of an optimizer value and every legacy name, classified."""
   found: List[Site] = []
+  held_in: Dict[str, Set[tuple]] = {}   # path -> the optimizer slots its code holds
   for unit in project.units:
     seen: Set[int] = set()
+    held_here = held_in.setdefault(unit.path, set())
     for node in unit.nodes:
       if id(node) in seen:
         continue
@@ -77,7 +80,12 @@ def sites(project: _project.Project) -> List[Site]:
         continue
       if not isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
         continue
+      compiled = _compiled_create(project, unit, node)
+      if compiled is not None:
+        found.append(compiled)
       slot = project.slot_of(unit, node)
+      if project.unparsed:   # what a file that does not parse may reach (below)
+        held_here.add(slot or _held(project, unit, node))
       if slot is None:
         unresolved = _unresolved_result(project, unit, node)
         if unresolved is not None:
@@ -100,8 +108,68 @@ def sites(project: _project.Project) -> List[Site]:
         found.append(site)
         if site.rule is not None and site.rule.covers_its_node:
           seen.add(id(site.node))
+  _refuse_unparsed_reach(project, found, held_in)
   refuse_together(project, found)
   return found
+
+
+def _refuse_unparsed_reach(project, found: List[Site], held_in: Dict[str, Set[tuple]]):
+  """Refuses (FOM114) each object a file that does not parse may use. Such a file reaches an
+  object only through the project's files it imports (``Program.imported_by``): the objects
+  whose values those files hold. A file imported by it cannot run, and a value handed to its
+  functions goes to code no tree shows (FOM107 there). Each such object's first site in
+  those files (else its first site) gets the refusal, unless one of its sites has one."""
+  for bad in project.unparsed:
+    units = project.imported_by(bad.source)
+    paths = {u.path for u in units}
+    reached = {project.groups.find(s) for p in sorted(paths) for s in held_in.get(p, ())
+               if s is not None}
+    by_group: Dict[tuple, List[Site]] = {}
+    for site in found:
+      if site.slot is not None and project.groups.find(site.slot) in reached:
+        by_group.setdefault(project.groups.find(site.slot), []).append(site)
+    for group_sites in by_group.values():
+      inside = [s for s in group_sites if s.unit.path in paths] or group_sites
+      bad.reached.append(_unit.at(inside[0].unit, inside[0].node))
+      if any(s.refusal is not None for s in group_sites):
+        continue
+      inside[0].refusal = _refusals.UNPARSED
+      inside[0].message = (
+          f'{bad.path}:{bad.line} does not parse and imports '
+          f'{os.path.basename(inside[0].unit.path)} (directly or through other files), '
+          'where this optimizer is held: what it does with it cannot be seen')
+
+
+def _compiled_create(project, unit: SourceFile, node: cst.CSTNode) -> Optional[Site]:
+  """A refused site (FOM107) for ``jax.jit(opt_def.create)(params)`` (``jax.pmap`` too, any
+  arguments), ``opt_def`` a flax.optim def: migrate rewrites a create only where it is called;
+  the site holds the optimizer's slot where the result is assigned to one, else none (refused
+  on its own). Else None."""
+  if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Call) and
+          unit.names(node.func.func) & COMPILERS and node.func.args):
+    return None
+  create = node.func.args[0].value
+  if not (isinstance(create, cst.Attribute) and create.attr.value == 'create'):
+    return None
+  receiver = create.value
+  values = [receiver]
+  if isinstance(receiver, cst.Name):
+    values += project.assignment_values(unit, receiver) or []
+  if project.def_branches(unit, receiver) is None and not any(
+      (name + '.').startswith(_unit.LEGACY_PREFIXES) for v in values for n in _unit.walk(v)
+      if isinstance(n, (cst.Name, cst.Attribute)) for name in unit.names(n)):
+    return None
+  parent = unit.parent(node)
+  slot = None
+  if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
+      parent.targets[0].target, cst.Name):
+    slot = _flows.var_slot(unit, parent.targets[0].target)
+    slot = slot if slot in project.optimizer_slots else None
+  return Site(unit, node, 'escape', slot, _refusals.ESCAPE,
+              f'{short(unit.code(node))} at {_unit.at(unit, node)} creates the optimizer '
+              f'under {unit.code(node.func.func)}, a create migrate does not rewrite (it '
+              f'rewrites {unit.code(create)}(...) called as it is: the same state, as a '
+              'create only initialises it)')
 
 
 def _held(project, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:

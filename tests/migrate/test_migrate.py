@@ -527,8 +527,72 @@ def test_output_that_does_not_compile_leaves_the_file_as_it_was(monkeypatch):
 
 def test_a_file_that_does_not_parse_is_reported():
   changed, report = migrate_sources({os.path.abspath('bad.py'): 'def f(:\n'})
-  assert changed == {} and report.exit_status() == 2
-  assert report.failed[0].code == 'FOM199'
+  assert changed == {} and report.exit_status() == 0
+  (record,) = report.failed
+  assert (record.code, record.status, record.line) == ('FOM198', 'skipped', 1)
+  assert f"{os.path.abspath('bad.py')}:1: " in record.message
+
+
+_TRAIN = ('from flax import optim\n\n\ndef step(p, g):\n'
+          '  opt = optim.Adam(0.1).create(p)\n  return opt.apply_gradient(g).target\n')
+# An ``if`` with an empty body (uncertainty-baselines' config file); ``config.optim`` is a
+# config field, not flax.optim.
+_BAD = ('import ml_collections\n{imports}\n\ndef get_config():\n'
+        '  config = ml_collections.ConfigDict()\n  config.optim = ml_collections.ConfigDict()\n'
+        '  if True:\n  else:\n    pass\n  return config\n')
+
+
+def _unparsed_project(tmp_path, imports, **more):
+  files = {'train.py': _TRAIN, 'helpers.py': 'import train\n\nHELPER = 1\n',
+           'sweep.py': 'import ml_collections\n\nSWEEP = 1\n',
+           'experiments/bad.py': _BAD.format(imports=imports), **more}
+  paths = {n: str(tmp_path / n) for n in files}
+  changed, report = migrate_sources({paths[n]: t for n, t in files.items()})
+  (record,) = report.failed
+  line = 8 + imports.count('\n')   # the ``else:`` after the empty ``if`` body
+  assert record.code == 'FOM198' and record.line == line
+  assert f"{paths['experiments/bad.py']}:{line}: expected an indented block" in record.message
+  assert paths['experiments/bad.py'] not in changed
+  return paths, changed, report, record
+
+
+def test_a_file_that_does_not_parse_and_reaches_no_optimizer_leaves_the_rest_migrated(tmp_path):
+  """It names no flax.optim and imports only a file that holds no optimizer: the program's
+  optimizer is rewritten whole, the file is named (file:line) and skipped, exit 1."""
+  paths, changed, report, record = _unparsed_project(tmp_path, 'import sweep')
+  assert record.status == 'skipped'
+  assert 'optax.adam(' in changed[paths['train.py']]
+  assert report.exit_status() == 1
+  assert 'failed, 1 not parsed (no flax.optim in them)' in report.summary(False)
+
+
+@pytest.mark.parametrize('imports', ['import train', 'from helpers import HELPER',
+                                     'from sweep import (SWEEP,\n    helpers)'])
+def test_a_file_that_does_not_parse_refuses_the_optimizers_of_the_files_it_imports(
+    tmp_path, imports):
+  """Directly, through another file (helpers imports train), or in a parenthesised import:
+  the optimizer held in train.py is refused (FOM114) and left as it was."""
+  paths, changed, report, record = _unparsed_project(tmp_path, imports)
+  assert record.status == 'refused' and 'train.py:5' in record.message
+  assert report.exit_status() == 2
+  assert {(r.code, r.status) for r in report.records} == {('FOM114', 'refused')}
+  (refused,) = [r for r in report.records if 'does not parse' in r.message]
+  assert (refused.path, refused.line) == (paths['train.py'], 5)
+  assert f"{paths['experiments/bad.py']}:{record.line} does not parse" in refused.message
+  new = changed[paths['train.py']]
+  assert [l for l in new.splitlines() if 'TODO(flax-optim-compat)' not in l] == (
+      _TRAIN.splitlines())
+
+
+@pytest.mark.parametrize('names', ['from flax import optim', 'import flax.optim',
+                                   'from models import optim', 'import flax_optim_compat'])
+def test_a_file_that_does_not_parse_and_names_flax_optim_is_refused(tmp_path, names):
+  """Its own uses cannot be seen (they stay legacy): the record is refused (exit 2); an
+  optimizer it cannot reach is still rewritten."""
+  paths, changed, report, record = _unparsed_project(tmp_path, names)
+  assert record.status == 'refused' and 'it names flax.optim (line 2)' in record.message
+  assert report.exit_status() == 2
+  assert 'optax.adam(' in changed[paths['train.py']]
 
 
 # ------------------------------------------------------------------------------ command line
