@@ -15,7 +15,9 @@ computation (bit-exact):
 * calls: ``jax.ops.index_update(x, jax.ops.index[i], y)`` -> ``x.at[i].set(y)`` (add, mul, min,
   max alike), ``jax.lax.tie_in(x, y)`` -> ``y``, ``jnp.clip(x, a_min=lo, a_max=hi)`` ->
   ``jnp.clip(x, min=lo, max=hi)``, a statement ``jax.config.enable_omnistaging()`` dropped;
-  their imports go once nothing uses them.
+  their imports go once nothing uses them;
+* ``jax.api.X`` (the old module of jax's public functions) becomes ``jax.X`` on the program's
+  base, then X's own rename; an import of names today's jax lacks that the file never reads goes.
 
 A use no rule can rewrite (``jax.ops.index_update`` passed as a value, a call with ``*args``, a
 name the table gives back as a function of ours, such as ``jax.random.shuffle``) is left as it
