@@ -107,3 +107,9 @@ def test_a_legacy_member_read_on_a_value_migrate_rewrote_is_found(tool, tmp_path
   left = tool.legacy_members_left(sources, records, at, holders, status)
   assert left == [f'{folder / "train.py"}:14 new_optimizer.target']
   assert tool.measure(str(folder), 60)['outcome'] == 'refused'
+
+
+def test_a_name_through_jax_api_is_counted_as_the_jax_name_it_is(tool):
+  sources = {'a.py': 'import jax\n\ny = jax.api.device_put_sharded([1.], jax.devices())\n'}
+  assert tool.missing_jax_names(sources) == ['jax.device_put_sharded']
+  assert tool.missing_jax_names({'a.py': 'import jax\n\nf = jax.api.jit\n'}) == []
