@@ -210,7 +210,8 @@ _METHODS = frozenset({'apply_gradient', 'optimize', 'replace', 'restore_state', 
 
 def _holder(site):
   """The expression that holds the optimizer at ``site`` (``state.optimizer`` of
-  ``state.optimizer.target``, ``opt`` of ``opt.apply_gradient(g)``), or None."""
+  ``state.optimizer.target``, ``opt`` of ``opt.apply_gradient(g)`` or ``opt.state.step``), or
+  None."""
   if site.kind in _NOT_HELD:
     return None
   node = site.node
@@ -218,8 +219,9 @@ def _holder(site):
     node = node.func
     if not (isinstance(node, cst.Attribute) and node.attr.value in _METHODS):
       return None
-  if isinstance(node, cst.Attribute) and node.attr.value in _METHODS | LEGACY_MEMBERS:
-    node = node.value
+  while (isinstance(node, cst.Attribute) and
+         node.attr.value in _METHODS | LEGACY_MEMBERS | {'step'}):
+    node = node.value   # ``opt.state.step``: ``opt``
   if not isinstance(node, (cst.Name, cst.Attribute)):
     return None
   text = site.unit.code(node)

@@ -85,7 +85,8 @@ LEFT = '''
       loss = jax.numpy.sum(optimizer.target['w'])
       new_optimizer = optimize_fn(optimizer, grad)
       batch = optimize_fn(grad, grad)
-      return new_optimizer.target, batch.target, loss
+      count = new_optimizer.state.step
+      return new_optimizer.target, batch.target, loss, count
 
 
     def main(params, grad, optimize_fn):
@@ -105,7 +106,8 @@ def test_a_legacy_member_read_on_a_value_migrate_rewrote_is_found(tool, tmp_path
   half, status = tool.half_objects(records, at)
   assert half == []
   left = tool.legacy_members_left(sources, records, at, holders, status)
-  assert left == [f'{folder / "train.py"}:14 new_optimizer.target']
+  path = folder / 'train.py'
+  assert left == [f'{path}:14 new_optimizer.state', f'{path}:15 new_optimizer.target']
   assert tool.measure(str(folder), 60)['outcome'] == 'refused'
 
 
