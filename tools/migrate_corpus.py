@@ -16,7 +16,14 @@ written), then migrated again as `migrate --check` would see the result. Per pro
   FOM299), **optimizers whole, FOM299 left** (so, but a removed jax or flax name no rule
   rewrites is left: the program still needs this package's runtime layer),
   **refused** (codes; FOM198: a file that does not parse and may use flax.optim), **failed**
-  (a rewritten file did not compile, FOM199, or the tool raised / timed out), **half-migrated** (some optimizer sites rewritten, others refused: a defect), **check
+  (a rewritten file did not compile, FOM199, or the tool raised / timed out), **half-migrated**
+  (a defect: one optimizer object with some sites rewritten and others refused, objects as
+  migrate's own analysis joins them, since its report names sites, not objects; or a member
+  only a legacy optimizer has, ``.target`` / ``.apply_gradient`` / ``.state`` ..., read on a
+  value migrate rewrote, in a function of one of its rewritten sites: on the expression that
+  held it there, or on a name bound from a call given it, as score_flow's
+  ``new_optimizer = optimize_fn(state, grad)`` then ``new_optimizer.target``; ``half_objects``
+  and ``legacy_left`` in the JSON rows), **check
   passes, imports flax.optim** (after --write, --check exits 0 yet a file imports flax.optim
   or this package: a defect), **not idempotent** (the second run changes files: a defect),
   or **no flax.optim** (nothing to migrate);
@@ -37,6 +44,8 @@ import sys
 import time
 import warnings
 
+import libcst as cst
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # What today's jax lacks is measured on plain jax: the package's runtime layer, which gives the
 # removed names back while flax.optim is in use, stays off (its switch is read at start-up).
@@ -45,7 +54,9 @@ if os.environ.get('FLAX_OPTIM_COMPAT_LEGACY_JAX') != '0':
             {**os.environ, 'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
 
 from flax_optim_compat._migrate import _engine
+from flax_optim_compat._migrate import _jax_names
 from flax_optim_compat._migrate import _project
+from flax_optim_compat._migrate import _sites
 
 LEGACY_MODULES = ('flax.optim', 'flax_optim_compat')
 DEFECTS = ('half-migrated', 'check passes, imports flax.optim', 'not idempotent')
@@ -175,7 +186,8 @@ def missing_jax_names(sources):
         if chain and chain[0] in aliases:
           used.add('.'.join([aliases[chain[0]], *chain[1:]]))
     for name in used:
-      parts = name.split('.')
+      aliased = _jax_names._aliased(name)   # ``jax.api.X`` is ``jax.X``: what X lacks is named
+      parts = (aliased[1] if aliased else name).split('.')
       for i in range(2, len(parts) + 1):   # the shortest missing prefix
         if not _resolves('.'.join(parts[:i])):
           missing.add('.'.join(parts[:i]))
@@ -185,6 +197,103 @@ def missing_jax_names(sources):
 
 class _Timeout(Exception):
   pass
+
+
+# Members only a legacy ``Optimizer`` has: read on a value migrate rewrote into a TrainState
+# (``.target`` where it now has ``.params``), they fail at run time.
+LEGACY_MEMBERS = frozenset({'target', 'apply_gradient', 'optimizer_def', 'optimize', 'state',
+                            'hyper_params', 'state_dict', 'restore_state'})
+# Sites whose node is not a use of the object itself: a def, its create, a type.
+_NOT_HELD = frozenset({'create', 'def', 'annotation'})
+_METHODS = frozenset({'apply_gradient', 'optimize', 'replace', 'restore_state', 'state_dict'})
+
+
+def _holder(site):
+  """The expression that holds the optimizer at ``site`` (``state.optimizer`` of
+  ``state.optimizer.target``, ``opt`` of ``opt.apply_gradient(g)`` or ``opt.state.step``), or
+  None."""
+  if site.kind in _NOT_HELD:
+    return None
+  node = site.node
+  if isinstance(node, cst.Call):
+    node = node.func
+    if not (isinstance(node, cst.Attribute) and node.attr.value in _METHODS):
+      return None
+  while (isinstance(node, cst.Attribute) and
+         node.attr.value in _METHODS | LEGACY_MEMBERS | {'step'}):
+    node = node.value   # ``opt.state.step``: ``opt``
+  if not isinstance(node, (cst.Name, cst.Attribute)):
+    return None
+  text = site.unit.code(node)
+  return text if text.replace('.', '').replace('_', '').isalnum() else None
+
+
+def objects_of(sources):
+  """Migrate's own analysis of ``sources``: ``({(path, line): {object}}, {object: {holder
+  expressions}})``, an object being the root its flows join (``_project``'s groups), or for a
+  site no object covers (a subclass, a legacy name: FOM1xx), the site itself."""
+  project = _project.Project(sources)
+  at, holders = collections.defaultdict(set), collections.defaultdict(set)
+  for site in _sites.sites(project):
+    key = (project.groups.find(site.slot) if site.slot is not None
+           else ('site', site.unit.path, site.line))
+    at[(site.unit.path, site.line)].add(key)
+    holder = _holder(site)
+    if holder is not None:
+      holders[key].add((site.unit.path, site.line, holder))
+  return at, holders
+
+
+def half_objects(records, at):
+  """The objects with some sites rewritten and others refused (a program with one refused
+  object and another whole one has none)."""
+  status = collections.defaultdict(set)
+  for r in records:
+    for key in at.get((r.path, r.line), {('record', r.path, r.line)}):
+      status[key].add('refused' if r.status == 'refused' else 'rewritten')
+  return [key for key, seen in status.items() if seen == {'refused', 'rewritten'}], status
+
+
+def _prefixes(text):
+  parts = text.split('.')
+  return {'.'.join(parts[:i]) for i in range(1, len(parts) + 1)} - {'self', 'cls'}
+
+
+def legacy_members_left(sources, records, at, holders, status):
+  """``['path:line expr.member']``: a legacy member read on a value migrate rewrote, in the
+  function of one of the object's rewritten sites: on the expression that held it there, or on a
+  name bound there from a call given that expression (or what holds it: ``new =
+  optimize_fn(state, grad)`` then ``new.target``), where no site of the analysis is."""
+  site_lines = {(r.path, r.line) for r in records}
+  found = []
+  for key, seen in status.items():
+    if seen != {'rewritten'}:
+      continue
+    by_path = collections.defaultdict(list)
+    for path, line, holder in holders.get(key, ()):
+      by_path[path].append((line, holder))
+    for path, held in by_path.items():
+      tree = ast.parse(sources[path])
+      for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+          continue
+        inside = {h for line, h in held if fn.lineno <= line <= fn.end_lineno}
+        if not inside:
+          continue
+        values = set().union(*map(_prefixes, inside))
+        derived = set()
+        for node in ast.walk(fn):
+          if (isinstance(node, ast.Assign) and len(node.targets) == 1 and
+              isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call) and
+              any(ast.unparse(a) in values for a in
+                  [*node.value.args, *(k.value for k in node.value.keywords)])):
+            derived.add(node.targets[0].id)
+        for node in ast.walk(fn):
+          if (isinstance(node, ast.Attribute) and node.attr in LEGACY_MEMBERS and
+              (ast.unparse(node.value) in derived | inside) and
+              (path, node.lineno) not in site_lines):
+            found.append(f'{path}:{node.lineno} {ast.unparse(node)}')
+  return sorted(set(found))
 
 
 def _alarm(signum, frame):
@@ -206,6 +315,13 @@ def measure(folder, timeout):
     again, second = _engine.migrate_sources(migrated) if changed else ({}, report)
     row['jax_names_before'] = missing_jax_names(sources)
     row['jax_names_left'] = missing_jax_names(migrated)
+    # Per object, by migrate's own analysis (the report names sites, not objects).
+    half, legacy_left = [], []
+    optimizer = [r for r in report.records if r.code[3] in '01']   # FOM0xx / FOM1xx
+    if any(r.status != 'refused' for r in optimizer):
+      at, holders = objects_of(sources)
+      half, status = half_objects(optimizer, at)
+      legacy_left = legacy_members_left(sources, optimizer, at, holders, status)
   except _Timeout:
     row.update(outcome='failed', codes=[f'timeout {timeout}s'])
     return row
@@ -215,7 +331,6 @@ def measure(folder, timeout):
   finally:
     signal.alarm(0)
     row['seconds'] = round(time.monotonic() - start, 1)
-  optimizer = [r for r in report.records if r.code[3] in '01']   # FOM0xx / FOM1xx
   rewritten = [r for r in optimizer if r.status != 'refused']
   refused = [r for r in optimizer if r.status == 'refused']
   # A file that does not parse (FOM198) is a refusal where it may use flax.optim, and only
@@ -230,11 +345,13 @@ def measure(folder, timeout):
   still_legacy = sorted(os.path.relpath(p, folder) for p, s in migrated.items()
                         if legacy_imports(s))
   row['still_imports_flax_optim'] = still_legacy
+  row['half_objects'] = len(half)
+  row['legacy_left'] = [text.replace(folder + os.sep, '', 1) for text in legacy_left]
   if again:
     outcome = 'not idempotent'
   elif broken:
     outcome = 'failed'
-  elif rewritten and refused:
+  elif half or legacy_left:
     outcome = 'half-migrated'
   elif refused:
     outcome = 'refused'
@@ -256,7 +373,8 @@ def table(rows):
   lines = ['| program | kind | files (flax.optim) | outcome | codes | missing jax names: '
            'before | after migrate | s |', '|---|---|---:|---|---|---:|---|---:|']
   for r in rows:
-    codes = ', '.join(r['codes'] + [f'not parsed: {n}' for n in r.get('not_parsed', [])])
+    codes = ', '.join(r['codes'] + [f'not parsed: {n}' for n in r.get('not_parsed', [])] +
+                      [f'legacy left: {n}' for n in r.get('legacy_left', [])])
     left = ', '.join(f'`{n}`' for n in r['jax_names_left'])
     lines.append(f"| {r['program']} | {r['kind']} | {r['files']} ({r['optim_files']}) | "
                  f"{r['outcome']} | {codes} | {len(r.get('jax_names_before', []))} | {left} | "

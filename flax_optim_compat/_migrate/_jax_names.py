@@ -15,7 +15,9 @@ computation (bit-exact):
 * calls: ``jax.ops.index_update(x, jax.ops.index[i], y)`` -> ``x.at[i].set(y)`` (add, mul, min,
   max alike), ``jax.lax.tie_in(x, y)`` -> ``y``, ``jnp.clip(x, a_min=lo, a_max=hi)`` ->
   ``jnp.clip(x, min=lo, max=hi)``, a statement ``jax.config.enable_omnistaging()`` dropped;
-  their imports go once nothing uses them.
+  their imports go once nothing uses them;
+* ``jax.api.X`` (the old module of jax's public functions) becomes ``jax.X`` on the program's
+  base, then X's own rename; an import of names today's jax lacks that the file never reads goes.
 
 A use no rule can rewrite (``jax.ops.index_update`` passed as a value, a call with ``*args``, a
 name the table gives back as a function of ours, such as ``jax.random.shuffle``) is left as it
@@ -385,6 +387,92 @@ def missing_today(name: str) -> Optional[str]:
   return None
 
 
+# Old modules that held jax's public functions under another path: ``jax.api`` (jax's public
+# API module until jax moved it to ``jax._src.api``; ``jax.api.jit is jax.jit``). A use
+# ``jax.api.X`` is ``jax.X``, rewritten as that name, and then by X's own rule if it has one.
+# jax 0.4.13 already has no ``jax.api`` (nor ``jax.numpy.lax_numpy``, ``jax.lax.lax``,
+# ``jax.nn.functions``, whose names were not all the public module's): only ``jax.api`` is one.
+MODULE_ALIASES = {'jax.api': 'jax'}
+
+
+def _aliased(name: str) -> Optional[Tuple[str, str]]:
+  """``(alias module, the name it stands for)`` when ``name`` lies under a module alias."""
+  for old, new in MODULE_ALIASES.items():
+    if name.startswith(old + '.'):
+      return old, new + name[len(old):]
+  return None
+
+
+def _alias_uses(unit: SourceFile):
+  """``(node, full, canonical)``: the outermost attribute of each use ``jax.api.X...``."""
+  for node in unit.nodes:
+    if not isinstance(node, cst.Attribute) or _within_import(unit, node):
+      continue
+    parent = unit.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+      continue
+    names = unit.names(node)
+    if len(names) != 1:
+      continue
+    (full,) = names
+    aliased = _aliased(full)
+    if aliased is not None:
+      yield node, full, aliased[1]
+
+
+def _plan_alias_use(unit, node, full, canonical, plan, result):
+  """``jax.api.X`` -> ``jax.X`` on the program's own base (then X's rename, if it has one), or
+  FOM299 naming what today's jax lacks."""
+  alias, _ = _aliased(full)
+  entry = BY_NAME.get(canonical)
+  if entry is not None and entry.kind != 'alias':
+    _refuse(plan, result, node, f'{full} (it is {canonical}, which no rule rewrites through '
+            f'{alias})')
+    return
+  new_name = entry.target if entry is not None else canonical
+  missing = None if entry is not None else missing_today(canonical)
+  if missing is not None:
+    _refuse(plan, result, node, f'{full} (it is {canonical}; jax {_jax_version()} has no '
+            f'{missing})', MISSING_REASON)
+    return
+  base = node
+  depth = full.count('.') - alias.count('.')   # attributes after the alias module
+  for _ in range(depth):
+    base = base.value
+  # ``jax.api`` spelled through ``import jax [as jx]``: its base keeps the program's spelling.
+  # ``from jax import api`` keeps its import (marked): the use stays with it.
+  if not (isinstance(base, cst.Attribute) and unit.names(base.value) == {alias.split('.')[0]}
+          and new_name.startswith('jax.')):
+    _refuse(plan, result, node, f'{full} (it is {canonical}; {alias} is imported by name, '
+            'which no rule rewrites)', MISSING_REASON)
+    return
+  _add(plan, result, node, ALIAS, Renamed(full=_code(base.value) + new_name[len('jax'):]),
+       f'{full} -> {new_name} ({alias} held {MODULE_ALIASES[alias]}\'s public functions)')
+
+
+def _unused_missing_import(unit: SourceFile, node) -> bool:
+  """Whether ``node`` is ``from M import a, b`` (or ``import M as m``) of names today's jax lacks,
+  none of which the file reads: the import only fails today, so it can go."""
+  if isinstance(node, cst.ImportFrom):
+    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+      return False
+    module = _code(node.module)
+    fulls = [f'{module}.{a.name.value}' for a in node.names]
+  elif isinstance(node, cst.Import) and all(a.asname is not None for a in node.names):
+    fulls = [_code(a.name) for a in node.names]
+  else:
+    return False   # ``import jax.experimental.host_callback`` also binds ``jax``
+  if any(missing_today(f) is None or f in BY_NAME or module_entry(f) is not None
+         for f in fulls):
+    return False
+  for other in unit.nodes:
+    if isinstance(other, (cst.Name, cst.Attribute)) and not _within_import(unit, other):
+      if any(n == f or n.startswith(f + '.') for n in unit.names(other) for f in fulls):
+        return False
+  line = unit.enclosing(node, cst.SimpleStatementLine)
+  return line is not None and len(line.body) == 1
+
+
 def _missing_names(unit: SourceFile):
   """``(node, name, missing)``: an import, or a use spelled as an attribute, of a jax name
   today's jax does not have and the table does not cover (``jax.mask``, ``host_callback``)."""
@@ -404,6 +492,8 @@ def _missing_names(unit: SourceFile):
       if (name in BY_NAME or module_entry(name) is not None or name in _CONFIG_MODULES
           or any(name == m or name.startswith(m + '.') for m in REMOVED_MODULES)):
         continue
+      if isinstance(node, cst.Attribute) and _aliased(name) is not None:
+        break   # ``jax.api.X``: planned as ``jax.X`` (``_plan_alias_use``)
       missing = missing_today(name)
       if missing is not None:
         yield node, name, missing
@@ -502,11 +592,22 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
       continue
     _refuse(plan, result, node, f'{name} ({_legacy_jax.PARTIAL_REFUSALS[module]}; no rule '
             'rewrites this name)' if name != module else f'{name} (a removed module, used as a value)')
+  dropped = set()
   for node, name, missing in _missing_names(unit):
     statement = unit.enclosing(node, cst.SimpleStatementLine) if isinstance(
         node, (cst.Import, cst.ImportFrom)) else node
+    if isinstance(node, (cst.Import, cst.ImportFrom)) and _unused_missing_import(unit, node):
+      if id(statement) not in dropped:
+        dropped.add(id(statement))
+        _add(plan, result, statement, MODULES,
+             Dropped(len(getattr(unit.parent(statement), 'body', ())) == 1),
+             f"{_code(node)}: today's jax has no {missing}, and nothing in the file reads "
+             'what it imports: the import goes')
+      continue
     _refuse(plan, result, statement, f'{name} (jax {_jax_version()} has no {missing})',
             MISSING_REASON)
+  for node, full, canonical in _alias_uses(unit):
+    _plan_alias_use(unit, node, full, canonical, plan, result)
   for node in unit.nodes:
     if isinstance(node, cst.SimpleStatementLine):
       _plan_import_line(unit, node, plan, result, kept_names, kept_modules)
