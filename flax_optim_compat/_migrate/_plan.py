@@ -23,7 +23,7 @@ from . import _sites
 from . import _unit
 from . import rules
 from .rules import fom015_group_hyper_params as _group_hyper_params
-from .rules.fom008_multi import ChosenDef
+from .rules.fom008_multi import ChosenDef, chosen_def
 from ._edits import FilePlan, statement_of
 from ._report import Record, Conversion
 from ._rule import ObjectPlan
@@ -336,7 +336,7 @@ def _multi_groups(project, unit, pairs):
         return None, (f'group {i}: the def {unit.code(def_node)} is not assigned once and '
                       'used only here')
       if len(values) > 1:   # chosen in branches: ``p_opt = optim.Adam(...)`` in each
-        chosen, why = _chosen_group_def(unit, def_node, values)
+        chosen, why = chosen_def(unit, def_node, values)
         if chosen is None:
           return None, f'group {i}: {why}'
         groups.append((filter_source, rewrite, fn, chosen, chosen.calls[0]))
@@ -351,30 +351,6 @@ def _multi_groups(project, unit, pairs):
     groups.append((filter_source, rewrite, fn, def_value, call))
   return groups, None
 
-
-def _chosen_group_def(unit, name, values):
-  """``(ChosenDef, None)`` for a group's def variable assigned a built-in def call in each of
-  several branches (``p_opt = optim.Adam(...)`` under ``if``, ``optim.Momentum(...)`` under
-  ``elif``), every one with the same learning rate; else ``(None, why not)``."""
-  lines = ', '.join(str(unit.line(v)) for v in values)
-  calls = []
-  for value in values:
-    assign = unit.parent(value)
-    legacy = unit.legacy(value.func) if isinstance(value, cst.Call) else None
-    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-            and isinstance(assign.targets[0].target, cst.Name)) or (
-                legacy not in _unit.BUILTIN_DEFS):
-      return None, (f'the def {unit.code(name)} is chosen at run time (assigned at lines '
-                    f'{lines}), and {_sites.short(unit.code(value), 40)} is not a built-in def')
-    call = _optax_text.def_call(legacy, value, unit)
-    if call is None:
-      return None, f'the arguments of {unit.code(value)}'
-    calls.append(call)
-  rates = sorted({c.sources.get('learning_rate', 'None') for c in calls})
-  if len(rates) > 1:
-    return None, (f'the def {unit.code(name)} is chosen at run time (assigned at lines {lines}) '
-                  f'with different learning rates ({", ".join(rates)})')
-  return ChosenDef(name.value, tuple(values), tuple(calls)), None
 
 
 def _decide(project, group, records, conversions, files, plain_optax, unseen) -> ObjectPlan:

@@ -15,6 +15,7 @@ from ... import _groups
 from .. import _edits
 from .. import _optax_text
 from .. import _refusals
+from .. import _unit
 from .._edits import Edit
 from .._report import Conversion, Record
 from .._rule import Rule
@@ -64,6 +65,31 @@ class ChosenDef:
   name: str
   nodes: tuple
   calls: tuple
+
+
+def chosen_def(unit, name, values):
+  """``(ChosenDef, None)`` for a group's def variable assigned a built-in def call in each of
+  several branches (``p_opt = optim.Adam(...)`` under ``if``, ``optim.Momentum(...)`` under
+  ``elif``), every one with the same learning rate; else ``(None, why not)``."""
+  lines = ', '.join(str(unit.line(v)) for v in values)
+  calls = []
+  for value in values:
+    assign = unit.parent(value)
+    legacy = unit.legacy(value.func) if isinstance(value, cst.Call) else None
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)) or (
+                legacy not in _unit.BUILTIN_DEFS):
+      return None, (f'the def {unit.code(name)} is chosen at run time (assigned at lines '
+                    f'{lines}), and {unit.code(value)} is not a built-in def')
+    call = _optax_text.def_call(legacy, value, unit)
+    if call is None:
+      return None, f'the arguments of {unit.code(value)}'
+    calls.append(call)
+  rates = sorted({c.sources.get('learning_rate', 'None') for c in calls})
+  if len(rates) > 1:
+    return None, (f'the def {unit.code(name)} is chosen at run time (assigned at lines {lines}) '
+                  f'with different learning rates ({", ".join(rates)})')
+  return ChosenDef(name.value, tuple(values), tuple(calls)), None
 
 
 _RANK = {'bit-exact': 0, '1e-6': 1, 'not exact': 2}
