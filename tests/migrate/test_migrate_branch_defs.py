@@ -9,16 +9,21 @@ learning rates per call (``hyper_params=[hp[0].replace(learning_rate=lr),
 hp[1].replace(learning_rate=0)]``) or all of them (``learning_rate=lr``). Each program runs
 every choice in one process; legacy (this package) and the migrated program (where neither this
 package nor flax.optim can be imported) give the same numbers within the report's claim, and
-raise TypeError at the same call where the groups of the def without groups are overridden.
+raise TypeError at the same call where the groups of the def without groups are overridden; the
+migrated program also matches flax 0.5.3's own run (tools/oracle/gen_migrate_branch_defs.py).
 """
+import json
 import pathlib
 import shutil
 
+import numpy as np
 import pytest
 
 from tests import _migrate_harness as harness
+from tests.migrate import _equivalence
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent / 'examples' / 'branch_defs'
+GOLDENS = harness.REPO / 'tests' / 'fixtures' / 'migrate_branch_defs'
 NAMES = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
 
 
@@ -53,6 +58,11 @@ def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, name):
   claim = migration.exactness(folder / 'train.py')
   harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
                             claim, label=name)
+  # flax 0.5.3 (jax 0.4.13) itself: the same raises, the numbers within the oracle tolerance
+  golden = json.loads((GOLDENS / f'{name}.json').read_text())
+  assert golden['flax'] == '0.5.3' and _raised(after.stdout) == golden['raised']
+  np.testing.assert_allclose(harness.trajectory(after.stdout), golden['trajectory'],
+                             rtol=_equivalence.ORACLE_RTOL, atol=_equivalence.ORACLE_ATOL)
 
 
 def test_each_branch_value_is_the_group_transform_the_multi_transform_reads(examples):
