@@ -3,7 +3,8 @@
 tests/migrate/examples/branch_defs/ holds programs (folders, ``train.py`` their entry point):
 ``group_def_in_branches``, a group's def chosen in ``if``/``elif`` (``p_opt = optim.Adam(...)``
 in one branch, ``optim.Momentum(...)`` in the other): each branch's value becomes the group's
-transform; ``override_beside_plain_def`` (the shape of a continual-learning codebase's set-up)
+transform (``group_def_in_branches_rate_per_step``: a function of the learning rate injected
+for every group); ``override_beside_plain_def`` (the shape of a continual-learning codebase's set-up)
 adds a plain def chosen in other branches and a pmapped step that overrides the groups'
 learning rates per call (``hyper_params=[hp[0].replace(learning_rate=lr),
 hp[1].replace(learning_rate=0)]``) or all of them (``learning_rate=lr``). Each program runs
@@ -71,6 +72,14 @@ def test_each_branch_value_is_the_group_transform_the_multi_transform_reads(exam
   assert "body_opt = optax.adamw(learning_rate=0.05" in text
   assert "body_opt = optax.sgd(learning_rate=0.05, momentum=0.9, nesterov=True)" in text
   assert "optax.multi_transform({'0': body_opt, '1': head_opt," in text
+
+
+def test_a_branch_value_is_a_function_of_the_rate_injected_for_every_group(examples):
+  root, _ = examples
+  text = (root / 'group_def_in_branches_rate_per_step' / 'train.py').read_text()
+  assert 'a = lambda learning_rate: optax.sgd(learning_rate=learning_rate, momentum=0.8' in text
+  assert "inject_hyperparams(lambda learning_rate: optax.multi_transform({'0': a(learning_rate)," in (
+      text)
 
 
 def test_the_overrides_reach_each_group_per_call_and_raise_on_the_plain_def(examples):
