@@ -132,6 +132,8 @@ def base_of(program: Program, unit: SourceFile, node: cst.CSTNode) -> Optional[t
     key = literal_key(node)
     return None if key is None else part(base_of(program, unit, node.value), (key,))
   if isinstance(node, cst.Call):
+    if program.traced_only(unit, node):
+      return None   # ``jax.make_jaxpr(step)(opt)``: a jaxpr, not what ``step`` returns
     arg = _calls.pass_through_arg(program, unit, node)
     if arg is not None:
       return base_of(program, unit, arg)

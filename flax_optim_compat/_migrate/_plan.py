@@ -23,6 +23,7 @@ from . import _sites
 from . import _unit
 from . import rules
 from .rules import fom015_group_hyper_params as _group_hyper_params
+from .rules.fom008_multi import ChosenDef, chosen_def
 from ._edits import FilePlan, statement_of
 from ._report import Record, Conversion
 from ._rule import ObjectPlan
@@ -128,9 +129,10 @@ def _loose_defs(project, groups) -> Optional[str]:
     for node in unit.nodes:
       if id(node) in seen and unit.legacy(node.func) == 'MultiOptimizer':
         for inner in _unit.walk(node):
-          inner = project.def_call(unit, inner) if isinstance(inner, cst.Name) else inner
-          if isinstance(inner, cst.Call):
-            seen.add(id(inner))
+          # a group's def variable: its one value, or its value in each branch
+          found = (project.assignment_values(unit, inner) or [] if isinstance(inner, cst.Name)
+                   else [inner])
+          seen.update(id(v) for v in found if isinstance(v, cst.Call))
   loose = next(((unit, node) for unit in project.units for node in unit.nodes
                 if isinstance(node, cst.Call) and unit.legacy(node.func) in _DEFS
                 and id(node) not in seen), None)
@@ -329,14 +331,16 @@ def _multi_groups(project, unit, pairs):
     if isinstance(def_node, cst.Name):
       values = project.assignment_values(unit, def_node)
       uses = _unit.accesses(unit, def_node)
-      if values and len(values) > 1:
-        return None, (f'group {i}: the def {unit.code(def_node)} is chosen at run time (assigned '
-                      f'at lines {", ".join(str(unit.line(v)) for v in values)}); a group\'s '
-                      'def must be one def call')
       if not values or uses is None or not all(
           isinstance(unit.parent(u), cst.Element) for u in uses):
         return None, (f'group {i}: the def {unit.code(def_node)} is not assigned once and '
                       'used only here')
+      if len(values) > 1:   # chosen in branches: ``p_opt = optim.Adam(...)`` in each
+        chosen, why = chosen_def(unit, def_node, values)
+        if chosen is None:
+          return None, f'group {i}: {why}'
+        groups.append((filter_source, rewrite, fn, chosen, chosen.calls[0]))
+        continue
       def_value = def_node = values[0]
     name = unit.legacy(def_node.func) if isinstance(def_node, cst.Call) else None
     if name not in _unit.BUILTIN_DEFS:
@@ -346,6 +350,7 @@ def _multi_groups(project, unit, pairs):
       return None, f'group {i}: the arguments of {unit.code(def_node)}'
     groups.append((filter_source, rewrite, fn, def_value, call))
   return groups, None
+
 
 
 def _decide(project, group, records, conversions, files, plain_optax, unseen) -> ObjectPlan:
@@ -436,9 +441,9 @@ def _injected_name_read(create, calls, multis):
   variable named as an injected learning rate (``learning_rate``, ``learning_rate_<i>``): the
   rewrite's ``inject_hyperparams(lambda learning_rate: ...)`` would shadow it. None if none does
   (an attribute such as ``config.learning_rate`` is not shadowed)."""
-  defs = [calls.get(id(create))] + [g[-1] for g in multis.get(id(create)) or ()]
+  defs = [calls.get(id(create))] + _group_calls(multis.get(id(create)) or ())
   for branch in create.branches or ():
-    defs += [g[-1] for g in branch[2]] if isinstance(branch[2], list) else [branch[2]]
+    defs += _group_calls(branch[2]) if isinstance(branch[2], list) else [branch[2]]
   for call in defs:
     for keyword, text in getattr(call, 'sources', {}).items():
       if keyword == 'learning_rate':
@@ -455,6 +460,11 @@ def _injected_name_read(create, calls, multis):
                 name.value.startswith('learning_rate_') and name.value[14:].isdigit()))):
           return call.name, name.value
   return None
+
+
+def _group_calls(groups) -> list:
+  """The DefCalls of a MultiOptimizer's groups: a group's def chosen in branches, each."""
+  return [c for g in groups for c in (g[3].calls if isinstance(g[3], ChosenDef) else (g[-1],))]
 
 
 def _overrides(applies):
@@ -492,7 +502,23 @@ def _multi_mode(project, creates, multis, applies, overrides, group_lrs) -> str:
   override site is refused naming the def that differs. Refuses the sites that block it."""
   defs = _group_defs(project, creates, multis)
   site = next(s for s in applies if id(s) in group_lrs)
-  plain = next((d for d in defs if d[2] is None), None)
+  # A built-in def without groups among them (``optim.Adam(...)`` in one branch): where the
+  # optimizer is created from it, legacy raises at the override (``hp[0]`` of its
+  # hyper-parameters, not a list: TypeError), and so does the rewrite: the override sets
+  # learning rates its injected transform does not take (TypeError).
+  plains = [d for d in defs if d[2] is None]
+  defs = [d for d in defs if d[2] is not None]
+  plain = next((d for d in plains if d[1] is None or d[0].legacy(d[1].func) not in
+                _unit.BUILTIN_DEFS), None)
+  if plains and defs and plain is None:
+    for other in applies:
+      if overrides[id(other)] is None and id(other) not in group_lrs:
+        other.refusal = _refusals.LR_NONE
+        other.message = (f'applied without learning_rate= or hyper_params=, while the optimizer '
+                         f'may be created from {_sites.short(plains[0][0].code(plains[0][1]))} '
+                         f'({_unit.at(*plains[0][:2])}), a def without groups')
+  elif plains and plain is None:
+    plain = plains[0]
   if plain is not None or not defs:
     site.refusal = _refusals.GROUP_HYPER_PARAMS
     site.message = ('overrides the groups of an optimizer that is not one MultiOptimizer '
@@ -514,8 +540,8 @@ def _multi_mode(project, creates, multis, applies, overrides, group_lrs) -> str:
   own = [sorted({groups[i][-1].sources.get('learning_rate', 'None') for *_, groups in defs})
          for i in range(count)]
   for site in applies:
-    if overrides[id(site)] is not None:
-      continue
+    if overrides[id(site)] is not None or site.refusal is not None:
+      continue   # set for every group, or refused with its reason
     lrs = group_lrs.get(id(site), [None] * count)
     if len(lrs) != count:
       site.refusal = _refusals.GROUP_HYPER_PARAMS

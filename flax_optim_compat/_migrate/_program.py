@@ -20,8 +20,11 @@ from libcst import metadata as meta
 from . import _unit
 from ._unit import SourceFile
 
+# Wrappers whose result is called with the wrapped function's arguments but hands back
+# something other than what the function returns: ``jax.make_jaxpr(f)(x)`` is f's jaxpr.
+TRACERS = frozenset({'jax.make_jaxpr'})
 # Function wrappers whose result is called with the wrapped function's arguments.
-_WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'flax.jax_utils.pad_shard_unpad'})
+_WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'flax.jax_utils.pad_shard_unpad'}) | TRACERS
 PARTIAL = frozenset({'functools.partial'})
 COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
 
@@ -357,6 +360,15 @@ class Program:
     an import path that does not resolve to the given files), else None."""
     own = [k for k in (*self._functions, *self._classes) if qualified.endswith('.' + k)]
     return max(own, key=len) if own else None
+
+  def traced_only(self, unit: SourceFile, call: cst.Call) -> bool:
+    """Whether ``call`` runs a function wrapped by one of ``TRACERS`` (``jax.make_jaxpr(f)(opt)``,
+    or a variable bound once to such a wrapper): its arguments reach ``f``, its result is not
+    what ``f`` returns."""
+    func = call.func
+    if isinstance(func, cst.Name):
+      func = self._single_value(unit, func) or func
+    return isinstance(func, cst.Call) and bool(unit.names(func.func) & TRACERS)
 
   def partial_callee(self, unit: SourceFile, call: cst.Call):
     """``resolve_callable`` of ``f`` in ``functools.partial(f, ...)``, else None."""

@@ -22,7 +22,8 @@ def main(argv=None):
   for module, extra in (('gen_trajectories', []), ('gen_pmap', []),
                         ('gen_checkpoints', ['--modern-python', args.modern_python]),
                         ('gen_convert', ['--modern-python', args.modern_python]),
-                        ('gen_migrate_corpus', []), ('gen_probe', [])):
+                        ('gen_migrate_corpus', []), ('gen_migrate_branch_defs', []),
+                        ('gen_probe', [])):
     print(f'== tools.oracle.{module}', flush=True)
     subprocess.run([sys.executable, '-m', f'tools.oracle.{module}'] + extra, cwd=oracle.ROOT,
                    check=True)

@@ -14,6 +14,7 @@ from .._unit import accesses
 from .. import _rule
 from .._report import Record
 from .fom015_group_hyper_params import key as group_key, lr_texts as group_lr_texts
+from .fom015_group_hyper_params import without_groups as group_without_groups
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +33,7 @@ class ApplyData:
   lr_text: Optional[str] = None
   grads: Optional[str] = None
   groups: Tuple[Optional[str], ...] = ()
+  every_key: bool = False
 
 
 _HOW = {'schedule': ' (learning rate from the schedule in tx)',
@@ -40,13 +42,15 @@ _HOW = {'schedule': ' (learning rate from the schedule in tx)',
 
 def apply_data(site, plan) -> ApplyData:
   """The data of an apply (or optimize) site, and the imports its rewrite needs."""
-  lr_text, groups = None, ()
+  lr_text, groups, every_key = None, (), False
   multi = plan.multi_groups()
   if plan.mode == 'inject' and plan.group_lrs and multi is not None:
     groups = tuple(call.sources.get('learning_rate') for *_, call in multi)
+    every_key = group_without_groups(plan)
   elif plan.mode == 'inject' and plan.overrides[id(site)] is None:
     lr_text = next(iter(plan.create_lr_texts()))
-  data = ApplyData(plan.mode, pmean=plan.pmeans.get(id(site)), lr_text=lr_text, groups=groups)
+  data = ApplyData(plan.mode, pmean=plan.pmeans.get(id(site)), lr_text=lr_text, groups=groups,
+                   every_key=every_key)
   needs = plan.files[site.unit.path].needs
   if data.pmean:
     needs.add(_edits.JAX)
@@ -87,11 +91,15 @@ class Apply(_rule.Rule):
     return _rule.Match(self.kind, call) if call is not None else None
 
   def plan(self, site, plan):
-    plan.files[site.unit.path].edits[id(site.node)] = _rule.Edit(self, apply_data(site, plan))
+    data = apply_data(site, plan)
+    plan.files[site.unit.path].edits[id(site.node)] = _rule.Edit(self, data)
     if plan.mode == 'schedule':
       for statement in unused_lr_statements(site, plan):
         plan.files[site.unit.path].edits[id(statement)] = _rule.Edit(self, Dropped())
     exact, note = exactness(site, plan)
+    if data.every_key and id(site) in plan.group_lrs:
+      note += ('; where the optimizer is created from its def without groups, this update '
+               'raises TypeError, as legacy raised at hyper_params[i]')
     plan.records.append(Record.of(site, 'rewritten', code=self.code, exact=exact,
                                   message='apply_gradient -> apply_gradients' + how(plan.mode)
                                   + note))
@@ -172,6 +180,8 @@ def apply_gradients(updated: cst.Call, data: ApplyData) -> cst.BaseExpression:
               None)
     if not data.groups:
       sets = f'learning_rate={text_of(lr) if lr is not None else data.lr_text}'
+    elif lr is not None and data.every_key:   # a def without groups injects learning_rate
+      sets = f'**dict.fromkeys({receiver}.opt_state.hyperparams, {text_of(lr)})'
     elif lr is not None:   # legacy sets every group's learning rate
       keys = tuple(group_key(i) for i in range(len(data.groups)))
       sets = f'**dict.fromkeys({keys!r}, {text_of(lr)})'

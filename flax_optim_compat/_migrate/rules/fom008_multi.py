@@ -7,12 +7,15 @@ selects stays untouched: ``optax.set_to_zero()``, never the masked chain, which 
 The labels are the package's own (``'0'``, ``'1'``, ..., ``'unmatched'``), and so is the text
 of the ``multi_transform`` (``_groups.multi_transform_source``).
 """
+import dataclasses
+
 import libcst as cst
 
 from ... import _groups
 from .. import _edits
 from .. import _optax_text
 from .. import _refusals
+from .. import _unit
 from .._edits import Edit
 from .._report import Conversion, Record
 from .._rule import Rule
@@ -50,6 +53,43 @@ class Multi(Rule):
 
 
 RULE = Multi()
+
+
+@dataclasses.dataclass(frozen=True)
+class ChosenDef:
+  """A group's def variable assigned in branches (``p_opt = optim.Adam(...)`` under ``if``,
+  ``optim.Momentum(...)`` under ``elif``): its name, each def call and its DefCall. Each
+  branch's value becomes the group's transform (where the object injects its learning rate,
+  a function of it), and the ``multi_transform`` reads the variable, so each run gets the
+  transform of the def its branch chose, as legacy got the def."""
+  name: str
+  nodes: tuple
+  calls: tuple
+
+
+def chosen_def(unit, name, values):
+  """``(ChosenDef, None)`` for a group's def variable assigned a built-in def call in each of
+  several branches (``p_opt = optim.Adam(...)`` under ``if``, ``optim.Momentum(...)`` under
+  ``elif``), every one with the same learning rate; else ``(None, why not)``."""
+  lines = ', '.join(str(unit.line(v)) for v in values)
+  calls = []
+  for value in values:
+    assign = unit.parent(value)
+    legacy = unit.legacy(value.func) if isinstance(value, cst.Call) else None
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)) or (
+                legacy not in _unit.BUILTIN_DEFS):
+      return None, (f'the def {unit.code(name)} is chosen at run time (assigned at lines '
+                    f'{lines}), and {unit.code(value)} is not a built-in def')
+    call = _optax_text.def_call(legacy, value, unit)
+    if call is None:
+      return None, f'the arguments of {unit.code(value)}'
+    calls.append(call)
+  rates = sorted({c.sources.get('learning_rate', 'None') for c in calls})
+  if len(rates) > 1:
+    return None, (f'the def {unit.code(name)} is chosen at run time (assigned at lines {lines}) '
+                  f'with different learning rates ({", ".join(rates)})')
+  return ChosenDef(name.value, tuple(values), tuple(calls)), None
 
 
 _RANK = {'bit-exact': 0, '1e-6': 1, 'not exact': 2}
@@ -101,14 +141,30 @@ def _plan_multi(obj, site, groups, branch=None):
     label = f"'{i}' if {filter_source}('/' + '/'.join(path), value) else {label}"
     if rewrite is not None:
       plan.edits[id(rewrite)] = Edit(RULE, CreateData(filter=unit.code(fn)))
-    if def_value is not None:   # ``p_opt = optim.Adam(...)``: now inside the multi_transform
+    if def_value is not None and not isinstance(def_value, ChosenDef):
+      # ``p_opt = optim.Adam(...)``: now inside the multi_transform
       plan.edits[id(_edits.statement_of(unit, def_value))] = Edit(RULE, CreateData(drop=True))
   inject = obj.mode == 'inject'
   per_group = inject and bool(obj.group_lrs)
-  for i, (*_, call) in enumerate(groups):
+  for i, (*_, def_value, call) in enumerate(groups):
+    rate = group_key(i) if per_group else 'learning_rate'
+    if isinstance(def_value, ChosenDef):   # each branch's value: the transform, or its factory
+      for node, branch_call in zip(def_value.nodes, def_value.calls):
+        sources = dict(branch_call.sources)
+        if inject:
+          sources['learning_rate'] = 'learning_rate'
+        expression, group_exact, marker = _group_tx(obj, unit, node, branch_call, sources)
+        if inject:
+          expression = f'lambda learning_rate: {expression}'
+        plan.edits[id(node)] = Edit(RULE, CreateData(def_tx=expression))
+        exact = max(exact, group_exact, key=_RANK.get)
+        if marker:
+          plan.mark(node, f'{_refusals.MARKER} {marker}')
+      transforms.append(f'{def_value.name}({rate})' if inject else def_value.name)
+      continue
     sources = dict(call.sources)
     if inject:
-      sources['learning_rate'] = group_key(i) if per_group else 'learning_rate'
+      sources['learning_rate'] = rate
     expression, group_exact, marker = _group_tx(obj, unit, def_node, call, sources)
     transforms.append(expression)
     exact = max(exact, group_exact, key=_RANK.get)

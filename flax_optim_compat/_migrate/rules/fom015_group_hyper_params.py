@@ -161,6 +161,16 @@ def _assigned(unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
   return None
 
 
+def without_groups(plan) -> bool:
+  """Whether the object may also be created from a def without groups (one branch's
+  ``optim.Adam(...)``), beside its MultiOptimizers: its transform injects ``learning_rate``
+  alone, so a ``learning_rate=`` site sets every injected learning rate there is, and a
+  ``hyper_params=[...]`` site raises TypeError on it, where legacy raised at ``hp[i]``."""
+  return any(id(c) in plan.calls or any(not isinstance(call, list)
+                                        for _, _, call in c.branches or ())
+             for c in plan.creates)
+
+
 def lr_texts(updated: cst.Call, defaults) -> Optional[List[str]]:
   """Per group, the learning-rate text a (rewritten) apply call's ``hyper_params=[...]`` sets;
   ``defaults``: each group's own; None when the call has no such list."""

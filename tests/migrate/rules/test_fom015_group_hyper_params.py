@@ -89,13 +89,15 @@ def test_branches_that_are_multi_optimizers_of_as_many_groups_are_each_injected(
   assert 'learning_rate_0=lr, learning_rate_1=0.1' in new
 
 
-def test_a_branch_without_groups_is_named():
-  # Legacy raises there (an Adam def has no hyper_params list to index): not one MultiOptimizer.
+def test_a_branch_without_groups_is_rewritten_to_raise_where_legacy_raises():
+  # Legacy raises there (hp[0] of an Adam def's hyper-parameters, a dataclass: TypeError); the
+  # rewrite's override sets learning_rate_0/1, which the plain branch's transform does not take.
   new, refused = _branch_refusals('optim.Adam(0.1)')
-  assert refused == [(13, 'FOM102', 'overrides the groups of a MultiOptimizer, but the optimizer '
-                                    'may also be created from optim.Adam(0.1) (script.py:10), a '
-                                    'def without groups')]
-  assert 'hp = opt.optimizer_def.hyper_params' in new
+  assert refused == []
+  assert 'hp = opt.optimizer_def.hyper_params' not in new
+  assert ('opt_def = optax.inject_hyperparams(optax.adam, static_args=(' in new
+          and '(learning_rate=0.1, b1=0.9' in new)
+  assert 'learning_rate_0=lr, learning_rate_1=0.1' in new
 
 
 def test_branches_with_other_groups_are_named():
@@ -112,16 +114,15 @@ def test_a_group_kept_at_its_own_rate_that_differs_between_branches_is_refused()
                                     '0.2)')]
 
 
-def test_a_plain_branch_is_named_past_a_branch_that_refuses_the_create():
-  # The first branch's group def is chosen at run time (FOM111 at the create); the override is
-  # still refused for the plain branch after it, which legacy could not override per group.
+def test_a_group_def_chosen_at_other_rates_refuses_the_create_past_a_plain_branch():
+  # The first branch's group def is chosen at run time with different learning rates (FOM111
+  # at the create); the plain branch after it raises at the override as in legacy, unrefused.
   source = _BRANCHES.replace(
       "  if flag:\n",
-      "  if lr:\n    p_opt = optim.Adam(0.5)\n  else:\n    p_opt = optim.Momentum(0.5)\n"
+      "  if lr:\n    p_opt = optim.Adam(0.5)\n  else:\n    p_opt = optim.Momentum(0.4)\n"
       "  if flag:\n").replace('(t, optim.Adam(0.5))', '(t, p_opt)')
   new, report = migrate_source(source.format(other='optim.Adam(0.1)', second='hp[1]'))
   refused = [(r.line, r.code, r.message) for r in report.records if r.status == 'refused'
              and 'not rewritten' not in r.message]
-  assert [(line, code) for line, code, _ in refused] == [(15, 'FOM111'), (17, 'FOM102')]
-  assert 'p_opt is chosen at run time (assigned at lines 8, 10)' in refused[0][2]
-  assert 'may also be created from optim.Adam(0.1) (script.py:14)' in refused[1][2]
+  assert [(line, code) for line, code, _ in refused] == [(15, 'FOM111')]
+  assert 'with different learning rates (0.4, 0.5)' in refused[0][2]
