@@ -59,12 +59,13 @@ class Project(Program):
 
   def _returned_def(self, unit: SourceFile, call: cst.Call, shift: int, depth: int):
     """The def nested in the project's function called by ``call`` that its every
-    ``return`` hands back, as ``resolve_callable`` gives it; else None."""
+    ``return`` that call can reach hands back (``_flows.reachable_returns``: a branch its
+    literal arguments rule out is not), as ``resolve_callable`` gives it; else None."""
     target = self.resolve_callable(unit, call.func, 0, depth + 1)
     if target is None or not isinstance(target[1], cst.FunctionDef) or target[2]:
       return None
     cunit, fdef, _ = target
-    returns = _unit.returns_of(cunit, fdef)
+    returns = _flows.reachable_returns(cunit, fdef, call.args, 0)
     nested = set()
     for r in returns:
       value = r.value if isinstance(r, cst.Return) else None

@@ -132,6 +132,20 @@ def accesses(unit: SourceFile, name: cst.Name) -> Optional[List[cst.CSTNode]]:
   return list(nodes.values())
 
 
+def plain_assignment(unit: SourceFile, binding: meta.BaseAssignment) -> Optional[cst.Assign]:
+  """The statement ``name = value`` whose one target is the name that ``binding`` (one
+  binding of a scope) binds; None for any other binding: a parameter, an import, ``for name
+  in``, ``a, name = ...``, ``a = name = ...``, ``name += ...``, ``name: T = ...``."""
+  if not isinstance(binding, meta.Assignment):
+    return None
+  target = unit.parent(binding.node)
+  assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
+  if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+          and assign.targets[0].target is binding.node):
+    return None
+  return assign
+
+
 def dict_keywords(unit: SourceFile, name: cst.Name) -> Optional[Dict[str, str]]:
   """The keywords ``**name`` passes, as source texts valid where it is passed, or None.
 
@@ -148,9 +162,8 @@ def dict_keywords(unit: SourceFile, name: cst.Name) -> Optional[Dict[str, str]]:
   if len(bindings) != 1 or reads is None or not all(
       isinstance(unit.parent(r), cst.Arg) and unit.parent(r).star == '**' for r in reads):
     return None
-  target = unit.parent(bindings[0].node)
-  assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
-  if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+  assign = plain_assignment(unit, bindings[0])
+  if assign is None:
     return None
   value = assign.value
   if isinstance(value, cst.Dict) and all(
