@@ -34,8 +34,11 @@ SlotIn = Callable[[SourceFile, cst.CSTNode], Optional[tuple]]
 # ---------------------------------------------------------------------- slots
 
 def var_slot(unit: SourceFile, name: cst.CSTNode) -> Optional[tuple]:
+  """The slot of the variable ``name``; None for a builtin (``None``, ``True``, ``print``):
+  no value is stored there, so the ``None`` of ``temp=None`` and the ``None`` default of an
+  ``optimizer`` field are two values, not one slot."""
   names = unit.names(name)
-  if len(names) != 1:
+  if len(names) != 1 or next(iter(names)).startswith('builtins.'):
     return None
   return ('var', next(iter(names)))
 
@@ -490,17 +493,11 @@ def _parameter_literal(unit: SourceFile, fdef: cst.FunctionDef, args: List[cst.A
                        name: cst.Name):
   """The literal value a call with ``args`` binds to ``fdef``'s parameter read as ``name``,
   where nothing in ``fdef`` binds it again; else ``_UNDECIDED``."""
-  params = [*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params]
-  param = next((p for p in params if p.name.value == name.value), None)
-  scope = unit.scopes.get(name)
-  if param is None or scope is None or unit.enclosing(
-      name, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) is not fdef:
-    return _UNDECIDED
-  bindings = list(scope[name.value])
-  if len(bindings) != 1 or bindings[0].node is not param or any(
+  param = _unit.parameter(unit, name)   # None where bound again (``p = ...``)
+  if param is None or unit.enclosing(param, (cst.FunctionDef, cst.Lambda)) is not fdef or any(
       isinstance(n, (cst.Nonlocal, cst.Global)) and any(
           n_.name.value == name.value for n_ in n.names) for n in _unit.walk(fdef.body)):
-    return _UNDECIDED   # bound again (``p = ...``, ``nonlocal p`` in a nested function)
+    return _UNDECIDED   # (``nonlocal p`` in a nested function may bind it too)
   arg = bound_argument(unit, fdef, args, shift, param)
   if arg is None or arg is UNKNOWN:
     return _UNDECIDED

@@ -324,7 +324,7 @@ class Program:
         return u, node, shift
     if isinstance(func, cst.Name):
       # A variable bound once to a wrapped function: ``p_step = jax.pmap(step, ...)``.
-      value = self._single_value(unit, func)
+      value = _unit.assigned_value(unit, func)
       if value is not None:
         return self.resolve_callable(unit, value, shift, depth + 1)
     return None
@@ -366,21 +366,6 @@ class Program:
         return callee
     return None
 
-  def _single_value(self, unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
-    """The value of the one ``name = value`` that binds ``name``, else None."""
-    scope = unit.scopes.get(name)
-    if scope is None:
-      return None
-    assignments = list(scope[name.value])
-    if len(assignments) != 1 or not isinstance(assignments[0], meta.Assignment):
-      return None
-    node = assignments[0].node
-    target = unit.parent(node)
-    assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
-    if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.targets[0] is target:
-      return assign.value
-    return None
-
   def assignment_values(self, unit: SourceFile,
                         name: cst.Name) -> Optional[List[cst.BaseExpression]]:
     """The values of every ``name = value`` binding of ``name``; None if another kind binds it."""
@@ -389,12 +374,8 @@ class Program:
       return None
     values = []
     for a in scope[name.value]:
-      if not isinstance(a, meta.Assignment):
-        return None
-      target = unit.parent(a.node)
-      assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
-      if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-              and assign.targets[0].target is a.node):
+      assign = _unit.plain_assignment(unit, a)
+      if assign is None:
         return None
       values.append(assign.value)
     return values

@@ -95,7 +95,13 @@ def test_a_branch_the_call_does_not_decide_refuses_the_result_used_as_an_optimiz
   assert 'optax' not in new
   blockers = [r for r in refused if 'not rewritten' not in r.message]
   assert [r.code for r in blockers] == ['FOM107'], [(r.line, r.message) for r in refused]
-  assert 'optimize_fn(state, grad)' in blockers[0].message, blockers[0].message
+  message = blockers[0].message
+  assert 'optimize_fn(state, grad)' in message, message
+  # It names the factory, the ``if`` and its line, and what a decided test is.
+  line = _FACTORY.format(test=test, call=call, rebind=rebind).splitlines().index(
+      f'  if {test}:') + 1
+  assert (f'optimization_manager() returns a different function in each branch of `if {test}:` '
+          f'at train.py:{line}, which that call does not decide') in message, message
 
 
 def test_a_return_after_the_if_is_reachable_whichever_branch_the_call_takes():
