@@ -324,7 +324,7 @@ class Program:
         return u, node, shift
     if isinstance(func, cst.Name):
       # A variable bound once to a wrapped function: ``p_step = jax.pmap(step, ...)``.
-      value = _unit.assigned_value(unit, func)
+      value = self._single_value(unit, func)
       if value is not None:
         return self.resolve_callable(unit, value, shift, depth + 1)
     return None
@@ -365,6 +365,10 @@ class Program:
       if callee is not None and isinstance(callee[1], cst.FunctionDef):
         return callee
     return None
+
+  def _single_value(self, unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
+    """The value of the one ``name = value`` that binds ``name``, else None."""
+    return _unit.assigned_value(unit, name)
 
   def assignment_values(self, unit: SourceFile,
                         name: cst.Name) -> Optional[List[cst.BaseExpression]]:
