@@ -438,19 +438,24 @@ def bound_argument(unit: SourceFile, fdef: cst.FunctionDef, args: Iterable[cst.A
   return param.default
 
 
-def reachable_returns(unit: SourceFile, fdef: cst.FunctionDef, args: Iterable[cst.Arg],
-                      shift: int) -> List[cst.CSTNode]:
-  """The ``return`` / ``yield`` nodes of ``fdef`` that a call with ``args`` can reach (``shift``
-  as in ``bound_argument``): one inside a branch of an ``if`` whose test the call decides, the
-  other branch taken, is left out. A test is decided where it reads one parameter that nothing
-  in ``fdef`` binds again, as ``p``, ``not p``, ``p == literal`` or ``p != literal``, and the
-  call binds a literal to it (its default where the call passes none):
-  ``optimization_manager(config)`` of ``def optimization_manager(config,
-  deq_score_joint=False)`` reaches the ``return`` of its ``else``, never that of ``if
-  deq_score_joint:``. Any other test leaves both branches reachable."""
-  args = list(args)
+def reachable_returns(unit: SourceFile, fdef: cst.FunctionDef, call_unit: SourceFile,
+                      call: cst.Call) -> List[cst.CSTNode]:
+  """The ``return`` / ``yield`` nodes of ``fdef`` (of ``unit``) that ``call`` (of
+  ``call_unit``), a call of it, can reach: one inside a branch of an ``if`` whose test the call
+  decides, the other branch taken, is left out. A test is decided where the call names
+  ``fdef`` itself (not a variable, ``functools.partial`` or ``jax.jit`` of it, which may bind
+  more), the test reads one parameter that nothing in ``fdef`` binds again, as ``p``, ``not
+  p``, ``p == literal`` or ``p != literal``, and the call binds a literal to it (its default
+  where the call passes none): ``optimization_manager(config)`` of ``def
+  optimization_manager(config, deq_score_joint=False)`` reaches the ``return`` of its
+  ``else``, never that of ``if deq_score_joint:``. Any other test leaves both branches
+  reachable."""
+  returns = _unit.returns_of(unit, fdef)
+  if not call_unit.names(call.func) & unit.names(fdef.name):
+    return returns
+  args, shift = list(call.args), 0
   reachable = []
-  for found in _unit.returns_of(unit, fdef):
+  for found in returns:
     child, node = found, unit.parent(found)
     while node is not None and node is not fdef:
       if isinstance(node, cst.If) and child is not node.test:

@@ -66,7 +66,7 @@ class Project(Program):
     if target is None or not isinstance(target[1], cst.FunctionDef) or target[2]:
       return None
     cunit, fdef, _ = target
-    returns = _flows.reachable_returns(cunit, fdef, call.args, 0)
+    returns = _flows.reachable_returns(cunit, fdef, unit, call)
     nested = set()
     for r in returns:
       value = r.value if isinstance(r, cst.Return) else None
@@ -144,7 +144,7 @@ class Project(Program):
     if target is None or not isinstance(target[1], cst.FunctionDef):
       return 'which the analysis does not resolve to one function of the given files'
     cunit, factory, _ = target
-    returns = _flows.reachable_returns(cunit, factory, value.args, 0)
+    returns = _flows.reachable_returns(cunit, factory, unit, value)
     tests = [n for r in returns for n in _ancestors(cunit, r, factory) if isinstance(n, cst.If)]
     what = f'what {unit.code(value)} at {_unit.at(unit, value)} returns'
     if not tests:
@@ -152,9 +152,10 @@ class Project(Program):
     test = tests[0]
     return (f'{what}: {factory.name.value}() returns a different function in each branch of '
             f'`if {cunit.code(test.test)}:` at {_unit.at(cunit, test)}, which that call does not '
-            'decide (migrate decides a test of one parameter, `p`, `not p`, `p == literal` or '
-            '`p != literal`, that the call binds to a literal or leaves to its literal default, '
-            'and that the factory binds nowhere else)')
+            'decide (migrate decides, for a call that names the factory itself, a test of one '
+            'parameter, `p`, `not p`, `p == literal` or `p != literal`, that the call binds to '
+            'a literal or leaves to its literal default, and that the factory binds nowhere '
+            'else)')
 
   # -------------------------------------------------------------------- what is a legacy def
 

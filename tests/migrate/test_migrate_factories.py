@@ -16,6 +16,8 @@ from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-impor
 
 # ``{test}``: the factory's ``if``; ``{call}``: how the program calls the factory.
 _FACTORY = '''\
+import functools
+
 import flax
 import jax
 import jax.numpy as jnp
@@ -86,6 +88,9 @@ def test_a_branch_the_call_decides_resolves_to_the_function_it_returns(test, cal
     ('joint', 'optimization_manager(1.0)', '  joint = not joint\n'),  # bound again
     ('joint or mode', 'optimization_manager(1.0)', ''),         # a test of two parameters
     ('scale > 0', 'optimization_manager(1.0)', ''),             # not ==, !=, not, or itself
+    # a partial may bind the parameter: the call's own arguments do not decide it
+    ('joint', 'functools.partial(optimization_manager, joint=True)(1.0)', ''),
+    ('not joint', 'functools.partial(optimization_manager, joint=True)(1.0)', ''),
 ])
 def test_a_branch_the_call_does_not_decide_refuses_the_result_used_as_an_optimizer(
     test, call, rebind):
