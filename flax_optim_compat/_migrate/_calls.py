@@ -10,7 +10,6 @@ carry of ``lax.scan`` / ``fori_loop`` / ``while_loop`` (what the body is given a
 from typing import List, Optional, Tuple
 
 import libcst as cst
-from libcst import metadata as meta
 
 from . import _unit
 from ._program import Program
@@ -137,11 +136,8 @@ def _returned_parameter(unit: SourceFile, fdef: cst.FunctionDef):
   for binding in scope[name]:
     if binding.node is param:
       continue
-    target = unit.parent(binding.node) if isinstance(binding, meta.Assignment) else None
-    assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
-    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and
-            assign.targets[0].target is binding.node) or isinstance(
-                assign.value, (cst.Tuple, cst.List, cst.Dict, cst.Set)):
+    assign = _unit.plain_assignment(unit, binding)
+    if assign is None or isinstance(assign.value, (cst.Tuple, cst.List, cst.Dict, cst.Set)):
       return None
     values.append(assign.value)
   for node in _unit.walk(fdef.body):

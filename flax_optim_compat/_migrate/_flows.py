@@ -16,6 +16,7 @@ of ``jax.grad`` / ``value_and_grad``, the carry of ``lax.scan`` / ``fori_loop`` 
 back what they are given (``_calls``). ``_project`` runs these joins to a
 fixed point.
 """
+import ast
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -33,8 +34,11 @@ SlotIn = Callable[[SourceFile, cst.CSTNode], Optional[tuple]]
 # ---------------------------------------------------------------------- slots
 
 def var_slot(unit: SourceFile, name: cst.CSTNode) -> Optional[tuple]:
+  """The slot of the variable ``name``; None for a builtin (``None``, ``True``, ``print``):
+  no value is stored there, so the ``None`` of ``temp=None`` and the ``None`` default of an
+  ``optimizer`` field are two values, not one slot."""
   names = unit.names(name)
-  if len(names) != 1:
+  if len(names) != 1 or next(iter(names)).startswith('builtins.'):
     return None
   return ('var', next(iter(names)))
 
@@ -434,6 +438,85 @@ def bound_argument(unit: SourceFile, fdef: cst.FunctionDef, args: Iterable[cst.A
   if position is not None and position < len(positional):
     return positional[position]
   return param.default
+
+
+def reachable_returns(unit: SourceFile, fdef: cst.FunctionDef, call_unit: SourceFile,
+                      call: cst.Call) -> List[cst.CSTNode]:
+  """The ``return`` / ``yield`` nodes of ``fdef`` (of ``unit``) that ``call`` (of
+  ``call_unit``), a call of it, can reach: one inside a branch of an ``if`` whose test the call
+  decides, the other branch taken, is left out. A test is decided where the call names
+  ``fdef`` itself (not a variable, ``functools.partial`` or ``jax.jit`` of it, which may bind
+  more), the test reads one parameter that nothing in ``fdef`` binds again, as ``p``, ``not
+  p``, ``p == literal`` or ``p != literal``, and the call binds a literal to it (its default
+  where the call passes none): ``optimization_manager(config)`` of ``def
+  optimization_manager(config, deq_score_joint=False)`` reaches the ``return`` of its
+  ``else``, never that of ``if deq_score_joint:``. Any other test leaves both branches
+  reachable."""
+  returns = _unit.returns_of(unit, fdef)
+  if not call_unit.names(call.func) & unit.names(fdef.name):
+    return returns
+  args, shift = list(call.args), 0
+  reachable = []
+  for found in returns:
+    child, node = found, unit.parent(found)
+    while node is not None and node is not fdef:
+      if isinstance(node, cst.If) and child is not node.test:
+        taken = _decided(unit, fdef, args, shift, node.test)
+        if taken is not None and taken != (child is node.body):
+          break
+      child, node = node, unit.parent(node)
+    else:
+      reachable.append(found)
+  return reachable
+
+
+_UNDECIDED = object()
+
+
+def _decided(unit: SourceFile, fdef: cst.FunctionDef, args: List[cst.Arg], shift: int,
+             test: cst.BaseExpression) -> Optional[bool]:
+  """Whether the ``if`` test ``test`` of ``fdef`` is true for a call with ``args``; None where
+  the call does not decide it (``reachable_returns`` says which tests it decides)."""
+  negate = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+  if negate:
+    test = test.expression
+  compared = None
+  if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(
+      test.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+    compared, test = test.comparisons[0], test.left
+  if not isinstance(test, cst.Name):
+    return None
+  value = _parameter_literal(unit, fdef, args, shift, test)
+  if compared is not None and value is not _UNDECIDED:
+    other = _literal(compared.comparator)
+    value = _UNDECIDED if other is _UNDECIDED else (
+        (value == other) == isinstance(compared.operator, cst.Equal))
+  if value is _UNDECIDED:
+    return None
+  return bool(value) != negate
+
+
+def _parameter_literal(unit: SourceFile, fdef: cst.FunctionDef, args: List[cst.Arg], shift: int,
+                       name: cst.Name):
+  """The literal value a call with ``args`` binds to ``fdef``'s parameter read as ``name``,
+  where nothing in ``fdef`` binds it again; else ``_UNDECIDED``."""
+  param = _unit.parameter(unit, name)   # None where bound again (``p = ...``)
+  if param is None or unit.enclosing(param, (cst.FunctionDef, cst.Lambda)) is not fdef or any(
+      isinstance(n, (cst.Nonlocal, cst.Global)) and any(
+          n_.name.value == name.value for n_ in n.names) for n in _unit.walk(fdef.body)):
+    return _UNDECIDED   # (``nonlocal p`` in a nested function may bind it too)
+  arg = bound_argument(unit, fdef, args, shift, param)
+  if arg is None or arg is UNKNOWN:
+    return _UNDECIDED
+  return _literal(arg)
+
+
+def _literal(node: cst.BaseExpression):
+  """The value of a literal expression (``False``, ``'joint'``, ``0``), else ``_UNDECIDED``."""
+  try:
+    return ast.literal_eval(cst.Module([]).code_for_node(node).strip())
+  except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+    return _UNDECIDED
 
 
 def _positional(unit: SourceFile, fdef: cst.FunctionDef) -> List[cst.Param]:

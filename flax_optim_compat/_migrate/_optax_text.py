@@ -57,15 +57,24 @@ def def_call(name: str, call: cst.Call, unit: _unit.SourceFile) -> Optional[DefC
   return DefCall(name, sources, {k: is_literal(v) for k, v in sources.items()})
 
 
-def unread_arguments(name: str, call: cst.Call) -> str:
-  """Why ``def_call`` cannot read the arguments of ``call`` (a def of class ``name``)."""
+def unread_arguments(name: str, call: cst.Call, unit: Optional[_unit.SourceFile] = None) -> str:
+  """Why ``def_call`` cannot read the arguments of ``call`` (a def of class ``name``, in
+  ``unit`` where given: a ``**kw`` that is a parameter is named as one)."""
   for arg in call.args:
     if arg.star == '*':
       return '*-unpacked positional arguments, known only at run time'
     if arg.star == '**':
-      return (f'the keywords of **{cst.Module([]).code_for_node(arg.value)} are known only at '
-              'run time (migrate reads **kw only from a dict literal or dict(...) assigned '
-              'once, with string keys, read nowhere else and not repeating a keyword)')
+      text = cst.Module([]).code_for_node(arg.value)
+      param = _unit.parameter(unit, arg.value) if unit is not None else None
+      owner = unit.enclosing(param, (cst.FunctionDef, cst.Lambda)) if param else None
+      cls = unit.enclosing(unit.parent(owner), (cst.ClassDef, cst.FunctionDef)) if (
+          isinstance(owner, cst.FunctionDef)) else None
+      where = f'{cls.name.value}.' if isinstance(cls, cst.ClassDef) else ''
+      bound = (f': {text} is a parameter of {where}{owner.name.value}(), its value whatever '
+               'each call passes' if isinstance(owner, cst.FunctionDef) else '')
+      return (f'the keywords of **{text} are known only at run time{bound} (migrate reads '
+              '**kw only from a dict literal or dict(...) assigned once, with string keys, '
+              'read nowhere else and not repeating a keyword)')
   return f'arguments that do not fit the signature of {name}'
 
 

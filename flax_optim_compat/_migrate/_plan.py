@@ -285,7 +285,8 @@ def _branch_check(project, site):
       return
     name = unit.legacy(call.func)
     parsed = _optax_text.def_call(name, call, unit) if name in _unit.BUILTIN_DEFS else None
-    why, refusal = 'not a built-in def with arguments it reads', _refusals.UNKNOWN_DEF
+    why, refusal = (_optax_text.unread_arguments(name, call, unit) if name in
+                    _unit.BUILTIN_DEFS else 'not a built-in def'), _refusals.UNKNOWN_DEF
     if name == 'MultiOptimizer' and len(site.node.args) == 1:   # a list: its groups
       parsed, multi_why = _multi_of(project, unit, call)
       if multi_why:   # a group migrate does not read: the MultiOptimizer's own limit

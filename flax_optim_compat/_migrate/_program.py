@@ -380,18 +380,7 @@ class Program:
 
   def _single_value(self, unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
     """The value of the one ``name = value`` that binds ``name``, else None."""
-    scope = unit.scopes.get(name)
-    if scope is None:
-      return None
-    assignments = list(scope[name.value])
-    if len(assignments) != 1 or not isinstance(assignments[0], meta.Assignment):
-      return None
-    node = assignments[0].node
-    target = unit.parent(node)
-    assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
-    if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.targets[0] is target:
-      return assign.value
-    return None
+    return _unit.assigned_value(unit, name)
 
   def assignment_values(self, unit: SourceFile,
                         name: cst.Name) -> Optional[List[cst.BaseExpression]]:
@@ -401,12 +390,8 @@ class Program:
       return None
     values = []
     for a in scope[name.value]:
-      if not isinstance(a, meta.Assignment):
-        return None
-      target = unit.parent(a.node)
-      assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
-      if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-              and assign.targets[0].target is a.node):
+      assign = _unit.plain_assignment(unit, a)
+      if assign is None:
         return None
       values.append(assign.value)
     return values

@@ -17,6 +17,7 @@ from ._program import Program
 from ._program import UnionFind
 from ._program import python_files  # noqa: F401  (the command and the corpus tool list files)
 from ._unit import SourceFile
+from ._unit import parameter  # noqa: F401  (the sites and the plan read it here too)
 
 
 class Project(Program):
@@ -59,12 +60,13 @@ class Project(Program):
 
   def _returned_def(self, unit: SourceFile, call: cst.Call, shift: int, depth: int):
     """The def nested in the project's function called by ``call`` that its every
-    ``return`` hands back, as ``resolve_callable`` gives it; else None."""
+    ``return`` that call can reach hands back (``_flows.reachable_returns``: a branch its
+    literal arguments rule out is not), as ``resolve_callable`` gives it; else None."""
     target = self.resolve_callable(unit, call.func, 0, depth + 1)
     if target is None or not isinstance(target[1], cst.FunctionDef) or target[2]:
       return None
     cunit, fdef, _ = target
-    returns = _unit.returns_of(cunit, fdef)
+    returns = _flows.reachable_returns(cunit, fdef, unit, call)
     nested = set()
     for r in returns:
       value = r.value if isinstance(r, cst.Return) else None
@@ -103,6 +105,57 @@ class Project(Program):
       return None
     self._passed_functions[id(param)] = found[0]
     return found[0]
+
+  def unresolved_why(self, unit: SourceFile, name: cst.Name) -> str:
+    """Why a call of the function-valued parameter ``name`` runs no one function that the
+    analysis knows (``_passed_function`` is None): the call site of its function that binds
+    something else, and why; a factory's ``if`` that call does not decide; or the functions
+    that differ."""
+    param = parameter(unit, name)
+    fdef = unit.enclosing(param, (cst.FunctionDef, cst.Lambda)) if param is not None else None
+    if not isinstance(fdef, cst.FunctionDef):
+      return f'{name.value} is a parameter of a lambda, whose call sites are not followed'
+    callers = self._callers_of(unit, fdef)
+    if callers is None:
+      return (f'{fdef.name.value}() is referred to other than as the callee of a call (or is a '
+              'decorated method, or its name is not unique), so not all its call sites are '
+              'in sight')
+    if not callers:
+      return f'no call of {fdef.name.value}() is in sight'
+    found = {}
+    for cunit, call, args, shift in callers:
+      arg = _flows.bound_argument(unit, fdef, args, shift, param)
+      at = _unit.at(cunit, call)
+      if arg is _flows.UNKNOWN:
+        return f'the call at {at} may bind it through a *args or **kwargs'
+      if arg is None or arg is param.default:
+        return f'the call at {at} passes no function for it'
+      callee = self.resolve_callable(cunit, arg)
+      if callee is None or not isinstance(callee[1], cst.FunctionDef):
+        return f'the call at {at} passes {cunit.code(arg)}, ' + self._unresolved_value(cunit, arg)
+      found.setdefault((id(callee[1]), callee[2]), (callee[1].name.value, at))
+    return 'its call sites pass different functions: ' + ', '.join(
+        f'{n} (at {at})' for n, at in found.values())
+
+  def _unresolved_value(self, unit: SourceFile, node: cst.CSTNode) -> str:
+    """Why ``node`` (an argument) is resolved to no function of the project."""
+    value = _unit.assigned_value(unit, node) if isinstance(node, cst.Name) else node
+    target = self.resolve_callable(unit, value.func) if isinstance(value, cst.Call) else None
+    if target is None or not isinstance(target[1], cst.FunctionDef):
+      return 'which the analysis does not resolve to one function of the given files'
+    cunit, factory, _ = target
+    returns = _flows.reachable_returns(cunit, factory, unit, value)
+    tests = [n for r in returns for n in _ancestors(cunit, r, factory) if isinstance(n, cst.If)]
+    what = f'what {unit.code(value)} at {_unit.at(unit, value)} returns'
+    if not tests:
+      return f'{what}, which is not one function nested in {factory.name.value}()'
+    test = tests[0]
+    return (f'{what}: {factory.name.value}() returns a different function in each branch of '
+            f'`if {cunit.code(test.test)}:` at {_unit.at(cunit, test)}, which that call does not '
+            'decide (migrate decides, for a call that names the factory itself, a test of one '
+            'parameter, `p`, `not p`, `p == literal` or `p != literal`, that the call binds to '
+            'a literal or leaves to its literal default, and that the factory binds nowhere '
+            'else)')
 
   # -------------------------------------------------------------------- what is a legacy def
 
@@ -350,15 +403,14 @@ class Project(Program):
             by_def.setdefault(id(call), slot)
 
 
-def parameter(unit: SourceFile, name: cst.Name) -> Optional[cst.Param]:
-  """The parameter ``name`` reads, where a parameter is its only binding, else None."""
-  scope = unit.scopes.get(name)
-  if scope is None:
-    return None
-  bindings = list(scope[name.value])
-  if len(bindings) == 1 and isinstance(getattr(bindings[0], 'node', None), cst.Param):
-    return bindings[0].node
-  return None
+def _ancestors(unit: SourceFile, node: cst.CSTNode, stop: cst.CSTNode) -> List[cst.CSTNode]:
+  """The nodes above ``node`` up to ``stop`` (not included), nearest first."""
+  found = []
+  node = unit.parent(node)
+  while node is not None and node is not stop:
+    found.append(node)
+    node = unit.parent(node)
+  return found
 
 
 def only_created(unit: SourceFile, name: cst.Name) -> bool:

@@ -226,8 +226,7 @@ def _unresolved_result(project, unit: SourceFile, node: cst.CSTNode):
               f'{_unit.at(unit, read)}, and it is what '
               f'{short(unit.code(node))} at {_unit.at(unit, node)} '
               f'returns: {node.func.value} is a function passed in, which the analysis does '
-              'not resolve (not every call site of its function is in sight, or they pass '
-              'different functions)')
+              f'not resolve: {project.unresolved_why(unit, node.func)}')
   return None
 
 

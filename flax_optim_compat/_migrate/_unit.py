@@ -132,6 +132,43 @@ def accesses(unit: SourceFile, name: cst.Name) -> Optional[List[cst.CSTNode]]:
   return list(nodes.values())
 
 
+def plain_assignment(unit: SourceFile, binding: meta.BaseAssignment) -> Optional[cst.Assign]:
+  """The statement ``name = value`` whose one target is the name that ``binding`` (one
+  binding of a scope) binds; None for any other binding: a parameter, an import, ``for name
+  in``, ``a, name = ...``, ``a = name = ...``, ``name += ...``, ``name: T = ...``."""
+  if not isinstance(binding, meta.Assignment):
+    return None
+  target = unit.parent(binding.node)
+  assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
+  if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+          and assign.targets[0].target is binding.node):
+    return None
+  return assign
+
+
+def parameter(unit: SourceFile, name: cst.CSTNode) -> Optional[cst.Param]:
+  """The parameter the variable ``name`` reads, where a parameter is its only binding, else
+  None."""
+  scope = unit.scopes.get(name)
+  if not isinstance(name, cst.Name) or scope is None:
+    return None
+  bindings = list(scope[name.value])
+  if len(bindings) == 1 and isinstance(getattr(bindings[0], 'node', None), cst.Param):
+    return bindings[0].node
+  return None
+
+
+def assigned_value(unit: SourceFile, name: cst.CSTNode) -> Optional[cst.BaseExpression]:
+  """The value of the one ``name = value`` (``plain_assignment``) that binds the variable
+  ``name``, where nothing else binds it; else None."""
+  scope = unit.scopes.get(name)
+  if not isinstance(name, cst.Name) or scope is None:
+    return None
+  bindings = list(scope[name.value])
+  assign = plain_assignment(unit, bindings[0]) if len(bindings) == 1 else None
+  return None if assign is None else assign.value
+
+
 def dict_keywords(unit: SourceFile, name: cst.Name) -> Optional[Dict[str, str]]:
   """The keywords ``**name`` passes, as source texts valid where it is passed, or None.
 
@@ -140,19 +177,11 @@ def dict_keywords(unit: SourceFile, name: cst.Name) -> Optional[Dict[str, str]]:
   between its assignment and the call. A literal value is its own text; any other value is
   ``name['key']``, the value the dict holds (its expression ran once, at the assignment).
   """
-  scope = unit.scopes.get(name)
-  if scope is None or not isinstance(name, cst.Name):
-    return None
-  bindings = list(scope[name.value])
-  reads = accesses(unit, name)
-  if len(bindings) != 1 or reads is None or not all(
+  value = assigned_value(unit, name)
+  reads = accesses(unit, name) if value is not None else None
+  if reads is None or not all(
       isinstance(unit.parent(r), cst.Arg) and unit.parent(r).star == '**' for r in reads):
     return None
-  target = unit.parent(bindings[0].node)
-  assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
-  if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
-    return None
-  value = assign.value
   if isinstance(value, cst.Dict) and all(
       isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
       for e in value.elements):

@@ -1,0 +1,120 @@
+"""A factory that returns one of its nested functions, chosen by an ``if`` on a parameter
+(score_flow's ``optimization_manager(config, deq_score_joint=False)``): a call of what it returns
+runs the function of the branch the call takes, where the call decides the test (the
+parameter bound to a literal, or left to its literal default, and bound nowhere else in the
+factory). Otherwise both stay possible, and a result used as the optimizer is refused.
+
+The program of tests/migrate/examples/objects/factory_branch/ (score_flow's step, in two files)
+is rewritten whole and run both ways by test_migrate_objects.py; here, which tests a call
+decides and what is refused.
+"""
+import pytest
+
+pytest.importorskip('libcst')
+
+from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+
+# ``{test}``: the factory's ``if``; ``{call}``: how the program calls the factory.
+_FACTORY = '''\
+import functools
+
+import flax
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+@flax.struct.dataclass
+class State:
+  optimizer: optim.Optimizer
+
+
+def optimization_manager(scale, joint=False, mode='plain'):
+{rebind}  def optimize_fn(state, grad):
+    return state.optimizer.apply_gradient(jax.tree_util.tree_map(lambda g: g * scale, grad))
+
+  def optimize_joint_fn(state, grad):
+    return (state.deq_optimizer.apply_gradient(grad['deq']),
+            state.score_optimizer.apply_gradient(grad['score']))
+
+  if {test}:
+    return optimize_joint_fn
+  else:
+    return optimize_fn
+
+
+def get_step_fn(optimize_fn=None):
+  def step(state, grad):
+    new_optimizer = optimize_fn(state, grad)
+    return state.replace(optimizer=new_optimizer), new_optimizer.target
+  return step
+
+
+def main(flag):
+  state = State(optimizer=optim.GradientDescent(learning_rate=0.1).create({{'w': jnp.ones(3)}}))
+  optimize_fn = {call}
+  state, params = get_step_fn(optimize_fn=optimize_fn)(state, {{'w': jnp.ones(3)}})
+  print(params['w'].tolist(), state.optimizer.target['w'].tolist())
+'''
+
+
+def _migrate(test, call, rebind=''):
+  source = _FACTORY.format(test=test, call=call, rebind=rebind)
+  new, report = migrate_source(source, 'train.py')
+  return new, report
+
+
+@pytest.mark.parametrize('test, call', [
+    ('joint', 'optimization_manager(1.0)'),                    # the default, no call passes it
+    ('joint', 'optimization_manager(1.0, False)'),             # a literal, by position
+    ('joint', 'optimization_manager(1.0, joint=0)'),           # a falsy literal
+    ('not joint', 'optimization_manager(1.0, joint=True)'),    # negated
+    ("mode == 'joint'", 'optimization_manager(1.0)'),          # compared with a literal
+    ("mode != 'plain'", "optimization_manager(1.0, mode='plain')"),
+])
+def test_a_branch_the_call_decides_resolves_to_the_function_it_returns(test, call):
+  new, report = _migrate(test, call)
+  assert report.records and all(r.status == 'rewritten' for r in report.records), [
+      (r.line, r.code, r.message) for r in report.records]
+  assert 'new_optimizer.params' in new and 'new_optimizer.target' not in new, new
+  assert 'state.optimizer.apply_gradients(grads=' in new, new
+  # The branch not taken is left as it was: no optimizer flows there.
+  assert "state.deq_optimizer.apply_gradient(grad['deq'])" in new, new
+
+
+@pytest.mark.parametrize('test, call, rebind', [
+    ('joint', 'optimization_manager(1.0, joint=flag)', ''),     # known only at run time
+    ('joint', 'optimization_manager(1.0, **{"joint": False})', ''),   # a **kwargs binds it
+    ('joint', 'optimization_manager(1.0)', '  joint = not joint\n'),  # bound again
+    ('joint or mode', 'optimization_manager(1.0)', ''),         # a test of two parameters
+    ('scale > 0', 'optimization_manager(1.0)', ''),             # not ==, !=, not, or itself
+    # a partial may bind the parameter: the call's own arguments do not decide it
+    ('joint', 'functools.partial(optimization_manager, joint=True)(1.0)', ''),
+    ('not joint', 'functools.partial(optimization_manager, joint=True)(1.0)', ''),
+])
+def test_a_branch_the_call_does_not_decide_refuses_the_result_used_as_an_optimizer(
+    test, call, rebind):
+  new, report = _migrate(test, call, rebind)
+  refused = [r for r in report.records if r.status == 'refused']
+  assert refused and report.exit_status() == 2
+  assert 'optax' not in new
+  blockers = [r for r in refused if 'not rewritten' not in r.message]
+  assert [r.code for r in blockers] == ['FOM107'], [(r.line, r.message) for r in refused]
+  message = blockers[0].message
+  assert 'optimize_fn(state, grad)' in message, message
+  # It names the factory, the ``if`` and its line, and what a decided test is.
+  line = _FACTORY.format(test=test, call=call, rebind=rebind).splitlines().index(
+      f'  if {test}:') + 1
+  assert (f'optimization_manager() returns a different function in each branch of `if {test}:` '
+          f'at train.py:{line}, which that call does not decide') in message, message
+
+
+def test_a_return_after_the_if_is_reachable_whichever_branch_the_call_takes():
+  """``if not joint: return a`` then ``return b``, the call taking the ``if``: only ``a`` runs,
+  but the analysis does not follow that the ``if`` always returns; it keeps both, and
+  refuses."""
+  source = _FACTORY.format(test='not joint', call='optimization_manager(1.0)', rebind='')
+  source = source.replace('  else:\n    return optimize_fn\n', '  return optimize_fn\n')
+  _, report = migrate_source(source, 'train.py')
+  assert report.exit_status() == 2
+  assert {r.code for r in report.records if r.status == 'refused'} == {'FOM107'}
