@@ -14,6 +14,7 @@ import libcst as cst
 
 from .._report import Record
 from .._rule import Edit, Match, Rule, called_member, member_of
+from .. import _unit
 from .._unit import SourceFile, accesses
 
 KEY = 'learning_rate_{}'   # the injected learning rate of group i
@@ -136,29 +137,13 @@ def group_overrides(unit: SourceFile, receiver: cst.BaseExpression, listing: cst
 
 def _is_hyper_params_of(unit: SourceFile, node: cst.CSTNode, receiver) -> bool:
   if isinstance(node, cst.Name):
-    values = _assigned(unit, node)
+    values = _unit.assigned_value(unit, node)
     if values is None:
       return False
     node = values
   return (isinstance(node, cst.Attribute) and node.attr.value == 'hyper_params'
           and isinstance(node.value, cst.Attribute) and node.value.attr.value == 'optimizer_def'
           and node.value.value.deep_equals(receiver))
-
-
-def _assigned(unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
-  """The value of the one assignment ``name = value`` that binds ``name``, else None."""
-  scope = unit.scopes.get(name)
-  if scope is None:
-    return None
-  assignments = list(scope[name.value])
-  if len(assignments) != 1:
-    return None
-  target = assignments[0].node
-  assign = unit.parent(unit.parent(target)) if target is not None else None
-  if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and (
-      assign.targets[0].target is target):
-    return assign.value
-  return None
 
 
 def without_groups(plan) -> bool:
