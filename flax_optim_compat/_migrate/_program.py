@@ -10,6 +10,7 @@ optimizer values go is the next modules' question (``_calls``, ``_flows``, ``_pr
 """
 import ast
 import dataclasses
+import importlib.util
 import os
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
@@ -175,12 +176,49 @@ def _imports_its_folders(root: str, sources: Sequence[str]) -> bool:
   return any(os.path.isfile(os.path.join(root, path[0], '__init__.py')) for path in paths)
 
 
+def _import_aliases(root: str, files: Sequence[str], sources: Sequence[str]) -> Dict[str, str]:
+  """Import paths that name the project's own modules under a prefix no installed module has:
+  ``google3.experimental.users.daeyun.jaxnerf.nerf`` -> ``jaxnerf.nerf`` where ``jaxnerf/nerf``
+  is a package of the given files (code copied out of a monorepo imports itself by its old
+  path, which resolves to nothing here). The tail must be at least two names (a folder and a
+  module or package of the project) and the prefix's first name no module this interpreter
+  finds (``flax.training.checkpoints`` is flax's even beside a ``training/checkpoints.py``)."""
+  own = set()
+  for f in files:
+    parts = os.path.relpath(os.path.splitext(f)[0], root).split(os.sep)
+    if parts[-1] == '__init__':
+      parts = parts[:-1]
+    own.update('.'.join(parts[:i]) for i in range(1, len(parts) + 1))
+  tops = {name.split('.')[0] for name in own}
+  aliases = {}
+  for text in sources:
+    for m in re.finditer(r'^\s*(?:from|import)\s+(\w+(?:\.\w+)+)', text, re.MULTILINE):
+      parts = m.group(1).split('.')
+      if parts[0] in tops or parts[0] in aliases or m.group(1) in aliases:
+        continue
+      tail = next((i for i in range(1, len(parts) - 1) if '.'.join(parts[i:]) in own), None)
+      if tail is not None and importlib.util.find_spec(parts[0]) is None:
+        aliases['.'.join(parts[:tail])] = ''
+  return aliases
+
+
+def _aliased(unit: SourceFile, aliases: Dict[str, str]) -> None:
+  """Names that ``aliases``' prefixes start become the project's own (the prefix dropped)."""
+  def own(name: str) -> str:
+    for prefix in aliases:
+      if name.startswith(prefix + '.'):
+        return name[len(prefix) + 1:]
+    return name
+  unit.fqnames = {node: {meta.QualifiedName(name=own(q.name), source=q.source) for q in qs}
+                  for node, qs in unit.fqnames.items()}
+
+
 # The files the last ``Program`` parsed, by (path, project root, text). A project migrated and
 # then checked again (the result run once more, as ``--check`` after ``--write`` or the corpus
 # tool's second run) parses again only the files that changed. A parsed file is never changed
 # after it is built (the trees are immutable; plans key their own tables by its nodes), so one
 # file may serve both runs; holding only the last project's files bounds the memory.
-_PARSED: Dict[Tuple[str, str, str], SourceFile] = {}
+_PARSED: Dict[tuple, SourceFile] = {}
 
 
 class Program:
@@ -194,10 +232,13 @@ class Program:
     root = _root_of([os.path.abspath(f) for f in files], [sources[f] for f in files]) if (
         files) else '.'
     rel = {f: os.path.abspath(f) for f in files}
+    aliases = _import_aliases(root, list(rel.values()), [sources[f] for f in files]) if (
+        files) else {}
     manager = meta.FullRepoManager(root, list(rel.values()), {meta.FullyQualifiedNameProvider})
     parsed = {}
     for f in files:
-      key = (f, root, sources[f])   # what a file's tree and metadata are computed from
+      # what a file's tree and metadata are computed from
+      key = (f, root, tuple(sorted(aliases)), sources[f])
       unit = _PARSED.get(key)
       if unit is None:
         try:
@@ -210,6 +251,8 @@ class Program:
         wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True,
                                        cache=manager.get_cache_for_path(rel[f]))
         unit = SourceFile(f, sources[f], wrapper)
+        if aliases:
+          _aliased(unit, aliases)
       parsed[key] = unit
       self.units.append(unit)
     _PARSED.clear()
