@@ -358,6 +358,12 @@ class Program:
         bound = sum(1 for a in func.args[1:] if a.keyword is None)
         return self.resolve_callable(unit, func.args[0].value, shift + bound, depth + 1)
       return None
+    if isinstance(func, cst.Name):
+      reaching = self.reaching_binding(unit, func)
+      if isinstance(reaching, (cst.FunctionDef, cst.ClassDef)):
+        return unit, reaching, shift
+      if reaching is not None:
+        return self.resolve_callable(unit, reaching, shift, depth + 1)
     for name in unit.names(func):
       if name in self._functions:
         u, node = self._functions[name]
@@ -408,6 +414,46 @@ class Program:
       if callee is not None and isinstance(callee[1], cst.FunctionDef):
         return callee
     return None
+
+  def reaching_binding(self, unit: SourceFile, name: cst.Name) -> Optional[cst.CSTNode]:
+    """Where a module's top-level code binds ``name`` more than once (a notebook-style script
+    that defines ``train_step`` and ``train_pstep = jax.pmap(train_step, ...)`` again for its
+    next stage), the binding a read in that top-level code sees: the last of those statements
+    before the read's own, as each runs once, in order. The ``FunctionDef`` / ``ClassDef``, or
+    the value of ``name = value``; None where ``name`` is bound once, a binding is not a
+    top-level statement of its own (in a branch, a loop, a tuple target), or the read is in a
+    function or class body (which runs when called, seeing whichever binding is current)."""
+    scope = unit.scopes.get(name)
+    if not isinstance(scope, meta.GlobalScope) or unit.enclosing(
+        name, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) is not None:
+      return None
+    assignments = list(scope[name.value])
+    if len(assignments) < 2:
+      return None
+    body = unit.module.body
+    def top_index(node):
+      while node is not None and unit.parent(node) is not unit.module:
+        node = unit.parent(node)
+      return next((i for i, stmt in enumerate(body) if stmt is node), None)
+    bound = []
+    for a in assignments:
+      if not isinstance(a, meta.Assignment):
+        return None
+      if isinstance(a.node, (cst.FunctionDef, cst.ClassDef)) and unit.parent(a.node) is unit.module:
+        bound.append((top_index(a.node), a.node))
+        continue
+      target = unit.parent(a.node)
+      assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
+      line = unit.parent(assign) if isinstance(assign, cst.Assign) else None
+      if not (isinstance(line, cst.SimpleStatementLine) and unit.parent(line) is unit.module
+              and len(assign.targets) == 1 and target.target is a.node):
+        return None
+      bound.append((top_index(line), assign.value))
+    here = top_index(name)
+    if here is None or any(i is None for i, _ in bound):
+      return None
+    before = [(i, node) for i, node in bound if i < here]
+    return max(before, key=lambda b: b[0])[1] if before else None
 
   def _single_value(self, unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
     """The value of the one ``name = value`` that binds ``name``, else None."""

@@ -7,8 +7,13 @@ hypernerf), read at their code: what migrate rewrites and what it refuses, namin
   first name no installed module, so the import resolves to the given files, and the optimizer
   passed to ``utils.TrainState(optimizer=...)`` is followed there as in the copies that import
   ``from jaxnerf.nerf import utils``.
+* A notebook-style script binds its step again for each stage at module level (MobileNeRF's
+  ``train_pstep = jax.pmap(train_step, ...)``, twice): a call in that top-level code runs the
+  binding the statements before it made last, as the script runs them in order; the example
+  (tests/migrate/examples/nerf/two_stages/) is rewritten whole and runs both ways.
 """
 import pathlib
+import shutil
 
 import pytest
 
@@ -17,6 +22,9 @@ pytest.importorskip('libcst')
 # pylint: disable=g-import-not-at-top
 from flax_optim_compat._migrate import _engine
 from flax_optim_compat._migrate import _program
+from tests import _migrate_harness as harness
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent / 'examples' / 'nerf'
 
 UTILS = '''import flax
 from flax import optim
@@ -76,3 +84,48 @@ def test_an_installed_library_is_never_read_as_the_project_under_another_path(tm
   root = str(tmp_path / 'prog')
   assert _program._import_aliases(root, sorted(sources), list(sources.values())) == {
       'corp3.users.x': ''}
+
+
+@pytest.fixture(scope='module')
+def examples(tmp_path_factory):
+  root = tmp_path_factory.mktemp('nerf_examples')
+  migrated = {}
+  for folder in sorted(p for p in EXAMPLES.iterdir() if p.is_dir()):
+    shutil.copytree(folder, root / folder.name)
+    migrated[folder.name] = harness.migrate_folder(root / folder.name)
+  return root, migrated
+
+
+@pytest.mark.parametrize('name', sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))
+def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, name):
+  root, migrated = examples
+  migration, folder = migrated[name], root / name
+  assert migration.report['exit_status'] == 1, migration.stderr
+  assert not [r for r in migration.report['sites'] if r['status'] != 'rewritten'], (
+      migration.stderr)
+  before = harness.run_before(EXAMPLES / name / 'train.py', cwd=root,
+                              env=harness.legacy_env(root))
+  after = harness.run_after(folder / 'train.py', cwd=folder,
+                            env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  claims = [r['exactness'] for r in migration.report['sites'] + migration.report['optimizers']]
+  claim = max(claims, key=harness.EXACTNESS.index)
+  harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
+                            claim, label=name)
+
+
+def test_each_stage_runs_the_step_it_bound_last():
+  """Each ``train_pstep(...)`` call resolves to its own stage's ``train_step``; a read inside a
+  function (run when called, whichever binding is current then) is not resolved this way."""
+  import libcst as cst
+  source = (EXAMPLES / 'two_stages' / 'train.py').read_text()
+  project = _program.Program({'/p/train.py': source})
+  unit = project.units[0]
+  calls = [n for n in unit.nodes if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+           and n.func.value == 'train_pstep']
+  defs = [n for n in unit.module.body if isinstance(n, cst.FunctionDef)]
+  assert [project.resolve_callable(unit, c.func)[1] for c in calls] == defs
+  inner = _program.Program({'/p/t.py': 'def f():\n  return 1\n\n\ndef g():\n  return f()\n\n\n'
+                                       'def f():\n  return 2\n'})
+  u = inner.units[0]
+  call = next(n for n in u.nodes if isinstance(n, cst.Call))
+  assert u.parent(call) is not None and inner.reaching_binding(u, call.func) is None
