@@ -93,7 +93,7 @@ def test_the_rewrite_leaves_no_import_unused(code, example):
 
 _SITE_WORDS = ('optim', '.target', '.state.step', 'apply_gradient', 'replace(', 'import',
                '.create(',
-               'Optimizer', 'target=')
+               'Optimizer', 'target=', '.state_dict()')
 
 
 @pytest.mark.parametrize('code, example', EXAMPLES, ids=IDS)

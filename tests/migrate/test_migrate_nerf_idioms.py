@@ -11,6 +11,8 @@ hypernerf), read at their code: what migrate rewrites and what it refuses, namin
   ``train_pstep = jax.pmap(train_step, ...)``, twice): a call in that top-level code runs the
   binding the statements before it made last, as the script runs them in order; the example
   (tests/migrate/examples/nerf/two_stages/) is rewritten whole and runs both ways.
+* ``optimizer.state_dict()`` read for weight histograms (NeSF) is rebuilt in legacy's layout
+  (FOM016): the same flattened keys and values both ways.
 """
 import pathlib
 import shutil
@@ -129,3 +131,18 @@ def test_each_stage_runs_the_step_it_bound_last():
   u = inner.units[0]
   call = next(n for n in u.nodes if isinstance(n, cst.Call))
   assert u.parent(call) is not None and inner.reaching_binding(u, call.func) is None
+
+
+def test_state_dict_logs_the_same_keys_and_values_both_ways(tmp_path):
+  """NeSF's weight histograms: ``traverse_util.flatten_dict(optimizer.state_dict())``, every
+  key and value the legacy program logs, logged by the migrated one (FOM016's example)."""
+  folder = pathlib.Path(__file__).resolve().parent / 'rules' / 'fom016_state_dict'
+  before = harness.run_before(folder / 'state_dict_histograms_before.py', cwd=tmp_path,
+                              env=harness.legacy_env(tmp_path))
+  after = harness.run_after(folder / 'state_dict_histograms_after.py', cwd=tmp_path,
+                            env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  keys = before.stdout.strip().splitlines()[-2]
+  assert 'state/param_states/dense/kernel/grad_sq_ema' in keys and 'target/out' in keys
+  assert after.stdout.strip().splitlines()[-2] == keys
+  harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
+                            'bit-exact', label='state_dict_histograms')
