@@ -9,6 +9,10 @@ Momentum's ``momentum`` is ``trace``), found by name with ``optax.tree.get`` (on
 the state, wrapped in ``inject_hyperparams`` or chained with a weight decay alike). Only where
 every def of the object is one of those (``fields_of``): any other def, a MultiOptimizer
 (legacy's per-group tuple of states) or a create out of sight is refused at the read (FOM104).
+An object made from defs of both kinds (NeSF's train state field, an Adam in training and a
+Momentum in a test) gets the layout of the kind its state holds, told apart at run time by
+the first optax field of each, which no other kind has (``optax.tree.get`` gives None where a
+state has no such field).
 """
 import dataclasses
 from typing import Optional, Tuple
@@ -28,16 +32,18 @@ FIELDS = {
     'Momentum': (('momentum', 'trace'),),
 }
 FLAX = _edits.Import('flax')
+assert len({fields[0][1] for fields in FIELDS.values()}) == len(FIELDS)
 
 
 @dataclasses.dataclass(frozen=True)
 class Fields:
-  fields: Tuple[Tuple[str, str], ...]
+  kinds: tuple   # the ``FIELDS`` value of each kind of def the object is made from
 
 
-def fields_of(project, creates) -> Tuple[Optional[Tuple[Tuple[str, str], ...]], str]:
-  """``(fields, '')`` where every create of the object (``creates``: its create sites) makes a
-  def of one kind of ``FIELDS``, else ``(None, why)`` naming the def that blocks it."""
+def fields_of(project, creates) -> Tuple[Optional[tuple], str]:
+  """``(kinds, '')`` where every create of the object (``creates``: its create sites) makes a
+  def of a kind of ``FIELDS`` (``kinds``: their fields, one entry per kind), else
+  ``(None, why)`` naming the def that blocks it."""
   if not creates:
     return None, 'the optimizer is created out of sight, so its def (and its fields) is unknown'
   found = set()
@@ -52,9 +58,7 @@ def fields_of(project, creates) -> Tuple[Optional[Tuple[Tuple[str, str], ...]], 
                       f'not one of {", ".join(sorted(FIELDS))}, whose per-parameter fields the '
                       'rewrite rebuilds')
       found.add(FIELDS[name])
-  if len(found) != 1:
-    return None, 'its defs differ in their per-parameter fields'
-  return found.pop(), ''
+  return tuple(sorted(found)), ''
 
 
 class StateDict(_rule.Rule):
@@ -83,12 +87,19 @@ class StateDict(_rule.Rule):
 
   def rewrite(self, updated, data, context):
     x = _rule.text_of(updated.func.value)
-    names = [legacy for legacy, _ in data.fields]
-    leaves = ', '.join(f"'{n}': {n}" for n in names)
-    states = ', '.join(f"optax.tree.get({x}.opt_state, '{field}')" for _, field in data.fields)
+
+    def param_states(fields):
+      names = [legacy for legacy, _ in fields]
+      leaves = ', '.join(f"'{n}': {n}" for n in names)
+      states = ', '.join(f"optax.tree.get({x}.opt_state, '{field}')" for _, field in fields)
+      return f"jax.tree_util.tree_map(lambda {', '.join(names)}: {{{leaves}}}, {states})"
+    *tried, last = data.kinds
+    chosen = param_states(last)
+    for fields in reversed(tried):
+      chosen = (f"{param_states(fields)} if optax.tree.get({x}.opt_state, '{fields[0][1]}') "
+                f"is not None else {chosen}")
     text = (f"flax.serialization.to_state_dict({{'target': {x}.params, 'state': {{'step': "
-            f"{x}.step, 'param_states': jax.tree_util.tree_map(lambda {', '.join(names)}: "
-            f"{{{leaves}}}, {states})}}}})")
+            f"{x}.step, 'param_states': {chosen}}}}})")
     return cst.parse_expression(text)
 
 

@@ -6,6 +6,7 @@ import pytest
 # Example name -> how closely its legacy and migrated runs agree.
 EXAMPLES = {
     'state_dict_histograms': 'bit-exact',
+    'state_dict_mixed': 'bit-exact',
 }
 
 STATE_DICT = '''import jax
