@@ -128,8 +128,9 @@ def _refuse_state_dicts(project, found: List[Site]):
     if fields is None:
       site.refusal = _refusals.READ
       site.message = (f'reads {site.unit.code(site.node)} (legacy\'s state dict {{\'target\', '
-                      f"'state': {{'step', 'param_states'}}}}), which the rewrite rebuilds only "
-                      f'for {", ".join(sorted(fom016_state_dict.FIELDS))}: {why}')
+                      f"'state': {{'step', 'param_states'}}}} with its per-parameter names), "
+                      'which the rewrite rebuilds from a TrainState only for '
+                      f'{", ".join(sorted(fom016_state_dict.FIELDS))}: {why}')
 
 
 def _refuse_unparsed_reach(project, found: List[Site], held_in: Dict[str, Set[tuple]]):

@@ -32,7 +32,7 @@ def _records(def_):
 
 def test_a_def_whose_fields_are_not_rebuilt_stays_a_read_naming_it():
   records = [r for r in _records('RMSProp(0.1)') if r.code == 'FOM104']
-  assert records and "its def optim.RMSProp(...) at script.py:10 is not one of Adam, Momentum" in (
+  assert records and "Adam, Momentum: its def optim.RMSProp(...) at script.py:10 is none of them" in (
       records[0].message), records
 
 
