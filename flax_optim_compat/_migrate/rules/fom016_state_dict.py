@@ -54,7 +54,8 @@ def fields_of(project, creates) -> Tuple[Optional[tuple], str]:
     for unit, call in project.def_branches(site.unit, site.node.func.value) or ():
       name = unit.legacy(call.func)
       if name not in FIELDS:
-        return None, f'its def {unit.code(call.func)}(...) at {_unit.at(unit, call)} is none of them'
+        return None, (f'its def {unit.code(call.func)}(...) at {_unit.at(unit, call)} is '
+                      'none of them')
       found.add(FIELDS[name])
   return tuple(sorted(found)), ''
 

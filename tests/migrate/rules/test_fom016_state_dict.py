@@ -32,8 +32,8 @@ def _records(def_):
 
 def test_a_def_whose_fields_are_not_rebuilt_stays_a_read_naming_it():
   records = [r for r in _records('RMSProp(0.1)') if r.code == 'FOM104']
-  assert records and "Adam, Momentum: its def optim.RMSProp(...) at script.py:10 is none of them" in (
-      records[0].message), records
+  expected = 'Adam, Momentum: its def optim.RMSProp(...) at script.py:10 is none of them'
+  assert records and expected in records[0].message, records
 
 
 def test_a_multi_optimizer_is_refused_at_the_read():
