@@ -10,6 +10,7 @@ optimizer values go is the next modules' question (``_calls``, ``_flows``, ``_pr
 """
 import ast
 import dataclasses
+import importlib.util
 import os
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
@@ -178,12 +179,49 @@ def _imports_its_folders(root: str, sources: Sequence[str]) -> bool:
   return any(os.path.isfile(os.path.join(root, path[0], '__init__.py')) for path in paths)
 
 
+def _import_aliases(root: str, files: Sequence[str], sources: Sequence[str]) -> Dict[str, str]:
+  """Import paths that name the project's own modules under a prefix no installed module has:
+  ``google3.experimental.users.daeyun.jaxnerf.nerf`` -> ``jaxnerf.nerf`` where ``jaxnerf/nerf``
+  is a package of the given files (code copied out of a monorepo imports itself by its old
+  path, which resolves to nothing here). The tail must be at least two names (a folder and a
+  module or package of the project) and the prefix's first name no module this interpreter
+  finds (``flax.training.checkpoints`` is flax's even beside a ``training/checkpoints.py``)."""
+  own = set()
+  for f in files:
+    parts = os.path.relpath(os.path.splitext(f)[0], root).split(os.sep)
+    if parts[-1] == '__init__':
+      parts = parts[:-1]
+    own.update('.'.join(parts[:i]) for i in range(1, len(parts) + 1))
+  tops = {name.split('.')[0] for name in own}
+  aliases = {}
+  for text in sources:
+    for m in re.finditer(r'^\s*(?:from|import)\s+(\w+(?:\.\w+)+)', text, re.MULTILINE):
+      parts = m.group(1).split('.')
+      if parts[0] in tops or parts[0] in aliases or m.group(1) in aliases:
+        continue
+      tail = next((i for i in range(1, len(parts) - 1) if '.'.join(parts[i:]) in own), None)
+      if tail is not None and importlib.util.find_spec(parts[0]) is None:
+        aliases['.'.join(parts[:tail])] = ''
+  return aliases
+
+
+def _aliased(unit: SourceFile, aliases: Dict[str, str]) -> None:
+  """Names that ``aliases``' prefixes start become the project's own (the prefix dropped)."""
+  def own(name: str) -> str:
+    for prefix in aliases:
+      if name.startswith(prefix + '.'):
+        return name[len(prefix) + 1:]
+    return name
+  unit.fqnames = {node: {meta.QualifiedName(name=own(q.name), source=q.source) for q in qs}
+                  for node, qs in unit.fqnames.items()}
+
+
 # The files the last ``Program`` parsed, by (path, project root, text). A project migrated and
 # then checked again (the result run once more, as ``--check`` after ``--write`` or the corpus
 # tool's second run) parses again only the files that changed. A parsed file is never changed
 # after it is built (the trees are immutable; plans key their own tables by its nodes), so one
 # file may serve both runs; holding only the last project's files bounds the memory.
-_PARSED: Dict[Tuple[str, str, str], SourceFile] = {}
+_PARSED: Dict[tuple, SourceFile] = {}
 
 
 class Program:
@@ -197,10 +235,13 @@ class Program:
     root = _root_of([os.path.abspath(f) for f in files], [sources[f] for f in files]) if (
         files) else '.'
     rel = {f: os.path.abspath(f) for f in files}
+    aliases = _import_aliases(root, list(rel.values()), [sources[f] for f in files]) if (
+        files) else {}
     manager = meta.FullRepoManager(root, list(rel.values()), {meta.FullyQualifiedNameProvider})
     parsed = {}
     for f in files:
-      key = (f, root, sources[f])   # what a file's tree and metadata are computed from
+      # what a file's tree and metadata are computed from
+      key = (f, root, tuple(sorted(aliases)), sources[f])
       unit = _PARSED.get(key)
       if unit is None:
         try:
@@ -213,6 +254,8 @@ class Program:
         wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True,
                                        cache=manager.get_cache_for_path(rel[f]))
         unit = SourceFile(f, sources[f], wrapper)
+        if aliases:
+          _aliased(unit, aliases)
       parsed[key] = unit
       self.units.append(unit)
     _PARSED.clear()
@@ -318,6 +361,12 @@ class Program:
         bound = sum(1 for a in func.args[1:] if a.keyword is None)
         return self.resolve_callable(unit, func.args[0].value, shift + bound, depth + 1)
       return None
+    if isinstance(func, cst.Name):
+      reaching = self.reaching_binding(unit, func)
+      if isinstance(reaching, (cst.FunctionDef, cst.ClassDef)):
+        return unit, reaching, shift
+      if reaching is not None:
+        return self.resolve_callable(unit, reaching, shift, depth + 1)
     for name in unit.names(func):
       if name in self._functions:
         u, node = self._functions[name]
@@ -377,6 +426,46 @@ class Program:
       if callee is not None and isinstance(callee[1], cst.FunctionDef):
         return callee
     return None
+
+  def reaching_binding(self, unit: SourceFile, name: cst.Name) -> Optional[cst.CSTNode]:
+    """Where a module's top-level code binds ``name`` more than once (a notebook-style script
+    that defines ``train_step`` and ``train_pstep = jax.pmap(train_step, ...)`` again for its
+    next stage), the binding a read in that top-level code sees: the last of those statements
+    before the read's own, as each runs once, in order. The ``FunctionDef`` / ``ClassDef``, or
+    the value of ``name = value``; None where ``name`` is bound once, a binding is not a
+    top-level statement of its own (in a branch, a loop, a tuple target), or the read is in a
+    function or class body (which runs when called, seeing whichever binding is current)."""
+    scope = unit.scopes.get(name)
+    if not isinstance(scope, meta.GlobalScope) or unit.enclosing(
+        name, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) is not None:
+      return None
+    assignments = list(scope[name.value])
+    if len(assignments) < 2:
+      return None
+    body = unit.module.body
+    def top_index(node):
+      while node is not None and unit.parent(node) is not unit.module:
+        node = unit.parent(node)
+      return next((i for i, stmt in enumerate(body) if stmt is node), None)
+    bound = []
+    for a in assignments:
+      if not isinstance(a, meta.Assignment):
+        return None
+      if isinstance(a.node, (cst.FunctionDef, cst.ClassDef)) and unit.parent(a.node) is unit.module:
+        bound.append((top_index(a.node), a.node))
+        continue
+      target = unit.parent(a.node)
+      assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
+      line = unit.parent(assign) if isinstance(assign, cst.Assign) else None
+      if not (isinstance(line, cst.SimpleStatementLine) and unit.parent(line) is unit.module
+              and len(assign.targets) == 1 and target.target is a.node):
+        return None
+      bound.append((top_index(line), assign.value))
+    here = top_index(name)
+    if here is None or any(i is None for i, _ in bound):
+      return None
+    before = [(i, node) for i, node in bound if i < here]
+    return max(before, key=lambda b: b[0])[1] if before else None
 
   def _single_value(self, unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
     """The value of the one ``name = value`` that binds ``name``, else None."""

@@ -1,0 +1,150 @@
+"""The idioms of the NeRF research programs (jaxnerf's copies, jax3d's NeSF and MobileNeRF,
+hypernerf), read at their code: what migrate rewrites and what it refuses, naming why.
+
+* Code copied out of a monorepo imports its own files by their old path
+  (``from google3.experimental.users.someone.jaxnerf.nerf import utils`` in ``jaxnerf/train.py``,
+  ``jaxnerf/nerf/utils.py`` beside it): the path's tail names the project's own package and its
+  first name no installed module, so the import resolves to the given files, and the optimizer
+  passed to ``utils.TrainState(optimizer=...)`` is followed there as in the copies that import
+  ``from jaxnerf.nerf import utils``.
+* A notebook-style script binds its step again for each stage at module level (MobileNeRF's
+  ``train_pstep = jax.pmap(train_step, ...)``, twice): a call in that top-level code runs the
+  binding the statements before it made last, as the script runs them in order; the example
+  (tests/migrate/examples/nerf/two_stages/) is rewritten whole and runs both ways.
+* ``optimizer.state_dict()`` read for weight histograms (NeSF) is rebuilt in legacy's layout
+  (FOM016): the same flattened keys and values both ways.
+"""
+import pathlib
+import shutil
+
+import pytest
+
+pytest.importorskip('libcst')
+
+# pylint: disable=g-import-not-at-top
+from flax_optim_compat._migrate import _engine
+from flax_optim_compat._migrate import _program
+from tests import _migrate_harness as harness
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent / 'examples' / 'nerf'
+
+UTILS = '''import flax
+from flax import optim
+
+
+@flax.struct.dataclass
+class TrainState:
+  optimizer: optim.Optimizer
+'''
+
+TRAIN = '''import flax
+import jax
+from {prefix}jaxnerf.nerf import utils
+
+
+def train_step(state, grad, lr):
+  new_optimizer = state.optimizer.apply_gradient(grad, learning_rate=lr)
+  return state.replace(optimizer=new_optimizer)
+
+
+def main(params, grad):
+  optimizer = flax.optim.Adam(0.1).create(params)
+  state = utils.TrainState(optimizer=optimizer)
+  state = jax.jit(train_step)(state, grad, 0.05)
+  return state.optimizer.target
+'''
+
+
+def _write(root: pathlib.Path, files):
+  for name, text in files.items():
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+  return {str(root / name): text for name, text in files.items()}
+
+
+@pytest.mark.parametrize('prefix', ['', 'corp3.experimental.users.someone.'])
+def test_a_project_importing_itself_by_a_monorepo_path_is_followed(tmp_path, prefix):
+  sources = _write(tmp_path / 'prog', {
+      'jaxnerf/__init__.py': '', 'jaxnerf/nerf/__init__.py': '', 'jaxnerf/nerf/utils.py': UTILS,
+      'jaxnerf/train.py': TRAIN.format(prefix=prefix)})
+  changed, report = _engine.migrate_sources(sources)
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  train = changed[str(tmp_path / 'prog' / 'jaxnerf' / 'train.py')]
+  assert 'optimizer: train_state.TrainState' in changed[
+      str(tmp_path / 'prog' / 'jaxnerf' / 'nerf' / 'utils.py')]
+  assert 'return state.optimizer.params' in train and '.apply_gradients(grads=grad)' in train
+
+
+def test_an_installed_library_is_never_read_as_the_project_under_another_path(tmp_path):
+  """``from flax.training import checkpoints`` beside the project's own
+  ``training/checkpoints.py`` is flax's module: its first name is installed."""
+  sources = _write(tmp_path / 'prog', {
+      'training/__init__.py': '', 'training/checkpoints.py': 'def save_checkpoint(*a):\n  pass\n',
+      'train.py': 'from flax.training import checkpoints\n'
+                  'import corp3.users.x.training.checkpoints as mine\n'})
+  root = str(tmp_path / 'prog')
+  assert _program._import_aliases(root, sorted(sources), list(sources.values())) == {
+      'corp3.users.x': ''}
+
+
+@pytest.fixture(scope='module')
+def examples(tmp_path_factory):
+  root = tmp_path_factory.mktemp('nerf_examples')
+  migrated = {}
+  for folder in sorted(p for p in EXAMPLES.iterdir() if p.is_dir()):
+    shutil.copytree(folder, root / folder.name)
+    migrated[folder.name] = harness.migrate_folder(root / folder.name)
+  return root, migrated
+
+
+@pytest.mark.parametrize('name', sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))
+def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, name):
+  root, migrated = examples
+  migration, folder = migrated[name], root / name
+  assert migration.report['exit_status'] == 1, migration.stderr
+  assert not [r for r in migration.report['sites'] if r['status'] != 'rewritten'], (
+      migration.stderr)
+  before = harness.run_before(EXAMPLES / name / 'train.py', cwd=root,
+                              env=harness.legacy_env(root))
+  after = harness.run_after(folder / 'train.py', cwd=folder,
+                            env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  claims = [r['exactness'] for r in migration.report['sites'] + migration.report['optimizers']]
+  claim = max(claims, key=harness.EXACTNESS.index)
+  harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
+                            claim, label=name)
+
+
+def test_each_stage_runs_the_step_it_bound_last():
+  """Each ``train_pstep(...)`` call resolves to its own stage's ``train_step``; a read inside a
+  function (run when called, whichever binding is current then) is not resolved this way."""
+  import libcst as cst
+  source = (EXAMPLES / 'two_stages' / 'train.py').read_text()
+  project = _program.Program({'/p/train.py': source})
+  unit = project.units[0]
+  calls = [n for n in unit.nodes if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+           and n.func.value == 'train_pstep']
+  defs = [n for n in unit.module.body if isinstance(n, cst.FunctionDef)]
+  assert [project.resolve_callable(unit, c.func)[1] for c in calls] == defs
+  inner = _program.Program({'/p/t.py': 'def f():\n  return 1\n\n\ndef g():\n  return f()\n\n\n'
+                                       'def f():\n  return 2\n'})
+  u = inner.units[0]
+  call = next(n for n in u.nodes if isinstance(n, cst.Call))
+  assert u.parent(call) is not None and inner.reaching_binding(u, call.func) is None
+
+
+@pytest.mark.parametrize('name', ['state_dict_histograms', 'state_dict_mixed'])
+def test_state_dict_logs_the_same_keys_and_values_both_ways(tmp_path, name):
+  """NeSF's weight histograms: ``traverse_util.flatten_dict(optimizer.state_dict())``, every
+  key and value the legacy program logs, logged by the migrated one (FOM016's examples; in
+  ``state_dict_mixed`` one read serves an Adam and a Momentum)."""
+  folder = pathlib.Path(__file__).resolve().parent / 'rules' / 'fom016_state_dict'
+  before = harness.run_before(folder / f'{name}_before.py', cwd=tmp_path,
+                              env=harness.legacy_env(tmp_path))
+  after = harness.run_after(folder / f'{name}_after.py', cwd=tmp_path,
+                            env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  keys = before.stdout.strip().splitlines()[-2]
+  assert 'state/param_states/' in keys and 'grad_sq_ema' in keys and 'target/' in keys
+  assert after.stdout.strip().splitlines()[-2] == keys
+  harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
+                            'bit-exact', label=name)
