@@ -458,7 +458,7 @@ def assert_refused_and_marked(code, body):
 # the first statement into the module's header, where the second run must still find it.
 @pytest.mark.parametrize('source', [
     'from jax import mask\nb = mask\n',
-    '#!/usr/bin/env python\n# Copyright.\n\nfrom jax import mask\n',
+    '#!/usr/bin/env python\n# Copyright.\n\nfrom jax import mask\nb = mask\n',
     'from flax import optim; o = optim.Adam(0.1).create({}); print(o.state)\n',
 ])
 def test_a_marker_above_the_first_statement_is_written_once(source):
