@@ -185,6 +185,36 @@ def migrate_folder(folder: pathlib.Path, extra_args: Sequence[str] = ()) -> Migr
   return Migration(proc.returncode, proc.stdout, proc.stderr, json.loads(report.read_text()))
 
 
+def migrate_examples(examples: pathlib.Path, root: pathlib.Path) -> Dict[str, Migration]:
+  """Each example folder of ``examples`` (a program, ``train.py`` its entry point) copied under
+  ``root`` and migrated in place there, by folder name."""
+  migrated = {}
+  for folder in sorted(p for p in examples.iterdir() if p.is_dir()):
+    shutil.copytree(folder, root / folder.name)
+    migrated[folder.name] = migrate_folder(root / folder.name)
+  return migrated
+
+
+def assert_whole_and_equivalent(migration: Migration, original: pathlib.Path,
+                                migrated: pathlib.Path, *, legacy_env_root: pathlib.Path,
+                                env_after: Optional[Dict[str, str]] = None):
+  """An example program migrated whole (every site rewritten), then run both ways: its original
+  ``train.py`` as legacy, beside this package, and the migrated one where this package cannot be
+  imported; the trajectories agree within the report's weakest claim. Returns the two runs."""
+  assert migration.report['exit_status'] == 1, migration.stderr
+  assert not [r for r in migration.report['sites'] if r['status'] != 'rewritten'], (
+      migration.stderr)
+  before = run_before(original / 'train.py', cwd=legacy_env_root,
+                      env=legacy_env(legacy_env_root))
+  after = run_after(migrated / 'train.py', cwd=migrated, env=env_after)
+  assert after.returncode == 0, after.stderr[-3000:]
+  claims = [r['exactness'] for r in migration.report['sites'] + migration.report['optimizers']]
+  claim = max(claims, key=EXACTNESS.index)
+  assert_equivalent(trajectory(before.stdout), trajectory(after.stdout), claim,
+                    label=migrated.name)
+  return before, after
+
+
 def assert_equivalent(before: np.ndarray, after: np.ndarray, exactness: str,
                       label: str = '') -> float:
   """Asserts two trajectories agree within an exactness class; returns the max abs difference.

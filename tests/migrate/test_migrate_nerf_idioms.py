@@ -15,7 +15,6 @@ hypernerf), read at their code: what migrate rewrites and what it refuses, namin
   (FOM016): the same flattened keys and values both ways.
 """
 import pathlib
-import shutil
 
 import pytest
 
@@ -91,28 +90,15 @@ def test_an_installed_library_is_never_read_as_the_project_under_another_path(tm
 @pytest.fixture(scope='module')
 def examples(tmp_path_factory):
   root = tmp_path_factory.mktemp('nerf_examples')
-  migrated = {}
-  for folder in sorted(p for p in EXAMPLES.iterdir() if p.is_dir()):
-    shutil.copytree(folder, root / folder.name)
-    migrated[folder.name] = harness.migrate_folder(root / folder.name)
-  return root, migrated
+  return root, harness.migrate_examples(EXAMPLES, root)
 
 
 @pytest.mark.parametrize('name', sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))
 def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, name):
   root, migrated = examples
   migration, folder = migrated[name], root / name
-  assert migration.report['exit_status'] == 1, migration.stderr
-  assert not [r for r in migration.report['sites'] if r['status'] != 'rewritten'], (
-      migration.stderr)
-  before = harness.run_before(EXAMPLES / name / 'train.py', cwd=root,
-                              env=harness.legacy_env(root))
-  after = harness.run_after(folder / 'train.py', cwd=folder,
-                            env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
-  claims = [r['exactness'] for r in migration.report['sites'] + migration.report['optimizers']]
-  claim = max(claims, key=harness.EXACTNESS.index)
-  harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
-                            claim, label=name)
+  harness.assert_whole_and_equivalent(migration, EXAMPLES / name, folder, legacy_env_root=root,
+                                      env_after={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
 
 
 def test_each_stage_runs_the_step_it_bound_last():

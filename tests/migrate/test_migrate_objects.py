@@ -71,11 +71,7 @@ def test_an_optimizer_bound_by_functools_partial_is_a_parameter_of_the_function(
 def examples(tmp_path_factory):
   pytest.importorskip('libcst')
   root = tmp_path_factory.mktemp('object_examples')
-  migrated = {}
-  for folder in sorted(p for p in EXAMPLES.iterdir() if p.is_dir()):
-    shutil.copytree(folder, root / folder.name)
-    migrated[folder.name] = harness.migrate_folder(root / folder.name)
-  return root, migrated
+  return root, harness.migrate_examples(EXAMPLES, root)
 
 
 def _example_names():
@@ -86,19 +82,10 @@ def _example_names():
 def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, name):
   root, migrated = examples
   migration, folder = migrated[name], root / name
-  assert migration.report['exit_status'] == 1, migration.stderr
-  assert not [r for r in migration.report['sites'] if r['status'] != 'rewritten'], (
-      migration.stderr)
+  harness.assert_whole_and_equivalent(migration, EXAMPLES / name, folder, legacy_env_root=root,
+                                      env_after={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
   for path in folder.glob('*.py'):
     assert 'flax import optim' not in path.read_text(), path.name
-  before = harness.run_before(EXAMPLES / name / 'train.py', cwd=root,
-                              env=harness.legacy_env(root))
-  after = harness.run_after(folder / 'train.py', cwd=folder,
-                            env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
-  claims = [r['exactness'] for r in migration.report['sites'] + migration.report['optimizers']]
-  claim = max(claims, key=harness.EXACTNESS.index)
-  harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
-                            claim, label=name)
 
 
 def test_a_def_passed_into_a_create_helper_becomes_the_transform_at_each_call_site(examples):
