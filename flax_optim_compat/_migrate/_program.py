@@ -376,7 +376,7 @@ class Program:
         return u, node, shift
     if isinstance(func, cst.Name):
       # A variable bound once to a wrapped function: ``p_step = jax.pmap(step, ...)``.
-      value = self._single_value(unit, func)
+      value = _unit.assigned_value(unit, func)
       if value is not None:
         return self.resolve_callable(unit, value, shift, depth + 1)
     return None
@@ -416,7 +416,7 @@ class Program:
     what ``f`` returns."""
     func = call.func
     if isinstance(func, cst.Name):
-      func = self._single_value(unit, func) or func
+      func = _unit.assigned_value(unit, func) or func
     return isinstance(func, cst.Call) and bool(unit.names(func.func) & TRACERS)
 
   def partial_callee(self, unit: SourceFile, call: cst.Call):
@@ -454,11 +454,9 @@ class Program:
       if isinstance(a.node, (cst.FunctionDef, cst.ClassDef)) and unit.parent(a.node) is unit.module:
         bound.append((top_index(a.node), a.node))
         continue
-      target = unit.parent(a.node)
-      assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
-      line = unit.parent(assign) if isinstance(assign, cst.Assign) else None
-      if not (isinstance(line, cst.SimpleStatementLine) and unit.parent(line) is unit.module
-              and len(assign.targets) == 1 and target.target is a.node):
+      assign = _unit.plain_assignment(unit, a)
+      line = unit.parent(assign) if assign is not None else None
+      if not (isinstance(line, cst.SimpleStatementLine) and unit.parent(line) is unit.module):
         return None
       bound.append((top_index(line), assign.value))
     here = top_index(name)
@@ -466,10 +464,6 @@ class Program:
       return None
     before = [(i, node) for i, node in bound if i < here]
     return max(before, key=lambda b: b[0])[1] if before else None
-
-  def _single_value(self, unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
-    """The value of the one ``name = value`` that binds ``name``, else None."""
-    return _unit.assigned_value(unit, name)
 
   def assignment_values(self, unit: SourceFile,
                         name: cst.Name) -> Optional[List[cst.BaseExpression]]:
