@@ -17,7 +17,7 @@ from ._program import Program
 from ._program import UnionFind
 from ._program import python_files  # noqa: F401  (the command and the corpus tool list files)
 from ._unit import SourceFile
-from ._unit import parameter  # noqa: F401  (the sites and the plan read it here too)
+from ._unit import parameter
 
 
 class Project(Program):

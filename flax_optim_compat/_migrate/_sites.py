@@ -213,7 +213,7 @@ def _unresolved_result(project, unit: SourceFile, node: cst.CSTNode):
   field (``state.replace(optimizer=new)``). Left as it is, that value would stay legacy;
   else None."""
   if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)) or (
-      _project.parameter(unit, node.func) is None
+      _unit.parameter(unit, node.func) is None
       or project.resolve_callable(unit, node.func) is not None):
     return None
   fields = {s[2] for s in project.optimizer_slots if s[0] == 'field'}
