@@ -15,7 +15,6 @@ from . import _flows
 from . import _unit
 from ._program import Program
 from ._program import UnionFind
-from ._program import python_files  # noqa: F401  (the command and the corpus tool list files)
 from ._unit import SourceFile
 from ._unit import parameter
 
