@@ -3,16 +3,19 @@
 The *before* side runs the script unchanged in a child interpreter where `from flax import optim`
 resolves to this checkout's package (the import alias, installed here by a `sitecustomize.py`
 as the `.pth` file does in an installed environment). The *after* side is the script rewritten
-by `python -m flax_optim_compat migrate --write`, run by `tests._isolated.run_isolated`, where
-neither this package nor `flax.optim` can be imported: a migrated script that still needs us
-fails there. Both print their trajectory (a JSON list of floats) as the last stdout line.
+by `flax-optim-compat migrate --write` (the command line's `main`, run in this process), run by
+`tests._isolated.run_isolated`, where neither this package nor `flax.optim` can be imported: a
+migrated script that still needs us fails there. Both print their trajectory (a JSON list of
+floats) as the last stdout line.
 
 Processes are reused: one `migrate` call for a whole folder, and one child interpreter per side
 for a whole list of scripts (`run_programs`: each runs as `__main__` with its own globals and
 `sys.argv`, its stdout captured), except scripts that configure the process before importing
 jax, which get a fresh process each (`run_before` / `run_after`).
 """
+import contextlib
 import dataclasses
+import io
 import json
 import os
 import pathlib
@@ -171,18 +174,34 @@ def migrate_copy(sources: Sequence[pathlib.Path], dest: pathlib.Path,
 
 
 def migrate_folder(folder: pathlib.Path, extra_args: Sequence[str] = ()) -> Migration:
-  """Migrates a folder in place, as a user does: ``migrate FOLDER --write --report``."""
+  """Migrates a folder in place, as a user does: ``migrate FOLDER --write --report``, run from
+  the folder's parent (the report names files relative to it)."""
   report = folder.parent / f'{folder.name}_report.json'
-  env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'FLAX_OPTIM_COMPAT_ALIAS')}
-  env['PYTHONPATH'] = str(REPO)
-  proc = subprocess.run(
-      [sys.executable, '-m', 'flax_optim_compat', 'migrate', str(folder), '--write', '--report',
-       str(report), *extra_args],
-      cwd=folder.parent, env=env, capture_output=True, text=True, timeout=300, check=False)
-  assert proc.returncode in (0, 1, 2), (
-      f'migrate crashed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}')
-  assert report.exists(), f'migrate wrote no report:\n{proc.stderr[-4000:]}'
-  return Migration(proc.returncode, proc.stdout, proc.stderr, json.loads(report.read_text()))
+  returncode, stdout, stderr = run_command_line(
+      ['migrate', str(folder), '--write', '--report', str(report), *extra_args], cwd=folder.parent)
+  assert returncode in (0, 1, 2), (
+      f'migrate exited {returncode}:\n{stdout[-2000:]}\n{stderr[-4000:]}')
+  assert report.exists(), f'migrate wrote no report:\n{stderr[-4000:]}'
+  return Migration(returncode, stdout, stderr, json.loads(report.read_text()))
+
+
+def run_command_line(argv: Sequence[str], *, cwd: pathlib.Path) -> Tuple[int, str, str]:
+  """``(exit status, stdout, stderr)`` of ``flax-optim-compat ARGV...`` run from ``cwd``.
+
+  The command line's ``main`` runs in this process (``python -m flax_optim_compat`` reaching
+  that ``main`` is test_cli.py's test_module_and_help): the same exit status and output as a
+  child's, without a child importing jax, flax and LibCST again for each command.
+  """
+  from flax_optim_compat._cli import _main as cli  # pylint: disable=g-import-not-at-top
+  stdout, stderr = io.StringIO(), io.StringIO()
+  previous = os.getcwd()
+  os.chdir(cwd)
+  try:
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+      returncode = cli.main([str(a) for a in argv])
+  finally:
+    os.chdir(previous)
+  return returncode, stdout.getvalue(), stderr.getvalue()
 
 
 def migrate_examples(examples: pathlib.Path, root: pathlib.Path) -> Dict[str, Migration]:
@@ -386,7 +405,7 @@ def resume_both_ways(migration: Migration, migrated_script: pathlib.Path,
 
   Legacy trains to CHECKPOINT_STEP (its checkpoint is saved there), then a copy of its folder
   resumes to RESUME_STEP. The checkpoint is converted with the report's command, only `<IN>` and
-  `<OUT>` filled in (run as `python -m flax_optim_compat`, this checkout's), into a new folder
+  `<OUT>` filled in (this checkout's command line, `run_command_line`), into a new folder
   that the migrated script (isolated) resumes from, to RESUME_STEP. Returns both trajectories.
   """
   script = CORPUS / CHECKPOINT_SCRIPT
@@ -403,9 +422,8 @@ def resume_both_ways(migration: Migration, migrated_script: pathlib.Path,
   new_dir.mkdir()
   argv = [str(checkpoint) if a == '<IN>' else str(new_dir / checkpoint.name) if a == '<OUT>'
           else a for a in convert_command(migration, script)]
-  proc = subprocess.run([sys.executable, '-m', 'flax_optim_compat', *argv[1:]], cwd=root,
-                        env=env, capture_output=True, text=True, timeout=300, check=False)
-  assert proc.returncode == 0, f'{shlex.join(argv)}\n{proc.stdout}\n{proc.stderr}'
+  returncode, stdout, stderr = run_command_line(argv[1:], cwd=root)
+  assert returncode == 0, f'{shlex.join(argv)}\n{stdout}\n{stderr}'
 
   migrated = run_after(migrated_script, [new_dir, RESUME_STEP], cwd=root)
   assert f'starting at step {CHECKPOINT_STEP}' in migrated.stdout, migrated.stdout
