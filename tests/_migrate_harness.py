@@ -216,22 +216,74 @@ def migrate_examples(examples: pathlib.Path, root: pathlib.Path) -> Dict[str, Mi
 
 def assert_whole_and_equivalent(migration: Migration, original: pathlib.Path,
                                 migrated: pathlib.Path, *, legacy_env_root: pathlib.Path,
-                                env_after: Optional[Dict[str, str]] = None):
+                                env_after: Optional[Dict[str, str]] = None, runs=None):
   """An example program migrated whole (every site rewritten), then run both ways: its original
   ``train.py`` as legacy, beside this package, and the migrated one where this package cannot be
-  imported; the trajectories agree within the report's weakest claim. Returns the two runs."""
+  imported; the trajectories agree within the report's weakest claim. Returns the two runs.
+
+  ``runs``: where given, a function returning those two runs (``BothWays.runs``), made once for
+  several tests, instead of running them here.
+  """
   assert migration.report['exit_status'] == 1, migration.stderr
   assert not [r for r in migration.report['sites'] if r['status'] != 'rewritten'], (
       migration.stderr)
-  before = run_before(original / 'train.py', cwd=legacy_env_root,
-                      env=legacy_env(legacy_env_root))
-  after = run_after(migrated / 'train.py', cwd=migrated, env=env_after)
-  assert after.returncode == 0, after.stderr[-3000:]
+  if runs is None:
+    before, after = run_example(original, migrated, legacy_cwd=legacy_env_root,
+                                env_after=env_after)
+  else:
+    before, after = runs()
   claims = [r['exactness'] for r in migration.report['sites'] + migration.report['optimizers']]
   claim = max(claims, key=EXACTNESS.index)
   assert_equivalent(trajectory(before.stdout), trajectory(after.stdout), claim,
                     label=migrated.name)
   return before, after
+
+
+def run_example(original: pathlib.Path, migrated: pathlib.Path, *, legacy_cwd: pathlib.Path,
+                env_after: Optional[Dict[str, str]] = None):
+  """An example program's two runs: its original ``train.py`` as legacy (from ``legacy_cwd``,
+  beside this package), the migrated one where this package cannot be imported (from its own
+  folder); each must exit 0."""
+  before = run_before(original / 'train.py', cwd=legacy_cwd, env=legacy_env(legacy_cwd))
+  after = run_after(migrated / 'train.py', cwd=migrated, env=env_after)
+  return before, after
+
+
+class BothWays:
+  """The example programs of ``examples`` (migrated under ``root`` by ``migrate_examples``), each
+  run both ways once, by whichever test asks first, so several tests assert on one pair of runs.
+
+  ``runs(name)``: ``(before, after)``, the legacy program run from ``legacy_cwd(name)`` (a folder
+  of its own, ``root/legacy/NAME``: what it writes there is its alone), the migrated one from its
+  folder ``root/NAME``. A run that failed fails every test that asks for it, with its error.
+  ``check(name)``: ``assert_whole_and_equivalent`` on those runs.
+  """
+
+  def __init__(self, examples: pathlib.Path, root: pathlib.Path,
+               migrated: Dict[str, Migration], env_after: Optional[Dict[str, str]] = None):
+    self._examples, self._root, self._migrated = examples, root, migrated
+    self._env_after = env_after
+    self._runs = {}
+
+  def legacy_cwd(self, name: str) -> pathlib.Path:
+    return self._root / 'legacy' / name
+
+  def runs(self, name: str):
+    if name not in self._runs:
+      self.legacy_cwd(name).mkdir(parents=True)
+      try:
+        self._runs[name] = run_example(self._examples / name, self._root / name,
+                                       legacy_cwd=self.legacy_cwd(name), env_after=self._env_after)
+      except AssertionError as e:
+        self._runs[name] = e
+    if isinstance(self._runs[name], AssertionError):
+      raise self._runs[name]
+    return self._runs[name]
+
+  def check(self, name: str):
+    return assert_whole_and_equivalent(
+        self._migrated[name], self._examples / name, self._root / name,
+        legacy_env_root=self.legacy_cwd(name), runs=lambda: self.runs(name))
 
 
 def assert_equivalent(before: np.ndarray, after: np.ndarray, exactness: str,
