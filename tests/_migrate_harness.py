@@ -315,7 +315,8 @@ class Program:
 
 
 # Runs each program in turn in its own globals, stdout captured, an exception caught per program;
-# prints {name: {'ok', 'last_line' | 'error', 'stdout'}} as its last line.
+# prints {name: {'ok', 'last_line' | 'error', 'stdout'}} as its last line (all of a program's
+# stdout; its last 2000 characters after an exception).
 _BATCH_RUNNER = '''
 import contextlib, io, json, sys, traceback
 programs = json.load(open(sys.argv[1]))
@@ -330,7 +331,7 @@ for program in programs:
       exec(code, {'__name__': '__main__', '__file__': program['path']})
     lines = out.getvalue().strip().splitlines()
     results[program['name']] = {'ok': True, 'last_line': lines[-1] if lines else '',
-                                'stdout': out.getvalue()[-2000:]}
+                                'stdout': out.getvalue()}
   except BaseException:
     results[program['name']] = {'ok': False, 'error': traceback.format_exc()[-4000:],
                                 'stdout': out.getvalue()[-2000:]}
@@ -344,9 +345,9 @@ def run_programs(programs: Sequence[Program], tmp_path: pathlib.Path, *, isolate
 
   `isolated` chooses the after side's child (no flax_optim_compat, no flax.optim), otherwise
   the before side's (`from flax import optim` is this package). Each program runs as
-  `__main__` with its own globals and `sys.argv`; returns, per name, {'ok': True, 'last_line'}
-  or {'ok': False, 'error'} (the traceback). Programs must not depend on running first: jax is
-  imported once, so a program's XLA_FLAGS must also be in `env`.
+  `__main__` with its own globals and `sys.argv`; returns, per name, {'ok': True, 'last_line',
+  'stdout'} or {'ok': False, 'error'} (the traceback). Programs must not depend on running
+  first: jax is imported once, so a program's XLA_FLAGS must also be in `env`.
   """
   tmp_path.mkdir(parents=True, exist_ok=True)
   listing = tmp_path / ('after_programs.json' if isolated else 'before_programs.json')
