@@ -3,16 +3,19 @@
 The *before* side runs the script unchanged in a child interpreter where `from flax import optim`
 resolves to this checkout's package (the import alias, installed here by a `sitecustomize.py`
 as the `.pth` file does in an installed environment). The *after* side is the script rewritten
-by `python -m flax_optim_compat migrate --write`, run by `tests._isolated.run_isolated`, where
-neither this package nor `flax.optim` can be imported: a migrated script that still needs us
-fails there. Both print their trajectory (a JSON list of floats) as the last stdout line.
+by `flax-optim-compat migrate --write` (the command line's `main`, run in this process), run by
+`tests._isolated.run_isolated`, where neither this package nor `flax.optim` can be imported: a
+migrated script that still needs us fails there. Both print their trajectory (a JSON list of
+floats) as the last stdout line.
 
 Processes are reused: one `migrate` call for a whole folder, and one child interpreter per side
 for a whole list of scripts (`run_programs`: each runs as `__main__` with its own globals and
 `sys.argv`, its stdout captured), except scripts that configure the process before importing
 jax, which get a fresh process each (`run_before` / `run_after`).
 """
+import contextlib
 import dataclasses
+import io
 import json
 import os
 import pathlib
@@ -171,18 +174,34 @@ def migrate_copy(sources: Sequence[pathlib.Path], dest: pathlib.Path,
 
 
 def migrate_folder(folder: pathlib.Path, extra_args: Sequence[str] = ()) -> Migration:
-  """Migrates a folder in place, as a user does: ``migrate FOLDER --write --report``."""
+  """Migrates a folder in place, as a user does: ``migrate FOLDER --write --report``, run from
+  the folder's parent (the report names files relative to it)."""
   report = folder.parent / f'{folder.name}_report.json'
-  env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'FLAX_OPTIM_COMPAT_ALIAS')}
-  env['PYTHONPATH'] = str(REPO)
-  proc = subprocess.run(
-      [sys.executable, '-m', 'flax_optim_compat', 'migrate', str(folder), '--write', '--report',
-       str(report), *extra_args],
-      cwd=folder.parent, env=env, capture_output=True, text=True, timeout=300, check=False)
-  assert proc.returncode in (0, 1, 2), (
-      f'migrate crashed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}')
-  assert report.exists(), f'migrate wrote no report:\n{proc.stderr[-4000:]}'
-  return Migration(proc.returncode, proc.stdout, proc.stderr, json.loads(report.read_text()))
+  returncode, stdout, stderr = run_command_line(
+      ['migrate', str(folder), '--write', '--report', str(report), *extra_args], cwd=folder.parent)
+  assert returncode in (0, 1, 2), (
+      f'migrate exited {returncode}:\n{stdout[-2000:]}\n{stderr[-4000:]}')
+  assert report.exists(), f'migrate wrote no report:\n{stderr[-4000:]}'
+  return Migration(returncode, stdout, stderr, json.loads(report.read_text()))
+
+
+def run_command_line(argv: Sequence[str], *, cwd: pathlib.Path) -> Tuple[int, str, str]:
+  """``(exit status, stdout, stderr)`` of ``flax-optim-compat ARGV...`` run from ``cwd``.
+
+  The command line's ``main`` runs in this process (``python -m flax_optim_compat`` reaching
+  that ``main`` is test_cli.py's test_module_and_help): the same exit status and output as a
+  child's, without a child importing jax, flax and LibCST again for each command.
+  """
+  from flax_optim_compat._cli import _main as cli  # pylint: disable=g-import-not-at-top
+  stdout, stderr = io.StringIO(), io.StringIO()
+  previous = os.getcwd()
+  os.chdir(cwd)
+  try:
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+      returncode = cli.main([str(a) for a in argv])
+  finally:
+    os.chdir(previous)
+  return returncode, stdout.getvalue(), stderr.getvalue()
 
 
 def migrate_examples(examples: pathlib.Path, root: pathlib.Path) -> Dict[str, Migration]:
@@ -197,22 +216,74 @@ def migrate_examples(examples: pathlib.Path, root: pathlib.Path) -> Dict[str, Mi
 
 def assert_whole_and_equivalent(migration: Migration, original: pathlib.Path,
                                 migrated: pathlib.Path, *, legacy_env_root: pathlib.Path,
-                                env_after: Optional[Dict[str, str]] = None):
+                                env_after: Optional[Dict[str, str]] = None, runs=None):
   """An example program migrated whole (every site rewritten), then run both ways: its original
   ``train.py`` as legacy, beside this package, and the migrated one where this package cannot be
-  imported; the trajectories agree within the report's weakest claim. Returns the two runs."""
+  imported; the trajectories agree within the report's weakest claim. Returns the two runs.
+
+  ``runs``: where given, a function returning those two runs (``BothWays.runs``), made once for
+  several tests, instead of running them here.
+  """
   assert migration.report['exit_status'] == 1, migration.stderr
   assert not [r for r in migration.report['sites'] if r['status'] != 'rewritten'], (
       migration.stderr)
-  before = run_before(original / 'train.py', cwd=legacy_env_root,
-                      env=legacy_env(legacy_env_root))
-  after = run_after(migrated / 'train.py', cwd=migrated, env=env_after)
-  assert after.returncode == 0, after.stderr[-3000:]
+  if runs is None:
+    before, after = run_example(original, migrated, legacy_cwd=legacy_env_root,
+                                env_after=env_after)
+  else:
+    before, after = runs()
   claims = [r['exactness'] for r in migration.report['sites'] + migration.report['optimizers']]
   claim = max(claims, key=EXACTNESS.index)
   assert_equivalent(trajectory(before.stdout), trajectory(after.stdout), claim,
                     label=migrated.name)
   return before, after
+
+
+def run_example(original: pathlib.Path, migrated: pathlib.Path, *, legacy_cwd: pathlib.Path,
+                env_after: Optional[Dict[str, str]] = None):
+  """An example program's two runs: its original ``train.py`` as legacy (from ``legacy_cwd``,
+  beside this package), the migrated one where this package cannot be imported (from its own
+  folder); each must exit 0."""
+  before = run_before(original / 'train.py', cwd=legacy_cwd, env=legacy_env(legacy_cwd))
+  after = run_after(migrated / 'train.py', cwd=migrated, env=env_after)
+  return before, after
+
+
+class BothWays:
+  """The example programs of ``examples`` (migrated under ``root`` by ``migrate_examples``), each
+  run both ways once, by whichever test asks first, so several tests assert on one pair of runs.
+
+  ``runs(name)``: ``(before, after)``, the legacy program run from ``legacy_cwd(name)`` (a folder
+  of its own, ``root/legacy/NAME``: what it writes there is its alone), the migrated one from its
+  folder ``root/NAME``. A run that failed fails every test that asks for it, with its error.
+  ``check(name)``: ``assert_whole_and_equivalent`` on those runs.
+  """
+
+  def __init__(self, examples: pathlib.Path, root: pathlib.Path,
+               migrated: Dict[str, Migration], env_after: Optional[Dict[str, str]] = None):
+    self._examples, self._root, self._migrated = examples, root, migrated
+    self._env_after = env_after
+    self._runs = {}
+
+  def legacy_cwd(self, name: str) -> pathlib.Path:
+    return self._root / 'legacy' / name
+
+  def runs(self, name: str):
+    if name not in self._runs:
+      self.legacy_cwd(name).mkdir(parents=True)
+      try:
+        self._runs[name] = run_example(self._examples / name, self._root / name,
+                                       legacy_cwd=self.legacy_cwd(name), env_after=self._env_after)
+      except AssertionError as e:
+        self._runs[name] = e
+    if isinstance(self._runs[name], AssertionError):
+      raise self._runs[name]
+    return self._runs[name]
+
+  def check(self, name: str):
+    return assert_whole_and_equivalent(
+        self._migrated[name], self._examples / name, self._root / name,
+        legacy_env_root=self.legacy_cwd(name), runs=lambda: self.runs(name))
 
 
 def assert_equivalent(before: np.ndarray, after: np.ndarray, exactness: str,
@@ -244,7 +315,8 @@ class Program:
 
 
 # Runs each program in turn in its own globals, stdout captured, an exception caught per program;
-# prints {name: {'ok', 'last_line' | 'error', 'stdout'}} as its last line.
+# prints {name: {'ok', 'last_line' | 'error', 'stdout'}} as its last line (all of a program's
+# stdout; its last 2000 characters after an exception).
 _BATCH_RUNNER = '''
 import contextlib, io, json, sys, traceback
 programs = json.load(open(sys.argv[1]))
@@ -259,7 +331,7 @@ for program in programs:
       exec(code, {'__name__': '__main__', '__file__': program['path']})
     lines = out.getvalue().strip().splitlines()
     results[program['name']] = {'ok': True, 'last_line': lines[-1] if lines else '',
-                                'stdout': out.getvalue()[-2000:]}
+                                'stdout': out.getvalue()}
   except BaseException:
     results[program['name']] = {'ok': False, 'error': traceback.format_exc()[-4000:],
                                 'stdout': out.getvalue()[-2000:]}
@@ -273,9 +345,9 @@ def run_programs(programs: Sequence[Program], tmp_path: pathlib.Path, *, isolate
 
   `isolated` chooses the after side's child (no flax_optim_compat, no flax.optim), otherwise
   the before side's (`from flax import optim` is this package). Each program runs as
-  `__main__` with its own globals and `sys.argv`; returns, per name, {'ok': True, 'last_line'}
-  or {'ok': False, 'error'} (the traceback). Programs must not depend on running first: jax is
-  imported once, so a program's XLA_FLAGS must also be in `env`.
+  `__main__` with its own globals and `sys.argv`; returns, per name, {'ok': True, 'last_line',
+  'stdout'} or {'ok': False, 'error'} (the traceback). Programs must not depend on running
+  first: jax is imported once, so a program's XLA_FLAGS must also be in `env`.
   """
   tmp_path.mkdir(parents=True, exist_ok=True)
   listing = tmp_path / ('after_programs.json' if isolated else 'before_programs.json')
@@ -386,7 +458,7 @@ def resume_both_ways(migration: Migration, migrated_script: pathlib.Path,
 
   Legacy trains to CHECKPOINT_STEP (its checkpoint is saved there), then a copy of its folder
   resumes to RESUME_STEP. The checkpoint is converted with the report's command, only `<IN>` and
-  `<OUT>` filled in (run as `python -m flax_optim_compat`, this checkout's), into a new folder
+  `<OUT>` filled in (this checkout's command line, `run_command_line`), into a new folder
   that the migrated script (isolated) resumes from, to RESUME_STEP. Returns both trajectories.
   """
   script = CORPUS / CHECKPOINT_SCRIPT
@@ -403,9 +475,8 @@ def resume_both_ways(migration: Migration, migrated_script: pathlib.Path,
   new_dir.mkdir()
   argv = [str(checkpoint) if a == '<IN>' else str(new_dir / checkpoint.name) if a == '<OUT>'
           else a for a in convert_command(migration, script)]
-  proc = subprocess.run([sys.executable, '-m', 'flax_optim_compat', *argv[1:]], cwd=root,
-                        env=env, capture_output=True, text=True, timeout=300, check=False)
-  assert proc.returncode == 0, f'{shlex.join(argv)}\n{proc.stdout}\n{proc.stderr}'
+  returncode, stdout, stderr = run_command_line(argv[1:], cwd=root)
+  assert returncode == 0, f'{shlex.join(argv)}\n{stdout}\n{stderr}'
 
   migrated = run_after(migrated_script, [new_dir, RESUME_STEP], cwd=root)
   assert f'starting at step {CHECKPOINT_STEP}' in migrated.stdout, migrated.stdout

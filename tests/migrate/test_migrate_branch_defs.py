@@ -38,12 +38,16 @@ def _raised(stdout):
   return [line for line in stdout.splitlines() if 'raised' in line]
 
 
-@pytest.mark.parametrize('name', NAMES)
-def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, name):
+@pytest.fixture(scope='module')
+def both_ways(examples):
   root, migrated = examples
-  migration, folder = migrated[name], root / name
-  before, after = harness.assert_whole_and_equivalent(migration, EXAMPLES / name, folder,
-                                                      legacy_env_root=root)
+  return harness.BothWays(EXAMPLES, root, migrated)
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, both_ways, name):
+  folder = examples[0] / name
+  before, after = both_ways.check(name)
   assert 'optim.' not in (folder / 'train.py').read_text().replace('optax', '')
   assert _raised(after.stdout) == _raised(before.stdout)
   # flax 0.5.3 (jax 0.4.13) itself: the same raises, the numbers within the oracle tolerance
@@ -69,15 +73,14 @@ def test_a_branch_value_is_a_function_of_the_rate_injected_for_every_group(examp
       text)
 
 
-def test_the_overrides_reach_each_group_per_call_and_raise_on_the_plain_def(examples):
+def test_the_overrides_reach_each_group_per_call_and_raise_on_the_plain_def(examples, both_ways):
   root, migrated = examples
   text = (root / 'override_beside_plain_def' / 'train.py').read_text()
   assert "p_normal_opt = lambda learning_rate: optax.adamw(learning_rate=learning_rate" in text
   assert "'0': p_normal_opt(learning_rate_0), '1': p_freeze_opt(learning_rate_1)" in text
   assert 'learning_rate_0=lr, learning_rate_1=0' in text
   assert '**dict.fromkeys(optimizer.opt_state.hyperparams, lr)' in text
-  before = harness.run_before(EXAMPLES / 'override_beside_plain_def' / 'train.py',
-                              cwd=root, env=harness.legacy_env(root))
+  before, _ = both_ways.runs('override_beside_plain_def')   # the legacy program's one run
   assert _raised(before.stdout) == [
       'adam freeze=False step_freeze=True: raised TypeError at call 0',
       'sgd freeze=False step_freeze=True: raised TypeError at call 0']

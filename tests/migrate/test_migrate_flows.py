@@ -259,35 +259,68 @@ if __name__ == '__main__':
 '''
 
 
-def test_a_function_passed_in_by_name_is_followed():
+def _passed_in(direct):
+  """_PASSED_IN with ``step`` called directly, or through ``run_step`` (a variable)."""
+  source = _PASSED_IN.replace('STEP', 'step' if direct else 'run_step')
+  if not direct:
+    source = source.replace('def main():', 'def run_step(optimize, state, grad):\n'
+                            '  return step(optimize, state, grad)\n\n\ndef main():')
+  return source
+
+
+_PASSED_SOURCES = {'by_name': _PASSED_BY_NAME, 'direct': _passed_in(True),
+                   'through_a_variable': _passed_in(False)}
+
+
+@pytest.fixture(scope='module')
+def passed_in_runs(tmp_path_factory):
+  """Each of _PASSED_SOURCES migrated, then run where neither this package nor flax.optim can
+  be imported: all three in one isolated child (``harness.run_programs``, each as ``__main__``
+  in its own globals). Name -> (the migrated text that ran, its result)."""
   pytest.importorskip('libcst')
   from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
-  from tests import _isolated  # pylint: disable=g-import-not-at-top
+  root = tmp_path_factory.mktemp('passed_in')
+  programs, texts = [], {}
+  for name, source in _PASSED_SOURCES.items():
+    texts[name] = migrate_source(source)[0]
+    (root / f'{name}.py').write_text(texts[name])
+    programs.append(harness.Program(name, root / f'{name}.py'))
+  results = harness.run_programs(programs, root, isolated=True)
+  return {name: (texts[name], results[name]) for name in _PASSED_SOURCES}
+
+
+def _isolated_stdout(runs, name, new):
+  """What the migrated text ``new`` printed in the isolated child."""
+  ran, result = runs[name]
+  assert ran == new, (ran, new)
+  assert result['ok'], result['error']
+  return result['stdout']
+
+
+def test_a_function_passed_in_by_name_is_followed(passed_in_runs):
+  pytest.importorskip('libcst')
+  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
   new, report = migrate_source(_PASSED_BY_NAME)
   assert report.records and all(r.status == 'rewritten' for r in report.records), report.records
   assert 'return new_optimizer.params' in new, new
-  out = _isolated.run_isolated(new).stdout   # 1 - 0.1 * 1, in float32
+  out = _isolated_stdout(passed_in_runs, 'by_name', new)   # 1 - 0.1 * 1, in float32
   assert out.split() == ['[0.8999999761581421,', '0.8999999761581421,', '0.8999999761581421]'], out
 
 
 @pytest.mark.parametrize('direct', [True, False])
-def test_a_function_passed_in_is_followed_where_every_call_site_is_in_sight(direct):
+def test_a_function_passed_in_is_followed_where_every_call_site_is_in_sight(direct,
+                                                                              passed_in_runs):
   """``optimize(state, grad)`` with ``optimize`` a parameter that every call of ``step`` binds
   to the def ``optimization_manager`` returns (directly, or through a variable) runs that def:
   its result is the optimizer, so ``new_optimizer.target`` is rewritten and the migrated
   program runs without this package to the legacy numbers: 1 - 0.1 * 1 = 0.9."""
   pytest.importorskip('libcst')
   from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
-  from tests import _isolated  # pylint: disable=g-import-not-at-top
-  call = 'step' if direct else 'run_step'
-  source = _PASSED_IN.replace('STEP', call)
-  if not direct:
-    source = source.replace('def main():', 'def run_step(optimize, state, grad):\n'
-                            '  return step(optimize, state, grad)\n\n\ndef main():')
-  new, report = migrate_source(source)
+  name = 'direct' if direct else 'through_a_variable'
+  new, report = migrate_source(_PASSED_SOURCES[name])
   assert report.records and all(r.status == 'rewritten' for r in report.records), report.records
   assert 'new_optimizer.params' in new and '.target' not in new, new
-  out = _isolated.run_isolated(new).stdout
+  out = _isolated_stdout(passed_in_runs, name, new)
   assert out.split() == ['[0.8999999761581421,', '0.8999999761581421,', '0.8999999761581421]',
                          '[0.8999999761581421,', '0.8999999761581421,', '0.8999999761581421]'], out
 

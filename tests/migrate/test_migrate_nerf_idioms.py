@@ -119,18 +119,33 @@ def test_each_stage_runs_the_step_it_bound_last():
   assert u.parent(call) is not None and inner.reaching_binding(u, call.func) is None
 
 
-@pytest.mark.parametrize('name', ['state_dict_histograms', 'state_dict_mixed'])
-def test_state_dict_logs_the_same_keys_and_values_both_ways(tmp_path, name):
+STATE_DICT_EXAMPLES = ('state_dict_histograms', 'state_dict_mixed')
+
+
+@pytest.fixture(scope='module')
+def state_dict_runs(tmp_path_factory):
+  """FOM016's examples run both ways, each side's programs in one child (``run_programs``: each
+  as ``__main__`` in its own globals): side -> name -> result."""
+  folder = pathlib.Path(__file__).resolve().parent / 'rules' / 'fom016_state_dict'
+  root = tmp_path_factory.mktemp('state_dict')
+  return {side: harness.run_programs(
+      [harness.Program(name, folder / f'{name}_{side}.py') for name in STATE_DICT_EXAMPLES],
+      root / side, isolated=side == 'after',
+      env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'} if side == 'after' else None)
+          for side in ('before', 'after')}
+
+
+@pytest.mark.parametrize('name', STATE_DICT_EXAMPLES)
+def test_state_dict_logs_the_same_keys_and_values_both_ways(state_dict_runs, name):
   """NeSF's weight histograms: ``traverse_util.flatten_dict(optimizer.state_dict())``, every
   key and value the legacy program logs, logged by the migrated one (FOM016's examples; in
   ``state_dict_mixed`` one read serves an Adam and a Momentum)."""
-  folder = pathlib.Path(__file__).resolve().parent / 'rules' / 'fom016_state_dict'
-  before = harness.run_before(folder / f'{name}_before.py', cwd=tmp_path,
-                              env=harness.legacy_env(tmp_path))
-  after = harness.run_after(folder / f'{name}_after.py', cwd=tmp_path,
-                            env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
-  keys = before.stdout.strip().splitlines()[-2]
+  before, after = (state_dict_runs[side][name] for side in ('before', 'after'))
+  for result in (before, after):
+    assert result['ok'], f'{name} failed:\n{result["error"]}'
+  keys = before['stdout'].strip().splitlines()[-2]
   assert 'state/param_states/' in keys and 'grad_sq_ema' in keys and 'target/' in keys
-  assert after.stdout.strip().splitlines()[-2] == keys
-  harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
+  assert after['stdout'].strip().splitlines()[-2] == keys
+  harness.assert_equivalent(harness.result_trajectory(state_dict_runs['before'], name),
+                            harness.result_trajectory(state_dict_runs['after'], name),
                             'bit-exact', label=name)

@@ -78,13 +78,17 @@ def _example_names():
   return sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
 
 
-@pytest.mark.parametrize('name', _example_names())
-def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, name):
+@pytest.fixture(scope='module')
+def both_ways(examples):
   root, migrated = examples
-  migration, folder = migrated[name], root / name
-  harness.assert_whole_and_equivalent(migration, EXAMPLES / name, folder, legacy_env_root=root,
-                                      env_after={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
-  for path in folder.glob('*.py'):
+  return harness.BothWays(EXAMPLES, root, migrated,
+                          env_after={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+
+
+@pytest.mark.parametrize('name', _example_names())
+def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, both_ways, name):
+  both_ways.check(name)
+  for path in (examples[0] / name).glob('*.py'):
     assert 'flax import optim' not in path.read_text(), path.name
 
 
@@ -186,26 +190,22 @@ def test_a_dict_of_optimizers_saved_in_one_checkpoint_says_how_to_convert_each()
 
 
 def test_a_legacy_dict_checkpoint_converted_key_by_key_is_what_the_migrated_program_saves(
-    examples, tmp_path):
+    examples, both_ways):
   """The report's note on a dict of optimizers saved in one file: each key's state dict
   converted by ``convert.convert_checkpoint`` (with the report's optax expression) and put back
-  at its key is, leaf for leaf, the checkpoint the migrated program writes at the same step."""
+  at its key is, leaf for leaf, the checkpoint the migrated program writes at the same step
+  (the two runs of the example's own test, each in its own working directory)."""
   import flax   # pylint: disable=g-import-not-at-top
   import optax  # pylint: disable=g-import-not-at-top,unused-import
   from flax import serialization  # pylint: disable=g-import-not-at-top
   import flax_optim_compat as optim  # pylint: disable=g-import-not-at-top
   from flax_optim_compat import convert  # pylint: disable=g-import-not-at-top
   root, migrated = examples
-  shutil.copytree(EXAMPLES / 'dict_checkpoint', tmp_path / 'legacy')
-  shutil.copytree(root / 'dict_checkpoint', tmp_path / 'migrated',
-                  ignore=shutil.ignore_patterns('ckpt_dict'))   # another test's run
-  harness.run_before(tmp_path / 'legacy' / 'train.py', cwd=tmp_path / 'legacy',
-                     env=harness.legacy_env(tmp_path))
-  harness.run_after(tmp_path / 'migrated' / 'train.py', cwd=tmp_path / 'migrated',
-                    env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  both_ways.runs('dict_checkpoint')
+  legacy_dir, migrated_dir = both_ways.legacy_cwd('dict_checkpoint'), root / 'dict_checkpoint'
   read = lambda path: serialization.msgpack_restore(path.read_bytes())
-  legacy = read(tmp_path / 'legacy' / 'ckpt_dict' / 'checkpoint_5')
-  saved = read(tmp_path / 'migrated' / 'ckpt_dict' / 'checkpoint_5')
+  legacy = read(legacy_dir / 'ckpt_dict' / 'checkpoint_5')
+  saved = read(migrated_dir / 'ckpt_dict' / 'checkpoint_5')
   assert sorted(legacy) == sorted(saved) == ['actor', 'critic']
   defs = {'actor': optim.Adam(learning_rate=0.05, beta1=0.8),
           'critic': optim.Momentum(learning_rate=0.1, beta=0.7)}
