@@ -48,6 +48,12 @@ out['index_numpy_input'] = jax.ops.index_update(np.zeros(3), 1, 7.0).tolist()
 # --- the rest of jax ---------------------------------------------------------------------
 out['clip'] = jnp.clip(jnp.exp(jnp.arange(4.0)), a_max=10.0).tolist()
 out['clip_both'] = jnp.clip(jnp.arange(-2.0, 3.0), a_min=-1.0, a_max=1.0).tolist()
+# jnp.fix rounds toward zero; an integer or bool array comes back as a float array.
+out['fix'] = [[str(r.dtype), np.asarray(r, np.float64).tolist()] for r in (
+    jnp.fix(jnp.asarray([-2.5, -0.5, 0.5, 1.7, 3.0])),
+    jnp.fix(jnp.asarray([-1.5, 2.5], jnp.bfloat16)))]
+out['fix_integer'] = [[str(r.dtype), np.asarray(r, np.float64).tolist()] for r in (
+    jnp.fix(jnp.asarray([-3, 4])), jnp.fix(jnp.asarray([True, False])))]
 out['tie_in'] = float(jax.lax.tie_in(x, jnp.float32(3.0)))
 out['device_array'] = [isinstance(x, jnp.DeviceArray),
                        isinstance(x, jax.interpreters.xla.DeviceArray),
