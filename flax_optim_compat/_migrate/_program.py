@@ -185,7 +185,9 @@ def _import_aliases(root: str, files: Sequence[str], sources: Sequence[str]) -> 
   is a package of the given files (code copied out of a monorepo imports itself by its old
   path, which resolves to nothing here). The tail must be at least two names (a folder and a
   module or package of the project) and the prefix's first name no module this interpreter
-  finds (``flax.training.checkpoints`` is flax's even beside a ``training/checkpoints.py``)."""
+  finds (``flax.training.checkpoints`` is flax's even beside a ``training/checkpoints.py``).
+  Such a prefix maps to ``''``; a sub-folder's module imported by its bare name maps to the
+  folder's dotted path (``_sibling_aliases``)."""
   own = set()
   for f in files:
     parts = os.path.relpath(os.path.splitext(f)[0], root).split(os.sep)
@@ -202,15 +204,46 @@ def _import_aliases(root: str, files: Sequence[str], sources: Sequence[str]) -> 
       tail = next((i for i in range(1, len(parts) - 1) if '.'.join(parts[i:]) in own), None)
       if tail is not None and importlib.util.find_spec(parts[0]) is None:
         aliases['.'.join(parts[:tail])] = ''
+  aliases.update(_sibling_aliases(root, files, sources, own, tops | set(aliases)))
   return aliases
 
 
+def _sibling_aliases(root: str, files: Sequence[str], sources: Sequence[str], own: Set[str],
+                     taken: Set[str]) -> Dict[str, str]:
+  """Bare names of a sub-folder's own modules, as the program run from that folder imports
+  them: ``from internal import utils`` in ``mipnerf/train.py`` (or in
+  ``mipnerf/internal/models.py``, imported by that script) is ``mipnerf/internal/utils.py``, as
+  ``python train.py`` puts ``mipnerf/`` first on ``sys.path``. The name is looked up in the
+  importing file's folder, then in each folder above it up to the given root; it becomes the
+  project's own only where every file that imports it finds the same folder, and no module this
+  interpreter finds has that name."""
+  targets: Dict[str, Set[str]] = {}
+  for f, text in zip(files, sources):
+    folder = os.path.relpath(os.path.dirname(f), root)
+    if folder == os.curdir:
+      continue
+    parents = folder.split(os.sep)
+    for m in re.finditer(r'^\s*(?:from\s+(\w+)[\s.]|import\s+(\w+))', text, re.MULTILINE):
+      name = m.group(1) or m.group(2)
+      if name in taken:
+        continue
+      found = next(('.'.join(parents[:i]) for i in range(len(parents), 0, -1)
+                    if '.'.join(parents[:i] + [name]) in own), None)
+      if found is not None:
+        targets.setdefault(name, set()).add(f'{found}.{name}')
+  return {name: next(iter(found)) for name, found in sorted(targets.items())
+          if len(found) == 1 and importlib.util.find_spec(name) is None}
+
+
 def _aliased(unit: SourceFile, aliases: Dict[str, str]) -> None:
-  """Names that ``aliases``' prefixes start become the project's own (the prefix dropped)."""
+  """Names that ``aliases``' prefixes start become the project's own (the prefix replaced by
+  its value: dropped for a monorepo path, the sub-folder's path for a bare sibling name)."""
   def own(name: str) -> str:
-    for prefix in aliases:
+    for prefix, replacement in aliases.items():
       if name.startswith(prefix + '.'):
-        return name[len(prefix) + 1:]
+        return (replacement + '.' if replacement else '') + name[len(prefix) + 1:]
+      if name == prefix and replacement:
+        return replacement
     return name
   unit.fqnames = {node: {meta.QualifiedName(name=own(q.name), source=q.source) for q in qs}
                   for node, qs in unit.fqnames.items()}
@@ -241,7 +274,7 @@ class Program:
     parsed = {}
     for f in files:
       # what a file's tree and metadata are computed from
-      key = (f, root, tuple(sorted(aliases)), sources[f])
+      key = (f, root, tuple(sorted(aliases.items())), sources[f])
       unit = _PARSED.get(key)
       if unit is None:
         try:
