@@ -412,7 +412,42 @@ class Program:
       value = _unit.assigned_value(unit, func)
       if value is not None:
         return self.resolve_callable(unit, value, shift, depth + 1)
+    if isinstance(func, cst.Attribute):
+      method = self._own_method(unit, func)
+      if method is not None:
+        return method[0], method[1], shift
     return None
+
+  def _own_method(self, unit: SourceFile, func: cst.Attribute):
+    """``(unit, FunctionDef)`` of ``receiver.name``, the receiver a method's ``self`` or a
+    variable bound once to an instance of the project's class (``m = Model(config)``): the one
+    method ``name`` of that class's family (no other class of the family defines it, so no
+    override may run instead), a plain method (not a property, static or class method, whose
+    call binds otherwise). The receiver is followed as an object, never matched by name."""
+    family = self.receiver_family(unit, func.value)
+    if family is None and isinstance(func.value, cst.Name):
+      value = _unit.assigned_value(unit, func.value)
+      made = self.resolve_callable(unit, value.func) if isinstance(value, cst.Call) else None
+      if made is not None and isinstance(made[1], cst.ClassDef):
+        family = self.family(made[0], made[1])
+    if family is None:
+      return None
+    name = func.attr.value
+    found = {}
+    for u, node in self._functions.values():
+      if node.name.value != name:
+        continue
+      owner = u.enclosing(u.parent(node), (cst.ClassDef, cst.FunctionDef))
+      if isinstance(owner, cst.ClassDef) and self.family(u, owner) == family:
+        found[id(node)] = (u, node)
+    if len(found) != 1:
+      return None
+    u, node = next(iter(found.values()))
+    if any(u.code(d.decorator).split('.')[-1] in ('property', 'staticmethod', 'classmethod',
+                                                  'setter', 'cached_property')
+           for d in node.decorators):
+      return None
+    return u, node
 
   def imported_by(self, text: str) -> List[SourceFile]:
     """The project's parsed files that the code ``text`` may import, directly or through
