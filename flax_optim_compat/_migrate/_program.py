@@ -127,7 +127,8 @@ def python_files(paths: Sequence[str]) -> List[str]:
 def _root_of(files: Sequence[str], sources: Sequence[str]) -> str:
   """The folder whose dotted sub-paths are the project's module names.
 
-  The common folder of all files, moved up while it is a package (has ``__init__.py``), so
+  The common folder of all files, moved up while it is a package (has ``__init__.py`` and a
+  name an import can spell: a clone in ``owner+repo@ref/`` is no package of its parent), so
   ``pkg/train.py`` is module ``pkg.train`` and its relative imports resolve, unless the files
   import its sub-folders by their own names (a program run from that folder); then up while the
   files import their own modules by a longer name (``brax/training`` given, its files import
@@ -137,7 +138,7 @@ def _root_of(files: Sequence[str], sources: Sequence[str]) -> str:
   """
   root = os.path.commonpath([os.path.dirname(f) for f in files])
   while os.path.isfile(os.path.join(root, '__init__.py')) and os.path.dirname(root) != root and (
-      not _imports_its_folders(root, sources)):
+      os.path.basename(root).isidentifier() and not _imports_its_folders(root, sources)):
     root = os.path.dirname(root)
   mine = {os.path.relpath(f, root).split(os.sep)[0] for f in files}
   mine |= {m[:-3] for m in mine if m.endswith('.py')}
@@ -197,8 +198,10 @@ def _import_aliases(root: str, files: Sequence[str], sources: Sequence[str]) -> 
   tops = {name.split('.')[0] for name in own}
   aliases = {}
   for text in sources:
-    for m in re.finditer(r'^\s*(?:from|import)\s+(\w+(?:\.\w+)+)', text, re.MULTILINE):
-      parts = m.group(1).split('.')
+    # ``from a.b import c`` names module ``a.b.c`` where that is one of the project's
+    for m in re.finditer(r'^\s*(?:from|import)\s+(\w+(?:\.\w+)+)(?:\s+import\s+\(?\s*(\w+))?',
+                         text, re.MULTILINE):
+      parts = m.group(1).split('.') + ([m.group(2)] if m.group(2) else [])
       if parts[0] in tops or parts[0] in aliases or m.group(1) in aliases:
         continue
       tail = next((i for i in range(1, len(parts) - 1) if '.'.join(parts[i:]) in own), None)

@@ -5,7 +5,8 @@ corpus), each a short program modeled on the real code:
   ``mipnerf/``): its files import their siblings by bare names (``from internal import utils``
   for ``mipnerf/internal/utils.py``), which Python resolves against the script's folder on
   ``sys.path``. Given the whole repository, those imports resolve to the sub-folder's files, and
-  the optimizer stored in ``utils.TrainState`` is followed there.
+  the optimizer stored in ``utils.TrainState`` is followed there. So do imports of the
+  repository by its own name from a clone in a folder named otherwise (``owner+repo@ref/``).
 * A trainer class makes its def in a method (``self.make_optimizer_def()``, the def chosen in
   ``if``/``elif`` branches) and returns the state it creates from another
   (``state = model.make_init_state()``): a method call is followed where its receiver is the
@@ -89,6 +90,20 @@ def test_a_bare_name_two_sub_folders_define_is_left_unresolved(tmp_path):
   refused = [r for r in report.records if r.status == 'refused']
   assert refused and all(r.code == 'FOM107' for r in refused), report.summary(False)
   assert any('internal.utils.TrainState' in r.message for r in refused), report.summary(False)
+
+
+def test_a_clone_in_a_folder_no_import_can_name_imports_itself_by_its_repository_name(tmp_path):
+  """A repository cloned into ``owner+jaxnerf@4007826/`` (a corpus folder) with an
+  ``__init__.py`` at its root imports itself as ``from jaxnerf.nerf import utils``: the folder
+  is no package of its parent (no import can spell its name), so it stays the root and the
+  path's tail ``nerf.utils`` resolves to its files."""
+  sources = _write(tmp_path / 'owner+jaxnerf@4007826', {
+      '__init__.py': '', 'nerf/__init__.py': '', 'nerf/utils.py': UTILS,
+      'train.py': TRAIN.replace('from internal import utils', 'from jaxnerf.nerf import utils')})
+  changed, report = _engine.migrate_sources(sources)
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert 'return state.optimizer.params' in changed[
+      str(tmp_path / 'owner+jaxnerf@4007826' / 'train.py')]
 
 
 def test_an_installed_module_is_never_read_as_a_sibling(tmp_path):

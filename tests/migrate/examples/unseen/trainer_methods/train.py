@@ -2,7 +2,8 @@
 makes its optimizer def in a method (``self.make_optimizer_def()``, chosen by the config in
 ``if``/``elif`` branches, a weight decay passed through ``**optimizer_kwargs`` only where the
 config sets one), creates it in another method that returns a train-state dataclass
-(``state = model.make_init_state()``), and steps it in a pmapped method with a learning rate
+(``state = model.make_init_state()``), checks it is there (``state.optimizer is None``), and
+steps it in a pmapped method with a learning rate
 computed from the config, skipping an update whose result is not finite (a tree map over the
 whole state, the optimizer in it)."""
 import functools
@@ -37,6 +38,8 @@ class Model:
     return jnp.mean((x @ params['w'] + params['b'] - y) ** 2)
 
   def step_fn(self, state, batch, learning_rate_mult=1.):
+    if state.optimizer is None:
+      raise ValueError('Optimizer is None')
     loss, grad = jax.value_and_grad(functools.partial(self.loss_fn, batch))(
         state.optimizer.target)
     grad = jax.lax.pmean(grad, axis_name='batch')
