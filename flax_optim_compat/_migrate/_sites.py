@@ -368,7 +368,12 @@ def _read_message(unit: SourceFile, read: cst.Attribute) -> str:
           # fields; FOM016 rebuilds legacy's layout for the defs whose fields it maps.
           'state_dict': "state dict {'target', 'state': {'step', 'param_states'}} with its "
                         "per-parameter names (grad_ema, momentum...), which a TrainState's "
-                        "state dict (step, params, optax's opt_state) does not have"
+                        "state dict (step, params, optax's opt_state) does not have",
+          # The argument is legacy's layout, built or edited by the program's own code.
+          'restore_state': "method that loads a state dict in legacy's layout {'target', "
+                           "'state': {'step', 'param_states'}} (the program builds or edits "
+                           'one by those keys), which a TrainState has no method for and '
+                           "whose per-parameter states optax keeps under other names"
           }.get(read.attr.value)
   if what:
     message += f' (legacy\'s {what})'

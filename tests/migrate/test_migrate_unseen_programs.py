@@ -177,3 +177,34 @@ def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, name):
   root, migrated = examples
   harness.assert_whole_and_equivalent(migrated[name], EXAMPLES / name, root / name,
                                       legacy_env_root=root)
+
+
+# f_net's fine-tuning (2021): a pre-trained checkpoint is read raw, its legacy layout edited by
+# key (a fresh output layer, zeroed moments) and loaded with ``optimizer.restore_state``.
+RESTORE_STATE = '''from flax import optim
+from flax.training import checkpoints
+import jax.numpy as jnp
+
+
+def restore_pretrained(optimizer, params, ckpt_dir):
+  ckpt = checkpoints.restore_checkpoint(ckpt_dir, target=None)
+  ckpt['target']['head'] = params['head']
+  ckpt['state']['param_states']['head'] = {'grad_ema': jnp.zeros(2), 'grad_sq_ema': jnp.zeros(2)}
+  return optimizer.restore_state(ckpt)
+
+
+def main(params, ckpt_dir):
+  optimizer = optim.Adam(learning_rate=0.1).create(params)
+  optimizer = restore_pretrained(optimizer, params, ckpt_dir)
+  return optimizer.target
+'''
+
+
+def test_restore_state_of_an_edited_legacy_layout_is_refused_naming_why(tmp_path):
+  sources = _write(tmp_path / 'prog', {'run_classifier.py': RESTORE_STATE})
+  _, report = _engine.migrate_sources(sources)
+  blocking = [r for r in report.records if r.line == 10]
+  assert [(r.code, r.status) for r in blocking] == [('FOM104', 'refused')], report.summary(False)
+  assert "loads a state dict in legacy's layout {'target', 'state'" in blocking[0].message
+  assert 'a TrainState has no method for' in blocking[0].message
+  assert {r.status for r in report.records} == {'refused'}, report.summary(False)
