@@ -365,7 +365,50 @@ class Program:
               grown = True
       if not grown:
         break
+    return self._without_eager(compiled, bodies)
+
+  def _without_eager(self, compiled: Set[int], bodies) -> Set[int]:
+    """``compiled`` less the functions that also run eagerly: referred to (called, bound to a
+    field, passed) somewhere that is neither inside a compiler call's first argument nor in the
+    body of a function that runs compiled (TD3's ``self.actor_step = self._actor_step`` where
+    ``jit`` is off, beside ``jax.jit(self._actor_step)``). A decorated function has no such
+    reference: every call of it runs compiled."""
+    named = {}
+    for unit, fdef in bodies:
+      if id(fdef) in compiled and not fdef.decorators:
+        named.setdefault(fdef.name.value, []).append(fdef)
+    if not named:
+      return compiled
+    refs = [(unit, node) for unit in self.units for node in unit.nodes
+            if (isinstance(node, cst.Name) and node.value in named
+                and not isinstance(unit.parent(node), (cst.FunctionDef, cst.Attribute)))
+            or (isinstance(node, cst.Attribute) and node.attr.value in named)]
+    for _ in range(8):
+      shrunk = False
+      for unit, node in refs:
+        target = self.resolve_callable(unit, node)
+        if target is None or id(target[1]) not in compiled or self._compiled_at(
+            unit, node, compiled):
+          continue
+        compiled.discard(id(target[1]))
+        shrunk = True
+      if not shrunk:
+        break
     return compiled
+
+  def _compiled_at(self, unit: SourceFile, node: cst.CSTNode, compiled: Set[int]) -> bool:
+    """Whether the reference ``node`` runs compiled: inside a compiler call's first argument
+    (``jax.jit(self._step)``, ``jax.pmap(functools.partial(step, ...))``) or in the body of a
+    function of ``compiled``."""
+    child, parent = node, unit.parent(node)
+    while parent is not None:
+      if isinstance(parent, cst.Call) and unit.names(parent.func) & COMPILERS and (
+          parent.args and parent.args[0] is child):
+        return True
+      if isinstance(parent, cst.FunctionDef) and child is not parent.name:
+        return id(parent) in compiled
+      child, parent = parent, unit.parent(parent)
+    return False
 
   def is_compiled(self, unit: SourceFile, node: cst.CSTNode) -> bool:
     """Whether ``node`` runs traced: inside a function that runs under jit or pmap."""
@@ -416,12 +459,12 @@ class Program:
       if value is not None:
         return self.resolve_callable(unit, value, shift, depth + 1)
     if isinstance(func, cst.Attribute):
-      method = self._own_method(unit, func)
+      method = self._own_method(unit, func, depth)
       if method is not None:
-        return method[0], method[1], shift
+        return method[0], method[1], method[2] + shift
     return None
 
-  def _own_method(self, unit: SourceFile, func: cst.Attribute):
+  def _own_method(self, unit: SourceFile, func: cst.Attribute, depth: int = 0):
     """``(unit, FunctionDef)`` of ``receiver.name``, the receiver a method's ``self`` or a
     variable bound once to an instance of the project's class (``m = Model(config)``): the one
     method ``name`` of that class's family (no other class of the family defines it, so no
@@ -443,6 +486,8 @@ class Program:
       owner = u.enclosing(u.parent(node), (cst.ClassDef, cst.FunctionDef))
       if isinstance(owner, cst.ClassDef) and self.family(u, owner) == family:
         found[id(node)] = (u, node)
+    if not found:
+      return self._bound_field(family, name, depth)
     if len(found) != 1:
       return None
     u, node = next(iter(found.values()))
@@ -450,7 +495,36 @@ class Program:
                                                   'setter', 'cached_property')
            for d in node.decorators):
       return None
-    return u, node
+    return u, node, 0
+
+  def _bound_field(self, family: str, name: str, depth: int):
+    """``(unit, FunctionDef, shift)`` that the field ``self.<name>`` of the class family holds
+    where every assignment to it in the family's methods is a callable that resolves to the same
+    function (TD3's ``self.actor_step = jax.jit(self._actor_step)`` in one branch,
+    ``self._actor_step`` in the other), else None."""
+    key = (family, name)
+    cache = self.__dict__.setdefault('_bound_fields', {})
+    if key in cache:
+      return cache[key]
+    cache[key] = None   # while it is being decided (a field bound to itself): none
+    values = []
+    for u in self.units:
+      for node in u.nodes:
+        if isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(
+            u.parent(node), (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and (
+                self.receiver_family(u, node.value) == family):
+          target = u.parent(node)
+          assign = u.parent(target) if isinstance(target, cst.AssignTarget) else None
+          if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1):
+            return None
+          values.append((u, assign.value))
+    resolved = {(id(t[1]), t[2]): t for t in (
+        self.resolve_callable(u, v, 0, depth + 1) for u, v in values) if t is not None}
+    if not values or len(resolved) != 1 or any(
+        self.resolve_callable(u, v, 0, depth + 1) is None for u, v in values):
+      return None
+    cache[key] = next(iter(resolved.values()))
+    return cache[key]
 
   def imported_by(self, text: str) -> List[SourceFile]:
     """The project's parsed files that the code ``text`` may import, directly or through

@@ -15,6 +15,11 @@ corpus), each a short program modeled on the real code:
   the receiver is a value whose class the analysis cannot name, what the method returns is not
   followed: the optimizer is refused, naming the call (before, it was rewritten in the method
   and left legacy at the call: half-migrated, reported whole).
+* An agent binds its steps to fields in ``__init__`` (``self.critic_step =
+  jax.jit(self._critic_step)``, the plain method in the other branch) and calls them through
+  the field: a field every assignment of which resolves to one method is that method; the
+  example (tests/migrate/examples/unseen/agent_bound_steps/) is rewritten whole and runs both
+  ways, jitted and not.
 """
 import pathlib
 
