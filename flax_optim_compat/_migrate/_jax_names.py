@@ -68,6 +68,10 @@ def _by_name() -> Dict[str, _Name]:
       # Today's public function of the same result (``xla_bridge.device_count`` is
       # ``jax.device_count``): renamed like an alias, so the module's import can go.
       names[e.qualname] = _Name(e.qualname, 'alias', e.target)
+    elif e.qualname == 'jax.partial':
+      # jax re-exported ``functools.partial`` itself (``from functools import partial``): the
+      # very object, renamed wherever it is used (``@jax.partial(jax.jit, ...)`` too).
+      names[e.qualname] = _Name(e.qualname, 'alias', e.target)
     elif e.module == 'numpy' and e.kind == 'function' and '.' in e.target:
       # numpy's removed aliases were the very object at ``target`` (``np.float is float``,
       # ``np.product`` called ``np.prod``): renamed, called or not.

@@ -29,6 +29,7 @@ pytest.importorskip('libcst')
 
 # pylint: disable=g-import-not-at-top
 from flax_optim_compat._migrate import _engine
+from flax_optim_compat._migrate import migrate_source
 from flax_optim_compat._migrate import _program
 from tests import _migrate_harness as harness
 
@@ -213,3 +214,31 @@ def test_restore_state_of_an_edited_legacy_layout_is_refused_naming_why(tmp_path
   assert "loads a state dict in legacy's layout {'target', 'state'" in blocking[0].message
   assert 'a TrainState has no method for' in blocking[0].message
   assert {r.status for r in report.records} == {'refused'}, report.summary(False)
+
+
+# jax-sac (2021): ``@jax.partial(jax.jit, static_argnums=...)`` on its update functions.
+JAX_PARTIAL = '''import jax
+import jax.numpy as jnp
+
+
+@jax.partial(jax.jit, static_argnums=1)
+def scale(x, n):
+  return x * n
+
+
+double = jax.partial(scale, n=2)
+RESULT = [float(v) for v in scale(jnp.ones(2), 3)] + [float(v) for v in double(jnp.ones(2))]
+'''
+
+
+def test_jax_partial_is_functools_partial_wherever_it_is_used():
+  """jax re-exported ``functools.partial`` itself until jax 0.2.21: the decorator and the call
+  both become ``functools.partial`` (imported), and the file runs on today's jax."""
+  new, report = migrate_source(JAX_PARTIAL, 'learner.py')
+  assert [(r.code, r.status) for r in report.records] == [('FOM201', 'rewritten')] * 2, (
+      report.summary(False))
+  assert '@functools.partial(jax.jit, static_argnums=1)' in new and 'import functools' in new
+  assert 'double = functools.partial(scale, n=2)' in new
+  scope = {}
+  exec(compile(new, 'learner.py', 'exec'), scope)  # pylint: disable=exec-used
+  assert scope['RESULT'] == [3.0, 3.0, 2.0, 2.0]
