@@ -91,7 +91,8 @@ def test_a_bare_name_two_sub_folders_define_is_left_unresolved(tmp_path):
       'a/internal/utils.py': UTILS, 'a/train.py': TRAIN,
       'b/internal/utils.py': UTILS, 'b/train.py': TRAIN})
   root = str(tmp_path / 'repo')
-  assert _program._import_aliases(root, sorted(sources), [sources[f] for f in sorted(sources)]) == {}
+  files = sorted(sources)
+  assert _program._import_aliases(root, files, [sources[f] for f in files]) == {}
   _, report = _engine.migrate_sources(sources)
   refused = [r for r in report.records if r.status == 'refused']
   assert refused and all(r.code == 'FOM107' for r in refused), report.summary(False)
@@ -118,7 +119,8 @@ def test_an_installed_module_is_never_read_as_a_sibling(tmp_path):
       'prog/flax/utils.py': 'X = 1\n', 'prog/train.py': 'from flax import linen\n',
       'other/x.py': 'import numpy\n'})
   root = str(tmp_path / 'repo')
-  assert _program._import_aliases(root, sorted(sources), [sources[f] for f in sorted(sources)]) == {}
+  files = sorted(sources)
+  assert _program._import_aliases(root, files, [sources[f] for f in files]) == {}
 
 
 # ---- a trainer class: its def made by a method, its state returned by another
