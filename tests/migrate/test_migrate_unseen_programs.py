@@ -244,3 +244,15 @@ def test_jax_partial_is_functools_partial_wherever_it_is_used():
   scope = {}
   exec(compile(new, 'learner.py', 'exec'), scope)  # pylint: disable=exec-used
   assert scope['RESULT'] == [3.0, 3.0, 2.0, 2.0]
+
+
+def test_a_name_gone_from_a_submodule_not_yet_imported_is_marked():
+  """mipnerf's tests: ``from jax import test_util as jtu`` then ``jtu.JaxTestCase``, which
+  today's ``jax.test_util`` no longer defines (it still has ``check_grads``): FOM299 naming it,
+  never a silent "whole"."""
+  source = ('from jax import test_util as jtu\n\n\nclass MathTest(jtu.JaxTestCase):\n'
+            '  check = staticmethod(jtu.check_grads)\n')
+  _, report = migrate_source(source, 'math_test.py')
+  refused = [(r.line, r.code, r.message) for r in report.records if r.status == 'refused']
+  assert [(line, code) for line, code, _ in refused] == [(4, 'FOM299')], refused
+  assert 'jax.test_util.JaxTestCase' in refused[0][2], refused
