@@ -27,6 +27,8 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
+import os
+import re
 import types
 from typing import Dict, List, NamedTuple, Optional, Tuple
 import warnings
@@ -67,6 +69,10 @@ def _by_name() -> Dict[str, _Name]:
     elif e.module in REMOVED_MODULES and e.kind == 'function':
       # Today's public function of the same result (``xla_bridge.device_count`` is
       # ``jax.device_count``): renamed like an alias, so the module's import can go.
+      names[e.qualname] = _Name(e.qualname, 'alias', e.target)
+    elif e.qualname == 'jax.partial':
+      # jax re-exported ``functools.partial`` itself (``from functools import partial``): the
+      # very object, renamed wherever it is used (``@jax.partial(jax.jit, ...)`` too).
       names[e.qualname] = _Name(e.qualname, 'alias', e.target)
     elif e.module == 'numpy' and e.kind == 'function' and '.' in e.target:
       # numpy's removed aliases were the very object at ``target`` (``np.float is float``,
@@ -380,11 +386,31 @@ def missing_today(name: str) -> Optional[str]:
         continue
     prefix = '.'.join(parts[:i + 1])
     try:
-      found = importlib.util.find_spec(prefix) is not None
+      spec = importlib.util.find_spec(prefix)
     except (ImportError, ValueError):
-      found = False
-    return None if found else prefix
+      spec = None
+    if spec is None:
+      return prefix
+    if i + 1 < len(parts) and not _may_define(spec, parts[i + 1]):
+      return f'{prefix}.{parts[i + 1]}'
+    return None
   return None
+
+
+def _may_define(spec, name: str) -> bool:
+  """Whether the source of the (not imported) module ``spec`` may define ``name``: it names it,
+  or it can bind names no text shows (``import *``, a module ``__getattr__``), or it has no
+  readable source. ``jax.test_util`` of today defines ``check_grads`` but no ``JaxTestCase``."""
+  for folder in spec.submodule_search_locations or ():   # a package's submodule
+    if os.path.exists(os.path.join(folder, name + '.py')) or os.path.isdir(
+        os.path.join(folder, name)):
+      return True
+  try:
+    with open(spec.origin, encoding='utf-8') as f:
+      text = f.read()
+  except (OSError, TypeError, ValueError):
+    return True
+  return bool(re.search(rf'\b{re.escape(name)}\b|import \*|__getattr__', text))
 
 
 # Old modules that held jax's public functions under another path: ``jax.api`` (jax's public

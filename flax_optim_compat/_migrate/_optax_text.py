@@ -36,7 +36,9 @@ class DefCall(NamedTuple):
 def def_call(name: str, call: cst.Call, unit: _unit.SourceFile) -> Optional[DefCall]:
   """Normalises ``optim.Adam(1e-3, beta2=0.99)`` to keywords; None if it cannot.
 
-  ``**kw`` is read where ``_unit.dict_keywords`` reads it (a dict assigned once, never changed).
+  ``**kw`` is read where ``_unit.dict_keywords`` reads it (a dict assigned once, changed only
+  by ``kw['key'] = value`` statements, a key only those set passing the def's default where
+  absent).
   """
   cls = getattr(_optim, name, None)
   if cls is None or any(a.star == '*' for a in call.args):
@@ -45,7 +47,10 @@ def def_call(name: str, call: cst.Call, unit: _unit.SourceFile) -> Optional[DefC
   keywords = {a.keyword.value: unit.code(a.value) for a in call.args if a.keyword}
   for arg in call.args:
     if arg.star == '**':
-      passed = _unit.dict_keywords(unit, arg.value) if isinstance(arg.value, cst.Name) else None
+      defaults = {k: repr(p.default) for k, p in inspect.signature(cls).parameters.items()
+                  if p.default is not inspect.Parameter.empty}
+      passed = _unit.dict_keywords(unit, arg.value, defaults) if isinstance(
+          arg.value, cst.Name) else None
       if passed is None or set(passed) & set(keywords):
         return None
       keywords.update(passed)

@@ -127,7 +127,8 @@ def python_files(paths: Sequence[str]) -> List[str]:
 def _root_of(files: Sequence[str], sources: Sequence[str]) -> str:
   """The folder whose dotted sub-paths are the project's module names.
 
-  The common folder of all files, moved up while it is a package (has ``__init__.py``), so
+  The common folder of all files, moved up while it is a package (has ``__init__.py`` and a
+  name an import can spell: a clone in ``owner+repo@ref/`` is no package of its parent), so
   ``pkg/train.py`` is module ``pkg.train`` and its relative imports resolve, unless the files
   import its sub-folders by their own names (a program run from that folder); then up while the
   files import their own modules by a longer name (``brax/training`` given, its files import
@@ -137,7 +138,7 @@ def _root_of(files: Sequence[str], sources: Sequence[str]) -> str:
   """
   root = os.path.commonpath([os.path.dirname(f) for f in files])
   while os.path.isfile(os.path.join(root, '__init__.py')) and os.path.dirname(root) != root and (
-      not _imports_its_folders(root, sources)):
+      os.path.basename(root).isidentifier() and not _imports_its_folders(root, sources)):
     root = os.path.dirname(root)
   mine = {os.path.relpath(f, root).split(os.sep)[0] for f in files}
   mine |= {m[:-3] for m in mine if m.endswith('.py')}
@@ -185,7 +186,9 @@ def _import_aliases(root: str, files: Sequence[str], sources: Sequence[str]) -> 
   is a package of the given files (code copied out of a monorepo imports itself by its old
   path, which resolves to nothing here). The tail must be at least two names (a folder and a
   module or package of the project) and the prefix's first name no module this interpreter
-  finds (``flax.training.checkpoints`` is flax's even beside a ``training/checkpoints.py``)."""
+  finds (``flax.training.checkpoints`` is flax's even beside a ``training/checkpoints.py``).
+  Such a prefix maps to ``''``; a sub-folder's module imported by its bare name maps to the
+  folder's dotted path (``_sibling_aliases``)."""
   own = set()
   for f in files:
     parts = os.path.relpath(os.path.splitext(f)[0], root).split(os.sep)
@@ -195,22 +198,55 @@ def _import_aliases(root: str, files: Sequence[str], sources: Sequence[str]) -> 
   tops = {name.split('.')[0] for name in own}
   aliases = {}
   for text in sources:
-    for m in re.finditer(r'^\s*(?:from|import)\s+(\w+(?:\.\w+)+)', text, re.MULTILINE):
-      parts = m.group(1).split('.')
+    # ``from a.b import c`` names module ``a.b.c`` where that is one of the project's
+    for m in re.finditer(r'^\s*(?:from|import)\s+(\w+(?:\.\w+)+)(?:\s+import\s+\(?\s*(\w+))?',
+                         text, re.MULTILINE):
+      parts = m.group(1).split('.') + ([m.group(2)] if m.group(2) else [])
       if parts[0] in tops or parts[0] in aliases or m.group(1) in aliases:
         continue
       tail = next((i for i in range(1, len(parts) - 1) if '.'.join(parts[i:]) in own), None)
       if tail is not None and importlib.util.find_spec(parts[0]) is None:
         aliases['.'.join(parts[:tail])] = ''
+  aliases.update(_sibling_aliases(root, files, sources, own, tops | set(aliases)))
   return aliases
 
 
+def _sibling_aliases(root: str, files: Sequence[str], sources: Sequence[str], own: Set[str],
+                     taken: Set[str]) -> Dict[str, str]:
+  """Bare names of a sub-folder's own modules, as the program run from that folder imports
+  them: ``from internal import utils`` in ``mipnerf/train.py`` (or in
+  ``mipnerf/internal/models.py``, imported by that script) is ``mipnerf/internal/utils.py``, as
+  ``python train.py`` puts ``mipnerf/`` first on ``sys.path``. The name is looked up in the
+  importing file's folder, then in each folder above it up to the given root; it becomes the
+  project's own only where every file that imports it finds the same folder, and no module this
+  interpreter finds has that name."""
+  targets: Dict[str, Set[str]] = {}
+  for f, text in zip(files, sources):
+    folder = os.path.relpath(os.path.dirname(f), root)
+    if folder == os.curdir:
+      continue
+    parents = folder.split(os.sep)
+    for m in re.finditer(r'^\s*(?:from\s+(\w+)[\s.]|import\s+(\w+))', text, re.MULTILINE):
+      name = m.group(1) or m.group(2)
+      if name in taken:
+        continue
+      found = next(('.'.join(parents[:i]) for i in range(len(parents), 0, -1)
+                    if '.'.join(parents[:i] + [name]) in own), None)
+      if found is not None:
+        targets.setdefault(name, set()).add(f'{found}.{name}')
+  return {name: next(iter(found)) for name, found in sorted(targets.items())
+          if len(found) == 1 and importlib.util.find_spec(name) is None}
+
+
 def _aliased(unit: SourceFile, aliases: Dict[str, str]) -> None:
-  """Names that ``aliases``' prefixes start become the project's own (the prefix dropped)."""
+  """Names that ``aliases``' prefixes start become the project's own (the prefix replaced by
+  its value: dropped for a monorepo path, the sub-folder's path for a bare sibling name)."""
   def own(name: str) -> str:
-    for prefix in aliases:
+    for prefix, replacement in aliases.items():
       if name.startswith(prefix + '.'):
-        return name[len(prefix) + 1:]
+        return (replacement + '.' if replacement else '') + name[len(prefix) + 1:]
+      if name == prefix and replacement:
+        return replacement
     return name
   unit.fqnames = {node: {meta.QualifiedName(name=own(q.name), source=q.source) for q in qs}
                   for node, qs in unit.fqnames.items()}
@@ -241,7 +277,7 @@ class Program:
     parsed = {}
     for f in files:
       # what a file's tree and metadata are computed from
-      key = (f, root, tuple(sorted(aliases)), sources[f])
+      key = (f, root, tuple(sorted(aliases.items())), sources[f])
       unit = _PARSED.get(key)
       if unit is None:
         try:
@@ -329,7 +365,50 @@ class Program:
               grown = True
       if not grown:
         break
+    return self._without_eager(compiled, bodies)
+
+  def _without_eager(self, compiled: Set[int], bodies) -> Set[int]:
+    """``compiled`` less the functions that also run eagerly: referred to (called, bound to a
+    field, passed) somewhere that is neither inside a compiler call's first argument nor in the
+    body of a function that runs compiled (TD3's ``self.actor_step = self._actor_step`` where
+    ``jit`` is off, beside ``jax.jit(self._actor_step)``). A decorated function has no such
+    reference: every call of it runs compiled."""
+    named = {}
+    for unit, fdef in bodies:
+      if id(fdef) in compiled and not fdef.decorators:
+        named.setdefault(fdef.name.value, []).append(fdef)
+    if not named:
+      return compiled
+    refs = [(unit, node) for unit in self.units for node in unit.nodes
+            if (isinstance(node, cst.Name) and node.value in named
+                and not isinstance(unit.parent(node), (cst.FunctionDef, cst.Attribute)))
+            or (isinstance(node, cst.Attribute) and node.attr.value in named)]
+    for _ in range(8):
+      shrunk = False
+      for unit, node in refs:
+        target = self.resolve_callable(unit, node)
+        if target is None or id(target[1]) not in compiled or self._compiled_at(
+            unit, node, compiled):
+          continue
+        compiled.discard(id(target[1]))
+        shrunk = True
+      if not shrunk:
+        break
     return compiled
+
+  def _compiled_at(self, unit: SourceFile, node: cst.CSTNode, compiled: Set[int]) -> bool:
+    """Whether the reference ``node`` runs compiled: inside a compiler call's first argument
+    (``jax.jit(self._step)``, ``jax.pmap(functools.partial(step, ...))``) or in the body of a
+    function of ``compiled``."""
+    child, parent = node, unit.parent(node)
+    while parent is not None:
+      if isinstance(parent, cst.Call) and unit.names(parent.func) & COMPILERS and (
+          parent.args and parent.args[0] is child):
+        return True
+      if isinstance(parent, cst.FunctionDef) and child is not parent.name:
+        return id(parent) in compiled
+      child, parent = parent, unit.parent(parent)
+    return False
 
   def is_compiled(self, unit: SourceFile, node: cst.CSTNode) -> bool:
     """Whether ``node`` runs traced: inside a function that runs under jit or pmap."""
@@ -379,7 +458,73 @@ class Program:
       value = _unit.assigned_value(unit, func)
       if value is not None:
         return self.resolve_callable(unit, value, shift, depth + 1)
+    if isinstance(func, cst.Attribute):
+      method = self._own_method(unit, func, depth)
+      if method is not None:
+        return method[0], method[1], method[2] + shift
     return None
+
+  def _own_method(self, unit: SourceFile, func: cst.Attribute, depth: int = 0):
+    """``(unit, FunctionDef)`` of ``receiver.name``, the receiver a method's ``self`` or a
+    variable bound once to an instance of the project's class (``m = Model(config)``): the one
+    method ``name`` of that class's family (no other class of the family defines it, so no
+    override may run instead), a plain method (not a property, static or class method, whose
+    call binds otherwise). The receiver is followed as an object, never matched by name."""
+    family = self.receiver_family(unit, func.value)
+    if family is None and isinstance(func.value, cst.Name):
+      value = _unit.assigned_value(unit, func.value)
+      made = self.resolve_callable(unit, value.func) if isinstance(value, cst.Call) else None
+      if made is not None and isinstance(made[1], cst.ClassDef):
+        family = self.family(made[0], made[1])
+    if family is None:
+      return None
+    name = func.attr.value
+    found = {}
+    for u, node in self._functions.values():
+      if node.name.value != name:
+        continue
+      owner = u.enclosing(u.parent(node), (cst.ClassDef, cst.FunctionDef))
+      if isinstance(owner, cst.ClassDef) and self.family(u, owner) == family:
+        found[id(node)] = (u, node)
+    if not found:
+      return self._bound_field(family, name, depth)
+    if len(found) != 1:
+      return None
+    u, node = next(iter(found.values()))
+    if any(u.code(d.decorator).split('.')[-1] in ('property', 'staticmethod', 'classmethod',
+                                                  'setter', 'cached_property')
+           for d in node.decorators):
+      return None
+    return u, node, 0
+
+  def _bound_field(self, family: str, name: str, depth: int):
+    """``(unit, FunctionDef, shift)`` that the field ``self.<name>`` of the class family holds
+    where every assignment to it in the family's methods is a callable that resolves to the same
+    function (TD3's ``self.actor_step = jax.jit(self._actor_step)`` in one branch,
+    ``self._actor_step`` in the other), else None."""
+    key = (family, name)
+    cache = self.__dict__.setdefault('_bound_fields', {})
+    if key in cache:
+      return cache[key]
+    cache[key] = None   # while it is being decided (a field bound to itself): none
+    values = []
+    for u in self.units:
+      for node in u.nodes:
+        if isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(
+            u.parent(node), (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and (
+                self.receiver_family(u, node.value) == family):
+          target = u.parent(node)
+          assign = u.parent(target) if isinstance(target, cst.AssignTarget) else None
+          if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1):
+            return None
+          values.append((u, assign.value))
+    resolved = {(id(t[1]), t[2]): t for t in (
+        self.resolve_callable(u, v, 0, depth + 1) for u, v in values) if t is not None}
+    if not values or len(resolved) != 1 or any(
+        self.resolve_callable(u, v, 0, depth + 1) is None for u, v in values):
+      return None
+    cache[key] = next(iter(resolved.values()))
+    return cache[key]
 
   def imported_by(self, text: str) -> List[SourceFile]:
     """The project's parsed files that the code ``text`` may import, directly or through

@@ -257,6 +257,31 @@ class Project(Program):
     self._param_branches[id(param)] = branches
     return branches
 
+  def unresolved_method_calls(self, unit: SourceFile, fdef: cst.FunctionDef):
+    """``[(unit, call)]``: the calls ``x.<name>(...)`` of the project that name the method
+    ``fdef`` and that the analysis does not resolve to a function (their receiver is a value
+    whose class it cannot name), any of which may run ``fdef``: what such a call returns is not
+    followed. ``[]`` for a function that is no method."""
+    owner = unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef))
+    if not isinstance(owner, cst.ClassDef):
+      return []
+    known = self.__dict__.setdefault('_unresolved_calls', {})
+    if id(fdef) not in known:
+      known[id(fdef)] = self._unresolved_method_calls(fdef)
+    return known[id(fdef)]
+
+  def _unresolved_method_calls(self, fdef: cst.FunctionDef):
+    tops = {name.split('.')[0] for name in (*self._functions, *self._classes)}
+    found = []
+    for u in self.units:
+      for node in u.nodes:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
+            node.func.attr.value == fdef.name.value) and all(   # not a library module's
+                '<locals>' in n or n.split('.')[0] in tops for n in u.names(node.func.value)) and (
+                    self.resolve_callable(u, node.func) is None):
+          found.append((u, node))
+    return found
+
   def _callers_of(self, unit: SourceFile, fdef: cst.FunctionDef):
     """``[(unit, call, args, shift)]``: every call of the project's function or method
     ``fdef``, with the arguments it passes; None where ``fdef`` is referred to other than as

@@ -368,7 +368,12 @@ def _read_message(unit: SourceFile, read: cst.Attribute) -> str:
           # fields; FOM016 rebuilds legacy's layout for the defs whose fields it maps.
           'state_dict': "state dict {'target', 'state': {'step', 'param_states'}} with its "
                         "per-parameter names (grad_ema, momentum...), which a TrainState's "
-                        "state dict (step, params, optax's opt_state) does not have"
+                        "state dict (step, params, optax's opt_state) does not have",
+          # The argument is legacy's layout, built or edited by the program's own code.
+          'restore_state': "method that loads a state dict in legacy's layout {'target', "
+                           "'state': {'step', 'param_states'}} (the program builds or edits "
+                           'one by those keys), which a TrainState has no method for and '
+                           "whose per-parameter states optax keeps under other names"
           }.get(read.attr.value)
   if what:
     message += f' (legacy\'s {what})'
@@ -427,6 +432,16 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
               f'files, which define {own} (import it by that path to migrate this use)')
     return (f'{what}: {names[0]} is not a function or class of the given files (a library '
             'call the analysis does not know, or an import that does not resolve to them)')
+  returned = parent if isinstance(parent, cst.Return) else unit.enclosing(node, (cst.Return,))
+  calls = _unresolved_callers(project, unit, returned) if returned is not None and (
+      statement_of(unit, returned) is statement_of(unit, node)) else []
+  if calls:
+    fdef = unit.enclosing(returned, (cst.FunctionDef,))
+    shown = ', '.join(f'{_unit.at(u, c)} ({short(u.code(c), 40)})' for u, c in calls[:3])
+    return (f'is returned at {where} by the method {fdef.name.value}(), which is called at '
+            f'{shown} on a value whose class the analysis does not name (not self, nor a '
+            'variable bound once to an instance of the class), so what that call returns is '
+            'not followed')
   if isinstance(parent, (cst.Element, cst.DictElement, cst.StarredDictElement)):
     container = unit.parent(parent)
     return (f'is put in {short(unit.code(container))} at {where}, a container the analysis '
@@ -440,6 +455,15 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
   return f'is used in {short(statement)} at {where}, which the analysis does not follow'
 
 
+def _unresolved_callers(project, unit: SourceFile, returned: cst.Return):
+  """The calls that may run the method holding ``returned`` but that the analysis does not
+  resolve to it (``_project.unresolved_method_calls``): what they return is not followed."""
+  fdef = unit.enclosing(returned, (cst.FunctionDef, cst.Lambda))
+  if not isinstance(fdef, cst.FunctionDef):
+    return []
+  return project.unresolved_method_calls(unit, fdef)
+
+
 def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode) -> bool:
   """Whether the optimizer value ``node`` goes somewhere the analysis follows."""
   if isinstance(parent, (cst.AssignTarget, cst.Param)):
@@ -449,7 +473,7 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
   if isinstance(parent, cst.AnnAssign):
     return True
   if isinstance(parent, cst.Return):
-    return True
+    return not _unresolved_callers(project, unit, parent)
   if isinstance(parent, (cst.Element,)):
     container = unit.parent(parent)
     outer = unit.parent(container)
@@ -466,7 +490,7 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
       if isinstance(call, cst.Call) and _bound_by(project, unit, call, outer):
         return True   # ``scan(step, (optimizer, key), xs)``: each element into its part
     if isinstance(container, cst.Tuple) and isinstance(outer, cst.Return):
-      return True
+      return not _unresolved_callers(project, unit, outer)
     if isinstance(container, cst.Tuple) and isinstance(outer, cst.Assign):
       return True
     return isinstance(container, cst.Tuple) and isinstance(outer, cst.AssignTarget)
@@ -501,6 +525,11 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
     return True   # ``f'... {config.optim.optimizer}'``: formatted as text, as print does
   if isinstance(parent, cst.Subscript):
     return True
+  if isinstance(parent, cst.Comparison) and len(parent.comparisons) == 1 and isinstance(
+      parent.comparisons[0].operator, (cst.Is, cst.IsNot)) and isinstance(
+          parent.comparisons[0].comparator, cst.Name) and (
+              parent.comparisons[0].comparator.value == 'None'):
+    return True   # ``state.optimizer is None``: a TrainState is no None either
   return False
 
 

@@ -169,19 +169,35 @@ def assigned_value(unit: SourceFile, name: cst.CSTNode) -> Optional[cst.BaseExpr
   return None if assign is None else assign.value
 
 
-def dict_keywords(unit: SourceFile, name: cst.Name) -> Optional[Dict[str, str]]:
+def dict_keywords(unit: SourceFile, name: cst.Name,
+                  defaults: Optional[Dict[str, str]] = None) -> Optional[Dict[str, str]]:
   """The keywords ``**name`` passes, as source texts valid where it is passed, or None.
 
   Only for a variable assigned once, to a dict literal with string keys (``{'beta1': 0.9}``)
   or to ``dict(beta1=0.9)``, and read nowhere but as ``**name``: nothing can change the dict
   between its assignment and the call. A literal value is its own text; any other value is
   ``name['key']``, the value the dict holds (its expression ran once, at the assignment).
+
+  ``defaults`` (keyword -> the def's default, as text) also admits items set by statements
+  ``name['key'] = value`` (``optimizer_kwargs['weight_decay'] = wd`` under an ``if``): a key
+  only such a statement sets may be absent, so it passes ``name.get('key', default)``, what the
+  def gets either way; every key of the literal is then ``name['key']`` (a statement may have
+  set it again). The texts are read where ``**name`` is, so they see the dict as the call did.
   """
   value = assigned_value(unit, name)
   reads = accesses(unit, name) if value is not None else None
-  if reads is None or not all(
-      isinstance(unit.parent(r), cst.Arg) and unit.parent(r).star == '**' for r in reads):
+  if reads is None:
     return None
+  set_later = []
+  for r in reads:
+    parent = unit.parent(r)
+    if isinstance(parent, cst.Arg) and parent.star == '**':
+      continue
+    target = unit.parent(parent) if isinstance(parent, cst.Subscript) else None
+    key = _set_key(parent) if isinstance(target, cst.AssignTarget) and defaults else None
+    if key is None:
+      return None
+    set_later.append(key)
   if isinstance(value, cst.Dict) and all(
       isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
       for e in value.elements):
@@ -193,7 +209,7 @@ def dict_keywords(unit: SourceFile, name: cst.Name) -> Optional[Dict[str, str]]:
     return None
   keys = [k for k, _ in items]
   if len(set(keys)) != len(keys) or not all(isinstance(k, str) and k.isidentifier()
-                                            for k in keys):
+                                            for k in keys + set_later):
     return None
   out = {}
   for key, node in items:
@@ -202,8 +218,21 @@ def dict_keywords(unit: SourceFile, name: cst.Name) -> Optional[Dict[str, str]]:
       ast.literal_eval(text)
     except (ValueError, SyntaxError):
       text = f'{name.value}[{key!r}]'
-    out[key] = text
+    out[key] = f'{name.value}[{key!r}]' if set_later else text
+  for key in set_later:
+    if key not in out:
+      if key not in defaults:
+        return None
+      out[key] = f'{name.value}.get({key!r}, {defaults[key]})'
   return out
+
+
+def _set_key(subscript: cst.Subscript) -> Optional[str]:
+  """The literal string key of ``name['key']``, else None."""
+  if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+    return None
+  index = subscript.slice[0].slice.value
+  return index.evaluated_value if isinstance(index, cst.SimpleString) else None
 
 
 def call_arg(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:

@@ -15,7 +15,6 @@ def _refusals(source):
 
 
 @pytest.mark.parametrize('use', [
-    "kw = {'beta1': 0.8}\nkw['beta2'] = 0.9\n",            # changed after its assignment
     "kw = {'beta1': 0.8}\nkw.update(beta2=0.9)\n",         # changed through a method
     "kw = {'beta1': 0.8}\nprint(kw)\n",                    # read elsewhere: may be changed
     "kw = {'beta1': 0.8}\nkw = {'beta1': 0.7}\n",          # assigned twice
@@ -30,6 +29,17 @@ def test_keywords_that_can_change_or_are_not_literal_stay_refused_naming_the_dic
   assert code == 'FOM110' and source.splitlines()[line - 1].startswith('opt = ')
   assert message.startswith('optim.Adam(0.1, **kw): the keywords of **kw are known only at '
                             'run time'), message
+
+
+def test_a_dict_its_statements_set_items_in_is_read_where_it_is_unpacked():
+  """``kw['beta2'] = 0.9`` after ``kw = {...}`` (a key set under an ``if`` in diffusion
+  models' ``optimizer_kwargs['weight_decay'] = wd``): every key is read from the dict where
+  ``**kw`` was, one only such a statement sets with the def's default where it is absent."""
+  source = _PRELUDE + "kw = {'beta1': 0.8}\nkw['beta2'] = 0.9\n" + (
+      'opt = optim.Adam(0.1, **kw).create(p)\n')
+  new, refused = _refusals(source)
+  assert not refused, refused
+  assert "optax.adam(learning_rate=0.1, b1=kw['beta1'], b2=kw.get('beta2', 0.999)," in new, new
 
 
 def test_a_keyword_given_twice_is_refused():
