@@ -164,6 +164,57 @@ class Migration:
             for r in self.records(path) if r['status'] != 'rewritten']
 
 
+# A jaxnerf-shaped program in two files: utils.py's TrainState dataclass holds the optimizer,
+# train.py imports it (``{import_utils}``: the import line under test) and steps it under jit.
+NERF_UTILS = '''import flax
+from flax import optim
+
+
+@flax.struct.dataclass
+class TrainState:
+  optimizer: optim.Optimizer
+'''
+
+NERF_TRAIN = '''import flax
+import jax
+{import_utils}
+
+
+def train_step(state, grad, lr):
+  new_optimizer = state.optimizer.apply_gradient(grad, learning_rate=lr)
+  return state.replace(optimizer=new_optimizer)
+
+
+def main(params, grad):
+  optimizer = flax.optim.Adam(0.1).create(params)
+  state = utils.TrainState(optimizer=optimizer)
+  state = jax.jit(train_step)(state, grad, 0.05)
+  return state.optimizer.target
+'''
+
+
+def assert_nerf_migrated_whole(sources: Dict[str, str], root: pathlib.Path, train: str,
+                               utils: str):
+  """``sources`` (NERF_UTILS at ``root/utils``, NERF_TRAIN at ``root/train``, maybe more)
+  migrated whole: every site rewritten, the dataclass field and the step rewritten."""
+  from flax_optim_compat._migrate import _engine  # pylint: disable=g-import-not-at-top
+  changed, report = _engine.migrate_sources(sources)
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert 'optimizer: train_state.TrainState' in changed[str(root / utils)]
+  step = changed[str(root / train)]
+  assert 'return state.optimizer.params' in step and '.apply_gradients(grads=grad)' in step
+
+
+def write_sources(root: pathlib.Path, files: Dict[str, str]) -> Dict[str, str]:
+  """Writes ``files`` (relative path -> text) under ``root``; returns {absolute path: text},
+  the sources ``migrate`` reads."""
+  for name, text in files.items():
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+  return {str(root / name): text for name, text in files.items()}
+
+
 def migrate_copy(sources: Sequence[pathlib.Path], dest: pathlib.Path,
                  extra_args: Sequence[str] = ()) -> Migration:
   """Copies `sources` into `dest` (a new folder) and migrates the copies in place."""

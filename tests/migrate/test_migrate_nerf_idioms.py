@@ -21,64 +21,29 @@ import pytest
 pytest.importorskip('libcst')
 
 # pylint: disable=g-import-not-at-top
-from flax_optim_compat._migrate import _engine
 from flax_optim_compat._migrate import _program
 from tests import _migrate_harness as harness
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent / 'examples' / 'nerf'
 
-UTILS = '''import flax
-from flax import optim
+UTILS = harness.NERF_UTILS
 
-
-@flax.struct.dataclass
-class TrainState:
-  optimizer: optim.Optimizer
-'''
-
-TRAIN = '''import flax
-import jax
-from {prefix}jaxnerf.nerf import utils
-
-
-def train_step(state, grad, lr):
-  new_optimizer = state.optimizer.apply_gradient(grad, learning_rate=lr)
-  return state.replace(optimizer=new_optimizer)
-
-
-def main(params, grad):
-  optimizer = flax.optim.Adam(0.1).create(params)
-  state = utils.TrainState(optimizer=optimizer)
-  state = jax.jit(train_step)(state, grad, 0.05)
-  return state.optimizer.target
-'''
-
-
-def _write(root: pathlib.Path, files):
-  for name, text in files.items():
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-  return {str(root / name): text for name, text in files.items()}
+TRAIN = harness.NERF_TRAIN.format(import_utils='from {prefix}jaxnerf.nerf import utils')
 
 
 @pytest.mark.parametrize('prefix', ['', 'corp3.experimental.users.someone.'])
 def test_a_project_importing_itself_by_a_monorepo_path_is_followed(tmp_path, prefix):
-  sources = _write(tmp_path / 'prog', {
+  sources = harness.write_sources(tmp_path / 'prog', {
       'jaxnerf/__init__.py': '', 'jaxnerf/nerf/__init__.py': '', 'jaxnerf/nerf/utils.py': UTILS,
       'jaxnerf/train.py': TRAIN.format(prefix=prefix)})
-  changed, report = _engine.migrate_sources(sources)
-  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
-  train = changed[str(tmp_path / 'prog' / 'jaxnerf' / 'train.py')]
-  assert 'optimizer: train_state.TrainState' in changed[
-      str(tmp_path / 'prog' / 'jaxnerf' / 'nerf' / 'utils.py')]
-  assert 'return state.optimizer.params' in train and '.apply_gradients(grads=grad)' in train
+  harness.assert_nerf_migrated_whole(sources, tmp_path / 'prog', 'jaxnerf/train.py',
+                                     'jaxnerf/nerf/utils.py')
 
 
 def test_an_installed_library_is_never_read_as_the_project_under_another_path(tmp_path):
   """``from flax.training import checkpoints`` beside the project's own
   ``training/checkpoints.py`` is flax's module: its first name is installed."""
-  sources = _write(tmp_path / 'prog', {
+  sources = harness.write_sources(tmp_path / 'prog', {
       'training/__init__.py': '', 'training/checkpoints.py': 'def save_checkpoint(*a):\n  pass\n',
       'train.py': 'from flax.training import checkpoints\n'
                   'import corp3.users.x.training.checkpoints as mine\n'})

@@ -33,61 +33,27 @@ from flax_optim_compat._migrate import migrate_source
 from flax_optim_compat._migrate import _program
 from tests import _migrate_harness as harness
 
-UTILS = '''import flax
-from flax import optim
+UTILS = harness.NERF_UTILS
 
-
-@flax.struct.dataclass
-class TrainState:
-  optimizer: optim.Optimizer
-'''
-
-TRAIN = '''import flax
-import jax
-from internal import utils
-
-
-def train_step(state, grad, lr):
-  new_optimizer = state.optimizer.apply_gradient(grad, learning_rate=lr)
-  return state.replace(optimizer=new_optimizer)
-
-
-def main(params, grad):
-  optimizer = flax.optim.Adam(0.1).create(params)
-  state = utils.TrainState(optimizer=optimizer)
-  state = jax.jit(train_step)(state, grad, 0.05)
-  return state.optimizer.target
-'''
+TRAIN = harness.NERF_TRAIN.format(import_utils='from internal import utils')
 
 # internal/models.py imports its sibling as the script does: ``internal`` is a folder on the
 # script's path, not a package of its own folder.
 MODELS = 'from internal import utils\n\n\ndef make(state):\n  return utils.TrainState\n'
 
 
-def _write(root: pathlib.Path, files):
-  for name, text in files.items():
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-  return {str(root / name): text for name, text in files.items()}
-
-
 def test_a_sub_folder_program_importing_its_siblings_by_bare_name_is_followed(tmp_path):
-  sources = _write(tmp_path / 'repo', {
+  sources = harness.write_sources(tmp_path / 'repo', {
       'mipnerf/internal/utils.py': UTILS, 'mipnerf/internal/models.py': MODELS,
       'mipnerf/train.py': TRAIN, 'premask/mask.py': 'import numpy as np\n'})
-  changed, report = _engine.migrate_sources(sources)
-  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
-  train = changed[str(tmp_path / 'repo' / 'mipnerf' / 'train.py')]
-  assert 'optimizer: train_state.TrainState' in changed[
-      str(tmp_path / 'repo' / 'mipnerf' / 'internal' / 'utils.py')]
-  assert 'return state.optimizer.params' in train and '.apply_gradients(grads=grad)' in train
+  harness.assert_nerf_migrated_whole(sources, tmp_path / 'repo', 'mipnerf/train.py',
+                                     'mipnerf/internal/utils.py')
 
 
 def test_a_bare_name_two_sub_folders_define_is_left_unresolved(tmp_path):
   """``internal`` is ``a/internal`` for ``a/train.py`` and ``b/internal`` for ``b/train.py``:
   one name, two targets, so neither is guessed (the optimizer is refused, naming the import)."""
-  sources = _write(tmp_path / 'repo', {
+  sources = harness.write_sources(tmp_path / 'repo', {
       'a/internal/utils.py': UTILS, 'a/train.py': TRAIN,
       'b/internal/utils.py': UTILS, 'b/train.py': TRAIN})
   root = str(tmp_path / 'repo')
@@ -104,18 +70,16 @@ def test_a_clone_in_a_folder_no_import_can_name_imports_itself_by_its_repository
   ``__init__.py`` at its root imports itself as ``from jaxnerf.nerf import utils``: the folder
   is no package of its parent (no import can spell its name), so it stays the root and the
   path's tail ``nerf.utils`` resolves to its files."""
-  sources = _write(tmp_path / 'owner+jaxnerf@4007826', {
+  sources = harness.write_sources(tmp_path / 'owner+jaxnerf@4007826', {
       '__init__.py': '', 'nerf/__init__.py': '', 'nerf/utils.py': UTILS,
       'train.py': TRAIN.replace('from internal import utils', 'from jaxnerf.nerf import utils')})
-  changed, report = _engine.migrate_sources(sources)
-  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
-  assert 'return state.optimizer.params' in changed[
-      str(tmp_path / 'owner+jaxnerf@4007826' / 'train.py')]
+  harness.assert_nerf_migrated_whole(sources, tmp_path / 'owner+jaxnerf@4007826', 'train.py',
+                                     'nerf/utils.py')
 
 
 def test_an_installed_module_is_never_read_as_a_sibling(tmp_path):
   """``import flax`` beside a sub-folder ``flax/`` of the program stays the library."""
-  sources = _write(tmp_path / 'repo', {
+  sources = harness.write_sources(tmp_path / 'repo', {
       'prog/flax/utils.py': 'X = 1\n', 'prog/train.py': 'from flax import linen\n',
       'other/x.py': 'import numpy\n'})
   root = str(tmp_path / 'repo')
@@ -153,7 +117,7 @@ def main(model):
 
 def test_an_optimizer_returned_to_a_call_whose_receiver_is_unknown_is_refused_naming_it(
     tmp_path):
-  sources = _write(tmp_path / 'prog', {'train.py': RETURNED_TO_AN_UNKNOWN_RECEIVER})
+  sources = harness.write_sources(tmp_path / 'prog', {'train.py': RETURNED_TO_AN_UNKNOWN_RECEIVER})
   changed, report = _engine.migrate_sources(sources)
   marked = changed[str(tmp_path / 'prog' / 'train.py')]
   assert 'flax.optim.Adam(learning_rate=0.1).create(' in marked and 'return opt.target' in marked
@@ -167,7 +131,7 @@ def test_an_optimizer_returned_to_a_call_whose_receiver_is_unknown_is_refused_na
 def test_the_same_call_on_an_instance_bound_in_sight_is_followed(tmp_path):
   source = RETURNED_TO_AN_UNKNOWN_RECEIVER.replace(
       'def main(model):\n', 'def main():\n  model = Model()\n')
-  sources = _write(tmp_path / 'prog', {'train.py': source})
+  sources = harness.write_sources(tmp_path / 'prog', {'train.py': source})
   changed, report = _engine.migrate_sources(sources)
   assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
   train = changed[str(tmp_path / 'prog' / 'train.py')]
@@ -209,7 +173,7 @@ def main(params, ckpt_dir):
 
 
 def test_restore_state_of_an_edited_legacy_layout_is_refused_naming_why(tmp_path):
-  sources = _write(tmp_path / 'prog', {'run_classifier.py': RESTORE_STATE})
+  sources = harness.write_sources(tmp_path / 'prog', {'run_classifier.py': RESTORE_STATE})
   _, report = _engine.migrate_sources(sources)
   blocking = [r for r in report.records if r.line == 10]
   assert [(r.code, r.status) for r in blocking] == [('FOM104', 'refused')], report.summary(False)
