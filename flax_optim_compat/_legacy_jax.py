@@ -68,8 +68,7 @@ class LegacyName(NamedTuple):
     keywords: ``((old, new), ...)`` for ``kind='keywords'``.
     annotation_only: an ``'alias'`` the codemod rewrites only where it annotates: an
       ``isinstance`` check against the old name matched less than one against ``target``
-      (``jax.random.KeyArray`` was the class of typed keys, which a legacy ``PRNGKey`` is not).
-  """
+      (``jax.random.KeyArray`` was the class of typed keys, which a legacy ``PRNGKey`` is not)."""
   module: str
   name: str
   kind: str
@@ -170,7 +169,7 @@ NAMES = (
     _numpy('NaN', 'numpy.nan', 'np.nan', 'numpy 2.0'),
     _numpy('NINF', 'NINF', '-np.inf', 'numpy 2.0'),
     _numpy('product', 'numpy.prod', 'np.prod', 'numpy 2.0'),
-    # jnp.fix: RegNeRF's and mip-NeRF's visualisation code (two public copies each).
+    # jnp.fix: RegNeRF's visualisation code (two public copies).
     LegacyName('jax.numpy', 'fix', 'function', 'fix',
                'jnp.trunc (after x.astype(float) for an integer or bool x)', 'a jax after 0.5.1'),
     # Pre-Linen flax.nn's functions that are flax.linen's (flax <= 0.3 re-exported the same jax
@@ -305,8 +304,7 @@ def legacy_use(source: str) -> str | None:
     >>> legacy_use('def f(x: jax.interpreters.xla.DeviceArray): ...\n')
     'names'
     >>> legacy_use("import jax\nx = jax.tree_util.tree_map(f, t)  # not jax's jax.tree_map\n") is None
-    True
-  """
+    True"""
   source = _COMMENT.sub(lambda m: m.group(1) or '', source)
   found = None
   for module, names in _FROM_IMPORT.findall(source):
@@ -383,32 +381,25 @@ def shuffle(key, x, axis=0):
   """Legacy ``jax.random.shuffle``: each slice along ``axis`` shuffled on its own.
 
   jax 0.4.13's ``shuffle`` and today's ``permutation(..., independent=True)`` are the same
-  sort-based shuffle (``jax.random.shuffle``'s own deprecation message names it).
-  """
+  sort-based shuffle (``jax.random.shuffle``'s own deprecation message names it)."""
   import jax  # pylint: disable=import-outside-toplevel
   return jax.random.permutation(key, x, axis=axis, independent=True)
 
 
 def fix(x, out=None):
-  """Legacy ``jnp.fix``: rounds toward zero, as ``jnp.trunc``, on the inexact type of ``x``.
-
-  jax 0.4.13 computed ``where(x >= 0, floor(x), ceil(x))``, whose ``floor`` first made an
-  integer or bool ``x`` the float type jax promotes it to (a Python int: a weak float); today's
-  ``trunc`` keeps an integer type. On floats ``trunc`` is the same function (-0.0, infinities
-  and NaN included); measured against jax 0.4.13 on every dtype, with and without x64.
-  """
+  """Legacy ``jnp.fix``: ``jnp.trunc`` (the same on floats: -0.0, infinities, NaN) on the float
+  type jax 0.4.13 promoted an integer or bool ``x`` to (a Python int: a weak float); today's
+  ``trunc`` keeps integers. Measured against jax 0.4.13 on every dtype, with and without x64."""
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.fix is not supported.")
   if isinstance(x, (list, tuple)):
     raise TypeError(f'fix requires ndarray or scalar arguments, got {type(x)} at position 0.')
   if isinstance(x, int) and not isinstance(x, bool):
-    x = jnp.true_divide(x, 1)
-  else:
-    x = jnp.asarray(x)
-    if not jnp.issubdtype(x.dtype, jnp.inexact):
-      x = jnp.true_divide(x, jnp.ones((), x.dtype))
-  return jnp.trunc(x)
+    return jnp.trunc(jnp.true_divide(x, 1))
+  x = jnp.asarray(x)
+  inexact = jnp.issubdtype(x.dtype, jnp.inexact)
+  return jnp.trunc(x if inexact else jnp.true_divide(x, jnp.ones((), x.dtype)))
 
 
 def enable_omnistaging():
@@ -531,8 +522,7 @@ def _tolerant_reconstruct(reconstruct):
 
   Named shapes only ever held the named axes of a value being traced (``xmap``); an array that
   was pickled, hence concrete, had ``{}``, which today's jax means by having none. A non-empty
-  one cannot be a stored array's, and is refused in one line.
-  """
+  one cannot be a stored array's, and is refused in one line."""
 
   @functools.wraps(reconstruct)
   def _reconstruct_array(fun, args, arr_state, aval_state):
@@ -608,8 +598,7 @@ def activate(defaults: bool = True) -> None:
   Args:
     defaults: also set the flax defaults of :data:`FLAX_DEFAULTS` (the legacy API is in use).
       The hook passes False when a module's source only uses a removed name: such a program
-      gets the names, and the flax defaults only once it imports ``flax.optim``.
-  """
+      gets the names, and the flax defaults only once it imports ``flax.optim``."""
   _state['active'] = True
   _state['defaults'] = _state['defaults'] or defaults
   for name in PATCHED_MODULES:
@@ -642,8 +631,7 @@ class _ConfigModule(types.ModuleType):
 
   Importing ``jax.config`` makes this module the ``config`` attribute of ``jax`` (the import
   system sets it), so every other attribute reads through to the config object:
-  ``jax.config.update(...)`` and ``jax.config.jax_enable_x64`` keep working.
-  """
+  ``jax.config.update(...)`` and ``jax.config.jax_enable_x64`` keep working."""
 
   def __init__(self, name, config):
     super().__init__(name, 'Legacy jax.config, given back by flax_optim_compat.')
