@@ -66,17 +66,12 @@ def _by_name() -> Dict[str, _Name]:
     elif e.kind == 'config_attribute':   # ``jax.config.X`` and ``config.X`` of the import above
       for name in (e.qualname, f'{e.module}.config.{e.name}'):
         names[name] = _Name(name, e.kind, e.target)
-    elif e.module in REMOVED_MODULES and e.kind == 'function':
-      # Today's public function of the same result (``xla_bridge.device_count`` is
-      # ``jax.device_count``): renamed like an alias, so the module's import can go.
-      names[e.qualname] = _Name(e.qualname, 'alias', e.target)
-    elif e.qualname == 'jax.partial':
-      # jax re-exported ``functools.partial`` itself (``from functools import partial``): the
-      # very object, renamed wherever it is used (``@jax.partial(jax.jit, ...)`` too).
-      names[e.qualname] = _Name(e.qualname, 'alias', e.target)
-    elif e.module == 'numpy' and e.kind == 'function' and '.' in e.target:
-      # numpy's removed aliases were the very object at ``target`` (``np.float is float``,
-      # ``np.product`` called ``np.prod``): renamed, called or not.
+    elif e.kind == 'function' and '.' in e.target:
+      # A function entry whose target is a dotted path names the very object it was, or
+      # today's public function of the same result: ``xla_bridge.device_count`` is
+      # ``jax.device_count``, ``jax.partial`` was ``functools.partial`` itself, ``np.float`` is
+      # ``float``. Renamed like an alias wherever used (``@jax.partial(jax.jit, ...)`` too), so
+      # a removed module's import can go. A local target (``shuffle``, ``fix``) stays FOM299.
       names[e.qualname] = _Name(e.qualname, 'alias', e.target)
     else:
       names[e.qualname] = _Name(e.qualname, e.kind, e.target, e.keywords, e.annotation_only)
