@@ -27,6 +27,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import jax
 import numpy as np
+import pytest
 from flax import serialization
 
 from tests import _isolated
@@ -263,6 +264,17 @@ def migrate_examples(examples: pathlib.Path, root: pathlib.Path) -> Dict[str, Mi
     shutil.copytree(folder, root / folder.name)
     migrated[folder.name] = migrate_folder(root / folder.name)
   return migrated
+
+
+def examples_fixture(examples: pathlib.Path, name: str):
+  """A module fixture: ``(root, migrate_examples(examples, root))``, ``root`` a fresh folder
+  named after ``name``; a test file binds it as ``examples = harness.examples_fixture(...)``."""
+  @pytest.fixture(scope='module')
+  def fixture(tmp_path_factory):
+    pytest.importorskip('libcst')
+    root = tmp_path_factory.mktemp(name)
+    return root, migrate_examples(examples, root)
+  return fixture
 
 
 def assert_whole_and_equivalent(migration: Migration, original: pathlib.Path,

@@ -27,11 +27,7 @@ GOLDENS = harness.REPO / 'tests' / 'fixtures' / 'migrate_branch_defs'
 NAMES = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
 
 
-@pytest.fixture(scope='module')
-def examples(tmp_path_factory):
-  pytest.importorskip('libcst')
-  root = tmp_path_factory.mktemp('branch_defs')
-  return root, harness.migrate_examples(EXAMPLES, root)
+examples = harness.examples_fixture(EXAMPLES, 'branch_defs')
 
 
 def _raised(stdout):

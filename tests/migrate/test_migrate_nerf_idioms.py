@@ -52,10 +52,7 @@ def test_an_installed_library_is_never_read_as_the_project_under_another_path(tm
       'corp3.users.x': ''}
 
 
-@pytest.fixture(scope='module')
-def examples(tmp_path_factory):
-  root = tmp_path_factory.mktemp('nerf_examples')
-  return root, harness.migrate_examples(EXAMPLES, root)
+examples = harness.examples_fixture(EXAMPLES, 'nerf_examples')
 
 
 @pytest.mark.parametrize('name', sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))

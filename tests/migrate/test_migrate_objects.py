@@ -67,11 +67,7 @@ def test_an_optimizer_bound_by_functools_partial_is_a_parameter_of_the_function(
 
 # --- the idioms of research code, run both ways ----------------------------------------------
 
-@pytest.fixture(scope='module')
-def examples(tmp_path_factory):
-  pytest.importorskip('libcst')
-  root = tmp_path_factory.mktemp('object_examples')
-  return root, harness.migrate_examples(EXAMPLES, root)
+examples = harness.examples_fixture(EXAMPLES, 'object_examples')
 
 
 def _example_names():

@@ -138,10 +138,7 @@ def test_the_same_call_on_an_instance_bound_in_sight_is_followed(tmp_path):
   assert 'return opt.params' in train and 'opt.apply_gradients(grads=g)' in train
 
 
-@pytest.fixture(scope='module')
-def examples(tmp_path_factory):
-  root = tmp_path_factory.mktemp('unseen_examples')
-  return root, harness.migrate_examples(EXAMPLES, root)
+examples = harness.examples_fixture(EXAMPLES, 'unseen_examples')
 
 
 @pytest.mark.parametrize('name', sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))
