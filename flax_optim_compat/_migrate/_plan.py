@@ -248,7 +248,7 @@ def _def_site_check(project, group) -> dict:
         site.refusal, site.message = _refusals.MULTI, f'create(..., focus=...): {why}'
     elif _optax_text.def_call(name, call, unit) is None:
       site.refusal = _refusals.UNKNOWN_DEF
-      site.message = f'{unit.code(call)}: {_optax_text.unread_arguments(name, call)}'
+      site.message = f'{unit.code(call)}: {_optax_text.unread_arguments(name, call, unit)}'
     elif _uses_flax_nn(unit):
       site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
     # A def variable must be used only as the receiver of its creates.

@@ -144,7 +144,9 @@ def plan_create(obj: ObjectPlan, site, call, branch=None):
       exact = '1e-6'
       notes.append('the injected learning rate is a traced value: the last bit may differ')
   if call.arguments:
-    required = mode == 'none' and bool(obj.overrides)
+    # No apply site sets a learning rate: legacy's None failed at the first update (and
+    # FOM108 refuses a literal one even where no update is seen, as here where none may be).
+    required = mode == 'none'
     expression = _optax_text.unpacked(call, expression, rate_required=required,
                                       schedule=schedule if mode == 'schedule' else None)
     notes.append(f'the def\'s arguments {call.arguments} are bound at run time by a lambda '
