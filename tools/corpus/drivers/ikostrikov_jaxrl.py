@@ -15,13 +15,15 @@ Needs tensorflow_probability (``--site``).
 import _driver
 
 program, steps = _driver.setup('gym', 'd4rl', 'gdown', 'imageio', 'dmc2gym')
-import os  # noqa: E402
+import importlib.machinery  # noqa: E402
+import importlib.util  # noqa: E402
 import sys  # noqa: E402
 
-# jaxrl's jax_rl/ is a namespace package (no __init__.py): the module jax_rl.py beside this
-# driver (henry-prior's) would be found first.
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or '.') != here]
+# jaxrl's jax_rl/ is a namespace package (no __init__.py), which the module jax_rl.py beside
+# this driver (henry-prior's) would hide: the program's own is bound first.
+spec = importlib.machinery.PathFinder.find_spec('jax_rl', [str(program.parent), str(program)])
+sys.modules['jax_rl'] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sys.modules['jax_rl'])
 import numpy as np  # noqa: E402
 from jax_rl.agents import AWACLearner, BCLearner, SACLearner  # noqa: E402
 from jax_rl.datasets import Batch  # noqa: E402
