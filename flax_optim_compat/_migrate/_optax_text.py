@@ -4,6 +4,13 @@ The text comes from the package (``OptimizerDef.plain_optax``), never from a tab
 call's arguments are normalised to keywords with the legacy signature and passed as source
 texts, so ``optim.Momentum(config.lr)`` becomes ``optax.sgd(learning_rate=config.lr,
 momentum=0.9, nesterov=False)`` with the legacy defaults written out.
+
+A call whose arguments are unpacked from a parameter of its function (``optim.Adam(**kw)``,
+``kw`` what each caller passes) is called as written on a lambda with the legacy signature and
+defaults: ``(lambda learning_rate=None, beta1=0.9, ...: optax.adamw(learning_rate=learning_rate,
+b1=beta1, ...))(**kw)`` binds every key set as legacy's constructor did (a missing key takes
+legacy's default, an unknown one raises TypeError there), and the expression, all of whose
+values are run-time ones, is the form right for every value.
 """
 import ast
 import inspect
@@ -31,6 +38,9 @@ class DefCall(NamedTuple):
   name: str                 # 'Adam'
   sources: Dict[str, str]   # legacy keyword -> source text, as written
   literal: Dict[str, bool]  # legacy keyword -> whether the source is a Python literal
+  # The call's arguments as written (``**kw``), where they are unpacked from a parameter:
+  # ``sources`` are then the legacy keywords themselves, bound by ``unpacked``'s lambda.
+  arguments: Optional[str] = None
 
 
 def def_call(name: str, call: cst.Call, unit: _unit.SourceFile) -> Optional[DefCall]:
@@ -38,11 +48,14 @@ def def_call(name: str, call: cst.Call, unit: _unit.SourceFile) -> Optional[DefC
 
   ``**kw`` is read where ``_unit.dict_keywords`` reads it (a dict assigned once, changed only
   by ``kw['key'] = value`` statements, a key only those set passing the def's default where
-  absent).
+  absent). Arguments unpacked from a parameter of the function (``**kw``, ``*args``) give the
+  DefCall of ``from_parameter``.
   """
   cls = getattr(_optim, name, None)
-  if cls is None or any(a.star == '*' for a in call.args):
+  if cls is None:
     return None
+  if any(a.star == '*' for a in call.args):
+    return from_parameter(cls, name, call, unit)
   positional = [unit.code(a.value) for a in call.args if a.keyword is None and not a.star]
   keywords = {a.keyword.value: unit.code(a.value) for a in call.args if a.keyword}
   for arg in call.args:
@@ -51,7 +64,9 @@ def def_call(name: str, call: cst.Call, unit: _unit.SourceFile) -> Optional[DefC
                   if p.default is not inspect.Parameter.empty}
       passed = _unit.dict_keywords(unit, arg.value, defaults) if isinstance(
           arg.value, cst.Name) else None
-      if passed is None or set(passed) & set(keywords):
+      if passed is None:
+        return from_parameter(cls, name, call, unit)
+      if set(passed) & set(keywords):
         return None
       keywords.update(passed)
   try:
@@ -62,24 +77,83 @@ def def_call(name: str, call: cst.Call, unit: _unit.SourceFile) -> Optional[DefC
   return DefCall(name, sources, {k: is_literal(v) for k, v in sources.items()})
 
 
+def from_parameter(cls, name: str, call: cst.Call, unit: _unit.SourceFile) -> Optional[DefCall]:
+  """The DefCall of a call whose ``*args`` / ``**kw`` is a parameter of its function (the keys
+  are whatever each caller passes), else None: every legacy keyword its own source, bound at
+  run time by ``unpacked``'s lambda. Not for a def whose plain form depends on which values
+  are None (Adafactor's chain leaves a transform out for a None): no form is right for every
+  value there; nor for a signature a lambda cannot copy (a default with no literal source)."""
+  starred = [a.value for a in call.args if a.star]
+  if not all(_unit.parameter(unit, v) is not None for v in starred):
+    return None
+  params = inspect.signature(cls).parameters.values()
+  if value_dependent(name) or not all(
+      p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and (
+          p.default is inspect.Parameter.empty or is_literal(repr(p.default))) for p in params):
+    return None
+  sources = {p.name: p.name for p in params}
+  arguments = ', '.join(f'{a.star}{unit.code(a.value)}' if a.keyword is None else
+                        f'{a.keyword.value}={unit.code(a.value)}' for a in call.args)
+  return DefCall(name, sources, dict.fromkeys(sources, False), arguments)
+
+
+def value_dependent(name: str) -> bool:
+  """Whether the def's plain forms leave a transform out for some value (``unless``)."""
+  return any(c.unless for form in getattr(_optim, name).plain_optax_forms for c in form.calls)
+
+
+# Why a group of a MultiOptimizer (or a def chosen in branches for one) is not rewritten from
+# a DefCall with ``arguments``: its transform sits inside the multi_transform, whose learning
+# rates (initial, injected) are read from the defs' texts outside any such lambda.
+UNPACKED_GROUP = ('its arguments are unpacked from a parameter, known only at run time, which '
+                  'migrate binds for a def created alone, not for a group of a MultiOptimizer')
+
+
+# The schedule's name inside ``unpacked``'s lambda: bound outside it, so the lambda's legacy
+# keywords never shadow a name the schedule reads; no legacy def has a parameter so named.
+SCHEDULE = 'schedule'
+
+
+def unpacked(call: DefCall, expression: str, rate_required: bool = False,
+             schedule: Optional[str] = None) -> str:
+  """``expression`` (its values the legacy keywords) as a lambda with the legacy signature and
+  defaults, called with ``call``'s arguments as written.
+
+  ``rate_required``: the learning rate has no default (legacy's None would fail at the first
+  update, and optax reads None as no scaling: the update would climb the gradient), so a key
+  set without one raises TypeError where the def is made. ``schedule``: the source of the
+  schedule ``expression`` names ``SCHEDULE``, bound around the lambda.
+  """
+  params = []
+  for p in inspect.signature(getattr(_optim, call.name)).parameters.values():
+    required = p.default is inspect.Parameter.empty or (
+        rate_required and p.name == 'learning_rate' and not params)
+    params.append(p.name if required else f'{p.name}={p.default!r}')
+  function = f'lambda {", ".join(params)}: {expression}'
+  if schedule is not None:
+    return f'(lambda {SCHEDULE}: {function})({schedule})({call.arguments})'
+  return f'({function})({call.arguments})'
+
+
 def unread_arguments(name: str, call: cst.Call, unit: Optional[_unit.SourceFile] = None) -> str:
   """Why ``def_call`` cannot read the arguments of ``call`` (a def of class ``name``, in
   ``unit`` where given: a ``**kw`` that is a parameter is named as one)."""
+  starred = [a for a in call.args if a.star]
+  if unit is not None and starred and all(
+      _unit.parameter(unit, a.value) is not None for a in starred) and value_dependent(name):
+    texts = ', '.join(f'{a.star}{unit.code(a.value)}' for a in starred)
+    return (f'the arguments {texts} are known only at run time (a parameter\'s value, whatever '
+            f'each call passes), and the optax form of {name} leaves a transform out where an '
+            'argument is None, so no one form is right for every value')
   for arg in call.args:
     if arg.star == '*':
       return '*-unpacked positional arguments, known only at run time'
     if arg.star == '**':
       text = cst.Module([]).code_for_node(arg.value)
-      param = _unit.parameter(unit, arg.value) if unit is not None else None
-      owner = unit.enclosing(param, (cst.FunctionDef, cst.Lambda)) if param else None
-      cls = unit.enclosing(unit.parent(owner), (cst.ClassDef, cst.FunctionDef)) if (
-          isinstance(owner, cst.FunctionDef)) else None
-      where = f'{cls.name.value}.' if isinstance(cls, cst.ClassDef) else ''
-      bound = (f': {text} is a parameter of {where}{owner.name.value}(), its value whatever '
-               'each call passes' if isinstance(owner, cst.FunctionDef) else '')
-      return (f'the keywords of **{text} are known only at run time{bound} (migrate reads '
-              '**kw only from a dict literal or dict(...) assigned once, with string keys, '
-              'read nowhere else and not repeating a keyword)')
+      return (f'the keywords of **{text} are known only at run time (migrate reads **kw from a '
+              'dict literal or dict(...) assigned once, with string keys, read nowhere else '
+              'and not repeating a keyword, or from a parameter of the function, its value '
+              'whatever each call passes)')
   return f'arguments that do not fit the signature of {name}'
 
 

@@ -248,7 +248,7 @@ def _def_site_check(project, group) -> dict:
         site.refusal, site.message = _refusals.MULTI, f'create(..., focus=...): {why}'
     elif _optax_text.def_call(name, call, unit) is None:
       site.refusal = _refusals.UNKNOWN_DEF
-      site.message = f'{unit.code(call)}: {_optax_text.unread_arguments(name, call)}'
+      site.message = f'{unit.code(call)}: {_optax_text.unread_arguments(name, call, unit)}'
     elif _uses_flax_nn(unit):
       site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
     # A def variable must be used only as the receiver of its creates.
@@ -347,8 +347,9 @@ def _multi_groups(project, unit, pairs):
     if name not in _unit.BUILTIN_DEFS:
       return None, f'group {i}: {unit.code(def_node)} is not a built-in def'
     call = _optax_text.def_call(name, def_node, unit)
-    if call is None:
-      return None, f'group {i}: the arguments of {unit.code(def_node)}'
+    if call is None or call.arguments:
+      return None, f'group {i}: the arguments of {unit.code(def_node)}' + (
+          f': {_optax_text.UNPACKED_GROUP}' if call else '')
     groups.append((filter_source, rewrite, fn, def_value, call))
   return groups, None
 

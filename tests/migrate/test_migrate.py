@@ -856,12 +856,13 @@ def test_an_optimizer_that_meets_a_refused_one_in_a_statement_is_refused_with_it
 
 
 def test_an_optimizer_that_meets_one_refused_for_its_def_elsewhere_is_refused_with_it():
-  # ``a``'s def is refused for the whole object (FOM110: arguments migrate cannot read), a
-  # decision taken per object after the sites were classified; ``b`` meets ``a`` in step(),
-  # another function, so it is refused with it. ``c`` never meets either: rewritten.
+  # ``a``'s def is refused for the whole object (FOM110: keywords of an attribute's dict, known
+  # only at run time), a decision taken per object after the sites were classified; ``b`` meets
+  # ``a`` in step(), another function, so it is refused with it. ``c`` never meets either:
+  # rewritten.
   source = _PRELUDE + (
       'def step(a, b, g):\n  return a.apply_gradient(g), b.apply_gradient(g)\n\n\n'
-      'def make(p, kw, g):\n  a = optim.Adam(**kw).create(p)\n'
+      'def make(p, cfg, g):\n  a = optim.Adam(**cfg.kw).create(p)\n'
       '  b = optim.Adam(0.1).create(p)\n  return step(a, b, g)\n\n\n'
       'def other(p, g):\n  c = optim.Momentum(0.1).create(p)\n  return c.apply_gradient(g)\n')
   new, report = migrate_source(source)
@@ -869,7 +870,7 @@ def test_an_optimizer_that_meets_one_refused_for_its_def_elsewhere_is_refused_wi
   refused = {(r.line, r.code) for r in report.records if r.status == 'refused'}
   assert refused == {(6, 'FOM110'), (6, 'FOM107'), (10, 'FOM110'), (11, 'FOM107')}, refused
   assert [r.message for r in report.records if r.line == 6 and r.code == 'FOM107'] == [
-      'meets optim.Adam(**kw).create(p) in function step, refused (FOM110 at script.py:10): '
+      'meets optim.Adam(**cfg.kw).create(p) in function step, refused (FOM110 at script.py:10): '
       'objects that meet are migrated together or not at all']
   assert '  b = optim.Adam(0.1).create(p)\n' in new
   assert 'c = train_state.TrainState.create(' in new and 'c.apply_gradients(grads=g)' in new

@@ -35,7 +35,7 @@ REFUSED = '''
 
 
     def create(params, args):
-      return optim.Adam(*args).create(params)
+      return optim.Adam(**args.optim_kwargs).create(params)
 '''
 WHOLE = '''
     from flax import optim

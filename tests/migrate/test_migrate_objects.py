@@ -12,7 +12,10 @@ idioms research code used, each rewritten whole and run both ways within the rep
 ``create_helper`` passes its defs into its own ``Model.with_optimizer(optim_def)`` (jaxrl's
 agents) and into a plain helper ``make_optimizer(opt_def, params)``; ``dict_checkpoint`` keeps
 an actor's and a critic's optimizers in a dict saved and restored by ``flax.training.checkpoints``
-(its legacy checkpoint, converted key by key, is what the migrated program saves).
+(its legacy checkpoint, converted key by key, is what the migrated program saves);
+``kwargs_parameter`` makes its def from a parameter's dict (awac's ``Adam(**actor_optim_kwargs)``)
+and runs every key set a caller may pass, an unknown key and a missing learning rate raising in
+both; ``kwargs_parameter_rate_per_step`` does so with the learning rate injected per update.
 """
 import pathlib
 import shutil
@@ -99,6 +102,20 @@ def test_a_def_passed_into_a_create_helper_becomes_the_transform_at_each_call_si
   assert 'probe_def = optax.rmsprop(learning_rate=0.02' in train
   commands = [o['command'] for o in migrated['create_helper'].report['optimizers']]
   assert len(commands) == 3 and all(c.startswith('flax-optim-compat convert') for c in commands)
+
+
+def test_keywords_from_a_parameter_are_bound_where_the_def_was_made(examples):
+  root, migrated = examples
+  learner = (root / 'kwargs_parameter' / 'learner.py').read_text()
+  assert ('.with_optimizer((lambda learning_rate, beta1=0.9, beta2=0.999, eps=1e-08, '
+          'weight_decay=0.0: optax.adamw(learning_rate=learning_rate, b1=beta1, b2=beta2, '
+          'eps=eps, weight_decay=weight_decay))(**optim_kwargs))') in learner, learner
+  (optimizer,) = migrated['kwargs_parameter'].report['optimizers']
+  # The command's values are stand-ins (the code's are known only at run time), said so.
+  assert 'Adam(learning_rate=0.1, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.0001)' in (
+      optimizer['command'])
+  assert ('run-time values replaced in the command by same-layout stand-ins: learning_rate=0.1, '
+          'beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.0001') in optimizer['notes']
 
 
 # --- what is refused, and why -----------------------------------------------------------------

@@ -196,3 +196,118 @@ def test_a_traced_create_stored_only_into_an_optimizer_field_is_rewritten_whole(
   assert 'opt: train_state.TrainState' in new and 's.opt.apply_gradients(grads=g)' in new
   assert ('optimizer = train_state.TrainState.create(apply_fn=None, params=params, '
           'tx=optax.adam(') in new
+
+
+# ------------------------------------------ keywords from a parameter: whatever each caller passes
+
+_FROM_PARAMETER = _PRELUDE + (
+    'import jax\n\n'
+    'def make(params, **optim_kwargs):\n  return optim.Adam(**optim_kwargs).create(params)\n\n'
+    'def make_positional(params, *args):\n  return optim.Adam(*args).create(params)\n\n'
+    '@jax.jit\ndef step(opt, g):\n  return opt.apply_gradient(g)\n')
+
+
+@pytest.fixture(scope='module')
+def from_parameter():
+  """The migrated program's namespace (it imports optax and flax.training, never flax.optim)."""
+  new, report = migrate_source(_FROM_PARAMETER, 'train.py')
+  assert [r.status for r in report.records if r.status != 'rewritten'] == [], report.records
+  assert 'optim.' not in new.replace('optax.', ''), new
+  namespace = {}
+  exec(compile(new, 'train.py', 'exec'), namespace)  # pylint: disable=exec-used
+  return namespace
+
+
+def _updates(tx, steps=3):
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  params = {'w': jnp.array([1.0, -2.0, 0.5])}
+  state, out = tx.init(params), []
+  for i in range(steps):
+    grads = {'w': jnp.array([0.3, -0.1, 0.7]) * (i + 1)}
+    updates, state = tx.update(grads, state, params)
+    out.append(updates['w'])
+  return out
+
+
+def _adam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0):
+  """Legacy Adam's plain optax continuation, by hand: decoupled decay only where it is set."""
+  import optax  # pylint: disable=g-import-not-at-top
+  if weight_decay == 0:
+    return optax.adam(learning_rate, b1=b1, b2=b2, eps=eps)
+  return optax.adamw(learning_rate, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay)
+
+
+@pytest.mark.parametrize('make, arguments, expected', [
+    ('make', {'learning_rate': 0.05, 'weight_decay': 0.1}, _adam(0.05, weight_decay=0.1)),
+    ('make', {'learning_rate': 0.02}, _adam(0.02)),               # the others legacy's defaults
+    ('make', {'learning_rate': 0.01, 'beta1': 0.5, 'eps': 1e-3}, _adam(0.01, b1=0.5, eps=1e-3)),
+    ('make_positional', (0.05, 0.5), _adam(0.05, b1=0.5)),
+])
+def test_keywords_from_a_parameter_bind_as_the_legacy_constructor_did(
+    from_parameter, make, arguments, expected):
+  """Every key set a caller may pass gets legacy's def: the migrated transform's updates equal
+  plain optax's for that def, bit for bit."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  p = from_parameter['p']
+  made = from_parameter[make]
+  state = made(p, **arguments) if isinstance(arguments, dict) else made(p, *arguments)
+  for got, want in zip(_updates(state.tx), _updates(expected)):
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize('arguments', [
+    {'learning_rate': 0.1, 'momentum': 0.9},   # a key Adam does not take: TypeError, as legacy's
+    {'weight_decay': 0.1},                     # no learning rate: legacy failed at the update
+])
+def test_a_key_set_legacy_could_not_run_raises_where_the_def_is_made(from_parameter, arguments):
+  with pytest.raises(TypeError):
+    from_parameter['make'](from_parameter['p'], **arguments)
+
+
+def test_a_schedule_reading_a_global_named_as_a_legacy_keyword_is_bound_outside_the_lambda():
+  """Every update sets the learning rate from the step, so the def's own is never read; the
+  schedule reads a module variable ``learning_rate``, which the lambda's parameter of that name
+  must not shadow."""
+  import optax  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  source = _PRELUDE + (
+      'import jax\n\nlearning_rate = 0.5\n\ndef lr_fn(step):\n'
+      '  return learning_rate / (1 + step)\n\n'
+      'def make(params, kw):\n  return optim.Adam(**kw).create(params)\n\n'
+      '@jax.jit\ndef step(opt, g):\n'
+      '  return opt.apply_gradient(g, learning_rate=lr_fn(opt.state.step))\n\n'
+      'opt = step(make(p, {"beta1": 0.5}), p)\n')
+  new, refused = _refusals(source)
+  assert 'optax.adam' in new and '(lambda schedule: lambda learning_rate=None,' in new, new
+  assert not refused, refused
+  namespace = {}
+  exec(compile(new, 'train.py', 'exec'), namespace)  # pylint: disable=exec-used
+  state = namespace['make'](namespace['p'], {'learning_rate': 9.0, 'beta1': 0.5})
+  expected = optax.adam(lambda count: 0.5 / (1 + count), b1=0.5, b2=0.999, eps=1e-8)
+  for got, want in zip(_updates(state.tx), _updates(expected)):
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_keywords_from_a_parameter_are_refused_where_no_one_form_fits_every_value():
+  """Adafactor's optax form leaves its momentum out for ``beta1=None`` (its default), its
+  clipping for ``clipping_threshold=None``: with the keys known only at run time no single
+  expression is legacy's for every key set. A MultiOptimizer's group reads its learning rate
+  from the def's text, outside any lambda."""
+  source = _PRELUDE + 'def make(params, **kw):\n  return optim.Adafactor(**kw).create(params)\n'
+  new, refused = _refusals(source)
+  assert 'optax' not in new
+  (_, code, message), = refused
+  assert code == 'FOM110' and message == (
+      'optim.Adafactor(**kw): the arguments **kw are known only at run time (a parameter\'s '
+      'value, whatever each call passes), and the optax form of Adafactor leaves a transform '
+      'out where an argument is None, so no one form is right for every value'), message
+  source = _PRELUDE + (
+      'def make(params, **kw):\n  t = optim.ModelParamTraversal(lambda path, _: "w" in path)\n'
+      '  return optim.MultiOptimizer((t, optim.Adam(**kw))).create(params)\n')
+  new, refused = _refusals(source)
+  assert 'optax' not in new
+  (_, code, message), = refused
+  assert code == 'FOM111' and message.endswith(
+      'group 0: the arguments of optim.Adam(**kw): its arguments are unpacked from a parameter, '
+      'known only at run time, which migrate binds for a def created alone, not for a group of '
+      'a MultiOptimizer'), message

@@ -107,7 +107,7 @@ def plan_create(obj: ObjectPlan, site, call, branch=None):
   notes = []
   cmd_lr = None
   if mode == 'schedule':
-    sources['learning_rate'] = schedule
+    sources['learning_rate'] = _optax_text.SCHEDULE if call.arguments else schedule
     cmd_lr = _optax_text.SCHEDULE_STAND_IN
     notes.append(f'the learning rate is the schedule {schedule}; the command uses '
                  f'{_optax_text.SCHEDULE_STAND_IN} (same state layout)')
@@ -134,6 +134,8 @@ def plan_create(obj: ObjectPlan, site, call, branch=None):
       flagged = (f'{_refusals.NOT_EXACT} {call.name} has no exact plain optax expression '
                  f'({result.difference}); this is the package\'s exact transform')
   if mode == 'inject':
+    if call.arguments:   # every apply site sets it (a run-time initial one): None starts at 0.0
+      initial = '0.0 if learning_rate is None else learning_rate'
     expression = _optax_text.inject(expression, initial)
     def_plan.needs.add(_edits.JNP)
     if exact == 'bit-exact':
@@ -141,6 +143,16 @@ def plan_create(obj: ObjectPlan, site, call, branch=None):
       # step 5 on (legacy with the same per-step learning rate equals plain optax.rmsprop).
       exact = '1e-6'
       notes.append('the injected learning rate is a traced value: the last bit may differ')
+  if call.arguments:
+    # No apply site sets a learning rate: legacy's None failed at the first update (and
+    # FOM108 refuses a literal one even where no update is seen, as here where none may be).
+    required = mode == 'none'
+    expression = _optax_text.unpacked(call, expression, rate_required=required,
+                                      schedule=schedule if mode == 'schedule' else None)
+    notes.append(f'the def\'s arguments {call.arguments} are bound at run time by a lambda '
+                 f'with the signature and defaults of {call.name}' + (
+                     ', learning_rate required (legacy\'s None failed at the first update; '
+                     'optax would not scale by it)' if required else ''))
   cmd_sources = _optax_text.command_sources(call, cmd_lr)
   if mode == 'inject':
     cmd_sources['learning_rate'] = 'learning_rate'
@@ -154,7 +166,8 @@ def plan_create(obj: ObjectPlan, site, call, branch=None):
     if not _optax_text.is_literal(initial):
       stand_ins.pop('learning_rate', None)
       notes.append(f'fill the placeholder learning_rate in the command: the value of '
-                   f'{initial} when the checkpoint was saved')
+                   f'{"learning_rate" if call.arguments else initial} when the checkpoint was '
+                   'saved')
   if stand_ins:
     notes.append('run-time values replaced in the command by same-layout stand-ins: '
                  + ', '.join(f'{k}={v}' for k, v in stand_ins.items()))

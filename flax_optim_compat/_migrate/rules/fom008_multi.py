@@ -82,8 +82,9 @@ def chosen_def(unit, name, values):
       return None, (f'the def {unit.code(name)} is chosen at run time (assigned at lines '
                     f'{lines}), and {unit.code(value)} is not a built-in def')
     call = _optax_text.def_call(legacy, value, unit)
-    if call is None:
-      return None, f'the arguments of {unit.code(value)}'
+    if call is None or call.arguments:
+      return None, f'the arguments of {unit.code(value)}' + (
+          f': {_optax_text.UNPACKED_GROUP}' if call else '')
     calls.append(call)
   rates = sorted({c.sources.get('learning_rate', 'None') for c in calls})
   if len(rates) > 1:
