@@ -1,0 +1,202 @@
+"""FOM017: an optimizer pickled whole -> its state dict pickled, loaded back into a template.
+
+A TrainState cannot be pickled: its optax transform is made of local functions (``pickle.dumps``
+of one raises ``Can't pickle local object 'chain.<locals>.init_fn'``), where a legacy Optimizer
+pickled as a dataclass of its def, step and states. So ``pickle.dump(state, f)`` writes
+``flax.serialization.to_state_dict(state)``: step, params and opt_state, a dict of arrays (the
+functions, ``tx`` and ``apply_fn``, are no pytree fields and not in it). A load whose value is
+assigned where that optimizer is held, ``state = pickle.load(f)``, becomes
+``flax.serialization.from_state_dict(TEMPLATE, pickle.load(f))``: the fields from the file, the
+functions from ``TEMPLATE``, a variable of the same scope that holds the same optimizer before
+the load (a parameter, or a binding at the scope's top level before it: so it is bound when the
+load runs). ``from_state_dict`` takes the template's tree and the file's leaves whatever their
+shape, so a replicated template restores an unreplicated file as it was written. Where no such
+variable exists the load is refused (FOM107) naming that limit. The file's contents change:
+the report says so at each rewritten call, and that pickles the legacy program wrote (objects
+of flax.optim's classes) are not what the migrated program loads.
+"""
+import dataclasses
+from typing import Optional
+
+import libcst as cst
+
+from .. import _calls
+from .. import _edits
+from .. import _refusals
+from .. import _rule
+from .. import _unit
+from .._report import Record
+
+DUMPS = frozenset({'pickle.dump', 'pickle.dumps'})
+LOADS = frozenset({'pickle.load', 'pickle.loads'})
+FLAX = _edits.Import('flax')
+_OLD_FILES = ('pickles the legacy program wrote hold flax.optim objects, which the migrated '
+              "program's load does not take; `flax-optim-compat convert` reads msgpack, not "
+              'pickles: where flax.optim imports, write flax.serialization.to_bytes(pickle.load(f)'
+              "), convert that with the report's command for this optimizer, and pickle.dump "
+              'flax.serialization.msgpack_restore of its output')
+
+
+@dataclasses.dataclass(frozen=True)
+class Load:
+  template: str   # the variable whose tree and functions the loaded fields go into
+
+
+class Pickle(_rule.Rule):
+  code = 'FOM017'
+  title = ('pickle.dump(optimizer, f) -> pickle.dump(flax.serialization.to_state_dict(state), '
+           'f); state = pickle.load(f) -> flax.serialization.from_state_dict(state, '
+           'pickle.load(f)) (the file holds the state dict)')
+  kind = 'pickle_dump'
+  kinds = ('pickle_dump', 'pickle_load')
+
+  def match(self, unit, node):
+    arg = unit.parent(node)
+    call = unit.parent(arg)
+    if not (isinstance(arg, cst.Arg) and arg.value is node and isinstance(call, cst.Call)
+            and unit.names(call.func) & DUMPS):
+      return None
+    if _unit.call_arg(call, 0, 'obj') is not node:
+      return None
+    return _rule.Match(self.kind, arg)
+
+  def claims(self, site, plan):
+    return site.kind in self.kinds
+
+  def plan(self, site, plan):
+    file_plan = plan.files[site.unit.path]
+    file_plan.needs.add(FLAX)
+    if site.kind == 'pickle_dump':
+      file_plan.edits[id(site.node)] = _rule.Edit(self)
+      call = site.unit.parent(site.node)
+      what = site.unit.code(site.node.value)
+      message = (f'{site.unit.code(call.func)}(...) pickles flax.serialization.to_state_dict'
+                 f'({what}): the file holds a dict of the TrainState\'s fields (step, params, '
+                 'opt_state), no longer a legacy Optimizer object (a TrainState\'s optax '
+                 f'transform cannot be pickled); {_OLD_FILES}')
+    else:
+      template = template_of(plan.project, site.unit, site.node,
+                             plan.project.groups.find(site.slot))
+      file_plan.edits[id(site.node)] = _rule.Edit(self, Load(template))
+      message = (f'{site.unit.code(site.node.func)}(...) -> flax.serialization.from_state_dict('
+                 f'{template}, ...): the TrainState\'s fields from the file, its optax transform '
+                 f'from {template} (a file the migrated program pickled); {_OLD_FILES}')
+    plan.records.append(Record.of(site, 'rewritten', code=self.code, message=message))
+
+  def rewrite(self, updated, data, context):
+    if isinstance(data, Load):
+      text = f'flax.serialization.from_state_dict({data.template}, {_rule.text_of(updated)})'
+      return cst.parse_expression(text)
+    value = _rule.text_of(updated.value)
+    return updated.with_changes(
+        value=cst.parse_expression(f'flax.serialization.to_state_dict({value})'))
+
+
+def load_site(project, unit, node) -> Optional[tuple]:
+  """``(kind, slot, refusal, message)`` of a ``pickle.load(...)`` / ``pickle.loads(...)`` whose
+  value is used as an optimizer: assigned where one is held (``state = pickle.load(f)``),
+  rewritten with a template, or refused where no variable holds that optimizer before it; or
+  held where no optimizer is (``restored = pickle.load(f)``) and then used as one, refused with
+  the object it joins, else with the object the project pickles. Else None."""
+  if not (isinstance(node, cst.Call) and unit.names(node.func) & LOADS):
+    return None
+  assign = unit.parent(node)
+  target = None
+  if isinstance(assign, cst.Assign) and assign.value is node and len(assign.targets) == 1:
+    target = assign.targets[0].target
+  slot = project.slot_of(unit, target) if target is not None else None
+  loaded = f'{unit.code(node.func)}(...) at {_unit.at(unit, node)}'
+  if slot is not None:
+    if template_of(project, unit, node, project.groups.find(slot)) is not None:
+      return 'pickle_load', slot, None, ''
+    scope = unit.enclosing(node, (cst.FunctionDef,))
+    where = f'function {scope.name.value}' if scope is not None else 'the module'
+    return 'escape', slot, _refusals.ESCAPE, (
+        f'{loaded} loads the optimizer, and once migrated the file holds its state dict, which '
+        'flax.serialization.from_state_dict puts back into a TrainState given as a template (the '
+        'file holds no optax transform): no variable of the same optimizer is bound in '
+        f'{where} before this line (a parameter, or an assignment at its top level) to be that '
+        'template')
+  used = _used_as_optimizer(project, unit, node, target)
+  if used is None:
+    return None
+  joined, read, how = used
+  slot = joined or _pickled_slot(project, unit)
+  if slot is None:
+    return None   # no optimizer of the project is pickled: the file is none the rewrite writes
+  held = f'{unit.code(target)}, which' if target is not None else 'its value'
+  return 'escape', slot, _refusals.ESCAPE, (
+      f'{loaded} loads an optimizer that is used as one ({how} at {_unit.at(unit, read)}), '
+      f'but {held} holds no optimizer in the analysis (only the load gives it one), so its '
+      'uses would stay legacy while the file holds a state dict once migrated: assign the load '
+      'to the variable that holds the optimizer (state = pickle.load(f))')
+
+
+# What a legacy Optimizer is read for (and a state dict has not).
+_READS = frozenset({'target', 'apply_gradient', 'optimizer_def', 'state', 'replicate',
+                    'unreplicate', 'hyper_params', 'state_dict', 'restore_state',
+                    'compute_gradient', 'optimize'})
+
+
+def _used_as_optimizer(project, unit, node, target) -> Optional[tuple]:
+  """``(slot or None, read, how)`` where the loaded value (``node``, held in ``target``) is
+  read as an optimizer (``.target``, ...) or handed on, through pass-through calls
+  (``jax_utils.replicate``), to where an optimizer is held (that slot); else None."""
+  if target is None:
+    reads = [node]
+  elif isinstance(target, cst.Name):
+    reads = _unit.accesses(unit, target) or []
+  else:
+    return None
+  for read in reads:
+    value, parent = read, unit.parent(read)
+    while isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call) and (
+        _calls.pass_through_arg(project, unit, unit.parent(parent)) is value):
+      value = unit.parent(parent)
+      parent = unit.parent(value)
+    if isinstance(parent, cst.Attribute) and parent.value is value and (
+        parent.attr.value in _READS):
+      return None, read, f'read as {_rule.text_of(parent)}'
+    if isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1:
+      slot = project.slot_of(unit, parent.targets[0].target)
+      if slot is not None:
+        return slot, read, f'assigned to {unit.code(parent.targets[0].target)}'
+  return None
+
+
+def _pickled_slot(project, unit) -> Optional[tuple]:
+  """The slot of an optimizer the project pickles (this file's first), else None."""
+  for other in [unit] + [u for u in project.units if u is not unit]:
+    for call in other.nodes:
+      if isinstance(call, cst.Call) and other.names(call.func) & DUMPS:
+        value = _unit.call_arg(call, 0, 'obj')
+        slot = project.slot_of(other, value) if value is not None else None
+        if slot is not None:
+          return slot
+  return None
+
+
+def template_of(project, unit, load: cst.Call, root: tuple) -> Optional[str]:
+  """The variable that holds the loaded optimizer's object in ``load``'s scope before it: the
+  last one bound at the scope's top level before the load's statement, else a parameter."""
+  scope = unit.enclosing(load, (cst.FunctionDef,))
+  body = list(scope.body.body if scope is not None else unit.module.body)
+  statement = load
+  while statement is not None and not any(statement is s for s in body):
+    statement = unit.parent(statement)
+
+  def same(name):
+    slot = project.slot_of(unit, name)
+    return slot is not None and project.groups.find(slot) == root
+  found = None
+  for before in body[:[id(s) for s in body].index(id(statement))] if statement else ():
+    for small in before.body if isinstance(before, cst.SimpleStatementLine) else ():
+      if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
+          small.targets[0].target, cst.Name) and same(small.targets[0].target):
+        found = small.targets[0].target.value
+  if found is None and scope is not None:
+    found = next((p.name.value for p in scope.params.params if same(p.name)), None)
+  return found
+
+
+RULE = Pickle()
