@@ -88,7 +88,7 @@ def sites(project: _project.Project) -> List[Site]:
       slot = project.slot_of(unit, node)
       if project.unparsed:   # what a file that does not parse may reach (below)
         held_here.add(slot or _held(project, unit, node))
-      loaded = fom017_pickle.load_site(project, unit, node) if slot is None else None
+      loaded = fom017_pickle.site(project, unit, node) if slot is None else None
       if loaded is not None:
         found.append(Site(unit, node, *loaded, rule=fom017_pickle.RULE))
         continue

@@ -92,20 +92,65 @@ class Pickle(_rule.Rule):
         value=cst.parse_expression(f'flax.serialization.to_state_dict({value})'))
 
 
+def site(project, unit, node) -> Optional[tuple]:
+  """``(kind, slot, refusal, message)`` of a pickle call at ``node`` that is no optimizer
+  value itself: a load (``load_site``), or a dump of a value that holds an optimizer in a
+  field (refused: the TrainState inside cannot be pickled); else None."""
+  if isinstance(node, cst.Call) and unit.names(node.func) & DUMPS:
+    return _holder_dump(project, unit, node)
+  return load_site(project, unit, node)
+
+
+def _holder_dump(project, unit, call: cst.Call) -> Optional[tuple]:
+  """A refusal for ``pickle.dump(state, f)`` where ``state`` is a variable read elsewhere as
+  ``state.<field>`` holding the optimizer, or bound to an instance of the project's class
+  built with it (``State(optimizer=opt)``); else None."""
+  value = _unit.call_arg(call, 0, 'obj')
+  if not isinstance(value, cst.Name) or project.slot_of(unit, value) is not None:
+    return None
+  held = None
+  for read in _unit.accesses(unit, value) or ():
+    member = unit.parent(read)
+    if isinstance(member, cst.Attribute) and member.value is read:
+      held = held or project.slot_of(unit, member)
+  scope = unit.scopes.get(value)
+  for binding in (scope[value.value] if scope is not None else ()):
+    assign = _unit.plain_assignment(unit, binding)
+    built = assign.value if assign is not None else None
+    if isinstance(built, cst.Call) and isinstance(
+        (project.resolve_callable(unit, built.func) or (None, None))[1], cst.ClassDef):
+      held = held or next((project.slot_of(unit, a.value) for a in built.args
+                           if project.slot_of(unit, a.value) is not None), None)
+  if held is None:
+    return None
+  return 'escape', held, _refusals.ESCAPE, (
+      f'{value.value} is pickled by {unit.code(call.func)}(...) at {_unit.at(unit, call)} and '
+      'holds the optimizer in a field: once migrated that field is a TrainState, which pickle '
+      'cannot write (its optax transform is made of local functions), and migrate rewrites a '
+      'pickle of the optimizer itself only (to its state dict)')
+
+
 def load_site(project, unit, node) -> Optional[tuple]:
   """``(kind, slot, refusal, message)`` of a ``pickle.load(...)`` / ``pickle.loads(...)`` whose
-  value is used as an optimizer: assigned where one is held (``state = pickle.load(f)``),
-  rewritten with a template, or refused where no variable holds that optimizer before it; or
-  held where no optimizer is (``restored = pickle.load(f)``) and then used as one, refused with
-  the object it joins, else with the object the project pickles. Else None."""
+  value is used as an optimizer: assigned, directly or through pass-through calls
+  (``jax_utils.replicate``), where one is held (``state = pickle.load(f)``), or held in a
+  variable that only such assignments read: rewritten with a template, or refused where no
+  variable holds that optimizer before it; held where no optimizer is and read as one
+  (``restored.target``), refused with the object it joins, else with the object the project
+  pickles. Else None."""
   if not (isinstance(node, cst.Call) and unit.names(node.func) & LOADS):
     return None
-  assign = unit.parent(node)
+  loaded = f'{unit.code(node.func)}(...) at {_unit.at(unit, node)}'
+  value, assign = _passed_on(project, unit, node)
   target = None
-  if isinstance(assign, cst.Assign) and assign.value is node and len(assign.targets) == 1:
+  if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
     target = assign.targets[0].target
   slot = project.slot_of(unit, target) if target is not None else None
-  loaded = f'{unit.code(node.func)}(...) at {_unit.at(unit, node)}'
+  if slot is None and value is node and isinstance(target, cst.Name):
+    uses = [_use(project, unit, read) for read in _unit.accesses(unit, target) or ()]
+    slots = {project.groups.find(u[0]) for u in uses if u[0] is not None}
+    if uses and len(slots) == 1 and all(u[0] is not None for u in uses):
+      slot = next(u[0] for u in uses)   # ``restored``, only handed on to where it is held
   if slot is not None:
     if template_of(project, unit, node, project.groups.find(slot)) is not None:
       return 'pickle_load', slot, None, ''
@@ -117,10 +162,13 @@ def load_site(project, unit, node) -> Optional[tuple]:
         'file holds no optax transform): no variable of the same optimizer is bound in '
         f'{where} before this line (a parameter, or an assignment at its top level) to be that '
         'template')
-  used = _used_as_optimizer(project, unit, node, target)
+  reads = [node] if target is None or value is not node else (
+      _unit.accesses(unit, target) or [] if isinstance(target, cst.Name) else [])
+  used = next(((read, u) for read in reads for u in [_use(project, unit, read)]
+               if u[0] is not None or u[1]), None)
   if used is None:
     return None
-  joined, read, how = used
+  read, (joined, how) = used
   slot = joined or _pickled_slot(project, unit)
   if slot is None:
     return None   # no optimizer of the project is pickled: the file is none the rewrite writes
@@ -132,36 +180,36 @@ def load_site(project, unit, node) -> Optional[tuple]:
       'to the variable that holds the optimizer (state = pickle.load(f))')
 
 
+def _passed_on(project, unit, node):
+  """``(value, parent)``: ``node`` through the pass-through calls it is handed to
+  (``jax_utils.replicate(pickle.load(f))``), and where that value goes."""
+  value, parent = node, unit.parent(node)
+  while isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call) and (
+      _calls.pass_through_arg(project, unit, unit.parent(parent)) is value):
+    value = unit.parent(parent)
+    parent = unit.parent(value)
+  return value, parent
+
+
 # What a legacy Optimizer is read for (and a state dict has not).
 _READS = frozenset({'target', 'apply_gradient', 'optimizer_def', 'state', 'replicate',
                     'unreplicate', 'hyper_params', 'state_dict', 'restore_state',
                     'compute_gradient', 'optimize'})
 
 
-def _used_as_optimizer(project, unit, node, target) -> Optional[tuple]:
-  """``(slot or None, read, how)`` where the loaded value (``node``, held in ``target``) is
-  read as an optimizer (``.target``, ...) or handed on, through pass-through calls
-  (``jax_utils.replicate``), to where an optimizer is held (that slot); else None."""
-  if target is None:
-    reads = [node]
-  elif isinstance(target, cst.Name):
-    reads = _unit.accesses(unit, target) or []
-  else:
-    return None
-  for read in reads:
-    value, parent = read, unit.parent(read)
-    while isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call) and (
-        _calls.pass_through_arg(project, unit, unit.parent(parent)) is value):
-      value = unit.parent(parent)
-      parent = unit.parent(value)
-    if isinstance(parent, cst.Attribute) and parent.value is value and (
-        parent.attr.value in _READS):
-      return None, read, f'read as {_rule.text_of(parent)}'
-    if isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1:
-      slot = project.slot_of(unit, parent.targets[0].target)
-      if slot is not None:
-        return slot, read, f'assigned to {unit.code(parent.targets[0].target)}'
-  return None
+def _use(project, unit, read) -> tuple:
+  """``(slot, '')`` where ``read`` is handed on, through pass-through calls, to an assignment
+  where an optimizer is held (that slot); ``(None, how)`` where it is read as an optimizer
+  (``.target``, ...); else ``(None, '')``."""
+  value, parent = _passed_on(project, unit, read)
+  if isinstance(parent, cst.Attribute) and parent.value is value and (
+      parent.attr.value in _READS):
+    return None, f'read as {_rule.text_of(parent)}'
+  if isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1:
+    slot = project.slot_of(unit, parent.targets[0].target)
+    if slot is not None:
+      return slot, f'assigned to {unit.code(parent.targets[0].target)}'
+  return None, ''
 
 
 def _pickled_slot(project, unit) -> Optional[tuple]:

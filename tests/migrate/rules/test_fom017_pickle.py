@@ -12,10 +12,13 @@ from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-impor
 # pickle_unreplicated: mobilenerf's shape, an Adam whose rate is given per step, replicated and
 # pmapped, unreplicated and pickle.dump'ed every 5 steps, one file loaded back into the same
 # variable, its .target read and trained on. pickle_bytes: pickle.dumps / pickle.loads of a
-# Momentum trained under jit, trained on from the loaded state.
+# Momentum trained under jit, trained on from the loaded state. pickle_handed_on: a replicated
+# Momentum loaded into a variable of its own that is then replicated, and loaded and replicated
+# in one expression.
 EXAMPLES = {
     'pickle_unreplicated': 'bit-exact',
     'pickle_bytes': 'bit-exact',
+    'pickle_handed_on': 'bit-exact',
 }
 
 _PRELUDE = 'import pickle\nimport jax.numpy as jnp\nfrom flax import optim\n\np = {"w": jnp.ones(3)}\n'
@@ -98,3 +101,17 @@ def test_an_optimizer_pickled_inside_a_tuple_stays_refused():
   assert 'optax' not in new
   assert any(r.code == 'FOM107' and 'is put in (opt, 3)' in r.message
              for r in report.records), report.records
+
+
+def test_a_value_that_holds_the_optimizer_in_a_field_is_refused_where_it_is_pickled():
+  """Its TrainState field could not be pickled; a pickled params dict is no such value."""
+  _, new, report = _migrate(
+      "import flax\n\n@flax.struct.dataclass\nclass State:\n  optimizer: optim.Optimizer\n\n"
+      "opt = optim.Adam(0.1).create(p)\nstate = State(optimizer=opt)\n"
+      "pickle.dump(state, open('s.pkl', 'wb'))\npickle.dump(opt.target, open('v.pkl', 'wb'))\n")
+  assert 'optax' not in new
+  blockers = [r for r in report.records if r.status == 'refused' and 'not rewritten' not in
+              r.message]
+  assert [(r.line, r.code) for r in blockers] == [(14, 'FOM107')], report.records
+  assert blockers[0].message.startswith('state is pickled by pickle.dump(...) at train.py:14 '
+                                        'and holds the optimizer in a field')
