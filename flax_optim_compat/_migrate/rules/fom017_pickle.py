@@ -160,8 +160,8 @@ def load_site(project, unit, node) -> Optional[tuple]:
         f'{loaded} loads the optimizer, and once migrated the file holds its state dict, which '
         'flax.serialization.from_state_dict puts back into a TrainState given as a template (the '
         'file holds no optax transform): no variable of the same optimizer is bound in '
-        f'{where} before this line (a parameter, or an assignment at its top level) to be that '
-        'template')
+        f'{where} before this line (a parameter, an assignment at its top level, or in a method '
+        "a field of self that __init__ assigns at its top level) to be that template")
   reads = [node] if target is None or value is not node else (
       _unit.accesses(unit, target) or [] if isinstance(target, cst.Name) else [])
   used = next(((read, u) for read in reads for u in [_use(project, unit, read)]
@@ -225,25 +225,57 @@ def _pickled_slot(project, unit) -> Optional[tuple]:
 
 
 def template_of(project, unit, load: cst.Call, root: tuple) -> Optional[str]:
-  """The variable that holds the loaded optimizer's object in ``load``'s scope before it: the
-  last one bound at the scope's top level before the load's statement, else a parameter."""
+  """What holds the loaded optimizer's object in ``load``'s scope before it: the last variable
+  (or field of the method's ``self``) bound at the scope's top level before the load's
+  statement, else a parameter, else, in a method, a field of ``self`` that ``__init__`` binds
+  at its top level (bound before any other method runs)."""
   scope = unit.enclosing(load, (cst.FunctionDef,))
   body = list(scope.body.body if scope is not None else unit.module.body)
   statement = load
   while statement is not None and not any(statement is s for s in body):
     statement = unit.parent(statement)
 
-  def same(name):
-    slot = project.slot_of(unit, name)
+  def same(node):
+    slot = project.slot_of(unit, node)
     return slot is not None and project.groups.find(slot) == root
-  found = None
-  for before in body[:[id(s) for s in body].index(id(statement))] if statement else ():
-    for small in before.body if isinstance(before, cst.SimpleStatementLine) else ():
-      if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
-          small.targets[0].target, cst.Name) and same(small.targets[0].target):
-        found = small.targets[0].target.value
+  me = _self_name(unit, scope)
+  found = _last_bound(unit, body[:[id(s) for s in body].index(id(statement))] if statement
+                      else [], same, me)
   if found is None and scope is not None:
     found = next((p.name.value for p in scope.params.params if same(p.name)), None)
+  owner = unit.enclosing(unit.parent(scope), (cst.ClassDef, cst.FunctionDef)) if (
+      scope is not None) else None
+  if found is None and me is not None and isinstance(owner, cst.ClassDef):
+    init = next((f for f in owner.body.body if isinstance(f, cst.FunctionDef)
+                 and f.name.value == '__init__' and f is not scope), None)
+    field = _last_bound(unit, init.body.body, same, _self_name(unit, init)) if init else None
+    found = f'{me}.{field.split(".", 1)[1]}' if field and '.' in field else None
+  return found
+
+
+def _self_name(unit, fdef) -> Optional[str]:
+  """The name of a method's first parameter (its ``self``), else None."""
+  owner = unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef)) if (
+      fdef is not None) else None
+  if isinstance(owner, cst.ClassDef) and fdef.params.params:
+    return fdef.params.params[0].name.value
+  return None
+
+
+def _last_bound(unit, statements, same, me) -> Optional[str]:
+  """The text of the last target ``name`` or ``me.field`` that one of ``statements`` (simple
+  statements only: bound whenever the next statement runs) assigns and ``same`` accepts."""
+  found = None
+  for statement in statements:
+    for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+      if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+        continue
+      target = small.targets[0].target
+      plain = isinstance(target, cst.Name) or (
+          isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+          and target.value.value == me)
+      if plain and same(target):
+        found = unit.code(target)
   return found
 
 

@@ -14,14 +14,17 @@ from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-impor
 # variable, its .target read and trained on. pickle_bytes: pickle.dumps / pickle.loads of a
 # Momentum trained under jit, trained on from the loaded state. pickle_handed_on: a replicated
 # Momentum loaded into a variable of its own that is then replicated, and loaded and replicated
-# in one expression.
+# in one expression. pickle_trainer_field: an Adam in a class's field, pickled by one method and
+# loaded by another (the template: the field __init__ binds).
 EXAMPLES = {
     'pickle_unreplicated': 'bit-exact',
     'pickle_bytes': 'bit-exact',
     'pickle_handed_on': 'bit-exact',
+    'pickle_trainer_field': 'bit-exact',
 }
 
-_PRELUDE = 'import pickle\nimport jax.numpy as jnp\nfrom flax import optim\n\np = {"w": jnp.ones(3)}\n'
+_PRELUDE = ('import pickle\nimport jax.numpy as jnp\nfrom flax import optim\n\n'
+            'p = {"w": jnp.ones(3)}\n')
 
 
 def _migrate(body):
@@ -72,6 +75,22 @@ def test_a_load_with_no_template_bound_before_it_is_refused_naming_the_limit():
   assert [(r.line, r.code) for r in blockers] == [(8, 'FOM107')], report.records
   assert ('no variable of the same optimizer is bound in the module before this line'
           in blockers[0].message), blockers[0].message
+
+
+def test_a_field_loaded_in_a_method_takes_the_field_init_binds_and_no_other():
+  """``self.opt`` in a method other than ``__init__`` is bound once ``__init__`` ran; a field
+  ``__init__`` binds only under an ``if`` may be unbound: the load is refused."""
+  cls = ("class T:\n  def __init__(self, fresh):\n{init}\n"
+         "  def load(self, path):\n    self.opt = pickle.load(open(path, 'rb'))\n"
+         "    return self.opt.target\n\n  def save(self, path):\n"
+         "    pickle.dump(self.opt, open(path, 'wb'))\n")
+  _, new, _ = _migrate(cls.format(init='    self.opt = optim.Adam(0.1).create(p)'))
+  assert 'self.opt = flax.serialization.from_state_dict(self.opt, pickle.load(' in new, new
+  _, new, report = _migrate(cls.format(
+      init='    if fresh:\n      self.opt = optim.Adam(0.1).create(p)'))
+  assert 'optax' not in new
+  assert any('no variable of the same optimizer is bound in function load' in r.message
+             for r in report.records), report.records
 
 
 def test_a_load_held_where_no_optimizer_is_and_used_as_one_refuses_the_pickled_object():
