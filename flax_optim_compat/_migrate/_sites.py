@@ -20,6 +20,7 @@ from . import _refusals
 from . import _unit
 from . import rules
 from .rules import fom016_state_dict
+from .rules import fom017_pickle
 from ._edits import statement_of
 from ._program import COMPILERS
 from ._rule import Rule
@@ -87,6 +88,10 @@ def sites(project: _project.Project) -> List[Site]:
       slot = project.slot_of(unit, node)
       if project.unparsed:   # what a file that does not parse may reach (below)
         held_here.add(slot or _held(project, unit, node))
+      loaded = fom017_pickle.site(project, unit, node) if slot is None else None
+      if loaded is not None:
+        found.append(Site(unit, node, *loaded, rule=fom017_pickle.RULE))
+        continue
       if slot is None:
         unresolved = _unresolved_result(project, unit, node)
         if unresolved is not None:
@@ -417,10 +422,6 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
     names = sorted(unit.names(call.func))
     if not names:
       return f'{what}: a computed callable, which the analysis does not resolve'
-    if {'pickle.dump', 'pickle.dumps'} & set(names):
-      return (f'{what}: it pickles the legacy Optimizer object itself, and a TrainState cannot '
-              'be pickled (its optax transform is made of local functions, which pickle does '
-              'not write); save its fields instead (flax.serialization.to_bytes), then migrate')
     bound = _bindings(unit, call.func)
     if len(bound) > 1:   # a notebook-style script that defines the step again
       lines = ', '.join(str(unit.line(n)) for n in bound)

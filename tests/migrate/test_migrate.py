@@ -104,7 +104,7 @@ def test_the_rewrite_leaves_no_import_unused(code, example):
 
 _SITE_WORDS = ('optim', '.target', '.state.step', 'apply_gradient', 'replace(', 'import',
                '.create(',
-               'Optimizer', 'target=', '.state_dict()')
+               'Optimizer', 'target=', '.state_dict()', 'pickle.')
 
 
 @pytest.mark.parametrize('code, example', EXAMPLES, ids=IDS)

@@ -60,19 +60,6 @@ def test_a_dict_assigned_once_and_only_unpacked_is_read_literal_by_literal():
 
 # ----------------------------------------------------------------- refusals that name the limit
 
-def test_an_optimizer_pickled_whole_is_refused_saying_a_train_state_cannot_be_pickled():
-  """A TrainState holds its optax transform, local functions pickle cannot write (measured:
-  ``pickle.dumps`` of one raises), and the files hold flax.optim's classes."""
-  source = _PRELUDE + ('import pickle\nopt = optim.Adam(0.1).create(p)\n'
-                       "pickle.dump(opt, open('state.pkl', 'wb'))\n")
-  new, refused = _refusals(source)
-  assert 'optax' not in new
-  blockers = [r for r in refused if 'not rewritten' not in r[2]]
-  assert [(line, code) for line, code, _ in blockers] == [(7, 'FOM107')], refused
-  assert ('is passed to pickle.dump(...) as argument 1 at train.py:7: it pickles the legacy '
-          'Optimizer object itself, and a TrainState cannot be pickled') in blockers[0][2]
-
-
 def test_a_def_class_passed_as_a_value_is_refused_naming_the_call_it_goes_to():
   source = _PRELUDE + ('def make(cls, **kw):\n  return cls(**kw)\n\n'
                        'opt = make(optim.Adam, learning_rate=0.1).create(p)\n')
