@@ -16,6 +16,7 @@ the report says so at each rewritten call, and that pickles the legacy program w
 of flax.optim's classes) are not what the migrated program loads.
 """
 import dataclasses
+import weakref
 from typing import Optional
 
 import libcst as cst
@@ -138,7 +139,8 @@ def load_site(project, unit, node) -> Optional[tuple]:
   variable holds that optimizer before it; held where no optimizer is and read as one
   (``restored.target``), refused with the object it joins, else with the object the project
   pickles. Else None."""
-  if not (isinstance(node, cst.Call) and unit.names(node.func) & LOADS):
+  if not (isinstance(node, cst.Call) and (unit.names(node.func) & LOADS or (
+      _runs_loader(project, unit, node)))):
     return None
   loaded = f'{unit.code(node.func)}(...) at {_unit.at(unit, node)}'
   value, assign = _passed_on(project, unit, node)
@@ -178,6 +180,34 @@ def load_site(project, unit, node) -> Optional[tuple]:
       f'but {held} holds no optimizer in the analysis (only the load gives it one), so its '
       'uses would stay legacy while the file holds a state dict once migrated: assign the load '
       'to the variable that holds the optimizer (state = pickle.load(f))')
+
+
+_LOADERS = weakref.WeakKeyDictionary()   # project -> {name: ids of its loader functions}
+
+
+def _runs_loader(project, unit, call: cst.Call) -> bool:
+  """Whether ``call`` runs a function of the project whose every ``return`` hands back a
+  pickle load (``def load(path): with open(path, 'rb') as f: return pickle.load(f)``): its
+  value is then what the file holds, a load like ``pickle.load(f)`` itself."""
+  loaders = _LOADERS.get(project)
+  if loaders is None:
+    loaders = _LOADERS[project] = {}
+    for u in project.units:
+      returns = {}
+      for ret in u.nodes:
+        if isinstance(ret, cst.Return):
+          fdef = u.enclosing(ret, (cst.FunctionDef, cst.Lambda))
+          if isinstance(fdef, cst.FunctionDef):
+            returns.setdefault(id(fdef), (fdef, []))[1].append(ret)
+      for fdef, rets in returns.values():
+        if all(isinstance(r.value, cst.Call) and u.names(r.value.func) & LOADS for r in rets):
+          loaders.setdefault(fdef.name.value, set()).add(id(fdef))
+  func = call.func
+  name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, 'value', None)
+  if name not in loaders:
+    return False
+  callee = project.resolve_callable(unit, func)
+  return callee is not None and id(callee[1]) in loaders[name]
 
 
 def _passed_on(project, unit, node):

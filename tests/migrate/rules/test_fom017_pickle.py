@@ -15,12 +15,15 @@ from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-impor
 # Momentum trained under jit, trained on from the loaded state. pickle_handed_on: a replicated
 # Momentum loaded into a variable of its own that is then replicated, and loaded and replicated
 # in one expression. pickle_trainer_field: an Adam in a class's field, pickled by one method and
-# loaded by another (the template: the field __init__ binds).
+# loaded by another (the template: the field __init__ binds). pickle_loader: an Adam loaded back
+# through the program's own load(path), whose return is pickle.load(f) (the call is the load),
+# beside a call of it that loads a pickle of no optimizer (left as it is).
 EXAMPLES = {
     'pickle_unreplicated': 'bit-exact',
     'pickle_bytes': 'bit-exact',
     'pickle_handed_on': 'bit-exact',
     'pickle_trainer_field': 'bit-exact',
+    'pickle_loader': 'bit-exact',
 }
 
 _PRELUDE = ('import pickle\nimport jax.numpy as jnp\nfrom flax import optim\n\n'
