@@ -138,7 +138,7 @@ def _loose_defs(project, groups) -> Optional[str]:
                 and id(node) not in seen), None)
   if loose is None:
     return None
-  return (f'the def {_sites.short(loose[0].code(loose[1]), 40)} at {_unit.at(*loose)} goes '
+  return (f'the def {_unit.short(loose[0].code(loose[1]), 40)} at {_unit.at(*loose)} goes '
           'where the analysis does not follow it (FOM112), and may create it')
 
 
@@ -517,7 +517,7 @@ def _multi_mode(project, creates, multis, applies, overrides, group_lrs) -> str:
       if overrides[id(other)] is None and id(other) not in group_lrs:
         other.refusal = _refusals.LR_NONE
         other.message = (f'applied without learning_rate= or hyper_params=, while the optimizer '
-                         f'may be created from {_sites.short(plains[0][0].code(plains[0][1]))} '
+                         f'may be created from {_unit.short(plains[0][0].code(plains[0][1]))} '
                          f'({_unit.at(*plains[0][:2])}), a def without groups')
   elif plains and plain is None:
     plain = plains[0]
@@ -526,7 +526,7 @@ def _multi_mode(project, creates, multis, applies, overrides, group_lrs) -> str:
     site.message = ('overrides the groups of an optimizer that is not one MultiOptimizer '
                     'created in sight' if plain is None or plain[1] is None else
                     f'overrides the groups of a MultiOptimizer, but the optimizer may also be '
-                    f'created from {_sites.short(plain[0].code(plain[1]))} ({_unit.at(*plain[:2])}), '
+                    f'created from {_unit.short(plain[0].code(plain[1]))} ({_unit.at(*plain[:2])}), '
                     'a def without groups')
     return 'inject'
   other = next((d for d in defs if len(d[2]) != len(defs[0][2])), None)

@@ -88,7 +88,7 @@ class Project(Program):
       return self._passed_functions[id(param)]
     self._passed_functions[id(param)] = None   # while it is being decided: none
     fdef = unit.enclosing(param, (cst.FunctionDef, cst.Lambda))
-    callers = self._callers_of(unit, fdef) if isinstance(fdef, cst.FunctionDef) else None
+    callers = self.callers_of(unit, fdef) if isinstance(fdef, cst.FunctionDef) else None
     if not callers:
       return None
     found = []
@@ -114,7 +114,7 @@ class Project(Program):
     fdef = unit.enclosing(param, (cst.FunctionDef, cst.Lambda)) if param is not None else None
     if not isinstance(fdef, cst.FunctionDef):
       return f'{name.value} is a parameter of a lambda, whose call sites are not followed'
-    callers = self._callers_of(unit, fdef)
+    callers = self.callers_of(unit, fdef)
     if callers is None:
       return (f'{fdef.name.value}() is referred to other than as the callee of a call (or is a '
               'decorated method, or its name is not unique), so not all its call sites are '
@@ -225,7 +225,7 @@ class Project(Program):
     fdef = unit.enclosing(param, (cst.FunctionDef, cst.Lambda))
     if not isinstance(fdef, cst.FunctionDef) or not only_created(unit, name):
       return None
-    callers = self._callers_of(unit, fdef)
+    callers = self.callers_of(unit, fdef)
     if not callers:
       return None
     branches: List[Tuple[SourceFile, cst.CSTNode]] = []
@@ -282,7 +282,7 @@ class Project(Program):
           found.append((u, node))
     return found
 
-  def _callers_of(self, unit: SourceFile, fdef: cst.FunctionDef):
+  def callers_of(self, unit: SourceFile, fdef: cst.FunctionDef):
     """``[(unit, call, args, shift)]``: every call of the project's function or method
     ``fdef``, with the arguments it passes; None where ``fdef`` is referred to other than as
     the callee of a call (``jax.jit(f)``, ``functools.partial(f, ...)``, ``g = f``), or is a

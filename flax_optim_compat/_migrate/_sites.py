@@ -25,6 +25,7 @@ from ._edits import statement_of
 from ._program import COMPILERS
 from ._rule import Rule
 from ._unit import SourceFile
+from ._unit import short
 
 # The legacy defs (FOM112 names where one goes when no create uses it).
 DEFS = frozenset(_unit.BUILTIN_DEFS + ('MultiOptimizer', 'WeightNorm'))
@@ -88,7 +89,8 @@ def sites(project: _project.Project) -> List[Site]:
       slot = project.slot_of(unit, node)
       if project.unparsed:   # what a file that does not parse may reach (below)
         held_here.add(slot or _held(project, unit, node))
-      loaded = fom017_pickle.site(project, unit, node) if slot is None else None
+      loaded = fom017_pickle.site(project, unit, node) if slot is None else (
+          fom017_pickle.shared_dump(project, unit, node, slot))
       if loaded is not None:
         found.append(Site(unit, node, *loaded, rule=fom017_pickle.RULE))
         continue
@@ -396,11 +398,6 @@ def _bindings(unit: SourceFile, func: cst.CSTNode) -> list:
   if not isinstance(func, cst.Name) or scope is None:
     return []
   return [a.node for a in scope[func.value] if isinstance(a, meta.Assignment)]
-
-
-def short(text: str, width: int = 60) -> str:
-  text = ' '.join(text.split())
-  return text if len(text) <= width else text[:width - 3] + '...'
 
 
 def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:

@@ -318,3 +318,9 @@ def walk(node: cst.CSTNode) -> List[cst.CSTNode]:
   collect = _Walk()
   node.visit(collect)
   return collect.nodes
+
+
+def short(text: str, width: int = 60) -> str:
+  """``text`` on one line, cut to ``width`` characters with ``...`` (for messages)."""
+  text = ' '.join(text.split())
+  return text if len(text) <= width else text[:width - 3] + '...'

@@ -79,7 +79,7 @@ def test_two_rules_with_one_code_are_refused(tmp_path, monkeypatch):
 
 
 _BELOW_SITES = {'_rule', '_edits', '_report', '_refusals', '_unit', '_project', '_optax_text',
-                '_learning_rate', '_calls'}
+                '_learning_rate', '_calls', '_flows'}
 
 
 @pytest.mark.parametrize('path', sorted(pathlib.Path(rules.__file__).parent.glob('fom*.py')),

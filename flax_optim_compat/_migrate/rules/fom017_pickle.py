@@ -23,6 +23,7 @@ import libcst as cst
 
 from .. import _calls
 from .. import _edits
+from .. import _flows
 from .. import _refusals
 from .. import _rule
 from .. import _unit
@@ -100,6 +101,41 @@ def site(project, unit, node) -> Optional[tuple]:
   if isinstance(node, cst.Call) and unit.names(node.func) & DUMPS:
     return _holder_dump(project, unit, node)
   return load_site(project, unit, node)
+
+
+def shared_dump(project, unit, node, slot) -> Optional[tuple]:
+  """A refusal for ``pickle.dump(value, f)`` where ``value``, the optimizer at ``slot``, is a
+  parameter that a call binds to a value holding no optimizer (a ``save(path, value)`` the
+  program uses for every pickle), or whose calls are not all in sight: the rewrite pickles
+  ``to_state_dict(value)``, which changes what such a call writes (a list becomes a dict of
+  its items); else None."""
+  arg = unit.parent(node)
+  call = unit.parent(arg)
+  if not (isinstance(arg, cst.Arg) and isinstance(call, cst.Call) and (
+      unit.names(call.func) & DUMPS) and _unit.call_arg(call, 0, 'obj') is node):
+    return None
+  param = _unit.parameter(unit, node)
+  fdef = unit.enclosing(param, (cst.FunctionDef, cst.Lambda)) if param is not None else None
+  if fdef is None:
+    return None
+  pickled = f'{node.value} is pickled by {unit.code(call.func)}(...) at {_unit.at(unit, call)}'
+  callers = project.callers_of(unit, fdef) if isinstance(fdef, cst.FunctionDef) else None
+  if callers is None:
+    return 'escape', slot, _refusals.ESCAPE, (
+        f'{pickled}, a parameter of a function whose calls are not all in sight: migrate '
+        'pickles the optimizer\'s state dict, and cannot tell that every value this line '
+        'pickles is an optimizer')
+  for cunit, caller, args, shift in callers:
+    value = _flows.bound_argument(unit, fdef, args, shift, param)
+    if value is None or value is _flows.UNKNOWN or project.slot_of(cunit, value) is None:
+      passed = 'a value it does not know' if value in (None, _flows.UNKNOWN) else (
+          _unit.short(cunit.code(value), 40))
+      return 'escape', slot, _refusals.ESCAPE, (
+          f'{pickled}, and {fdef.name.value}() is also called at {_unit.at(cunit, caller)} '
+          f'with {passed}, which holds no optimizer: migrate would pickle '
+          f'flax.serialization.to_state_dict({node.value}), which changes what that call '
+          f'writes; pickle the optimizer in its own call')
+  return None
 
 
 def _holder_dump(project, unit, call: cst.Call) -> Optional[tuple]:

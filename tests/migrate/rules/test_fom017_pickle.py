@@ -125,6 +125,29 @@ def test_an_optimizer_pickled_inside_a_tuple_stays_refused():
              for r in report.records), report.records
 
 
+_SAVE = "def save(path, value):\n  with open(path, 'wb') as f:\n    pickle.dump(value, f)\n\n"
+
+
+def test_a_save_helper_that_also_pickles_other_values_is_refused_naming_the_call():
+  """``save(path, value)`` called with the optimizer and with a list: ``to_state_dict`` of the
+  list is a dict of its items, so the rewrite would change that file (and the load of it)."""
+  _, new, report = _migrate(_SAVE + "opt = optim.Adam(0.1).create(p)\nsave('o.pkl', opt)\n"
+                            "save('x.pkl', [1.0, 2.0])\n")
+  assert 'optax' not in new and 'to_state_dict' not in new
+  blockers = [r for r in report.records if r.status == 'refused' and 'not rewritten' not in
+              r.message]
+  assert [(r.line, r.code) for r in blockers] == [(8, 'FOM107')], report.records
+  assert ("save() is also called at train.py:12 with [1.0, 2.0], which holds no optimizer"
+          in blockers[0].message)
+
+
+def test_a_save_helper_called_only_with_optimizers_is_rewritten():
+  _, new, report = _migrate(_SAVE + "opt = optim.Adam(0.1).create(p)\nsave('o.pkl', opt)\n"
+                            "save('o2.pkl', optim.Momentum(0.1).create(p))\n")
+  assert 'pickle.dump(flax.serialization.to_state_dict(value), f)' in new, new
+  assert [r for r in report.records if r.status == 'refused'] == []
+
+
 def test_a_value_that_holds_the_optimizer_in_a_field_is_refused_where_it_is_pickled():
   """Its TrainState field could not be pickled; a pickled params dict is no such value."""
   _, new, report = _migrate(
