@@ -259,7 +259,7 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
   plan = _plan.make_plan(project, plain_optax=plain_optax)
   failed = [_unparsed_record(bad) for bad in project.unparsed]
   changed: Dict[str, str] = {}
-  records = list(plan.records) + _untraced_applies(project, plan.records)
+  records = list(plan.records)
   for path, file_plan in plan.files.items():
     jax_names = _jax_names.plan_file(file_plan.unit, file_plan)
     records += jax_names.records
@@ -274,41 +274,6 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
       changed[path] = new
   report = Report(records, plan.conversions, sorted(changed), failed)
   return changed, report
-
-
-def _untraced_applies(project: _project.Project, records) -> list:
-  """A refusal (FOM107) for each ``x.apply_gradient(...)`` no site of the analysis covers.
-
-  ``apply_gradient`` is the legacy Optimizer's method (optax's ``TrainState`` has
-  ``apply_gradients``): where no site covers the call, ``x`` was built where the analysis does
-  not see it (a library's optimizer: dopamine's ``create_optimizer(name).create(params)`` in
-  revisiting_rainbow's agents), so the call stays legacy. It is refused, never reported as
-  "nothing to change"; none where a file of the project defines ``apply_gradient`` itself.
-  """
-  units = project.units
-  if any(isinstance(n, cst.FunctionDef) and n.name.value == 'apply_gradient'
-         for u in units for n in u.nodes):
-    return []
-  covered = {}
-  for r in records:
-    covered.setdefault(r.path, set()).add(r.line)
-  found = []
-  for unit in units:
-    for node in unit.nodes:
-      if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-              and node.func.attr.value == 'apply_gradient'):
-        continue
-      first = unit.line(node)
-      last = first + unit.code(node).count('\n')
-      if any(first <= line <= last for line in covered.get(unit.path, ())):
-        continue
-      receiver = unit.code(node.func.value)
-      found.append(Record(
-          unit.path, first, _refusals.ESCAPE.code, 'refused', '',
-          f'{receiver}.apply_gradient(...): the legacy Optimizer API on an object these files '
-          f'do not build from flax.optim (made by code the analysis cannot follow, e.g. a '
-          f"library's function), so the call was left as it is"))
-  return found
 
 
 def _unparsed_record(bad) -> Record:
