@@ -27,8 +27,8 @@ Examples:
   >>> entry.replacement
   'jax.tree_util.tree_map'
   >>> sorted({e.kind for e in _legacy_jax.NAMES})  # doctest: +NORMALIZE_WHITESPACE
-  ['alias', 'at', 'config_attribute', 'config_module', 'function', 'keywords', 'module',
-   'second_argument']
+  ['alias', 'at', 'config_attribute', 'config_module', 'expression', 'function', 'keywords',
+   'module', 'second_argument']
 """
 import functools
 import importlib
@@ -59,6 +59,8 @@ class LegacyName(NamedTuple):
       ``'config_attribute'``: that function, set on today's ``jax.config`` object;
       ``'at'``: ``f(x, idx, y)`` is ``x.at[idx].<target>(y)``;
       ``'second_argument'``: ``f(x, y)`` is ``y``;
+      ``'expression'``: the function ``target`` of this module, ``replacement`` of its one
+      argument ``x`` (``jnp`` the module): the codemod writes that expression;
       ``'keywords'``: the function at ``target`` with the keywords of ``keywords`` renamed;
       ``'module'``: the submodule is the module at ``target``;
       ``'config_module'``: the submodule holds ``config``, the object at ``target``.
@@ -170,8 +172,8 @@ NAMES = (
     _numpy('NINF', 'NINF', '-np.inf', 'numpy 2.0'),
     _numpy('product', 'numpy.prod', 'np.prod', 'numpy 2.0'),
     # jnp.fix: RegNeRF's visualisation code (two public copies).
-    LegacyName('jax.numpy', 'fix', 'function', 'fix',
-               'jnp.trunc (after x.astype(float) for an integer or bool x)', 'a jax after 0.5.1'),
+    LegacyName('jax.numpy', 'fix', 'expression', 'fix', 'jnp.trunc(jnp.true_divide(x, True))',
+               'a jax after 0.5.1'),
     # Pre-Linen flax.nn's functions that are flax.linen's (flax <= 0.3 re-exported the same jax
     # functions, and linen's pooling is flax.nn's code): NeRF programs register them with gin.
     # flax.nn's module system (Module, Model, Dense, ...) stays refused in one line.
@@ -387,19 +389,16 @@ def shuffle(key, x, axis=0):
 
 
 def fix(x, out=None):
-  """Legacy ``jnp.fix``: ``jnp.trunc`` (the same on floats: -0.0, infinities, NaN) on the float
-  type jax 0.4.13 promoted an integer or bool ``x`` to (a Python int: a weak float); today's
-  ``trunc`` keeps integers. Measured against jax 0.4.13 on every dtype, with and without x64."""
+  """Legacy ``jnp.fix``: ``jnp.trunc`` of ``x / True``, which is ``x`` itself for a float (-0.0,
+  infinities, NaN kept) and the float jax 0.4.13 made of an integer or bool ``x`` (weak for a
+  Python int; today's ``trunc`` keeps integers). Measured against jax 0.4.13: dtype, weak type
+  and bits on every dtype, with and without x64, on jax 0.10 and 0.5.1."""
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.fix is not supported.")
   if isinstance(x, (list, tuple)):
     raise TypeError(f'fix requires ndarray or scalar arguments, got {type(x)} at position 0.')
-  if isinstance(x, int) and not isinstance(x, bool):
-    return jnp.trunc(jnp.true_divide(x, 1))
-  x = jnp.asarray(x)
-  inexact = jnp.issubdtype(x.dtype, jnp.inexact)
-  return jnp.trunc(x if inexact else jnp.true_divide(x, jnp.ones((), x.dtype)))
+  return jnp.trunc(jnp.true_divide(x, True))
 
 
 def enable_omnistaging():
@@ -432,7 +431,7 @@ def _value(entry: LegacyName):
       value = importlib.import_module(entry.target)
     elif entry.kind == 'function' and '.' in entry.target:
       value = _resolve(entry.target)
-    elif entry.kind in ('function', 'config_attribute'):
+    elif entry.kind in ('function', 'config_attribute', 'expression'):
       value = globals()[entry.target]
     else:
       value = _resolve(entry.target)

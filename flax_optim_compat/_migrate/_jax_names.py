@@ -34,6 +34,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 import warnings
 
 import libcst as cst
+import libcst.helpers
 
 from .. import _legacy_jax
 from . import _edits
@@ -71,8 +72,10 @@ def _by_name() -> Dict[str, _Name]:
       # today's public function of the same result: ``xla_bridge.device_count`` is
       # ``jax.device_count``, ``jax.partial`` was ``functools.partial`` itself, ``np.float`` is
       # ``float``. Renamed like an alias wherever used (``@jax.partial(jax.jit, ...)`` too), so
-      # a removed module's import can go. A local target (``shuffle``, ``fix``) stays FOM299.
+      # a removed module's import can go; a local target (``shuffle``) stays FOM299.
       names[e.qualname] = _Name(e.qualname, 'alias', e.target)
+    elif e.kind == 'expression':   # the codemod writes what the function computes
+      names[e.qualname] = _Name(e.qualname, e.kind, e.replacement)
     else:
       names[e.qualname] = _Name(e.qualname, e.kind, e.target, e.keywords, e.annotation_only)
   return names
@@ -163,6 +166,17 @@ class TieIn:
 
 
 @dataclasses.dataclass(frozen=True)
+class Expression:
+  """``jnp.fix(a)`` -> ``jnp.trunc(jnp.true_divide(a, True))``: the call's argument, its module."""
+  template: str
+
+  def apply(self, updated: cst.Call) -> cst.CSTNode:
+    return cst.helpers.parse_template_expression(
+        re.sub(r'\b(jnp|x)\b', r'{\1}', self.template), x=call_arg(updated, 0, 'x'),
+        jnp=updated.func.value)
+
+
+@dataclasses.dataclass(frozen=True)
 class Keywords:
   """Renamed keywords; a keyword that is now positional-only moves to the front."""
   keywords: Tuple[Tuple[str, str], ...]
@@ -213,15 +227,17 @@ ALIAS = _rule('FOM201', 'a renamed jax name -> its name today (jax.tree_map -> '
 INDEX_OPS = _rule('FOM202', 'jax.ops.index_update(x, jax.ops.index[i], y) (add, mul, min, max) '
                   '-> x.at[i].set(y) (add, multiply, min, max)')
 KEYWORDS = _rule('FOM203', 'jnp.clip(x, a_min=lo, a_max=hi) -> jnp.clip(x, min=lo, max=hi)')
-SECOND_ARGUMENT = _rule('FOM204', 'jax.lax.tie_in(x, y) -> y')
+SECOND_ARGUMENT = _rule('FOM204', 'a removed function -> what it returned: jax.lax.tie_in(x, y) '
+                        '-> y, jnp.fix(x) -> jnp.trunc(jnp.true_divide(x, True))')
 MODULES = _rule('FOM205', 'jax.experimental.optimizers / stax -> jax.example_libraries.*; '
                 'from jax.config import config -> from jax import config')
 NO_OP = _rule('FOM206', 'a statement jax.config.enable_omnistaging() dropped (always on)')
 all_rules = (ALIAS, INDEX_OPS, KEYWORDS, SECOND_ARGUMENT, MODULES, NO_OP)
 _RULE_OF_KIND = {'alias': ALIAS, 'at': INDEX_OPS, 'keywords': KEYWORDS,
-                 'second_argument': SECOND_ARGUMENT, 'module': MODULES,
+                 'second_argument': SECOND_ARGUMENT, 'expression': SECOND_ARGUMENT,
+                 'module': MODULES,
                  'config_module': MODULES, 'config_attribute': NO_OP}
-_CALLS = ('at', 'second_argument', 'keywords', 'config_attribute')
+_CALLS = ('at', 'second_argument', 'expression', 'keywords', 'config_attribute')
 
 
 @dataclasses.dataclass
@@ -538,6 +554,13 @@ def _plan_call(unit, call, entry, plan, result) -> bool:
     if call_arg(call, 1, 'y') is None or len(call.args) != 2:
       return False
     _add(plan, result, call, rule, TieIn(), f'{entry.name}(x, y) -> y')
+    return True
+  if entry.kind == 'expression':
+    if call_arg(call, 0, 'x') is None or len(call.args) != 1 or not isinstance(
+        call.func, cst.Attribute):
+      return False
+    _add(plan, result, call, rule, Expression(entry.target),
+         f'{entry.name}(x) -> {entry.target} (what it returned)')
     return True
   if entry.kind == 'config_attribute':
     expr = unit.parent(call)

@@ -29,7 +29,7 @@ BY_RULE = {
     'FOM201': ('tree_util', 'host_clip_tie_in', 'array_types', 'removed_before_0_4'),
     'FOM202': ('removed_before_0_4',),
     'FOM203': ('host_clip_tie_in',),
-    'FOM204': ('host_clip_tie_in',),
+    'FOM204': ('host_clip_tie_in', 'fix'),
     'FOM205': ('array_types', 'removed_before_0_4'),
     'FOM206': ('removed_before_0_4',),
 }
