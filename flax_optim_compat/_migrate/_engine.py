@@ -5,7 +5,7 @@ and a transformer sees those original nodes only in one walk (a second transform
 new nodes). Imports are then added and removed with LibCST's own ``AddImportsVisitor`` /
 ``RemoveImportsVisitor``. A file whose result does not compile is left as it was.
 """
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import libcst as cst
 from libcst import codemod
@@ -13,6 +13,7 @@ from libcst import metadata as meta
 from libcst.codemod import visitors
 
 from . import _edits
+from . import _flows
 from . import _jax_names
 from . import _plan
 from . import _project
@@ -260,6 +261,7 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
   failed = [_unparsed_record(bad) for bad in project.unparsed]
   changed: Dict[str, str] = {}
   records = list(plan.records)
+  records += _library_built_applies(project, records)
   for path, file_plan in plan.files.items():
     jax_names = _jax_names.plan_file(file_plan.unit, file_plan)
     records += jax_names.records
@@ -274,6 +276,79 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
       changed[path] = new
   report = Report(records, plan.conversions, sorted(changed), failed)
   return changed, report
+
+
+def _library_built_applies(project: _project.Project, records) -> list:
+  """A refusal (FOM107) at each ``x.apply_gradient(...)`` that no record covers where ``x``
+  traces back, as an object (an assignment, the arguments a parameter's calls bind, a field of
+  ``self``), to ``d.create(...)`` of a def ``d`` that a library's function returned
+  (revisiting_rainbow: dopamine's ``create_optimizer('adam')``, a flax.optim def). The call
+  stays legacy, so it is refused, never "nothing to change"; what the project's own code makes
+  (``Opt().create(p)``) is not such an object."""
+  covered = {(r.path, r.line) for r in records}
+  found = []
+  for unit in project.units:
+    for node in unit.nodes:
+      if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+              and node.func.attr.value == 'apply_gradient'):
+        continue
+      first = unit.line(node)
+      if any((unit.path, line) in covered
+             for line in range(first, first + unit.code(node).count('\n') + 1)):
+        continue
+      made = _library_made(project, unit, node.func.value, set())
+      if made is not None:
+        found.append(Record(
+            unit.path, first, _refusals.ESCAPE.code, 'refused', '',
+            f'{_unit.short(unit.code(node.func.value), 40)}.apply_gradient(...): the legacy '
+            f'Optimizer API on an object created from {made}, a def a library returned, which '
+            'migrate cannot rewrite; the call is left as it is'))
+  return found
+
+
+def _library_made(project, unit, node, seen) -> Optional[str]:
+  """``'call at file:line'`` where ``node``'s value is ``d.create(...)`` (or an update of it) of
+  a def ``d`` returned by a call the project does not resolve, reached through assignments,
+  the arguments a parameter's calls bind and the fields of ``self``; else None."""
+  if id(node) in seen:
+    return None
+  seen.add(id(node))
+  values = []
+  if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+    if node.func.attr.value in ('apply_gradient', 'replace'):
+      values = [(unit, node.func.value)]
+    elif node.func.attr.value == 'create':
+      made = node.func.value
+      made = _unit.assigned_value(unit, made) if isinstance(made, cst.Name) else made
+      if isinstance(made, cst.Call) and not unit.legacy(made.func) and (
+          project.resolve_callable(unit, made.func) is None):
+        return f'{_unit.short(unit.code(made), 40)} at {_unit.at(unit, made)}'
+  elif isinstance(node, cst.Name) and unit.scopes.get(node) is not None:
+    for binding in unit.scopes[node][node.value]:
+      assign = _unit.plain_assignment(unit, binding)
+      param = getattr(binding, 'node', None)
+      if assign is not None:
+        values.append((unit, assign.value))
+      elif isinstance(param, cst.Param):   # what the function's calls bind to it
+        fdef = unit.enclosing(param, (cst.FunctionDef,))
+        for cunit, _, args, shift in (project.callers_of(unit, fdef) or []) if fdef else []:
+          arg = _flows.bound_argument(unit, fdef, args, shift, param)
+          if isinstance(arg, cst.BaseExpression) and arg is not param.default:
+            values.append((cunit, arg))
+  elif isinstance(node, cst.Attribute) and project.receiver_family(unit, node.value):
+    family = project.receiver_family(unit, node.value)
+    for u in project.units:
+      for target in u.nodes:
+        assign = u.parent(u.parent(target)) if isinstance(target, cst.Attribute) else None
+        if (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+            and assign.targets[0].target is target and target.attr.value == node.attr.value
+            and project.receiver_family(u, target.value) == family):
+          values.append((u, assign.value))
+  for u, value in values:
+    made = _library_made(project, u, value, seen)
+    if made is not None:
+      return made
+  return None
 
 
 def _unparsed_record(bad) -> Record:

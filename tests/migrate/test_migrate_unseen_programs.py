@@ -246,10 +246,6 @@ class Agent:
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'open: an optimizer built by a library (dopamine\'s create_optimizer) is not an object '
-    'the analysis follows, so its legacy calls get no record; a name scan for apply_gradient '
-    'would refuse a project\'s own method of that name (test_names_are_resolved_not_matched)'))
 def test_the_legacy_api_on_an_optimizer_a_library_built_is_refused_at_each_call(tmp_path):
   """The two ``apply_gradient`` calls (lines 9 and 19) stay legacy: the object is built by a
   library the analysis does not see, so the report refuses each call (exit status 2), never
