@@ -36,6 +36,11 @@ def _migrate(body):
   return source, new, report
 
 
+def _blockers(report):
+  """The refusals that name a limit (not the "not rewritten" records of the object's others)."""
+  return [r for r in report.records if r.status == 'refused' and 'not rewritten' not in r.message]
+
+
 def test_a_train_state_cannot_be_pickled_and_its_state_dict_can():
   """Why the dump writes the state dict: measured on the TrainState the create becomes."""
   optax = pytest.importorskip('optax')
@@ -73,8 +78,7 @@ def test_a_load_with_no_template_bound_before_it_is_refused_naming_the_limit():
       "import os\nif os.path.exists('s.pkl'):\n  opt = pickle.load(open('s.pkl', 'rb'))\n"
       "else:\n  opt = optim.Adam(0.1).create(p)\npickle.dump(opt, open('s.pkl', 'wb'))\n")
   assert 'optax' not in new
-  blockers = [r for r in report.records if r.status == 'refused' and 'not rewritten' not in
-              r.message]
+  blockers = _blockers(report)
   assert [(r.line, r.code) for r in blockers] == [(8, 'FOM107')], report.records
   assert ('no variable of the same optimizer is bound in the module before this line'
           in blockers[0].message), blockers[0].message
@@ -103,8 +107,7 @@ def test_a_load_held_where_no_optimizer_is_and_used_as_one_refuses_the_pickled_o
       "opt = optim.Adam(0.1).create(p)\npickle.dump(opt, open('s.pkl', 'wb'))\n"
       "restored = pickle.load(open('s.pkl', 'rb'))\nprint(restored.target)\n")
   assert 'optax' not in new
-  blockers = [r for r in report.records if r.status == 'refused' and 'not rewritten' not in
-              r.message]
+  blockers = _blockers(report)
   assert [(r.line, r.code) for r in blockers] == [(8, 'FOM107')], report.records
   assert 'used as one (read as restored.target at train.py:9)' in blockers[0].message
 
@@ -134,8 +137,7 @@ def test_a_save_helper_that_also_pickles_other_values_is_refused_naming_the_call
   _, new, report = _migrate(_SAVE + "opt = optim.Adam(0.1).create(p)\nsave('o.pkl', opt)\n"
                             "save('x.pkl', [1.0, 2.0])\n")
   assert 'optax' not in new and 'to_state_dict' not in new
-  blockers = [r for r in report.records if r.status == 'refused' and 'not rewritten' not in
-              r.message]
+  blockers = _blockers(report)
   assert [(r.line, r.code) for r in blockers] == [(8, 'FOM107')], report.records
   assert ("save() is also called at train.py:12 with [1.0, 2.0], which holds no optimizer"
           in blockers[0].message)
@@ -155,8 +157,7 @@ def test_a_value_that_holds_the_optimizer_in_a_field_is_refused_where_it_is_pick
       "opt = optim.Adam(0.1).create(p)\nstate = State(optimizer=opt)\n"
       "pickle.dump(state, open('s.pkl', 'wb'))\npickle.dump(opt.target, open('v.pkl', 'wb'))\n")
   assert 'optax' not in new
-  blockers = [r for r in report.records if r.status == 'refused' and 'not rewritten' not in
-              r.message]
+  blockers = _blockers(report)
   assert [(r.line, r.code) for r in blockers] == [(14, 'FOM107')], report.records
   assert blockers[0].message.startswith('state is pickled by pickle.dump(...) at train.py:14 '
                                         'and holds the optimizer in a field')
