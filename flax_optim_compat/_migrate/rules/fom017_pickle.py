@@ -229,14 +229,11 @@ def _runs_loader(project, unit, call: cst.Call) -> bool:
   if loaders is None:
     loaders = _LOADERS[project] = {}
     for u in project.units:
-      returns = {}
-      for ret in u.nodes:
-        if isinstance(ret, cst.Return):
-          fdef = u.enclosing(ret, (cst.FunctionDef, cst.Lambda))
-          if isinstance(fdef, cst.FunctionDef):
-            returns.setdefault(id(fdef), (fdef, []))[1].append(ret)
-      for fdef, rets in returns.values():
-        if all(isinstance(r.value, cst.Call) and u.names(r.value.func) & LOADS for r in rets):
+      for fdef in u.nodes:
+        rets = [r for r in _unit.returns_of(u, fdef) if isinstance(r, cst.Return)] if (
+            isinstance(fdef, cst.FunctionDef)) else []
+        if rets and all(isinstance(r.value, cst.Call) and u.names(r.value.func) & LOADS
+                        for r in rets):
           loaders.setdefault(fdef.name.value, set()).add(id(fdef))
   func = call.func
   name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, 'value', None)
