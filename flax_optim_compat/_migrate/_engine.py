@@ -336,14 +336,8 @@ def _library_made(project, unit, node, seen) -> Optional[str]:
           if isinstance(arg, cst.BaseExpression) and arg is not param.default:
             values.append((cunit, arg))
   elif isinstance(node, cst.Attribute) and project.receiver_family(unit, node.value):
-    family = project.receiver_family(unit, node.value)
-    for u in project.units:
-      for target in u.nodes:
-        assign = u.parent(u.parent(target)) if isinstance(target, cst.Attribute) else None
-        if (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-            and assign.targets[0].target is target and target.attr.value == node.attr.value
-            and project.receiver_family(u, target.value) == family):
-          values.append((u, assign.value))
+    values = [(u, v) for u, v in project.field_values(
+        project.receiver_family(unit, node.value), node.attr.value) if v is not None]
   for u, value in values:
     made = _library_made(project, u, value, seen)
     if made is not None:

@@ -83,8 +83,7 @@ def from_parameter(cls, name: str, call: cst.Call, unit: _unit.SourceFile) -> Op
   run time by ``unpacked``'s lambda. Not for a def whose plain form depends on which values
   are None (Adafactor's chain leaves a transform out for a None): no form is right for every
   value there; nor for a signature a lambda cannot copy (a default with no literal source)."""
-  starred = [a.value for a in call.args if a.star]
-  if not all(_unit.parameter(unit, v) is not None for v in starred):
+  if not _starred_are_parameters(call, unit):
     return None
   params = inspect.signature(cls).parameters.values()
   if value_dependent(name) or not all(
@@ -95,6 +94,12 @@ def from_parameter(cls, name: str, call: cst.Call, unit: _unit.SourceFile) -> Op
   arguments = ', '.join(f'{a.star}{unit.code(a.value)}' if a.keyword is None else
                         f'{a.keyword.value}={unit.code(a.value)}' for a in call.args)
   return DefCall(name, sources, dict.fromkeys(sources, False), arguments)
+
+
+def _starred_are_parameters(call: cst.Call, unit: _unit.SourceFile) -> bool:
+  """Whether every ``*args`` / ``**kw`` of ``call`` is a parameter of its function (none is
+  also true: ``from_parameter`` then binds the keywords as written)."""
+  return all(_unit.parameter(unit, a.value) is not None for a in call.args if a.star)
 
 
 def value_dependent(name: str) -> bool:
@@ -139,8 +144,8 @@ def unread_arguments(name: str, call: cst.Call, unit: Optional[_unit.SourceFile]
   """Why ``def_call`` cannot read the arguments of ``call`` (a def of class ``name``, in
   ``unit`` where given: a ``**kw`` that is a parameter is named as one)."""
   starred = [a for a in call.args if a.star]
-  if unit is not None and starred and all(
-      _unit.parameter(unit, a.value) is not None for a in starred) and value_dependent(name):
+  if unit is not None and starred and _starred_are_parameters(call, unit) and (
+      value_dependent(name)):
     texts = ', '.join(f'{a.star}{unit.code(a.value)}' for a in starred)
     return (f'the arguments {texts} are known only at run time (a parameter\'s value, whatever '
             f'each call passes), and the optax form of {name} leaves a transform out where an '

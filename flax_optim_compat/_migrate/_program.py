@@ -497,6 +497,24 @@ class Program:
       return None
     return u, node, 0
 
+  def field_values(self, family: str,
+                   name: str) -> List[Tuple[SourceFile, Optional[cst.BaseExpression]]]:
+    """``(unit, value)`` of each assignment to the field ``<x>.<name>`` where ``x`` is an
+    instance of the class family (``self`` in its methods), followed as an object, never
+    matched by name; the value is None where the assignment is not one plain ``x.name = value``
+    (an augmented or annotated one, or one of several targets)."""
+    values = []
+    for u in self.units:
+      for node in u.nodes:
+        if isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(
+            u.parent(node), (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and (
+                self.receiver_family(u, node.value) == family):
+          target = u.parent(node)
+          assign = u.parent(target) if isinstance(target, cst.AssignTarget) else None
+          plain = isinstance(assign, cst.Assign) and len(assign.targets) == 1
+          values.append((u, assign.value if plain else None))
+    return values
+
   def _bound_field(self, family: str, name: str, depth: int):
     """``(unit, FunctionDef, shift)`` that the field ``self.<name>`` of the class family holds
     where every assignment to it in the family's methods is a callable that resolves to the same
@@ -507,17 +525,9 @@ class Program:
     if key in cache:
       return cache[key]
     cache[key] = None   # while it is being decided (a field bound to itself): none
-    values = []
-    for u in self.units:
-      for node in u.nodes:
-        if isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(
-            u.parent(node), (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and (
-                self.receiver_family(u, node.value) == family):
-          target = u.parent(node)
-          assign = u.parent(target) if isinstance(target, cst.AssignTarget) else None
-          if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1):
-            return None
-          values.append((u, assign.value))
+    values = self.field_values(family, name)
+    if any(v is None for _, v in values):
+      return None
     resolved = {(id(t[1]), t[2]): t for t in (
         self.resolve_callable(u, v, 0, depth + 1) for u, v in values) if t is not None}
     if not values or len(resolved) != 1 or any(
