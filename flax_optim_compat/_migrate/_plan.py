@@ -432,9 +432,13 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen) ->
     site.message = (f'its create is out of sight ({where}), so its optax form cannot be '
                     'decided here')
   for site in group.sites:
-    if site.refusal is None and rules.claiming(site, obj) is None:
-      site.refusal = _refusals.ESCAPE
-      site.message = f'no rule rewrites {site.unit.code(site.node)}'
+    if site.refusal is not None:
+      continue
+    rule = rules.claiming(site, obj)
+    refused = (_refusals.ESCAPE, f'no rule rewrites {site.unit.code(site.node)}') if (
+        rule is None) else rule.refusal(site, obj)
+    if refused is not None:
+      site.refusal, site.message = refused
   return obj
 
 

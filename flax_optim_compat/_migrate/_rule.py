@@ -3,15 +3,16 @@
 A rule is one module of ``rules/``, found there by ``rules.ALL``: its code and title, what it
 matches (``match``: one use of an optimizer value; ``claims``: a site the analysis found on
 its own, such as a ``create(...)``; ``plan_name``: a legacy name that no optimizer object
-covers), what it decides for each of its sites (``plan``: the edits, imports and report
-record), and what it writes (``rewrite``: the new node, from the already-rewritten children,
-so a ``state.step`` inside a learning rate is rewritten before the ``apply_gradient`` around
-it). What a rule needs to know about its node beyond the node itself is a small frozen
-dataclass of its own module, filled in by its ``plan``. Each rule's examples (complete scripts
-before and after it, run both ways) live beside its test, outside the installed package.
+covers), what it decides for each of its sites (``refusal``: whether the object allows the
+rewrite; ``plan``: the edits, imports and report record), and what it writes (``rewrite``: the
+new node, from the already-rewritten children, so a ``state.step`` inside a learning rate is
+rewritten before the ``apply_gradient`` around it). What a rule needs to know about its node
+beyond the node itself is a small frozen dataclass of its own module, filled in by its
+``plan``. Each rule's examples (complete scripts before and after it, run both ways) live
+beside its test, outside the installed package.
 """
 import dataclasses
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import libcst as cst
 
@@ -104,6 +105,14 @@ class Rule:
     """Whether this rule plans ``site`` (a site it matched, or one the analysis found)."""
     del plan
     return site.kind == self.kind
+
+  def refusal(self, site, plan: ObjectPlan) -> Optional[Tuple[_refusals.Refusal, str]]:
+    """Why this rule cannot rewrite ``site`` of this object (the refusal and its message), or
+    None. Asked once per site the rule claims, after the analysis settled the object's own
+    refusals and before any ``plan``: for a rewrite that depends on the whole object (its defs,
+    its learning-rate mode), decided in the rule's module."""
+    del site, plan
+    return None
 
   def plan(self, site, plan: ObjectPlan) -> None:
     """Plans one site of an object that is rewritten: edits, imports, report record."""

@@ -19,7 +19,6 @@ from . import _project
 from . import _refusals
 from . import _unit
 from . import rules
-from .rules import fom016_state_dict
 from .rules import fom017_pickle
 from ._edits import statement_of
 from ._program import COMPILERS
@@ -117,27 +116,8 @@ def sites(project: _project.Project) -> List[Site]:
         if site.rule is not None and site.rule.covers_its_node:
           seen.add(id(site.node))
   _refuse_unparsed_reach(project, found, held_in)
-  _refuse_state_dicts(project, found)
   refuse_together(project, found)
   return found
-
-
-def _refuse_state_dicts(project, found: List[Site]):
-  """A ``state_dict()`` read (FOM016) is rewritten only where every def of its object has the
-  per-parameter fields the rewrite rebuilds; else it stays a read of legacy internals (FOM104)
-  naming the def that blocks it."""
-  reads = [s for s in found if s.kind == fom016_state_dict.RULE.kind and s.refusal is None]
-  for site in reads:
-    root = project.groups.find(site.slot)
-    creates = [s for s in found if s.kind == 'create' and s.slot is not None
-               and project.groups.find(s.slot) == root]
-    fields, why = fom016_state_dict.fields_of(project, creates)
-    if fields is None:
-      site.refusal = _refusals.READ
-      site.message = (f'reads {site.unit.code(site.node)} (legacy\'s state dict {{\'target\', '
-                      f"'state': {{'step', 'param_states'}}}} with its per-parameter names), "
-                      'which the rewrite rebuilds from a TrainState only for '
-                      f'{", ".join(sorted(fom016_state_dict.FIELDS))}: {why}')
 
 
 def _refuse_unparsed_reach(project, found: List[Site], held_in: Dict[str, Set[tuple]]):

@@ -75,6 +75,17 @@ class StateDict(_rule.Rule):
                          'params, step and optax state), so it needs a name or attribute')
     return _rule.Match(self.kind, call)
 
+  def refusal(self, site, plan):
+    """A read of legacy internals (FOM104) naming the def that blocks it, where some def of
+    the object has no fields of ``FIELDS``."""
+    fields, why = fields_of(plan.project, plan.creates)
+    if fields is not None:
+      return None
+    return _refusals.READ, (
+        f'reads {site.unit.code(site.node)} (legacy\'s state dict {{\'target\', \'state\': '
+        f"{{'step', 'param_states'}}}} with its per-parameter names), which the rewrite rebuilds "
+        f'from a TrainState only for {", ".join(sorted(FIELDS))}: {why}')
+
   def plan(self, site, plan):
     fields, _ = fields_of(plan.project, plan.creates)
     file_plan = plan.files[site.unit.path]
