@@ -379,6 +379,7 @@ class Program:
         named.setdefault(fdef.name.value, []).append(fdef)
     if not named:
       return compiled
+    undecorated = {id(fdef) for fdefs in named.values() for fdef in fdefs}
     refs = [(unit, node) for unit in self.units for node in unit.nodes
             if (isinstance(node, cst.Name) and node.value in named
                 and not isinstance(unit.parent(node), (cst.FunctionDef, cst.Attribute)))
@@ -387,7 +388,7 @@ class Program:
       shrunk = False
       for unit, node in refs:
         target = self.resolve_callable(unit, node)
-        if target is None or id(target[1]) not in compiled or self._compiled_at(
+        if target is None or id(target[1]) not in undecorated & compiled or self._compiled_at(
             unit, node, compiled):
           continue
         compiled.discard(id(target[1]))

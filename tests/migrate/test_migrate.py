@@ -333,6 +333,25 @@ def test_names_are_resolved_not_matched():
   assert new == source and report.exit_status() == 0
 
 
+def test_a_jitted_step_stays_compiled_beside_a_same_named_step_in_another_file():
+  """Two scripts of one folder, each with its own ``train_step``: ``a.py``'s is ``@jax.jit``
+  and called from ``main``; ``b.py``'s is undecorated, given to ``jax.pmap``. The call in
+  ``a.py`` resolves to ``a.py``'s own decorated function, which runs compiled at every call, so
+  its apply site is claimed as under jit (bit-exact), never 'run eagerly' because a function of
+  the same name elsewhere is also called plainly."""
+  a = ('import jax\nfrom flax import optim\n\n\n@jax.jit\ndef train_step(opt, g):\n'
+       '  return opt.apply_gradient(g)\n\n\n'
+       'def main(params, g):\n  opt = optim.Adam(0.1).create(params)\n'
+       '  return train_step(opt, g).target\n')
+  b = ('import jax\nfrom flax import optim\n\n\ndef train_step(opt, g):\n'
+       '  return opt.apply_gradient(g)\n\n\n'
+       'def main(params, g):\n  opt = optim.Momentum(0.1).create(params)\n'
+       '  return jax.pmap(train_step)(opt, g).target\n')
+  _, report = migrate_sources({'a.py': a, 'b.py': b})
+  (apply_a,) = [r for r in report.records if r.path == 'a.py' and r.code == 'FOM004']
+  assert apply_a.exactness == 'bit-exact', apply_a
+
+
 def test_annotation_through_import_flax(tmp_path):
   source = ('import flax\n\n\ndef step(optimizer: flax.optim.base.Optimizer, grads):\n'
             '  return optimizer.apply_gradient(grads)\n')
