@@ -552,8 +552,11 @@ def output_formats() -> List[OutputFormat]:
 
   Examples:
     >>> from flax_optim_compat import convert
-    >>> [f.name for f in convert.output_formats()]
-    ['optax', 'train-state', 'orbax', 'legacy']
+    >>> first = convert.output_formats()[0]
+    >>> first.name, first.help
+    ('optax', 'msgpack {step, params, opt_state}, loaded as a dict')
+    >>> [f.name for f in convert.output_formats() if f.reads_converted]
+    ['legacy']
   """
   return _formats.all_formats()
 

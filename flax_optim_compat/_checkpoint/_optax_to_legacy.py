@@ -15,6 +15,7 @@ import numpy as np
 import optax
 from flax import serialization
 
+from . import _formats
 from . import _legacy_to_optax
 from . import _sources
 from . import _state_dict
@@ -31,6 +32,12 @@ class ConvertedCheckpoint(NamedTuple):
   step: Any
 
 
+def _converted_by() -> str:
+  """The ``--to`` values whose output ``--to legacy`` reads back (``optax|train-state|orbax``),
+  from the registered formats."""
+  return '|'.join(f.name for f in _formats.all_formats() if not f.reads_converted)
+
+
 def _read(source, optimizer_def, tx):
   """``(tree, where, path of the train state, params, opt_state, tx)`` of a converted file.
 
@@ -40,13 +47,13 @@ def _read(source, optimizer_def, tx):
   tree, where = _sources.read(source, mode='jax')
   if _state_dict.find_optimizers(tree):
     raise CheckpointError(f'{where} is already a legacy checkpoint; --to legacy converts what '
-                          '`convert --to optax|train-state|orbax` wrote.')
+                          f'`convert --to {_converted_by()}` wrote.')
   found = _state_dict.find(tree, _state_dict.is_train_state) if isinstance(tree, dict) else []
   if len(found) != 1:
     raise CheckpointError(
         f'{where} has {"no" if not found else len(found)} {{"params", "opt_state"}} node'
         f'{"s" if found else ""}: --to legacy converts what `convert --to '
-        'optax|train-state|orbax` wrote.')
+        f'{_converted_by()}` wrote.')
   node = _state_dict.at(tree, found[0])
   if 'step' in node:
     _state_dict.check_step(node['step'], f'{where}: at {_tree.join_keys(found[0] + ("step",))}')

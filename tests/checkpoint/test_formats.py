@@ -5,6 +5,7 @@ new one is (its module's ``FORMAT``, registered as the folder's modules are) app
 """
 import ast
 import gzip
+import itertools
 import json
 import pathlib
 import types
@@ -28,6 +29,7 @@ TS = _utils.legacy_checkpoint('TrainState-Adam')
 ADAM = 'Adam(learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6, weight_decay=0.01)'
 BUILT_IN = ['optax', 'train-state', 'orbax', 'legacy']
 FORMATS_DIR = pathlib.Path(_formats.__file__).parent
+CONVERT_DOC = pathlib.Path(__file__).parents[2] / 'docs' / 'convert.md'
 
 
 def _to_choices():
@@ -43,9 +45,33 @@ def test_the_built_in_formats_are_the_folders_modules():
   assert [f.name for f in convert.output_formats()] == BUILT_IN == _to_choices()
   modules = sorted(p.stem for p in FORMATS_DIR.glob('_to_*.py'))
   assert len(modules) == len(BUILT_IN)
-  with pytest.raises(convert.CheckpointError, match="no output format 'zip'; the formats are "
-                     'optax, train-state, orbax, legacy'):
+  with pytest.raises(convert.CheckpointError) as error:
     convert.output_format('zip')
+  assert str(error.value) == f"no output format 'zip'; the formats are {', '.join(BUILT_IN)}."
+
+
+def _doc_table_names():
+  """The ``--to`` values in the first column of docs/convert.md's ``--to | writes | loaded
+  with`` table, in its order."""
+  lines = CONVERT_DOC.read_text(encoding='utf-8').splitlines()
+  start = lines.index('| `--to` | writes | loaded with |') + 2  # past the header and |---|
+  names = []
+  for line in itertools.takewhile(lambda line: line.startswith('|'), lines[start:]):
+    first = line.strip('|').split('|')[0].strip()
+    assert first.startswith('`') and first.endswith('`'), line
+    names.append(first.strip('`'))
+  return names
+
+
+def test_every_format_has_its_row_in_the_docs_table():
+  """A registered format without a row, or a row naming no format, fails here."""
+  names = _doc_table_names()
+  assert len(names) == len(set(names)), names
+  registered = [f.name for f in convert.output_formats()]
+  missing = [name for name in registered if name not in names]
+  assert not missing, f'docs/convert.md\'s --to table has no row for {missing}'
+  unknown = [name for name in names if name not in registered]
+  assert not unknown, f'docs/convert.md\'s --to table has rows for no format: {unknown}'
 
 
 def test_the_cli_compares_no_format_names():
@@ -94,7 +120,11 @@ def throwaway():
 
 
 def test_a_throwaway_format_is_added_and_removed_in_one_module(capsys, tmp_path, throwaway):
-  assert _to_choices() == ['optax', 'train-state', 'gzip-train-state', 'orbax', 'legacy']
+  # Among the built-in choices, at its rank's place.
+  choices = _to_choices()
+  assert [name for name in choices if name != throwaway.name] == BUILT_IN
+  assert choices.index(throwaway.name) == sum(f.rank < throwaway.rank
+                                              for f in convert.output_formats())
   assert convert.output_format('gzip-train-state') is throwaway
   out = tmp_path / 'state.msgpack.gz'
   code, stdout, err = _utils.run_cli(capsys, 'convert', TS, '--optimizer', ADAM, '--to',

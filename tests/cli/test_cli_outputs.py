@@ -180,17 +180,19 @@ def small_disk(tmp_path):
 
 
 # Runs in a child interpreter, as the program (orbax's writer threads may report after the
-# error; the program keeps stderr to its one line): every --to onto the full disk.
+# error; the program keeps stderr to its one line): every registered --to onto the full disk,
+# all in this one process.
 _FULL_DISK_CHILD = r'''
 import json, sys, warnings
 warnings.simplefilter('ignore')
 from flax_optim_compat._cli import _main as _cli
+from flax_optim_compat import convert
 source, converted, disk = sys.argv[1:4]
-codes = []
-for to in ('optax', 'train-state', 'orbax', 'legacy'):
-  sys.argv = ['flax-optim-compat', 'convert', converted if to == 'legacy' else source,
-              '--optimizer', 'Adam(0.1)', '--to', to, '--out', f'{disk}/out-{to}']
-  codes.append(_cli.main())
+codes = {}
+for f in convert.output_formats():
+  sys.argv = ['flax-optim-compat', 'convert', converted if f.reads_converted else source,
+              '--optimizer', 'Adam(0.1)', '--to', f.name, '--out', f'{disk}/out-{f.name}']
+  codes[f.name] = _cli.main()
 print(json.dumps(codes))
 '''
 
@@ -205,14 +207,16 @@ def test_full_disk_every_to_says_so_in_one_line(tmp_path, small_disk):
                          str(small_disk)], capture_output=True, text=True, env=_child_env(),
                         timeout=300, check=False)
   assert done.returncode == 0, done.stderr
-  assert json.loads(done.stdout.splitlines()[-1]) == [2, 2, 2, 2]
+  names = [f.name for f in convert.output_formats()]
+  assert json.loads(done.stdout.splitlines()[-1]) == {name: 2 for name in names}
   assert done.stderr.splitlines() == [
       f"flax-optim-compat convert: error: no space left on the device of "
-      f"'{small_disk}/out-{to}' (nothing was written)."
-      for to in ('optax', 'train-state', 'orbax', 'legacy')], done.stderr
+      f"'{small_disk}/out-{name}' (nothing was written)."
+      for name in names], done.stderr
   assert os.listdir(small_disk) == []
 
 
+# Not every format: one per writer (msgpack, orbax), as each case fails its own writer's call.
 @pytest.mark.parametrize('to', ['optax', 'orbax'])
 def test_full_disk_simulated(monkeypatch, capsys, tmp_path, to):
   """Where no tmpfs can be mounted: the write itself fails with ENOSPC half way."""

@@ -4,8 +4,9 @@ A format module defines ``FORMAT``, an :class:`OutputFormat`: its name (the ``--
 a help clause, what it reads (a legacy checkpoint, or a converted one to go back), how it writes
 the tree, and how the printed code reads it back (``_load_code``'s reader and template; none
 for a legacy output, which legacy code restores). The CLI's ``--to`` choices, ``convert``'s
-writers and the load-code printer all look formats up here: a new format is its module (and
-its test), nothing else.
+writers and the load-code printer all look formats up here: a new format is its module and
+its test, plus its name in the tests' pinned list of built-in formats and its row in
+docs/convert.md's ``--to`` table (tests/checkpoint/test_formats.py checks both).
 """
 import dataclasses
 import importlib
