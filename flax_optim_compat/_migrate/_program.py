@@ -389,13 +389,28 @@ class Program:
       for unit, node in refs:
         target = self.resolve_callable(unit, node)
         if target is None or id(target[1]) not in undecorated & compiled or self._compiled_at(
-            unit, node, compiled):
+            unit, node, compiled) or self._compiler_bound(unit, node):
           continue
         compiled.discard(id(target[1]))
         shrunk = True
       if not shrunk:
         break
     return compiled
+
+  def _compiler_bound(self, unit: SourceFile, node: cst.CSTNode) -> bool:
+    """Whether the name ``node`` is the target of ``f = jax.jit(f)`` (the decorator written as
+    a rebinding), or a read that sees such a binding (the one assignment of the name, or in
+    top-level code the last top-level binding before the read): the function runs compiled
+    there, as a decorated one does."""
+    if not isinstance(node, cst.Name):
+      return False
+    parent = unit.parent(node)
+    if isinstance(parent, cst.AssignTarget):
+      value = unit.parent(parent).value
+    else:
+      value = self.reaching_binding(unit, node)
+      value = _unit.assigned_value(unit, node) if value is None else value
+    return isinstance(value, cst.Call) and bool(unit.names(value.func) & COMPILERS)
 
   def _compiled_at(self, unit: SourceFile, node: cst.CSTNode, compiled: Set[int]) -> bool:
     """Whether the reference ``node`` runs compiled: inside a compiler call's first argument

@@ -352,6 +352,22 @@ def test_a_jitted_step_stays_compiled_beside_a_same_named_step_in_another_file()
   assert apply_a.exactness == 'bit-exact', apply_a
 
 
+def test_a_step_jitted_by_rebinding_its_name_is_compiled():
+  """``train_op = jax.jit(train_op)`` (the decorator written as a rebinding, FFGB_JAX's
+  ``run_sgd.py``): the loop's calls see the jitted binding, so the apply site runs compiled,
+  as under ``@jax.jit`` (bit-exact), not 'run eagerly'. A read inside a function, where the
+  name has two bindings, stays eager (the claim is weaker, never stronger)."""
+  source = ('import jax\nfrom flax.optim import Momentum\n\n\n'
+            'def train_op(opt, g):\n  return opt.apply_gradient(g)\n\n\n'
+            'train_op = jax.jit(train_op)\nopt = Momentum(learning_rate=1e-3).create({{"w": 1.0}})\n'
+            '{}\n')
+  for loop, exactness in (('for _ in range(3):\n  opt = train_op(opt, {"w": 1.0})', 'bit-exact'),
+                          ('def run(opt):\n  return train_op(opt, {"w": 1.0})\n\n\nopt = run(opt)', '1e-6')):
+    _, report = migrate_source(source.format(loop), 'x.py')
+    (apply,) = [r for r in report.records if r.code == 'FOM004']
+    assert apply.exactness == exactness, (loop, apply)
+
+
 def test_annotation_through_import_flax(tmp_path):
   source = ('import flax\n\n\ndef step(optimizer: flax.optim.base.Optimizer, grads):\n'
             '  return optimizer.apply_gradient(grads)\n')
