@@ -261,7 +261,7 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
   failed = [_unparsed_record(bad) for bad in project.unparsed]
   changed: Dict[str, str] = {}
   records = list(plan.records)
-  records += _library_built_applies(project, records)
+  records += _out_of_sight_applies(project, records)
   for path, file_plan in plan.files.items():
     jax_names = _jax_names.plan_file(file_plan.unit, file_plan)
     records += jax_names.records
@@ -278,15 +278,18 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
   return changed, report
 
 
-def _library_built_applies(project: _project.Project, records) -> list:
+def _out_of_sight_applies(project: _project.Project, records) -> list:
   """A refusal (FOM107) at each ``x.apply_gradient(...)`` that no record covers where ``x``
   traces back, as an object (an assignment, the arguments a parameter's calls bind, a field of
   ``self``), to ``d.create(...)`` of a def ``d`` that a library's function returned
   (revisiting_rainbow: dopamine's ``create_optimizer('adam')``, a flax.optim def). The call
   stays legacy, so it is refused, never "nothing to change"; what the project's own code makes
-  (``Opt().create(p)``) is not such an object."""
+  (``Opt().create(p)``) is not such an object. Also where ``x`` is a parameter of a function
+  no call in the project supplies (ladax's jitted step, driven from a notebook) in a file that
+  names flax.optim, unless the project defines ``apply_gradient`` itself: which optimizer it
+  is (a rewritten create's TrainState, or a legacy one) is decided out of sight."""
   covered = {(r.path, r.line) for r in records}
-  found = []
+  found, own = [], None
   for unit in project.units:
     for node in unit.nodes:
       if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
@@ -296,14 +299,60 @@ def _library_built_applies(project: _project.Project, records) -> list:
       if any((unit.path, line) in covered
              for line in range(first, first + unit.code(node).count('\n') + 1)):
         continue
+      receiver = f'{_unit.short(unit.code(node.func.value), 40)}.apply_gradient(...)'
       made = _library_made(project, unit, node.func.value, set())
       if made is not None:
         found.append(Record(
             unit.path, first, _refusals.ESCAPE.code, 'refused', '',
-            f'{_unit.short(unit.code(node.func.value), 40)}.apply_gradient(...): the legacy '
-            f'Optimizer API on an object created from {made}, a def a library returned, which '
-            'migrate cannot rewrite; the call is left as it is'))
+            f'{receiver}: the legacy Optimizer API on an object created from {made}, a def a '
+            'library returned, which migrate cannot rewrite; the call is left as it is'))
+        continue
+      own = _defines_apply_gradient(project) if own is None else own
+      fdef = None if own else _unsupplied_parameter(project, unit, node.func.value)
+      if fdef is not None:
+        found.append(Record(
+            unit.path, first, _refusals.ESCAPE.code, 'refused', '',
+            f'{receiver}: the legacy Optimizer API on a parameter of {fdef.name.value}() '
+            'that no call in the given files supplies (its callers are elsewhere), so migrate '
+            'cannot tell which optimizer it is; the call is left as it is. Migrate it with the '
+            'code that calls it, or by hand (.target -> .params, .apply_gradient(g) -> '
+            '.apply_gradients(grads=g)) where the callers pass the TrainState a rewritten '
+            'create makes'))
   return found
+
+
+def _defines_apply_gradient(project) -> bool:
+  """Whether the project defines a function or method named ``apply_gradient`` (its own
+  protocol: a call of that name on an unknown value may be its own)."""
+  return any(isinstance(node, cst.FunctionDef) and node.name.value == 'apply_gradient'
+             for unit in project.units for node in unit.nodes)
+
+
+def _unsupplied_parameter(project, unit, node) -> Optional[cst.FunctionDef]:
+  """The function whose parameter ``node`` reads, where no call in the project calls it (its
+  callers are out of sight: a library's step that a notebook drives), the file names
+  flax.optim, and every other binding of the name in the function is ``name =
+  name.apply_gradient(...)`` (the step's own update); else None."""
+  if not isinstance(node, cst.Name) or unit.scopes.get(node) is None:
+    return None
+  params, others = [], []
+  for binding in unit.scopes[node][node.value]:
+    target = getattr(binding, 'node', None)
+    (params if isinstance(target, cst.Param) else others).append(binding)
+  if len(params) != 1:
+    return None
+  for binding in others:
+    assign = _unit.plain_assignment(unit, binding)
+    value = assign.value if assign is not None else None
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == 'apply_gradient'
+            and isinstance(value.func.value, cst.Name) and value.func.value.value == node.value):
+      return None
+  fdef = unit.enclosing(params[0].node, (cst.FunctionDef,))
+  if fdef is None or project.callers_of(unit, fdef) != [] or not any(
+      unit.legacy(n) for n in unit.nodes if isinstance(n, (cst.Name, cst.Attribute))):
+    return None
+  return fdef
 
 
 def _library_made(project, unit, node, seen) -> Optional[str]:
