@@ -300,15 +300,29 @@ def train_step(optimizer, batch):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason='the factory is rewritten while the step keeps '
-                   '.target / .apply_gradient on its parameter, with no record')
-def test_a_step_no_caller_supplies_is_not_left_legacy_beside_its_rewritten_factory(tmp_path):
-  """The create (line 14) and the step's legacy members (``optimizer.target`` line 22,
-  ``optimizer.apply_gradient`` line 23) are one API: all rewritten or all reported refused,
-  never the factory rewritten and the step left silent (then ``flax.optim`` is no longer
-  imported, ``--check`` passes, and an outside caller gets a TrainState without ``.target``)."""
+def test_a_step_no_caller_supplies_is_reported_beside_its_rewritten_factory(tmp_path):
+  """The create (line 14) is rewritten: its object is returned to callers out of sight. The
+  step's ``optimizer`` (lines 22-23) is a parameter no call in the folder supplies, so which
+  optimizer it is, is decided out of sight too: its ``apply_gradient`` is refused (FOM107,
+  exit status 2), naming the parameter and what to do, never left silent beside a rewritten
+  factory (then ``flax.optim`` is no longer imported, ``--check`` passes, and an outside
+  caller gets a TrainState without ``.target``). The refusal stays with the step: the
+  factory's own object is not refused because of it."""
   sources = harness.write_sources(tmp_path / 'lib', {'lib.py': FACTORY_WITHOUT_CALLER})
-  _, report = _engine.migrate_sources(sources)
-  status = {r.line: r.status for r in report.records}
-  assert {14, 22, 23} <= set(status), report.summary(False)
-  assert len({status[line] for line in (14, 22, 23)}) == 1, report.summary(False)
+  changed, report = _engine.migrate_sources(sources)
+  status = {r.line: (r.code, r.status) for r in report.records}
+  assert status[14] == ('FOM001', 'rewritten'), report.summary(False)
+  assert status[23] == ('FOM107', 'refused'), report.summary(False)
+  assert 'a parameter of train_step() that no call in the given files supplies' in (
+      next(r.message for r in report.records if r.line == 23))
+  assert report.exit_status() == 2
+  (new,) = changed.values()
+  assert 'optimizer.apply_gradient(grad)' in new and 'optimizer.target' in new
+
+
+def test_an_unsupplied_parameter_in_a_file_without_flax_optim_is_not_refused():
+  """The same step in a file that names no flax.optim: its ``apply_gradient`` may be anything's
+  (nothing to change, no record)."""
+  source = 'def train_step(optimizer, g):\n  return optimizer.apply_gradient(g)\n'
+  new, report = migrate_source(source, 'step.py')
+  assert new == source and report.records == [], report.summary(False)
