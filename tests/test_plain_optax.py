@@ -48,12 +48,17 @@ with warnings.catch_warnings():
   ]
 
 
+def _form(opt_def):
+  """The plain form ``opt_def.plain_optax()`` renders (the first whose conditions hold)."""
+  forms = opt_def.plain_optax_forms
+  return _plain_optax._select(opt_def, forms, {})[0]  # pylint: disable=protected-access
+
+
 def test_defs_reach_every_plain_form_of_every_builtin():
   """DEFS is written by hand to reach each plain form (the catalogue's specs, chosen for other
   checks, do not reach every one): every form of every catalogue built-in is chosen for one of
   DEFS, so a new built-in is named here until its defs are added."""
-  chosen = {(type(d).__name__, _plain_optax._select(d, d.plain_optax_forms, {})[0])  # pylint: disable=protected-access
-            for d in DEFS}
+  chosen = {(type(d).__name__, _form(d)) for d in DEFS}
   missing = [f'{name}.plain_optax_forms[{i}]' for name in catalogue.BUILTINS
              for i, form in enumerate(getattr(optim, name).plain_optax_forms)
              if (name, form) not in chosen]
@@ -183,7 +188,8 @@ _UPDATE_RTOL = {'bit-exact': 0.0, 'rounding': 1e-6, '1e-6': 1e-6}
 
 def _documented_exactness():
   """``{(legacy cell, optax cell): exact? cell}`` of docs/optimizers.md's table."""
-  return {(cells[0], cells[1]): cells[2] for cells in docs_checks._guide_rows()}  # pylint: disable=protected-access
+  rows = docs_checks._guide_rows()  # pylint: disable=protected-access
+  return {(cells[0], cells[1]): cells[2] for cells in rows}
 
 
 def _from_step_0_cases():
@@ -192,18 +198,20 @@ def _from_step_0_cases():
   An entry flax 0.5.3 never had: every guide row not documented as **no**; one it had (the
   oracle's trajectories check its legacy API): its first such row. A built-in: one def per
   plain form its catalogue specs reach (guide rows', generic and ``optax_state`` specs), the
-  'not exact' forms left out. Each case costs about half a second, hence one per form.
+  'not exact' forms left out. A case takes 0.2 to 1.4 s (once the first has compiled jax's
+  operations), hence one per form.
   """
   documented = _documented_exactness()
   cases = []
   for entry in catalogue.CATALOGUE:
     rows = []
     for row in entry.guide:
-      claim = documented.get((guide_table._legacy_cell(row), f'`{row.optax}`'),  # pylint: disable=protected-access
-                             'not in docs/optimizers.md')
+      cells = (guide_table._legacy_cell(row), f'`{row.optax}`')  # pylint: disable=protected-access
+      claim = documented.get(cells, 'not in docs/optimizers.md')
       if claim != '**no**':
-        rows.append((f'{entry.name} guide {row.optax}', entry.name, claim,
-                     eval(row.legacy, dict(guide_table.NAMESPACE)), row.optax, row))  # pylint: disable=eval-used
+        opt_def = eval(row.legacy, dict(guide_table.NAMESPACE))  # pylint: disable=eval-used
+        rows.append((f'{entry.name} guide {row.optax}', entry.name, claim, opt_def, row.optax,
+                     row))
     cases += rows if not entry.in_flax_0_5_3 else rows[:1]
     if not entry.builtin:
       continue
@@ -212,7 +220,7 @@ def _from_step_0_cases():
     defs += [catalogue.build_def(optim, s) for s in entry.optax_state.values()]
     forms = set()
     for opt_def in defs:
-      form = _plain_optax._select(opt_def, opt_def.plain_optax_forms, {})[0]  # pylint: disable=protected-access
+      form = _form(opt_def)
       plain = opt_def.plain_optax()
       if plain.exact != 'not exact' and form not in forms:
         forms.add(form)
@@ -266,8 +274,8 @@ def test_the_legacy_api_is_its_plain_optax_from_step_0(case):
   NaN is never equal. The legacy API shows its update only through the params, so both sides'
   updates are ``new - old`` params, and the 1e-6 class gets one float32 spacing of the leaf's
   params more (each side rounds ``p + u`` to the params' grid). Both sides run op by op (no
-  jit: each operation rounded as written, and the compiled operations are shared between
-  cases, which keeps a case to about half a second)."""
+  jit: each operation rounded as written, and jax's compiled operations are shared between
+  cases: a case takes 0.2 to 1.4 s, where compiling both steps took 1.5 to 1.8 s)."""
   name, _, claim, opt_def, optax_source, row = case
   assert claim in _UPDATE_RTOL, (
       f'{name}: the guide row is not in docs/optimizers.md (python tools/guide_table.py)')
@@ -276,6 +284,7 @@ def test_the_legacy_api_is_its_plain_optax_from_step_0(case):
   overrides = (eval(row.overrides, namespace)  # pylint: disable=eval-used
                if row and row.overrides else (lambda step: {}))
   params, gradients = _guide_inputs(row.tree if row else 'default')
+  paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
   with jax.disable_jit(), warnings.catch_warnings():
     warnings.simplefilter('ignore', optim.FlaxOptimDeprecationWarning)
     optimizer, target, opt_state = opt_def.create(params), params, tx.init(params)
@@ -284,7 +293,6 @@ def test_the_legacy_api_is_its_plain_optax_from_step_0(case):
           grads, **{k: jnp.asarray(v, jnp.float32) for k, v in overrides(step).items()})
       updates, opt_state = tx.update(grads, opt_state, target)
       new_target = optax.apply_updates(target, updates)
-      paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
       for path, got, want, leaf in zip(paths, _updates(new_optimizer.target, optimizer.target),
                                        _updates(new_target, target),
                                        jax.tree_util.tree_leaves(new_target)):
