@@ -96,6 +96,18 @@ def test_every_legacy_optimizer_has_a_row():
     assert f'optim.{name}(' in legacy, name
 
 
+def test_every_optimizer_has_a_row_in_words():
+  """The hand-written table 'Per optimizer, in words' (what to use in optax, what differs, the
+  state fields) has a row for every catalogue optimizer, whether flax 0.5.3 had it or not."""
+  text = GUIDE.read_text(encoding='utf-8')
+  assert 'Per optimizer, in words:' in text
+  table = text.split('Per optimizer, in words:', 1)[1]
+  firsts = [line.split(' | ', 1)[0] for line in table.splitlines() if line.startswith('| `')]
+  names = [entry.name for entry in catalogue.CATALOGUE if entry.name in optim.__all__]
+  missing = [name for name in names if not any(f.startswith(f'| `{name}(') for f in firsts)]
+  assert not missing, f'docs/optimizers.md, "Per optimizer, in words": no row for {missing}'
+
+
 def test_the_guide_numbers_agree_with_their_exactness_column():
   for cells in _guide_rows():
     exact, max_abs, max_rel = cells[2], _number(cells[3]), _number(cells[4])
