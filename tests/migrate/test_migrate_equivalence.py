@@ -57,6 +57,20 @@ def test_rule_example_both_ways(code, example, rule_runs):
 
 # --- docs/migrate.md explains every code the tool emits ---------------------------------
 
+def test_the_proof_table_lists_every_rule_example():
+  """docs/migrate.md's table of the rules' examples, as tools/migrate_proof_table.py printed
+  it, has one row per example in rule order (a new example without its row fails here), and a
+  row claimed bit-exact measured no difference."""
+  section = (harness.REPO / 'docs' / 'migrate.md').read_text()
+  rows = re.findall(r'^\| (FOM\d{3}) \| `(\w+)` \| ([\w.-]+) \| \d+ \| ([\w.+-]+) \|$', section,
+                    flags=re.M)
+  assert [(code, name) for code, name, _, _ in rows] == [
+      (code, example.name) for code, example in migrate_examples.by_rule()]
+  for code, name, claim, max_abs in rows:
+    assert claim in migrate_examples.EXACTNESS, (code, name, claim)
+    assert claim != 'bit-exact' or max_abs == '0', (code, name, max_abs)
+
+
 def test_the_guide_explains_every_report_code():
   pytest.importorskip('libcst')
   from flax_optim_compat import _migrate  # pylint: disable=g-import-not-at-top
