@@ -26,6 +26,13 @@ RTOL = 1e-5
 LEGACY_CHECKPOINTS = os.path.join(FIXTURES, 'checkpoints', 'legacy')
 
 
+def forward_formats():
+  """The ``--to`` names that convert a legacy checkpoint: every registered output format but
+  the ones that read a converted one back (``legacy``)."""
+  from flax_optim_compat import convert  # pylint: disable=g-import-not-at-top
+  return [f.name for f in convert.output_formats() if not f.reads_converted]
+
+
 def legacy_checkpoint(name):
   """The path of the one checkpoint file flax 0.5.3 wrote for checkpoint case ``name``."""
   directory = os.path.join(LEGACY_CHECKPOINTS, name)

@@ -64,7 +64,7 @@ def test_every_printed_snippet_runs_without_this_package(capsys, tmp_path):
   for i, (fixture, opt, extra, carried) in enumerate(CASES):
     raw = _utils.legacy_checkpoint_tree(fixture)
     optimizer = raw.get('optimizer', raw)
-    for to in [f.name for f in convert.output_formats() if not f.reads_converted]:
+    for to in _utils.forward_formats():
       out = tmp_path / f'{i}-{to}'
       code, stdout, err = _utils.run_cli(capsys, 'convert', _utils.legacy_checkpoint(fixture),
                                          '--optimizer', opt, '--to', to, '--out', str(out),
@@ -107,8 +107,7 @@ def _legacy_with_scalars(tmp_path):
   return path, tree
 
 
-@pytest.mark.parametrize('to', [f.name for f in convert.output_formats()
-                                if not f.reads_converted])
+@pytest.mark.parametrize('to', _utils.forward_formats())
 def test_a_carried_scalar_keeps_its_type_there_and_back(capsys, tmp_path, to):
   source, tree = _legacy_with_scalars(tmp_path)
   out, back = tmp_path / 'out', tmp_path / 'back'

@@ -16,7 +16,6 @@ from flax import serialization
 
 import flax_optim_compat as optim
 from flax_optim_compat._cli import _main as _cli
-from flax_optim_compat import convert
 from tests import _utils
 
 pytestmark = pytest.mark.filterwarnings('ignore::flax_optim_compat.FlaxOptimDeprecationWarning')
@@ -26,7 +25,7 @@ ADAM_DIR = os.path.join(LEGACY, 'Adam')
 ADAM_FILE = os.path.join(ADAM_DIR, 'checkpoint_3')
 ADAM = 'Adam(learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6, weight_decay=0.01)'
 # Every registered format that converts a legacy checkpoint (all but the way back).
-FORWARD = [f.name for f in convert.output_formats() if not f.reads_converted]
+FORWARD = _utils.forward_formats()
 
 
 _run = _utils.run_cli

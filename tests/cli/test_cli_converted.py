@@ -13,7 +13,6 @@ import pytest
 from flax import serialization
 
 import flax_optim_compat as optim
-from flax_optim_compat import convert
 from flax_optim_compat._cli import _main as _cli
 from tests import _utils
 
@@ -29,7 +28,7 @@ ADAM = 'Adam(learning_rate=0.01, beta1=0.85, beta2=0.99, eps=1e-6, weight_decay=
 ADAMW = 'optax.adamw(learning_rate=0.01, b1=0.85, b2=0.99, eps=1e-06, weight_decay=0.01)'
 MOMENTUM_OPT = 'Momentum(learning_rate=0.05, beta=0.8, weight_decay=0.01, nesterov=True)'
 # Every --to from a legacy file, from the format registry (a new format is covered as it lands).
-FORWARD = [f.name for f in convert.output_formats() if not f.reads_converted]
+FORWARD = _utils.forward_formats()
 MULTI = ("MultiOptimizer((ModelParamTraversal('/kernel$'), Momentum(learning_rate=0.05, "
          "beta=0.8, weight_decay=0.01, nesterov=True)))")
 
