@@ -1,10 +1,22 @@
-"""FOM006: ``optim.Optimizer`` annotations and dataclass fields -> ``train_state.TrainState``."""
+"""FOM006: ``optim.Optimizer`` annotations and dataclass fields -> ``train_state.TrainState``.
+
+A type names what the rewritten value is, so it is rewritten with it: ``optim.Optimizer``
+anywhere in an annotation, and as the ``bound=`` of a ``typing.TypeVar`` (jaxfg's
+``TypeVar('OptimizerType', bound=flax.optim.Optimizer)``), becomes ``train_state.TrainState``;
+a def class in an annotation (``-> Tuple[MLP, flax.optim.Adam]``) becomes the type the
+rewritten def is, ``optax.GradientTransformation``. Python evaluates an annotation and a
+TypeVar's bound when the ``def`` (or the module) runs, so a name left legacy there would stop
+the migrated module from importing once ``flax.optim`` is gone.
+"""
 import libcst as cst
 
 from .. import _edits
 from .. import _rule
+from .. import _unit
 from .._report import Record
 from .._unit import annotation_head
+
+TRANSFORMATION = 'optax.GradientTransformation'   # the type of a rewritten def
 
 
 class Annotation(_rule.Rule):
@@ -21,24 +33,42 @@ class Annotation(_rule.Rule):
 
   def plan_name(self, unit, node, plan, records):
     """``optim.Optimizer`` anywhere else in an annotation (``-> Tuple[optim.Optimizer,
-    jnp.ndarray]``): a type the rewritten values have too."""
-    if not (isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node) == 'Optimizer'
-            and unit.enclosing(node, (cst.Annotation,)) is not None):
+    jnp.ndarray]``) or as a TypeVar's bound, and a def class in an annotation: types the
+    rewritten values have too."""
+    if not isinstance(node, (cst.Name, cst.Attribute)):
       return False
-    plan.edits[id(node)] = _rule.Edit(self)
-    plan.needs.add(_edits.TRAIN_STATE)
+    name = unit.legacy(node)
+    annotated = unit.enclosing(node, (cst.Annotation,)) is not None
+    if name == 'Optimizer' and (annotated or _typevar_bound(unit, node)):
+      plan.edits[id(node)] = _rule.Edit(self)
+      plan.needs.add(_edits.TRAIN_STATE)
+    elif name in _unit.BUILTIN_DEFS and annotated:
+      plan.edits[id(node)] = _rule.Edit(self, TRANSFORMATION)
+      plan.needs.add(_edits.OPTAX)
+    else:
+      return False
     records.append(Record(unit.path, unit.line(node), self.code, 'rewritten', 'bit-exact',
                           unit.code(node)))
     return True
 
   def rewrite(self, updated, data, context):
-    if not isinstance(updated, cst.Annotation):   # the class inside an annotation
-      return cst.parse_expression(f'{context.train_state}.TrainState')
+    new = cst.parse_expression(
+        data if isinstance(data, str) else f'{context.train_state}.TrainState')
+    if not isinstance(updated, cst.Annotation):   # the class inside an annotation, a bound
+      return new
     head = annotation_head(updated.annotation)
-    new = cst.parse_expression(f'{context.train_state}.TrainState')
     if head is updated.annotation:
       return updated.with_changes(annotation=new)
     return updated.deep_replace(head, new)
+
+
+def _typevar_bound(unit, node) -> bool:
+  """Whether ``node`` is the ``bound=`` of a ``typing.TypeVar(...)`` call."""
+  arg = unit.parent(node)
+  call = unit.parent(arg)
+  return (isinstance(arg, cst.Arg) and arg.value is node and arg.keyword is not None
+          and arg.keyword.value == 'bound' and isinstance(call, cst.Call)
+          and 'typing.TypeVar' in unit.names(call.func))
 
 
 RULE = Annotation()
