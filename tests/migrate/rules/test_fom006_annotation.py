@@ -24,34 +24,34 @@ def test_the_class_anywhere_in_an_annotation_is_rewritten():
   assert 'optim' not in new.replace('optax', '')
 
 
-def test_a_def_class_in_an_annotation_becomes_the_rewritten_defs_type():
-  """jaxfg's ``make_mlp() -> Tuple[MLP, flax.optim.Adam]`` (the author named the def class):
-  the annotation is evaluated when the ``def`` runs, so it is rewritten with the def it names
-  (``optax.GradientTransformation``), and the migrated module defines ``make_mlp`` where
-  ``flax.optim`` does not exist."""
-  source = ('from typing import Tuple\n\nimport flax\n\n\n'
-            'def make(params) -> Tuple[int, flax.optim.Adam]:\n'
-            '  return 0, flax.optim.Adam(learning_rate=1e-3).create(params)\n\n\n'
-            'def run(params, g):\n  _, opt = make(params)\n  return opt.apply_gradient(g).target\n')
-  new, report = migrate_source(source, 'networks.py')
+# Types Python evaluates when the module runs (jaxfg): the author's def class in a return
+# annotation (``make_mlp() -> Tuple[MLP, flax.optim.Adam]``) becomes the rewritten def's type,
+# a TypeVar's bound the rewritten optimizer's; the migrated module then runs where
+# ``flax.optim`` does not exist.
+EVALUATED_TYPES = {
+    'def_class_annotation': (
+        'from typing import Tuple\n\nimport flax\n\n\n'
+        'def make(params) -> Tuple[int, flax.optim.Adam]:\n'
+        '  return 0, flax.optim.Adam(learning_rate=1e-3).create(params)\n\n\n'
+        'def run(params, g):\n  _, opt = make(params)\n  return opt.apply_gradient(g).target\n',
+        '-> Tuple[int, optax.GradientTransformation]:'),
+    'typevar_bound': (
+        'from typing import TypeVar\n\nimport flax\n\n'
+        "OptimizerType = TypeVar('OptimizerType', bound=flax.optim.Optimizer)\n\n\n"
+        'def step(opt: OptimizerType, g) -> OptimizerType:\n  return opt.apply_gradient(g)\n\n\n'
+        'def run(params, g):\n'
+        '  return step(flax.optim.Adam(learning_rate=1e-3).create(params), g).target\n',
+        "TypeVar('OptimizerType', bound=train_state.TrainState)"),
+}
+
+
+@pytest.mark.parametrize('case', sorted(EVALUATED_TYPES))
+def test_a_type_evaluated_at_import_is_rewritten(case):
+  source, expected = EVALUATED_TYPES[case]
+  new, report = migrate_source(source, f'{case}.py')
   assert report.exit_status() == 1, report.summary(written=False)
-  assert '-> Tuple[int, optax.GradientTransformation]:' in new
+  assert expected in new
   assert 'optim.' not in new.replace('optax', '')
   namespace = {}
-  exec(compile(new, 'networks.py', 'exec'), namespace)   # the annotation is evaluated here
-  assert callable(namespace['make'])
-
-
-def test_a_typevar_bound_to_the_optimizer_class_is_rewritten():
-  """jaxfg's ``TypeVar('OptimizerType', bound=flax.optim.Optimizer)``, evaluated at import."""
-  source = ('from typing import TypeVar\n\nimport flax\n\n'
-            "OptimizerType = TypeVar('OptimizerType', bound=flax.optim.Optimizer)\n\n\n"
-            'def step(opt: OptimizerType, g) -> OptimizerType:\n'
-            '  return opt.apply_gradient(g)\n\n\n'
-            'def run(params, g):\n'
-            '  return step(flax.optim.Adam(learning_rate=1e-3).create(params), g).target\n')
-  new, report = migrate_source(source, 'trainer.py')
-  assert report.exit_status() == 1, report.summary(written=False)
-  assert "TypeVar('OptimizerType', bound=train_state.TrainState)" in new
-  assert 'optim.' not in new.replace('optax', '')
-  exec(compile(new, 'trainer.py', 'exec'), {})
+  exec(compile(new, f'{case}.py', 'exec'), namespace)   # the types are evaluated here
+  assert callable(namespace['run'])
