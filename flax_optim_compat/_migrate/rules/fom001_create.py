@@ -57,6 +57,19 @@ class Create(Rule):
   def claims(self, site, plan):
     return site.kind == 'create' and id(site) not in plan.multis and not multi_branch(site)
 
+  def refusal(self, site, plan):
+    """A Python number as the whole target (jaxfg's ``Adam().create(target=0.05)``, a learned
+    scalar): flax's ``TrainState.create`` fails on it (``'float' is not iterable``), and flax
+    0.5.3 failed on it at the first ``apply_gradient``, so no rewrite is claimed for it."""
+    target = next((a.value for a in site.node.args if a.keyword is None
+                   or a.keyword.value == 'target'), None)
+    number = target.expression if isinstance(target, cst.UnaryOperation) else target
+    if not isinstance(number, (cst.Integer, cst.Float)):
+      return None
+    return _refusals.NUMBER_TARGET, (
+        f'{site.unit.code(site.node)}: a Python number as the whole target; give a pytree of '
+        'arrays, e.g. jnp.asarray(...) or {\'x\': ...}, then migrate it')
+
   def plan(self, site, plan):
     if site.branches is not None:
       for i, (unit, node, call) in enumerate(site.branches):

@@ -13,3 +13,29 @@ EXAMPLES = {
     'shared_def': '1e-6',
     'def_kwargs_dict': '1e-6',
 }
+
+import pytest  # noqa: E402
+
+libcst = pytest.importorskip('libcst')
+
+import optax  # noqa: E402
+from flax.training import train_state  # noqa: E402
+
+from flax_optim_compat._migrate import migrate_source  # noqa: E402
+
+
+@pytest.mark.parametrize('target', ['0.05', '-1', 'target=0.05'])
+def test_a_number_as_the_whole_target_is_refused(target):
+  """jaxfg's ``flax.optim.Adam().create(target=0.05)``: the rewrite would be
+  ``TrainState.create(params=0.05, ...)``, which flax refuses (checked below on the installed
+  flax), so the create is refused (FOM115) with the object's other sites, never claimed."""
+  source = ('import flax\nimport jax.numpy as jnp\n\n'
+            f'opt = flax.optim.Adam().create({target})\n'
+            'opt = opt.apply_gradient(jnp.asarray(1.0), learning_rate=0.1)\nprint(opt.target)\n')
+  _, report = migrate_source(source, 'scalar.py')
+  assert report.exit_status() == 2, report.summary(False)
+  assert [(r.line, r.code, r.status) for r in report.records] == [
+      (4, 'FOM115', 'refused'), (5, 'FOM115', 'refused'), (6, 'FOM115', 'refused')]
+  assert 'a Python number as the whole target' in report.records[0].message
+  with pytest.raises(TypeError):
+    train_state.TrainState.create(apply_fn=None, params=0.05, tx=optax.adam(0.1))
