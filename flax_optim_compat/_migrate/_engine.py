@@ -328,13 +328,20 @@ def _defines_apply_gradient(project) -> bool:
              for unit in project.units for node in unit.nodes)
 
 
-def _unsupplied_parameter(project, unit, node) -> Optional[cst.FunctionDef]:
-  """The function whose parameter ``node`` reads, where no call in the project calls it (its
-  callers are out of sight: a library's step that a notebook drives), the file names
-  flax.optim, and every other binding of the name in the function is ``name =
-  name.apply_gradient(...)`` (the step's own update); else None."""
-  if not isinstance(node, cst.Name) or unit.scopes.get(node) is None:
+def _unsupplied_parameter(project, unit, node, seen=None,
+                          result_of=None) -> Optional[cst.FunctionDef]:
+  """The function whose parameter ``node`` reads, where no call in the project supplies it:
+  the function has no caller (its callers are out of sight: a library's step that a notebook
+  drives), or every call passes it a parameter no call supplies in turn (ladax's
+  ``train_epoch(optimizer, ...)`` handing it to ``multi_sample_train_step``); in a file that
+  names flax.optim, where every other binding of the name in the function is ``name =
+  name.apply_gradient(...)`` (the step's own update) or, in a caller, an assignment of the call
+  (``result_of``) that hands the parameter on (``optimizer, metrics = step(optimizer, ...)``).
+  Else None."""
+  seen = set() if seen is None else seen
+  if not isinstance(node, cst.Name) or unit.scopes.get(node) is None or id(node) in seen:
     return None
+  seen.add(id(node))
   params, others = [], []
   for binding in unit.scopes[node][node.value]:
     target = getattr(binding, 'node', None)
@@ -342,16 +349,25 @@ def _unsupplied_parameter(project, unit, node) -> Optional[cst.FunctionDef]:
   if len(params) != 1:
     return None
   for binding in others:
-    assign = _unit.plain_assignment(unit, binding)
+    target = getattr(binding, 'node', None)
+    assign = unit.enclosing(target, (cst.Assign,)) if isinstance(target, cst.CSTNode) else None
     value = assign.value if assign is not None else None
-    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value == 'apply_gradient'
-            and isinstance(value.func.value, cst.Name) and value.func.value.value == node.value):
+    if value is None or value is not result_of and not (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == 'apply_gradient' and isinstance(value.func.value, cst.Name)
+        and value.func.value.value == node.value):
       return None
-  fdef = unit.enclosing(params[0].node, (cst.FunctionDef,))
-  if fdef is None or project.callers_of(unit, fdef) != [] or not any(
+  param = params[0].node
+  fdef = unit.enclosing(param, (cst.FunctionDef,))
+  callers = project.callers_of(unit, fdef) if fdef is not None else None
+  if callers is None or not any(
       unit.legacy(n) for n in unit.nodes if isinstance(n, (cst.Name, cst.Attribute))):
     return None
+  for cunit, call, args, shift in callers:
+    arg = _flows.bound_argument(unit, fdef, args, shift, param)
+    if not isinstance(arg, cst.Name) or _unsupplied_parameter(
+        project, cunit, arg, seen, call) is None:
+      return None
   return fdef
 
 

@@ -300,7 +300,13 @@ def train_step(optimizer, batch):
 '''
 
 
-def test_a_step_no_caller_supplies_is_reported_beside_its_rewritten_factory(tmp_path):
+# ladax's own shape: the step is called, by a function no call in the folder calls.
+HANDED_ON = ('\n\ndef train_epoch(optimizer, batch):\n'
+             '  optimizer, loss = train_step(optimizer, batch)\n  return optimizer, loss\n')
+
+
+@pytest.mark.parametrize('tail', ['', HANDED_ON], ids=['no_caller', 'caller_without_caller'])
+def test_a_step_no_caller_supplies_is_reported_beside_its_rewritten_factory(tmp_path, tail):
   """The create (line 14) is rewritten: its object is returned to callers out of sight. The
   step's ``optimizer`` (lines 22-23) is a parameter no call in the folder supplies, so which
   optimizer it is, is decided out of sight too: its ``apply_gradient`` is refused (FOM107,
@@ -308,7 +314,7 @@ def test_a_step_no_caller_supplies_is_reported_beside_its_rewritten_factory(tmp_
   factory (then ``flax.optim`` is no longer imported, ``--check`` passes, and an outside
   caller gets a TrainState without ``.target``). The refusal stays with the step: the
   factory's own object is not refused because of it."""
-  sources = harness.write_sources(tmp_path / 'lib', {'lib.py': FACTORY_WITHOUT_CALLER})
+  sources = harness.write_sources(tmp_path / 'lib', {'lib.py': FACTORY_WITHOUT_CALLER + tail})
   changed, report = _engine.migrate_sources(sources)
   status = {r.line: (r.code, r.status) for r in report.records}
   assert status[14] == ('FOM001', 'rewritten'), report.summary(False)
