@@ -360,8 +360,7 @@ def _unsupplied_parameter(project, unit, node, seen=None,
   param = params[0].node
   fdef = unit.enclosing(param, (cst.FunctionDef,))
   callers = project.callers_of(unit, fdef) if fdef is not None else None
-  if callers is None or not any(
-      unit.legacy(n) for n in unit.nodes if isinstance(n, (cst.Name, cst.Attribute))):
+  if callers is None or not unit.names_flax_optim:
     return None
   for cunit, call, args, shift in callers:
     arg = _flows.bound_argument(unit, fdef, args, shift, param)

@@ -388,10 +388,11 @@ class Program:
       shrunk = False
       for unit, node in refs:
         target = self.resolve_callable(unit, node)
-        if target is None or id(target[1]) not in undecorated & compiled or self._compiled_at(
+        key = None if target is None else id(target[1])
+        if key not in undecorated or key not in compiled or self._compiled_at(
             unit, node, compiled) or self._compiler_bound(unit, node):
           continue
-        compiled.discard(id(target[1]))
+        compiled.discard(key)
         shrunk = True
       if not shrunk:
         break

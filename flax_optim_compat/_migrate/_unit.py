@@ -67,6 +67,7 @@ class SourceFile:
     self.nodes, self.parents = collect.nodes, collect.parents
     self._positions = None   # LibCST's PositionProvider (a render of the file): when first read
     self._uses = None
+    self._names_legacy = None
 
   @property
   def uses_jax_or_flax(self) -> bool:
@@ -75,6 +76,14 @@ class SourceFile:
       roots = {q.name.split('.')[0] for qs in self.fqnames.values() for q in qs}
       self._uses = bool(roots & {'jax', 'flax', 'optax', 'flax_optim_compat'})
     return self._uses
+
+  @property
+  def names_flax_optim(self) -> bool:
+    """Whether any name or attribute of the file refers to a flax.optim name."""
+    if self._names_legacy is None:
+      self._names_legacy = any(self.legacy(n) for n in self.nodes
+                               if isinstance(n, (cst.Name, cst.Attribute)))
+    return self._names_legacy
 
   def names(self, node: cst.CSTNode) -> Set[str]:
     return {q.name for q in self.fqnames.get(node, ())}

@@ -18,6 +18,7 @@ from ..._expr import _tx as _expr_tx
 from .. import _edits
 from .. import _optax_text
 from .. import _refusals
+from .. import _unit
 from .._edits import Edit
 from .._report import Conversion, Record
 from .._rule import ObjectPlan, Rule, text_of
@@ -61,8 +62,7 @@ class Create(Rule):
     """A Python number as the whole target (jaxfg's ``Adam().create(target=0.05)``, a learned
     scalar): flax's ``TrainState.create`` fails on it (``'float' is not iterable``), and flax
     0.5.3 failed on it at the first ``apply_gradient``, so no rewrite is claimed for it."""
-    target = next((a.value for a in site.node.args if a.keyword is None
-                   or a.keyword.value == 'target'), None)
+    target = _unit.call_arg(site.node, 0, 'target')
     number = target.expression if isinstance(target, cst.UnaryOperation) else target
     if not isinstance(number, (cst.Integer, cst.Float)):
       return None
