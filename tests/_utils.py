@@ -91,26 +91,35 @@ def _is_array(x):
 
 
 def max_rel_diff(actual, expected):
-  """max|a - e| / max|e| over one leaf ("max rel" throughout the suite and the guide); 0 for two all-zero leaves."""
+  """max|a - e| / max|e| over one leaf ("max rel" throughout the suite and the guide); 0 for two all-zero leaves.
+
+  A NaN on either side is never equal: the result is then ``inf``, even where both sides hold a
+  NaN at the same place (a test that means "NaN where the oracle has NaN" says so with
+  ``assert_trees_close(..., nan_where_expected=True)``, which checks the NaN positions apart).
+  """
   a = np.asarray(actual, np.float64)
   e = np.asarray(expected, np.float64)
   if a.size == 0:
     return 0.0
-  both_nan = np.isnan(a) & np.isnan(e)
-  diff = np.where(both_nan, 0.0, np.abs(a - e))
-  scale = np.max(np.abs(np.where(np.isnan(e), 0.0, e)))
+  if np.isnan(a).any() or np.isnan(e).any():
+    return np.inf
+  diff = np.abs(a - e)
+  scale = np.max(np.abs(e))
   worst = np.max(diff)
-  if np.isnan(worst):
+  if np.isnan(worst):  # inf - inf
     return np.inf
   return float(worst / scale) if scale > 0 else float(worst / np.finfo(np.float32).tiny)
 
 
-def assert_trees_close(actual, expected, rtol=RTOL, path='', check_dtype=True, stats=None):
+def assert_trees_close(actual, expected, rtol=RTOL, path='', check_dtype=True, stats=None,
+                       nan_where_expected=False):
   """Same nested-dict keys, same ``None``s, same leaf shapes and dtypes, values within ``rtol``.
 
   ``rtol`` bounds max|a - e| / max|e| per leaf (exact equality for all-zero leaves). Works on
   state dicts (nested dicts) and on any pytree whose containers are dicts/FrozenDicts.
-  ``stats``, if a dict, collects the worst 'abs' and 'rel' differences seen.
+  ``stats``, if a dict, collects the worst 'abs' and 'rel' differences seen. A NaN fails, unless
+  ``nan_where_expected``: then each leaf must hold NaN exactly where ``expected`` does (checked
+  apart) and the other values are compared.
   """
   if isinstance(expected, dict) or hasattr(expected, 'items') and not _is_array(expected):
     assert hasattr(actual, 'items') and not _is_array(actual), (
@@ -118,7 +127,8 @@ def assert_trees_close(actual, expected, rtol=RTOL, path='', check_dtype=True, s
     assert set(actual.keys()) == set(expected.keys()), (
         f'{path or "/"}: keys differ: {sorted(actual.keys())} != {sorted(expected.keys())}')
     for key in expected:
-      assert_trees_close(actual[key], expected[key], rtol, f'{path}/{key}', check_dtype, stats)
+      assert_trees_close(actual[key], expected[key], rtol, f'{path}/{key}', check_dtype, stats,
+                         nan_where_expected)
     return
   if expected is None or isinstance(expected, (tuple, list)) and not expected:
     assert actual == expected, f'{path}: expected {expected!r}, got {actual!r}'
@@ -128,6 +138,13 @@ def assert_trees_close(actual, expected, rtol=RTOL, path='', check_dtype=True, s
   if check_dtype:
     assert dtype_of(actual) == dtype_of(expected), (
         f'{path}: dtype {dtype_of(actual)} != expected {dtype_of(expected)}')
+  if nan_where_expected:
+    a_nan = np.isnan(np.asarray(actual, np.float64))
+    e_nan = np.isnan(np.asarray(expected, np.float64))
+    assert np.array_equal(a_nan, e_nan), (
+        f'{path}: NaN at {np.argwhere(a_nan).tolist()}, expected at {np.argwhere(e_nan).tolist()}')
+    actual = np.where(a_nan, 0.0, np.asarray(actual, np.float64))
+    expected = np.where(e_nan, 0.0, np.asarray(expected, np.float64))
   rel = max_rel_diff(actual, expected)
   if stats is not None:
     diff = np.abs(np.asarray(actual, np.float64) - np.asarray(expected, np.float64))

@@ -231,3 +231,84 @@ def test_the_relative_links_resolve():
                               flags=re.M)
         assert anchor in {_slug(h) for h in headings}, (
             f'{path.relative_to(REPO)}: a link to {target}, a heading {linked.name} lacks')
+
+
+def _table_after(path, heading_text, first_header):
+  """The rows (cells) of the first table under ``heading_text`` whose header starts ``first_header``."""
+  text = path.read_text(encoding='utf-8')
+  section = text[text.index(heading_text):]
+  lines = section.splitlines()
+  start = next(i for i, line in enumerate(lines) if line.startswith(f'| {first_header} |'))
+  rows = []
+  for line in lines[start + 2:]:
+    if not line.startswith('|'):
+      break
+    rows.append([c.strip() for c in line.strip().strip('|').split(' | ')])
+  return rows
+
+
+def _ticked(cell):
+  return re.findall(r'`([^`]+)`', cell)
+
+
+def test_the_module_table_names_what_each_module_holds():
+  """docs/README.md's "What the package holds": each legacy name is in the module its row names.
+
+  A row's modules are a full path, then siblings written ``.name``; an elided row (``...``) must
+  still hold each of its names in one of the package's own legacy modules. Every legacy name of
+  the package's ``__all__`` has a row.
+  """
+  import importlib
+  rows = _table_after(REPO / 'docs' / 'README.md', '## What the package holds', 'legacy name')
+  assert rows, 'docs/README.md: the module table is missing'
+  listed = set()
+  for names_cell, modules_cell in rows:
+    names = _ticked(names_cell)
+    paths = [t for t in _ticked(modules_cell)
+             if t.startswith('flax_optim_compat.') or re.fullmatch(r'\.[a-z_]+', t)]
+    assert paths and paths[0].startswith('flax_optim_compat.'), modules_cell
+    base = paths[0].rsplit('.', 1)[0]
+    modules = [importlib.import_module(p if not p.startswith('.') else base + p) for p in paths]
+    for name in names:
+      listed.add(name)
+      obj = getattr(optim, name)
+      home = importlib.import_module(obj.__module__)
+      if '...' not in modules_cell:
+        assert any(getattr(m, name, None) is obj for m in modules), (
+            f'docs/README.md: `{name}` is not in {paths}')
+      else:
+        assert home.__name__.startswith('flax_optim_compat.') and getattr(home, name) is obj, name
+        if '_XHyperParams' in modules_cell:
+          assert hasattr(home, f'_{name}HyperParams'), f'{home.__name__} lacks _{name}HyperParams'
+    assert all(any(hasattr(m, n) for n in names) for m in modules), (
+        f'docs/README.md: a module of {paths} holds none of {names}')
+  new = {'from_optax', 'FlaxOptimDeprecationWarning'}
+  assert set(optim.__all__) - new <= listed, (
+      f'docs/README.md: no row for {sorted(set(optim.__all__) - new - listed)}')
+
+
+def test_the_bridge_table_names_what_exists():
+  """docs/README.md's bridges to optax: each method, function and command it names exists."""
+  from flax_optim_compat._cli import _main as cli
+  rows = _table_after(REPO / 'docs' / 'README.md', '## What the package holds', 'new name')
+  commands = set(cli._parser()._subparsers._group_actions[0].choices)
+  owners = {'Optimizer': optim.Optimizer, 'OptimizerDef': optim.OptimizerDef,
+            'opt_def': optim.OptimizerDef}
+  checked = 0
+  for cell in (row[0] for row in rows):
+    for ticked in _ticked(cell):
+      name = ticked.split('(')[0]
+      if name.startswith('flax-optim-compat '):
+        for command in name.split(' ', 1)[1].split(' / '):
+          assert command in commands, f'docs/README.md: no command `{command}`'
+          checked += 1
+      elif '.' in name and name.split('.')[0] in owners:
+        owner, attr = name.split('.', 1)
+        assert callable(getattr(owners[owner], attr, None)), f'docs/README.md: no `{name}`'
+        checked += 1
+      else:
+        target = optim
+        for part in name.split('.')[1:] if name.startswith('flax_optim_compat') else [name]:
+          target = getattr(target, part)
+        checked += 1
+  assert checked >= 12, checked
