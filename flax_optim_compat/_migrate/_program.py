@@ -25,7 +25,8 @@ from ._unit import SourceFile
 # something other than what the function returns: ``jax.make_jaxpr(f)(x)`` is f's jaxpr.
 TRACERS = frozenset({'jax.make_jaxpr'})
 # Function wrappers whose result is called with the wrapped function's arguments.
-_WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'flax.jax_utils.pad_shard_unpad'}) | TRACERS
+_WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'jax.vmap',
+                       'flax.jax_utils.pad_shard_unpad'}) | TRACERS
 PARTIAL = frozenset({'functools.partial'})
 COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
 
