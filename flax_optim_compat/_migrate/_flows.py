@@ -148,7 +148,7 @@ def base_of(program: Program, unit: SourceFile, node: cst.CSTNode) -> Optional[t
       if _calls.returned_parameter(program, callee[0], callee[1]) is not None:
         return call_slot(unit, node)   # what this call passes (``_Joiner.per_call``)
       return return_slot(callee[0], callee[1])
-    if callee is None and isinstance(node.func, cst.Attribute) and node.func.attr.value == 'create':
+    if callee is None and _unit.create_method(unit, node) is not None:
       return create_slot(unit, node)   # a def's create, traced to a flax.optim def or not
   return None
 

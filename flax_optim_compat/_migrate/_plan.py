@@ -97,11 +97,11 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
           refused_nodes.update(id(statement_of(site.unit, v)) for v in values)
           refused_nodes.update(
               id(statement_of(u, call)) for u, call in project.def_branches(
-                  site.unit, site.node.func.value) or ())
+                  site.unit, _unit.create_receiver(site.unit, site.node)) or ())
           # the variables its def reads: ``t = optim.ModelParamTraversal(fn)`` of a group
-          call = project.def_call(site.unit, site.node.func.value)
+          call = project.def_call(site.unit, _unit.create_receiver(site.unit, site.node))
           calls = [(site.unit, call)] if call is not None else list(project.def_branches(
-              site.unit, site.node.func.value) or ())
+              site.unit, _unit.create_receiver(site.unit, site.node)) or ())
           for unit, call in calls:
             for name in _unit.walk(call):
               if isinstance(name, cst.Name):
@@ -124,7 +124,7 @@ def _loose_defs(project, groups) -> Optional[str]:
   function, returned by a helper), named for a message, or None: its optimizer may be one
   created out of sight."""
   seen = {id(call) for g in groups for s in g.sites if s.kind == 'create'
-          for _, call in project.def_branches(s.unit, s.node.func.value) or ()}
+          for _, call in project.def_branches(s.unit, _unit.create_receiver(s.unit, s.node)) or ()}
   for unit in project.units:   # a MultiOptimizer's group defs, inline or through a variable
     for node in unit.nodes:
       if id(node) in seen and unit.legacy(node.func) == 'MultiOptimizer':
@@ -146,7 +146,7 @@ _DEFS = _sites.DEFS
 
 
 def _def_values(project, site):
-  receiver = site.node.func.value
+  receiver = _unit.create_receiver(site.unit, site.node)
   if isinstance(receiver, cst.Name):
     return project.assignment_values(site.unit, receiver) or []
   return []
@@ -225,7 +225,7 @@ def _def_site_check(project, group) -> dict:
     if site.kind != 'create':
       continue
     unit = site.unit
-    call = project.def_call(unit, site.node.func.value)
+    call = project.def_call(unit, _unit.create_receiver(site.unit, site.node))
     if call is None:
       _branch_check(project, site)
       continue
@@ -251,8 +251,13 @@ def _def_site_check(project, group) -> dict:
       site.message = f'{unit.code(call)}: {_optax_text.unread_arguments(name, call, unit)}'
     elif _uses_flax_nn(unit):
       site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
+    if site.refusal is None and id(site) in multis and _unit.transformed_create(unit, site.node):
+      site.refusal = _refusals.ESCAPE
+      site.message = (f'{_unit.short(unit.code(site.node))} creates a MultiOptimizer (or a focus) '
+                      f'through {unit.code(site.node.func.func)}, a shape no example measured: '
+                      'create it as it is called, then apply the transform to what it returns')
     # A def variable must be used only as the receiver of its creates.
-    receiver = site.node.func.value
+    receiver = _unit.create_receiver(site.unit, site.node)
     if site.refusal is None and isinstance(receiver, cst.Name) and not _project.only_created(
         unit, receiver):
       site.refusal = _refusals.ESCAPE
@@ -279,7 +284,7 @@ def _branch_check(project, site):
   """A create whose def is built in branches or by a helper: each branch a built-in def whose
   arguments ``_optax_text`` reads (``site.branches``), or the object is refused."""
   site.branches = []
-  for unit, call in project.def_branches(site.unit, site.node.func.value):
+  for unit, call in project.def_branches(site.unit, _unit.create_receiver(site.unit, site.node)):
     if id(call) in project.not_a_def:   # a call site passes its helper something else
       site.refusal, site.message = _refusals.UNKNOWN_DEF, project.not_a_def[id(call)]
       return
@@ -373,7 +378,7 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen) ->
   calls = {}
   for site in creates:
     if site.refusal is None and id(site) not in multis and site.branches is None:
-      call = project.def_call(site.unit, site.node.func.value)
+      call = project.def_call(site.unit, _unit.create_receiver(site.unit, site.node))
       calls[id(site)] = _optax_text.def_call(site.unit.legacy(call.func), call, site.unit)
   pmeans = _replication(project, group, applies)
   if group_lrs:   # one learning rate injected per group
@@ -574,21 +579,21 @@ def _group_defs(project, creates, multis):
   with its MultiOptimizer groups, None for a def without groups."""
   found, seen = [], set()
   for create in creates:
+    receiver = _unit.create_receiver(create.unit, create.node)
     if multis.get(id(create)):
-      entries = [(create.unit, project.def_call(create.unit, create.node.func.value),
-                  multis[id(create)])]
+      entries = [(create.unit, project.def_call(create.unit, receiver), multis[id(create)])]
     elif create.branches is not None:
       # Every branch, also past one that refused the create (``branches`` stops there): a
       # MultiOptimizer whose groups migrate does not read counts its pairs.
       parsed = {id(node): call for _, node, call in create.branches}
       entries = []
-      for unit, node in project.def_branches(create.unit, create.node.func.value) or ():
+      for unit, node in project.def_branches(create.unit, receiver) or ():
         groups = parsed.get(id(node))
         if groups is None and unit.legacy(node.func) == 'MultiOptimizer':
           groups = [None] * len(node.args)
         entries.append((unit, node, groups if isinstance(groups, list) else None))
     else:
-      entries = [(create.unit, project.def_call(create.unit, create.node.func.value), None)]
+      entries = [(create.unit, project.def_call(create.unit, receiver), None)]
     for entry in entries:
       if id(entry[1]) not in seen:
         seen.add(id(entry[1]))

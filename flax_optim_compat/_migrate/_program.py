@@ -13,7 +13,7 @@ import dataclasses
 import importlib.util
 import os
 import re
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst import metadata as meta
@@ -25,7 +25,8 @@ from ._unit import SourceFile
 # something other than what the function returns: ``jax.make_jaxpr(f)(x)`` is f's jaxpr.
 TRACERS = frozenset({'jax.make_jaxpr'})
 # Function wrappers whose result is called with the wrapped function's arguments.
-_WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'flax.jax_utils.pad_shard_unpad'}) | TRACERS
+_WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'jax.vmap',
+                       'flax.jax_utils.pad_shard_unpad'}) | TRACERS
 PARTIAL = frozenset({'functools.partial'})
 COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
 
@@ -180,6 +181,18 @@ def _imports_its_folders(root: str, sources: Sequence[str]) -> bool:
   return any(os.path.isfile(os.path.join(root, path[0], '__init__.py')) for path in paths)
 
 
+def _module_names(root: str, files: Sequence[str]) -> Set[str]:
+  """The dotted names of the given files' modules and packages under ``root`` (``a/b/c.py``:
+  ``a``, ``a.b``, ``a.b.c``)."""
+  own = set()
+  for f in files:
+    parts = os.path.relpath(os.path.splitext(f)[0], root).split(os.sep)
+    if parts[-1] == '__init__':
+      parts = parts[:-1]
+    own.update('.'.join(parts[:i]) for i in range(1, len(parts) + 1))
+  return own
+
+
 def _import_aliases(root: str, files: Sequence[str], sources: Sequence[str]) -> Dict[str, str]:
   """Import paths that name the project's own modules under a prefix no installed module has:
   ``google3.experimental.users.daeyun.jaxnerf.nerf`` -> ``jaxnerf.nerf`` where ``jaxnerf/nerf``
@@ -188,13 +201,9 @@ def _import_aliases(root: str, files: Sequence[str], sources: Sequence[str]) -> 
   module or package of the project) and the prefix's first name no module this interpreter
   finds (``flax.training.checkpoints`` is flax's even beside a ``training/checkpoints.py``).
   Such a prefix maps to ``''``; a sub-folder's module imported by its bare name maps to the
-  folder's dotted path (``_sibling_aliases``)."""
-  own = set()
-  for f in files:
-    parts = os.path.relpath(os.path.splitext(f)[0], root).split(os.sep)
-    if parts[-1] == '__init__':
-      parts = parts[:-1]
-    own.update('.'.join(parts[:i]) for i in range(1, len(parts) + 1))
+  folder's dotted path (``_sibling_aliases``). These hold for every file; a bare name the
+  importing file's own folder defines is that folder's first (``_own_folder_aliases``)."""
+  own = _module_names(root, files)
   tops = {name.split('.')[0] for name in own}
   aliases = {}
   for text in sources:
@@ -207,20 +216,39 @@ def _import_aliases(root: str, files: Sequence[str], sources: Sequence[str]) -> 
       tail = next((i for i in range(1, len(parts) - 1) if '.'.join(parts[i:]) in own), None)
       if tail is not None and importlib.util.find_spec(parts[0]) is None:
         aliases['.'.join(parts[:tail])] = ''
-  aliases.update(_sibling_aliases(root, files, sources, own, tops | set(aliases)))
+  targets: Dict[str, Set[str]] = {}
+  for _, name, found, _ in _bare_imports(root, files, sources, own, tops | set(aliases)):
+    targets.setdefault(name, set()).add(found)
+  aliases.update({name: next(iter(found)) for name, found in sorted(targets.items())
+                  if len(found) == 1})
   return aliases
 
 
-def _sibling_aliases(root: str, files: Sequence[str], sources: Sequence[str], own: Set[str],
-                     taken: Set[str]) -> Dict[str, str]:
+def _own_folder_aliases(root: str, files: Sequence[str],
+                        sources: Sequence[str]) -> Dict[str, Dict[str, str]]:
+  """Per file, the bare names of its imports that are modules (or folders) of its own folder:
+  ``import trainer`` in ``scripts/kitti/train_kitti_cnn.py`` is ``scripts/kitti/trainer.py``,
+  as ``python train_kitti_cnn.py`` puts the script's folder first on ``sys.path``, even where
+  another folder's script imports a ``trainer.py`` of its own (jaxfg's ``scripts/kitti/`` and
+  ``scripts/flax_experiments/``), which the project-wide rule cannot tell apart."""
+  own = _module_names(root, files)
+  tops = {name.split('.')[0] for name in own}
+  found_here: Dict[str, Dict[str, str]] = {}
+  for f, name, found, in_own_folder in _bare_imports(root, files, sources, own, tops):
+    if in_own_folder:
+      found_here.setdefault(f, {})[name] = found
+  return found_here
+
+
+def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: Set[str],
+                  taken: Set[str]) -> Iterator[Tuple[str, str, str, bool]]:
   """Bare names of a sub-folder's own modules, as the program run from that folder imports
   them: ``from internal import utils`` in ``mipnerf/train.py`` (or in
   ``mipnerf/internal/models.py``, imported by that script) is ``mipnerf/internal/utils.py``, as
   ``python train.py`` puts ``mipnerf/`` first on ``sys.path``. The name is looked up in the
-  importing file's folder, then in each folder above it up to the given root; it becomes the
-  project's own only where every file that imports it finds the same folder, and no module this
-  interpreter finds has that name."""
-  targets: Dict[str, Set[str]] = {}
+  importing file's folder, then in each folder above it up to the given root; a name in
+  ``taken`` or of a module this interpreter finds is none. Yields (file, name, the module's
+  dotted name, whether it is in the file's own folder)."""
   for f, text in zip(files, sources):
     folder = os.path.relpath(os.path.dirname(f), root)
     if folder == os.curdir:
@@ -230,12 +258,10 @@ def _sibling_aliases(root: str, files: Sequence[str], sources: Sequence[str], ow
       name = m.group(1) or m.group(2)
       if name in taken:
         continue
-      found = next(('.'.join(parents[:i]) for i in range(len(parents), 0, -1)
+      depth = next((i for i in range(len(parents), 0, -1)
                     if '.'.join(parents[:i] + [name]) in own), None)
-      if found is not None:
-        targets.setdefault(name, set()).add(f'{found}.{name}')
-  return {name: next(iter(found)) for name, found in sorted(targets.items())
-          if len(found) == 1 and importlib.util.find_spec(name) is None}
+      if depth is not None and importlib.util.find_spec(name) is None:
+        yield f, name, '.'.join(parents[:depth] + [name]), depth == len(parents)
 
 
 def _aliased(unit: SourceFile, aliases: Dict[str, str]) -> None:
@@ -271,13 +297,17 @@ class Program:
     root = _root_of([os.path.abspath(f) for f in files], [sources[f] for f in files]) if (
         files) else '.'
     rel = {f: os.path.abspath(f) for f in files}
-    aliases = _import_aliases(root, list(rel.values()), [sources[f] for f in files]) if (
-        files) else {}
+    texts = [sources[f] for f in files]
+    aliases = _import_aliases(root, list(rel.values()), texts) if files else {}
+    own_folder = _own_folder_aliases(root, list(rel.values()), texts) if files else {}
     manager = meta.FullRepoManager(root, list(rel.values()), {meta.FullyQualifiedNameProvider})
     parsed = {}
     for f in files:
+      # a bare name its own folder defines is that folder's module, before the project's rule
+      file_aliases = dict(own_folder.get(rel[f], {}))
+      file_aliases.update((k, v) for k, v in aliases.items() if k not in file_aliases)
       # what a file's tree and metadata are computed from
-      key = (f, root, tuple(sorted(aliases.items())), sources[f])
+      key = (f, root, tuple(sorted(file_aliases.items())), sources[f])
       unit = _PARSED.get(key)
       if unit is None:
         try:
@@ -290,8 +320,8 @@ class Program:
         wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True,
                                        cache=manager.get_cache_for_path(rel[f]))
         unit = SourceFile(f, sources[f], wrapper)
-        if aliases:
-          _aliased(unit, aliases)
+        if file_aliases:
+          _aliased(unit, file_aliases)
       parsed[key] = unit
       self.units.append(unit)
     _PARSED.clear()

@@ -324,9 +324,8 @@ class Project(Program):
     return found
 
   def is_create(self, unit: SourceFile, node: cst.CSTNode) -> bool:
-    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value == 'create'
-            and self.def_branches(unit, node.func.value) is not None)
+    return (isinstance(node, cst.Call) and _unit.create_method(unit, node) is not None
+            and self.def_branches(unit, _unit.create_receiver(unit, node)) is not None)
 
   # -------------------------------------------------------------------- what is an optimizer
 
@@ -421,7 +420,7 @@ class Project(Program):
       for node in unit.nodes:
         if self.is_create(unit, node):
           slot = _flows.create_slot(unit, node)
-          for _, call in self.def_branches(unit, node.func.value):
+          for _, call in self.def_branches(unit, _unit.create_receiver(unit, node)):
             if id(call) in by_def:
               self._mark(slot, by_def[id(call)])
             by_def.setdefault(id(call), slot)
@@ -438,7 +437,8 @@ def _ancestors(unit: SourceFile, node: cst.CSTNode, stop: cst.CSTNode) -> List[c
 
 
 def only_created(unit: SourceFile, name: cst.Name) -> bool:
-  """Whether the variable ``name`` is read once, or only as ``name.create(...)``."""
+  """Whether the variable ``name`` is read once, or only as ``name.create(...)`` (called
+  directly or through a transform, ``jax.jit(name.create)(...)``)."""
   uses = _unit.accesses(unit, name)
   if uses is None or not uses:
     return False
@@ -446,10 +446,8 @@ def only_created(unit: SourceFile, name: cst.Name) -> bool:
     return True
   for use in uses:
     attribute = unit.parent(use)
-    call = unit.parent(attribute)
     if not (isinstance(attribute, cst.Attribute) and attribute.value is use
-            and attribute.attr.value == 'create' and isinstance(call, cst.Call)
-            and call.func is attribute):
+            and _unit.create_call_of(unit, attribute) is not None):
       return False
   return True
 

@@ -148,13 +148,16 @@ def _refuse_unparsed_reach(project, found: List[Site], held_in: Dict[str, Set[tu
 
 
 def _compiled_create(project, unit: SourceFile, node: cst.CSTNode) -> Optional[Site]:
-  """A refused site (FOM107) for ``jax.jit(opt_def.create)(params)`` (``jax.pmap`` too, any
-  arguments), ``opt_def`` a flax.optim def: migrate rewrites a create only where it is called;
+  """A refused site (FOM107) for ``jax.pmap(opt_def.create)(params)`` (``jax.jit`` and
+  ``jax.vmap`` too where the create is not one FOM001 rewrites: a def the analysis does not
+  trace to its call, such as ``getattr(flax.optim, name)(...)``), ``opt_def`` a flax.optim def;
   the site holds the optimizer's slot where the result is assigned to one, else none (refused
   on its own). Else None."""
   if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Call) and
-          unit.names(node.func.func) & COMPILERS and node.func.args):
+          unit.names(node.func.func) & (COMPILERS | _unit.CREATE_TRANSFORMS) and node.func.args):
     return None
+  if project.is_create(unit, node):
+    return None   # a create FOM001 rewrites (or refuses) as it is called
   create = node.func.args[0].value
   if not (isinstance(create, cst.Attribute) and create.attr.value == 'create'):
     return None
@@ -175,8 +178,9 @@ def _compiled_create(project, unit: SourceFile, node: cst.CSTNode) -> Optional[S
   return Site(unit, node, 'escape', slot, _refusals.ESCAPE,
               f'{short(unit.code(node))} at {_unit.at(unit, node)} creates the optimizer '
               f'under {unit.code(node.func.func)}, a create migrate does not rewrite (it '
-              f'rewrites {unit.code(create)}(...) called as it is: the same state, as a '
-              'create only initialises it)')
+              f'rewrites {unit.code(create)}(...) called as it is, and through jax.jit or '
+              'jax.vmap where it traces the def to its call: the same state, as a create only '
+              'initialises it)')
 
 
 def _held(project, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:

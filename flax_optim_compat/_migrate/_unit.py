@@ -252,6 +252,44 @@ def call_arg(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseEx
   return positional[position].value if position < len(positional) else None
 
 
+# Transforms a create may be called through whole, each measured to give legacy's state and
+# updates with the rewritten create called through it: ``jax.jit(opt_def.create)(params)``
+# (the same arrays as ``opt_def.create(params)``), ``jax.vmap(opt_def.create)(batched)``
+# (one optimizer per row, as legacy's vmapped ``create``).
+CREATE_TRANSFORMS = frozenset({'jax.jit', 'jax.vmap'})
+
+
+def create_method(unit: SourceFile, call: cst.Call) -> Optional[cst.Attribute]:
+  """The ``X.create`` that ``call`` calls: ``X.create(params)``, or ``T(X.create)(params)``
+  with ``T`` one of ``CREATE_TRANSFORMS`` (its other arguments, ``backend=`` or ``in_axes=``,
+  stay with it); else None."""
+  func = call.func
+  if isinstance(func, cst.Call) and unit.names(func.func) & CREATE_TRANSFORMS and (
+      func.args and func.args[0].keyword is None and not func.args[0].star):
+    func = func.args[0].value
+  return func if isinstance(func, cst.Attribute) and func.attr.value == 'create' else None
+
+
+def create_receiver(unit: SourceFile, call: cst.Call) -> cst.BaseExpression:
+  """The def a create call is called on (``X`` of ``X.create(...)`` or of
+  ``jax.jit(X.create)(...)``)."""
+  return create_method(unit, call).value
+
+
+def create_call_of(unit: SourceFile, method: cst.Attribute) -> Optional[cst.Call]:
+  """The call that calls the create method ``method`` (``X.create``), directly or through a
+  transform (``create_method``); else None."""
+  call = unit.parent(method)
+  if isinstance(call, cst.Arg):
+    call = unit.parent(unit.parent(call))
+  return call if isinstance(call, cst.Call) and create_method(unit, call) is method else None
+
+
+def transformed_create(unit: SourceFile, call: cst.Call) -> bool:
+  """Whether ``call`` is a create called through a transform (``jax.vmap(X.create)(p)``)."""
+  return isinstance(call.func, cst.Call) and create_method(unit, call) is not None
+
+
 def is_module_like(unit: SourceFile, node: cst.CSTNode) -> bool:
   """Whether ``node`` names an imported module (``jax``, ``optim``), not a value."""
   scope = unit.scopes.get(node)

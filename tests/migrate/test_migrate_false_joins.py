@@ -99,18 +99,23 @@ def test_an_optimizers_target_is_its_params_not_an_unknown_classes_field():
   assert 'return evaluate(opt.params, x)' in new
 
 
-@pytest.mark.parametrize('opt_def', ['optim.Momentum(0.1, beta=0.9)',
-                                     "getattr(optim, 'Momentum')(0.1)"])
-def test_a_create_under_jax_jit_is_refused_naming_it(opt_def):
-  """``jax.jit(opt_def.create)(params)`` (jft): migrate rewrites a create called as it is, so
-  this one is refused (FOM107) with its reason, and the file is left as it was."""
+@pytest.mark.parametrize('opt_def, transform', [
+    ("getattr(optim, 'Momentum')(0.1)", 'jax.jit'), ("getattr(optim, 'Momentum')(0.1)", 'jax.vmap'),
+    ('optim.Momentum(0.1, beta=0.9)', 'jax.pmap')])
+def test_a_create_under_a_transform_migrate_does_not_rewrite_is_refused_naming_it(
+    opt_def, transform):
+  """``jax.jit(opt_def.create)(params)`` of a def the analysis does not trace to its call
+  (jft's ``getattr(flax.optim, config.optim_name)(...)``), or under ``jax.pmap`` (no example
+  measured it), is refused (FOM107) with its reason, and the file is left as it was. A traced
+  def under ``jax.jit`` or ``jax.vmap`` is FOM001's (its examples ``create_jit``,
+  ``create_vmap``)."""
   source = ('import jax\nfrom flax import optim\n\n\ndef main(params, g):\n'
             f'  opt_def = {opt_def}\n'
-            '  opt = jax.jit(opt_def.create)(params)\n'
+            f'  opt = {transform}(opt_def.create)(params)\n'
             '  return opt.apply_gradient(g)\n')
   new, report = migrate_source(source)
   assert report.exit_status() == 2
-  (site,) = [r for r in report.records if 'jax.jit(opt_def.create)(params) at' in r.message]
+  (site,) = [r for r in report.records if f'{transform}(opt_def.create)(params) at' in r.message]
   assert (site.code, site.status, site.line) == ('FOM107', 'refused', 7)
   assert 'a create migrate does not rewrite' in site.message
   assert [l for l in new.splitlines() if 'TODO(flax-optim-compat)' not in l] == (

@@ -21,7 +21,10 @@ corpus), each a short program modeled on the real code:
   example (tests/migrate/examples/unseen/agent_bound_steps/) is rewritten whole and runs both
   ways, jitted and not.
 """
+import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -50,19 +53,74 @@ def test_a_sub_folder_program_importing_its_siblings_by_bare_name_is_followed(tm
                                      'mipnerf/internal/utils.py')
 
 
-def test_a_bare_name_two_sub_folders_define_is_left_unresolved(tmp_path):
-  """``internal`` is ``a/internal`` for ``a/train.py`` and ``b/internal`` for ``b/train.py``:
-  one name, two targets, so neither is guessed (the optimizer is refused, naming the import)."""
-  sources = harness.write_sources(tmp_path / 'repo', {
-      'a/internal/utils.py': UTILS, 'a/train.py': TRAIN,
-      'b/internal/utils.py': UTILS, 'b/train.py': TRAIN})
-  root = str(tmp_path / 'repo')
-  files = sorted(sources)
-  assert _program._import_aliases(root, files, [sources[f] for f in files]) == {}
+# Each layout: the module a script's folder holds, and the script's bare import of it (a
+# folder, as mipnerf's ``internal/``; a module, as jaxfg's ``trainer.py``).
+SIBLINGS = {'folder': ('internal/utils.py', 'from internal import utils'),
+            'module': ('trainer.py', 'import trainer as utils')}
+
+
+def _python_resolves(root, modules, script, import_utils):
+  """The file Python imports for ``import_utils`` (which binds ``utils``) in ``script``, run as
+  ``python folder/script.py`` from ``root``, beside empty ``modules``; None where it fails."""
+  harness.write_sources(root, {**{m: '' for m in modules},
+                               script: f'{import_utils}\nprint(utils.__file__)\n'})
+  proc = subprocess.run([sys.executable, script], cwd=root, capture_output=True, text=True,
+                        check=False)
+  return os.path.relpath(proc.stdout.strip(), root) if proc.returncode == 0 else None
+
+
+@pytest.mark.parametrize('layout', sorted(SIBLINGS))
+def test_a_bare_name_two_sub_folders_define_is_each_scripts_own(tmp_path, layout):
+  """``a/train.py`` and ``b/train.py`` each import their own folder's module by one bare name:
+  Python puts the script's folder first on ``sys.path`` (run below), so each is its own
+  folder's, though the name has two targets project-wide; both programs migrate whole."""
+  module, import_utils = SIBLINGS[layout]
+  train = harness.NERF_TRAIN.format(import_utils=import_utils)
+  files = {f'a/{module}': UTILS, 'a/train.py': train, f'b/{module}': UTILS, 'b/train.py': train}
+  for folder in 'ab':
+    assert _python_resolves(tmp_path / 'run', [f'a/{module}', f'b/{module}'],
+                            f'{folder}/train.py', import_utils) == f'{folder}/{module}'
+  root = tmp_path / 'repo'
+  sources = harness.write_sources(root, files)
+  paths = sorted(sources)
+  texts = [sources[f] for f in paths]
+  name = import_utils.split()[1]
+  assert _program._import_aliases(str(root), paths, texts) == {}
+  assert _program._own_folder_aliases(str(root), paths, texts) == {
+      str(root / folder / 'train.py'): {name: f'{folder}.{name}'} for folder in 'ab'}
+  changed, report = _engine.migrate_sources(sources)
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  for folder in 'ab':
+    assert 'optimizer: train_state.TrainState' in changed[str(root / folder / module)]
+    step = changed[str(root / folder / 'train.py')]
+    assert 'return state.optimizer.params' in step and '.apply_gradients(grads=grad)' in step
+
+
+@pytest.mark.parametrize('layout', sorted(SIBLINGS))
+def test_a_bare_name_with_no_sibling_and_two_targets_elsewhere_is_left_unresolved(
+    tmp_path, layout):
+  """``main.py`` at the root imports ``internal``, which only ``a/`` and ``b/`` define: Python
+  finds none there (run below), and migrate guesses neither (the optimizer is refused, naming
+  the import), while ``a/train.py`` and ``b/train.py`` still resolve to their own folders'."""
+  module, import_utils = SIBLINGS[layout]
+  train = harness.NERF_TRAIN.format(import_utils=import_utils)
+  files = {f'a/{module}': UTILS, 'a/train.py': train, f'b/{module}': UTILS, 'b/train.py': train,
+           'main.py': train}
+  assert _python_resolves(tmp_path / 'run', [f'a/{module}', f'b/{module}'], 'main.py',
+                          import_utils) is None
+  root = tmp_path / 'repo'
+  sources = harness.write_sources(root, files)
+  paths = sorted(sources)
+  texts = [sources[f] for f in paths]
+  assert _program._import_aliases(str(root), paths, texts) == {}
+  assert str(root / 'main.py') not in _program._own_folder_aliases(str(root), paths, texts)
   _, report = _engine.migrate_sources(sources)
   refused = [r for r in report.records if r.status == 'refused']
   assert refused and all(r.code == 'FOM107' for r in refused), report.summary(False)
-  assert any('internal.utils.TrainState' in r.message for r in refused), report.summary(False)
+  name = import_utils.split()[1]
+  assert any(f'{name}.' in r.message and 'TrainState' in r.message for r in refused), (
+      report.summary(False))
+  assert any(r.path.endswith('main.py') for r in refused), report.summary(False)
 
 
 def test_a_clone_in_a_folder_no_import_can_name_imports_itself_by_its_repository_name(tmp_path):

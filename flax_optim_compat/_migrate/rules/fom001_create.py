@@ -9,6 +9,7 @@ set one), the edits of the create call and of the def's variable, the report rec
 """
 import dataclasses
 import os
+import re
 from typing import NamedTuple, Optional
 
 import libcst as cst
@@ -61,7 +62,20 @@ class Create(Rule):
   def refusal(self, site, plan):
     """A Python number as the whole target (jaxfg's ``Adam().create(target=0.05)``, a learned
     scalar): flax's ``TrainState.create`` fails on it (``'float' is not iterable``), and flax
-    0.5.3 failed on it at the first ``apply_gradient``, so no rewrite is claimed for it."""
+    0.5.3 failed on it at the first ``apply_gradient``, so no rewrite is claimed for it.
+
+    A create called through a transform (``jax.jit(opt_def.create)(params)``) is rewritten
+    where it is called with its params alone and no update sets a learning rate: the shapes
+    its examples measured (a learning rate set per step is not)."""
+    if _unit.transformed_create(site.unit, site.node):
+      args = site.node.args
+      if len(args) != 1 or args[0].keyword is not None or args[0].star or plan.mode != 'none':
+        return _refusals.ESCAPE, (
+            f'{_unit.short(site.unit.code(site.node))} creates the optimizer through '
+            f'{site.unit.code(site.node.func.func)}' + (
+                ' with a learning rate set per step' if plan.mode != 'none' else
+                ' with other arguments than its params') + ', a shape no example measured: '
+            'create it as it is called, then apply the transform to what it returns')
     target = _unit.call_arg(site.node, 0, 'target')
     number = target.expression if isinstance(target, cst.UnaryOperation) else target
     if not isinstance(number, (cst.Integer, cst.Float)):
@@ -88,9 +102,24 @@ def multi_branch(site) -> bool:
 
 
 def create_call(updated, data, context):
-  """The new value of a create call (or of its def variable: ``opt_def = optim.Adam(...)``)."""
+  """The new value of a create call (or of its def variable: ``opt_def = optim.Adam(...)``).
+
+  A create called through a transform, ``jax.vmap(opt_def.create)(batched)``, keeps the
+  transform and its arguments and calls through it a function of the params that creates the
+  ``TrainState``: ``jax.vmap(lambda params: TrainState.create(...))(batched)`` (measured equal
+  to legacy's state and updates, ``_unit.CREATE_TRANSFORMS``)."""
   if data.def_tx is not None:
     return cst.parse_expression(data.def_tx)
+  if isinstance(updated.func, cst.Call):   # ``T(opt_def.create)(...)``
+    transform = updated.func
+    tx = data.tx if data.tx is not None else text_of(transform.args[0].value.value)
+    name = 'params'
+    while re.search(rf'\b{name}\b', tx):   # the lambda's parameter shadows no name of tx
+      name += '_'
+    made = cst.parse_expression(f'lambda {name}: {context.train_state}.TrainState.create('
+                                f'apply_fn=None, params={name}, tx={tx})')
+    return updated.with_changes(func=transform.with_changes(
+        args=[transform.args[0].with_changes(value=made), *transform.args[1:]]))
   positional = [a for a in updated.args if a.keyword is None]
   params = positional[0].value if positional else next(
       a.value for a in updated.args if a.keyword.value == 'target')
@@ -113,7 +142,8 @@ def plan_create(obj: ObjectPlan, site, call, branch=None):
   project, mode, schedule = obj.project, obj.mode, obj.schedule
   unit = site.unit
   plan = obj.files[unit.path]
-  def_node = branch.node if branch else project.def_call(unit, site.node.func.value)
+  receiver = _unit.create_receiver(unit, site.node)
+  def_node = branch.node if branch else project.def_call(unit, receiver)
   def_unit = branch.unit if branch else unit
   def_plan = branch.plan if branch else plan
   sources = dict(call.sources)
@@ -184,7 +214,6 @@ def plan_create(obj: ObjectPlan, site, call, branch=None):
   if stand_ins:
     notes.append('run-time values replaced in the command by same-layout stand-ins: '
                  + ', '.join(f'{k}={v}' for k, v in stand_ins.items()))
-  receiver = site.node.func.value
   def_assign = def_node if branch else None
   if isinstance(receiver, cst.Name) and not branch:
     values = project.assignment_values(unit, receiver)

@@ -135,7 +135,8 @@ def _plan_multi(obj, site, groups, branch=None):
   create_plan = obj.files[site.unit.path]
   unit = branch.unit if branch else site.unit
   plan = branch.plan if branch else create_plan
-  def_node = branch.node if branch else project.def_call(unit, site.node.func.value)
+  receiver = _unit.create_receiver(unit, site.node)
+  def_node = branch.node if branch else project.def_call(unit, receiver)
   transforms, exact, markers = [], 'bit-exact', []
   label = "'unmatched'"
   for i, (filter_source, rewrite, fn, def_value, call) in reversed(list(enumerate(groups))):
@@ -193,7 +194,7 @@ def _plan_multi(obj, site, groups, branch=None):
     notes = [f'{which} injected and set at every apply site; the state is '
              'InjectHyperparamsState around the multi_transform state, which no convert '
              'command writes']
-  receiver = site.node.func.value
+  receiver = _unit.create_receiver(unit, site.node)
   values = None
   if branch is None and isinstance(receiver, cst.Name):
     values = project.assignment_values(unit, receiver)

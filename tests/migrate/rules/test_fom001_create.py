@@ -6,12 +6,17 @@ this file (run both ways by tests/migrate/test_migrate_equivalence.py), and its 
 # rate set per step: every branch injected, one convert command per branch (def_branches).
 # A def given its keywords by ``**kw`` from a dict assigned once and never changed
 # (def_kwargs_dict): a literal value inlined, any other read from the dict.
+# A create called through jax.jit (uncertainty-baselines' jft) or jax.vmap (FFGB_JAX's
+# population of optimizers, then stepped under jit(vmap(...))): the rewritten create called
+# through the same transform (create_jit, create_vmap).
 EXAMPLES = {
     'create_adamw': '1e-6',
     'def_variable_jit': 'bit-exact',
     'def_branches': '1e-6',
     'shared_def': '1e-6',
     'def_kwargs_dict': '1e-6',
+    'create_jit': 'bit-exact',
+    'create_vmap': 'bit-exact',
 }
 
 import pytest  # noqa: E402
@@ -39,3 +44,33 @@ def test_a_number_as_the_whole_target_is_refused(target):
   assert 'a Python number as the whole target' in report.records[0].message
   with pytest.raises(TypeError):
     train_state.TrainState.create(apply_fn=None, params=0.05, tx=optax.adam(0.1))
+
+
+TRANSFORMED = (
+    'import jax\nimport jax.numpy as jnp\nfrom flax import optim\n\n\n'
+    'def main(params, g, lr):\n'
+    '  opt_def = {opt_def}\n'
+    '  opt = {transform}(opt_def.create)({args})\n'
+    '  return opt.apply_gradient(g{override})\n')
+
+
+@pytest.mark.parametrize('transform', ['jax.jit', 'jax.vmap'])
+@pytest.mark.parametrize('opt_def, args, override, why', [
+    ('optim.Adam(0.1)', 'params', ', learning_rate=lr', 'with a learning rate set per step'),
+    ('optim.Adam(0.1)', 'target=params', '', 'with other arguments than its params'),
+    ("optim.MultiOptimizer((optim.ModelParamTraversal(lambda p, _: 'w' in p), optim.Adam(0.1)))",
+     'params', '', 'creates a MultiOptimizer (or a focus)'),
+])
+def test_a_create_through_a_transform_no_example_measured_is_refused(transform, opt_def, args,
+                                                                      override, why):
+  """The examples measured a create through ``jax.jit`` / ``jax.vmap`` called with its params
+  alone, of a built-in def without groups, whose updates set no learning rate; any other such
+  create is refused (FOM107) at that line, saying which, and the file is left as it was."""
+  source = TRANSFORMED.format(opt_def=opt_def, transform=transform, args=args,
+                              override=override)
+  new, report = migrate_source(source)
+  assert report.exit_status() == 2, report.summary(False)
+  (site,) = [r for r in report.records if r.line == 8 and r.status == 'refused']
+  assert site.code == 'FOM107' and why in site.message, report.summary(False)
+  assert [l for l in new.splitlines() if 'TODO(flax-optim-compat)' not in l] == (
+      source.splitlines())
