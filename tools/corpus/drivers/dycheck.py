@@ -48,7 +48,8 @@ import numpy as np  # noqa: E402
 
 # nn/functional/rendering.py's volrend calls jnp.broadcast_to([last_sample_t], shape): a list,
 # which jax 0.4 still took and today's jax refuses (TypeError: broadcast_to requires ndarray or
-# scalar arguments); neither migrate nor the package handles it. Taken as an array, both sides.
+# scalar arguments; jax 0.4.13 too); neither migrate nor the package handles it. Taken as an
+# array, on both sides.
 _broadcast_to = jnp.broadcast_to
 jnp.broadcast_to = lambda array, shape: _broadcast_to(
     jnp.asarray(array) if isinstance(array, (list, tuple)) else array, shape)
