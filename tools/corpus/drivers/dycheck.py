@@ -47,9 +47,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 # nn/functional/rendering.py's volrend calls jnp.broadcast_to([last_sample_t], shape): a list,
-# which jax 0.4 still took and today's jax refuses (TypeError: broadcast_to requires ndarray or
-# scalar arguments; jax 0.4.13 too); neither migrate nor the package handles it. Taken as an
-# array, on both sides.
+# which the jax the program was written for took and today's jax refuses (TypeError:
+# broadcast_to requires ndarray or scalar arguments; jax 0.4.13 too); neither migrate nor the
+# package handles it. Taken as an array, on both sides.
 _broadcast_to = jnp.broadcast_to
 jnp.broadcast_to = lambda array, shape: _broadcast_to(
     jnp.asarray(array) if isinstance(array, (list, tuple)) else array, shape)
