@@ -180,6 +180,16 @@ NAMES = (
     *(_flax_nn(name) for name in ('relu', 'gelu', 'sigmoid', 'softplus', 'elu', 'tanh',
                                   'leaky_relu', 'log_softmax', 'log_sigmoid', 'initializers',
                                   'max_pool', 'avg_pool')),
+    # jax.nn's initializers that flax.linen's layer modules imported into their own namespace
+    # until flax 0.6.5 (flax 0.5.3's linear.py: `from flax.linen.initializers import zeros`,
+    # the very object jax.nn.initializers.zeros): module fields default to
+    # `flax.linen.linear.zeros` (michaelaerni/interpolation_robustness's models/jax.py).
+    *(LegacyName(f'flax.linen.{module}', name, 'alias', f'flax.linen.initializers.{name}',
+                 f'flax.linen.initializers.{name}', 'flax 0.6.5')
+      for module, names in (('linear', ('zeros', 'lecun_normal', 'variance_scaling')),
+                            ('attention', ('zeros',)),
+                            ('recurrent', ('zeros', 'orthogonal')))
+      for name in names),
     # The three functions of jax.lib.xla_bridge that corpus programs call (get_backend in 5
     # files, process_index 3, device_count 1), each today's public function of the same result.
     *(LegacyName('jax.lib.xla_bridge', name, 'function', target, target, 'jax 0.8.0')

@@ -273,3 +273,25 @@ def test_an_import_of_a_name_todays_jax_lacks_that_nothing_reads_goes(source, us
   new, report = migrate_source(source + f'y = {use}\n')
   assert {(r.code, r.status) for r in report.records} == {('FOM299', 'refused')}
   assert name in new
+
+
+def test_a_linen_layer_modules_initializer_becomes_flax_linen_initializers():
+  """``flax.linen.linear.zeros`` (flax <= 0.6.4, jax.nn.initializers.zeros) in a module field's
+  default: rewritten to today's ``flax.linen.initializers.zeros``, the same object, so the
+  migrated file imports and initialises where this package cannot be imported."""
+  source = ('import flax.linen as nn\nimport flax.linen.linear\nimport jax\nimport jax.numpy as jnp\n\n'
+            'class M(nn.Module):\n'
+            '  intercept_init: object = flax.linen.linear.zeros\n\n'
+            '  @nn.compact\n'
+            '  def __call__(self, x):\n'
+            '    return nn.Dense(1, bias_init=self.intercept_init)(x)\n\n'
+            'p = M().init(jax.random.PRNGKey(0), jnp.ones((1, 3)))\n'
+            'print(float(p["params"]["Dense_0"]["bias"][0]),'
+            ' M.intercept_init is jax.nn.initializers.zeros)\n')
+  new, report = migrate_source(source)
+  assert 'intercept_init: object = flax.linen.initializers.zeros' in new, new
+  assert {r.status for r in report.records} == {'rewritten'}
+  from tests import _isolated  # pylint: disable=g-import-not-at-top
+  proc = _isolated.run_isolated(new, env={'JAX_PLATFORMS': 'cpu'}, timeout=120)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert proc.stdout.split() == ['0.0', 'True']
