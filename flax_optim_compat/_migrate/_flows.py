@@ -45,8 +45,29 @@ def var_slot(unit: SourceFile, name: cst.CSTNode) -> Optional[tuple]:
 
 def field_slot(program: Program, unit: SourceFile, receiver: cst.CSTNode, name: str) -> tuple:
   """The slot of the attribute ``name`` of ``receiver``: the field of its class family where
-  the receiver is a method's ``self``, else the field of an unknown class (None)."""
-  return ('field', program.receiver_family(unit, receiver), name)
+  the receiver is a method's ``self`` or a variable bound once to an instance of the project's
+  class (``instance_of``), else the field of an unknown class (None)."""
+  family = program.receiver_family(unit, receiver)
+  return ('field', family if family is not None else instance_of(program, unit, receiver), name)
+
+
+def instance_of(program: Program, unit: SourceFile, node: cst.CSTNode,
+                depth: int = 0) -> Optional[str]:
+  """The class family of the variable ``node`` where it is bound once (``x = v`` or
+  ``x: T = v``, the annotation unread) to an instance of the project's class: ``v`` calls the
+  class, or hands back through pass-through calls a variable so bound (jaxfg's ``checkpoint:
+  CheckpointContents = checkpoints.restore_checkpoint(..., target=checkpoint_template)``,
+  ``checkpoint_template = CheckpointContents(optimizer=...)``); else None. The value is
+  followed as an object: a same-named field of another class is not this one's."""
+  if depth > 4 or not isinstance(node, cst.Name):
+    return None
+  value = _unit.assigned_value(unit, node, annotated=True)
+  if value is None:
+    return None
+  value = _calls.unwrap(program, unit, value)
+  if isinstance(value, cst.Name):
+    return instance_of(program, unit, value, depth + 1)
+  return program.instance_family(unit, value)
 
 
 def part(slot: Optional[tuple], path: Tuple[int, ...]) -> Optional[tuple]:

@@ -519,10 +519,7 @@ class Program:
     call binds otherwise). The receiver is followed as an object, never matched by name."""
     family = self.receiver_family(unit, func.value)
     if family is None and isinstance(func.value, cst.Name):
-      value = _unit.assigned_value(unit, func.value)
-      made = self.resolve_callable(unit, value.func) if isinstance(value, cst.Call) else None
-      if made is not None and isinstance(made[1], cst.ClassDef):
-        family = self.family(made[0], made[1])
+      family = self.instance_family(unit, _unit.assigned_value(unit, func.value))
     if family is None:
       return None
     name = func.attr.value
@@ -688,6 +685,14 @@ class Program:
     from it) of ``classdef``, named by one of its classes."""
     names = sorted(unit.names(classdef.name) & set(self._classes))
     return self._families.find(names[0]) if names else None
+
+  def instance_family(self, unit: SourceFile, value: Optional[cst.CSTNode]) -> Optional[str]:
+    """The class family of the instance ``value`` makes where it calls the project's class
+    (``Model(config)``, ``CheckpointContents(optimizer=opt, ...)``), else None."""
+    made = self.resolve_callable(unit, value.func) if isinstance(value, cst.Call) else None
+    if made is None or not isinstance(made[1], cst.ClassDef):
+      return None
+    return self.family(made[0], made[1])
 
   def receiver_family(self, unit: SourceFile, node: cst.CSTNode) -> Optional[str]:
     """The class family of ``node`` where it is the ``self`` of a method, else None (a value

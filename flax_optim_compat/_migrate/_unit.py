@@ -167,13 +167,19 @@ def parameter(unit: SourceFile, name: cst.CSTNode) -> Optional[cst.Param]:
   return None
 
 
-def assigned_value(unit: SourceFile, name: cst.CSTNode) -> Optional[cst.BaseExpression]:
+def assigned_value(unit: SourceFile, name: cst.CSTNode,
+                   annotated: bool = False) -> Optional[cst.BaseExpression]:
   """The value of the one ``name = value`` (``plain_assignment``) that binds the variable
-  ``name``, where nothing else binds it; else None."""
+  ``name``, where nothing else binds it (``annotated``: or the one ``name: T = value``, its
+  annotation unread); else None."""
   scope = unit.scopes.get(name)
   if not isinstance(name, cst.Name) or scope is None:
     return None
   bindings = list(scope[name.value])
+  if annotated and len(bindings) == 1 and isinstance(bindings[0], meta.Assignment):
+    owner = unit.parent(bindings[0].node)
+    if isinstance(owner, cst.AnnAssign) and owner.target is bindings[0].node:
+      return owner.value
   assign = plain_assignment(unit, bindings[0]) if len(bindings) == 1 else None
   return None if assign is None else assign.value
 

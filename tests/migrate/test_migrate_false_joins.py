@@ -8,12 +8,15 @@ not one object (uncertainty-baselines' jft, whose every optimizer was refused th
   ``d.items()``, refused nothing).
 * ``opt.target`` of an optimizer is its params: it holds no optimizer, whatever an unknown
   class's field named ``target`` holds elsewhere.
+* ``x.optimizer`` of a variable bound to an instance of the project's class is that class's
+  field, not a same-named field of another class (jaxfg's two ``CheckpointContents``).
 """
 import pytest
 
 pytest.importorskip('libcst')
 
 from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+from flax_optim_compat._migrate import migrate_sources  # pylint: disable=g-import-not-at-top
 
 # A helper that hands back its parameter (jft's ``load_checkpoint(tree, path)`` too: the tree
 # restored with ``tree``'s structure, or one read from the file where ``tree`` is None), called
@@ -120,3 +123,71 @@ def test_a_create_under_a_transform_migrate_does_not_rewrite_is_refused_naming_i
   assert 'a create migrate does not rewrite' in site.message
   assert [l for l in new.splitlines() if 'TODO(flax-optim-compat)' not in l] == (
       source.splitlines())
+
+
+# jaxfg's ``scripts/kitti/`` and ``scripts/flax_experiments/`` each hold a ``trainer.py`` with
+# its own ``CheckpointContents`` class and its ``optimizer`` field, read back as
+# ``checkpoint.optimizer`` of a variable bound to a restored instance. ``bad.py``'s optimizer is
+# refused on its own (FOM115: a Python number as its target).
+HOLDER = '''import dataclasses
+
+import flax
+from flax.training import checkpoints
+
+
+@dataclasses.dataclass
+class {cls}:
+  optimizer: flax.optim.Optimizer
+  note: str
+
+
+def roundtrip(optimizer):
+  template = {cls}(optimizer=optimizer, note='')
+  contents: {cls} = checkpoints.restore_checkpoint('ckpt', target=template)
+  return contents.optimizer
+
+
+def roundtrip_again(optimizer):
+  template = {cls}(optimizer=optimizer, note='')
+  contents: {cls} = checkpoints.restore_checkpoint('ckpt', target=template)
+  return contents.optimizer
+'''
+GOOD = '''import jax.numpy as jnp
+import flax
+from a import roundtrip
+
+opt = flax.optim.Adam(0.1).create({'w': jnp.ones(2)})
+opt = roundtrip(opt)
+opt = opt.apply_gradient({'w': jnp.ones(2)})
+'''
+BAD = '''import flax
+from b import roundtrip_again
+
+opt = flax.optim.Adam(0.1).create(target=0.05)
+opt = roundtrip_again(opt)
+opt = opt.apply_gradient(1.0)
+'''
+
+
+def _good_and_bad(bad):
+  _, report = migrate_sources({'a.py': HOLDER.format(cls='A'), 'b.py': HOLDER.format(cls='B'),
+                               'good.py': GOOD, 'bad.py': bad})
+  refused = {(r.path, r.line): r for r in report.records if r.status == 'refused'}
+  assert refused[('bad.py', 4)].code == 'FOM115', report.summary(False)
+  return report, {(r.path, r.line): r.status for r in report.records if r.path == 'good.py'}
+
+
+def test_a_same_named_field_of_another_class_is_not_the_optimizers():
+  """``contents.optimizer`` of an instance of ``B`` holds bad.py's optimizer, not good.py's,
+  which only ``A``'s instances hold: good.py is rewritten (before, both were one object through
+  the field ``optimizer`` of a class the analysis did not know, and good.py was refused)."""
+  report, good = _good_and_bad(BAD)
+  assert good == {('good.py', 5): 'rewritten', ('good.py', 7): 'rewritten'}, (
+      report.summary(False))
+
+
+def test_the_field_of_the_same_class_still_joins_the_objects_it_holds():
+  """Both optimizers stored in ``A``'s field (through two functions, two parameters) are one
+  object there: good.py is refused with bad.py's."""
+  report, good = _good_and_bad(BAD.replace('from b import', 'from a import'))
+  assert set(good.values()) == {'refused'}, report.summary(False)
