@@ -67,9 +67,13 @@ def how(mode: str) -> str:
 # Measured by the rules' examples: under jit / pmap the update compiles to the same numbers
 # (bit-exact); run eagerly, optax's update runs op by op while legacy's step runs as one
 # compiled function, and XLA's fusion rounds a few ops differently (up to 4.8e-7 over 20 steps
-# of values of order 1).
+# of values of order 1). The claim is per update: run both ways on real programs, one eager
+# update differed by 1 ulp, and training carried it further (td3-jax: 1e-5 relative on one
+# parameter after 2 steps; an adaptive ODE solver's loss: 7.9e-3 after 5;
+# tools/corpus/results/both_ways-2026-11-29.md), so the note says so.
 EAGER = ('1e-6', '; run eagerly (not under jit or pmap): optax updates op by op where legacy '
-         'compiled its step, the last bits may differ')
+         'compiled its step, so each update agrees within a relative 1e-6 (the last bits may '
+         'differ) and later steps can amplify that as training amplifies any rounding')
 
 
 def exactness(site, plan):
