@@ -1,9 +1,48 @@
-"""FOM005: ``optimizer.replace(target=p)`` -> ``state.replace(params=p)``."""
+"""FOM005: ``optimizer.replace(target=p)`` -> ``state.replace(params=p)``, ``p`` put in the
+state's own containers where it may not already be in them.
+
+Legacy's ``apply_gradient`` rebuilt the target from its own tree and flax 0.5.3's ``init``
+returned a ``FrozenDict``, so a program that put a ``FrozenDict`` back (KAIR-BAIR/dycheck:
+``replace(target=core.FrozenDict({...}))``) never mixed containers. Today ``init`` returns a
+``dict``: the state's params, gradients and optax state are ``dict`` s, and a ``FrozenDict`` put
+in as params fails in ``apply_gradients`` (pytree structure error). ``FrozenDict`` and ``dict``
+flatten to the same leaves in the same (sorted-key) order, so
+``tree_unflatten(tree_structure(state.params), tree_leaves(p))`` is ``p``'s very arrays in the
+state's containers (a ``p`` with another number of leaves raises there, as legacy's
+``apply_gradient`` raised on it).
+"""
+import dataclasses
+
 import libcst as cst
 
+from .. import _edits
 from .. import _refusals
 from .. import _rule
 from .._report import Record
+
+TREE_MAPS = ('jax.tree_util.tree_map', 'jax.tree_map', 'jax.tree.map')
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplaceData:
+  restructure: bool   # put the new params in the state's own containers
+
+
+def _receiver(node: cst.CSTNode) -> bool:
+  """Whether ``node`` is a name or an attribute of one (reading it twice is reading it once)."""
+  while isinstance(node, cst.Attribute):
+    node = node.value
+  return isinstance(node, cst.Name)
+
+
+def _same_containers(unit, receiver: cst.CSTNode, value: cst.CSTNode) -> bool:
+  """Whether ``value`` is ``jax.tree_util.tree_map(f, <receiver>.target, ...)``: the target's
+  own tree, so already the state's containers."""
+  if not (isinstance(value, cst.Call) and unit.code(value.func) in TREE_MAPS):
+    return False
+  positional = [a for a in value.args if a.keyword is None and not a.star]
+  return (len(positional) >= 2
+          and unit.code(positional[1].value) == f'{unit.code(receiver)}.target')
 
 
 class Replace(_rule.Rule):
@@ -28,12 +67,38 @@ class Replace(_rule.Rule):
     return _rule.Match(self.kind, call)
 
   def plan(self, site, plan):
-    plan.files[site.unit.path].edits[id(site.node)] = _rule.Edit(self)
-    plan.records.append(Record.of(site, 'rewritten', code=self.code,
-                                  message=site.unit.code(site.node)))
+    unit, call = site.unit, site.node
+    receiver = call.func.value
+    value = next((a.value for a in call.args if a.keyword is not None), None)
+    restructure = value is not None and not _same_containers(unit, receiver, value)
+    file_plan = plan.files[unit.path]
+    status, exact, message = 'rewritten', None, unit.code(call)
+    if restructure and not _receiver(receiver):
+      # Not read twice (it may be a call): renamed only, flagged with what to write.
+      restructure, status, exact = False, 'flagged', 'not exact'
+      flag = (f'{_refusals.NOT_EXACT} line {site.line}: the new params keep their own '
+              'containers, and a FrozenDict put in a state of dict params fails in '
+              'apply_gradients: write replace(params=jax.tree_util.tree_unflatten('
+              'jax.tree_util.tree_structure(state.params), '
+              f'jax.tree_util.tree_leaves({unit.code(value)}))) with the state bound to a name')
+      message = f'{message}: {flag}'
+      file_plan.mark(call, f'{_refusals.MARKER} {flag}')
+    if restructure:
+      file_plan.needs.add(_edits.JAX)
+    file_plan.edits[id(call)] = _rule.Edit(self, ReplaceData(restructure))
+    plan.records.append(Record.of(site, status, code=self.code, exact=exact,
+                                  message=message))
 
   def rewrite(self, updated, data, context):
-    args = [a.with_changes(keyword=cst.Name('params'))
+    receiver = _rule.text_of(updated.func.value)
+
+    def params(value):
+      if not data.restructure:
+        return value
+      return cst.parse_expression(
+          f'jax.tree_util.tree_unflatten(jax.tree_util.tree_structure({receiver}.params), '
+          f'jax.tree_util.tree_leaves({_rule.text_of(value)}))')
+    args = [a.with_changes(keyword=cst.Name('params'), value=params(a.value))
             if a.keyword is not None and a.keyword.value == 'target' else a for a in updated.args]
     return updated.with_changes(args=args)
 
