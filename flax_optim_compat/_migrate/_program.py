@@ -29,6 +29,9 @@ _WRAPPERS = frozenset({'jax.jit', 'jax.pmap', 'jax.vmap',
                        'flax.jax_utils.pad_shard_unpad'}) | TRACERS
 PARTIAL = frozenset({'functools.partial'})
 COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
+# Wrappers whose result runs the wrapped function as it is run: compiled where the result is
+# compiled (``jax.jit(jax.vmap(step))``, ``jax.pmap(functools.partial(step, model))``).
+REBINDERS = frozenset({'jax.vmap'}) | PARTIAL
 
 
 @dataclasses.dataclass
@@ -443,19 +446,60 @@ class Program:
       value = _unit.assigned_value(unit, node) if value is None else value
     return isinstance(value, cst.Call) and bool(unit.names(value.func) & COMPILERS)
 
-  def _compiled_at(self, unit: SourceFile, node: cst.CSTNode, compiled: Set[int]) -> bool:
+  def _compiled_at(self, unit: SourceFile, node: cst.CSTNode, compiled: Set[int],
+                   depth: int = 0) -> bool:
     """Whether the reference ``node`` runs compiled: inside a compiler call's first argument
-    (``jax.jit(self._step)``, ``jax.pmap(functools.partial(step, ...))``) or in the body of a
-    function of ``compiled``."""
+    (``jax.jit(self._step)``, ``jax.pmap(functools.partial(step, ...))``), in the body of a
+    function of ``compiled``, or the value (or in a ``REBINDERS`` call of it, as the value)
+    of ``v = value`` / ``self.v = value`` whose every read runs compiled (``fn =
+    functools.partial(step, ...)`` then ``jax.pmap(fn)``; ``v = jax.vmap(step)`` then
+    ``jax.jit(v)``). A binding target is no run: its value is the reference that runs."""
+    if depth > 8:
+      return False
     child, parent = node, unit.parent(node)
+    if isinstance(parent, cst.AssignTarget):
+      return True
+    rebound = True   # ``node``, or only REBINDERS calls of it, so far
     while parent is not None:
-      if isinstance(parent, cst.Call) and unit.names(parent.func) & COMPILERS and (
-          parent.args and parent.args[0] is child):
-        return True
+      if isinstance(parent, cst.Call) and parent.args and parent.args[0] is child:
+        if unit.names(parent.func) & COMPILERS:
+          return True
+        rebound = rebound and bool(unit.names(parent.func) & REBINDERS)
+      elif isinstance(parent, cst.Assign) and child is parent.value:
+        if rebound and len(parent.targets) == 1:
+          return self._reads_compiled(unit, parent.targets[0].target, compiled, depth + 1)
+        rebound = False
+      elif not isinstance(parent, cst.Arg):
+        rebound = False
       if isinstance(parent, cst.FunctionDef) and child is not parent.name:
         return id(parent) in compiled
       child, parent = parent, unit.parent(parent)
     return False
+
+  def _reads_compiled(self, unit: SourceFile, target: cst.CSTNode, compiled: Set[int],
+                      depth: int) -> bool:
+    """Whether every read of the variable or field ``target`` (``fn`` of ``fn = ...``,
+    ``self.fn`` of a method's ``self.fn = ...``) runs compiled, and there is one: a module's
+    variable that another file names, or a field read on a receiver whose class is unknown,
+    may run anywhere (False)."""
+    if isinstance(target, cst.Name):
+      reads = _unit.accesses(unit, target)
+      if not reads or (isinstance(unit.scopes.get(target), meta.GlobalScope) and any(
+          unit.names(target) & u.names(n) for u in self.units if u is not unit
+          for n in u.nodes if (isinstance(n, cst.Name) and n.value == target.value) or (
+              isinstance(n, cst.Attribute) and n.attr.value == target.value))):
+        return False
+      return all(self._compiled_at(unit, r, compiled, depth) for r in reads)
+    family = isinstance(target, cst.Attribute) and self.receiver_family(unit, target.value)
+    if not family:
+      return False
+    name = target.attr.value
+    reads = [(u, n) for u in self.units for n in u.nodes
+             if isinstance(n, cst.Attribute) and n.attr.value == name
+             and not isinstance(u.parent(n), cst.AssignTarget)]
+    return bool(reads) and all(
+        self.receiver_family(u, n.value) == family and self._compiled_at(u, n, compiled, depth)
+        for u, n in reads)
 
   def is_compiled(self, unit: SourceFile, node: cst.CSTNode) -> bool:
     """Whether ``node`` runs traced: inside a function that runs under jit or pmap."""
