@@ -44,8 +44,9 @@ OPTIMIZE = Refusal('FOM113', 'optimizer.optimize(loss_fn) is rewritten only as a
 UNPARSED = Refusal('FOM114', 'a file that does not parse may use this optimizer (it names '
                    'flax.optim, or imports the file that holds it), so not all of its uses can '
                    'be seen')
-NUMBER_TARGET = Refusal('FOM115', 'the target is a Python number, which TrainState.create cannot '
-                       'hold (it reads its params as a pytree of arrays)')
+NUMBER_TARGET = Refusal('FOM115', 'the target is a Python number or a single array, which a '
+                       'TrainState cannot hold (its create and apply_gradients read params as a '
+                       'container of arrays)')
 # Not a refusal: a rewrite that is kept, flagged with a marker because it is not exact.
 NOT_EXACT = 'FOM009'
 NOT_PARSED = Refusal('FOM198', 'the file does not parse, so it was left as it was')

@@ -62,7 +62,11 @@ class Create(Rule):
   def refusal(self, site, plan):
     """A Python number as the whole target (jaxfg's ``Adam().create(target=0.05)``, a learned
     scalar): flax's ``TrainState.create`` fails on it (``'float' is not iterable``), and flax
-    0.5.3 failed on it at the first ``apply_gradient``, so no rewrite is claimed for it.
+    0.5.3 failed on it at the first ``apply_gradient``, so no rewrite is claimed for it. A
+    single array made in place (``create(jnp.asarray(0.05))``, ``create(jnp.zeros(3))``):
+    legacy stepped it, but today's ``TrainState.apply_gradients`` fails on it
+    (``Array.__contains__: unsupported operand type str``, flax's check for an
+    overwrite-with-gradient key), so it is refused too, with the same advice.
 
     A create called through a transform (``jax.jit(opt_def.create)(params)``) is rewritten
     where it is called with its params alone and no update sets a learning rate: the shapes
@@ -78,11 +82,17 @@ class Create(Rule):
             'create it as it is called, then apply the transform to what it returns')
     target = _unit.call_arg(site.node, 0, 'target')
     number = target.expression if isinstance(target, cst.UnaryOperation) else target
-    if not isinstance(number, (cst.Integer, cst.Float)):
+    if isinstance(number, (cst.Integer, cst.Float)):
+      what = 'a Python number'
+    elif isinstance(target, cst.Call) and any(
+        name.startswith(_ARRAY_MAKERS) for name in site.unit.names(target.func)):
+      what = 'a single array'
+    else:
       return None
     return _refusals.NUMBER_TARGET, (
-        f'{site.unit.code(site.node)}: a Python number as the whole target; give a pytree of '
-        'arrays, e.g. jnp.asarray(...) or {\'x\': ...}, then migrate it')
+        f'{site.unit.code(site.node)}: {what} as the whole target (today\'s TrainState fails on '
+        'it); hold it in a dict, e.g. create({\'x\': ...}), and read it back as '
+        'target[\'x\'], then migrate it')
 
   def plan(self, site, plan):
     if site.branches is not None:
@@ -94,6 +104,10 @@ class Create(Rule):
 
   def rewrite(self, updated, data, context):
     return create_call(updated, data, context)
+
+
+# Modules whose functions return an array: a call of one as the whole target is a single array.
+_ARRAY_MAKERS = ('jax.numpy.', 'numpy.', 'jax.random.')
 
 
 def multi_branch(site) -> bool:

@@ -23,6 +23,7 @@ import pytest  # noqa: E402
 
 libcst = pytest.importorskip('libcst')
 
+import jax.numpy as jnp  # noqa: E402
 import optax  # noqa: E402
 from flax.training import train_state  # noqa: E402
 
@@ -44,6 +45,30 @@ def test_a_number_as_the_whole_target_is_refused(target):
   assert 'a Python number as the whole target' in report.records[0].message
   with pytest.raises(TypeError):
     train_state.TrainState.create(apply_fn=None, params=0.05, tx=optax.adam(0.1))
+
+
+@pytest.mark.parametrize('target', ['jnp.asarray(0.05)', 'jnp.zeros(3)', 'target=np.ones(2)'])
+def test_a_single_array_as_the_whole_target_is_refused(target):
+  """``create(jnp.asarray(0.05))``: legacy steps a bare array, but the rewrite's
+  ``TrainState.apply_gradients`` fails on one (checked below on the installed flax), so the
+  create is refused (FOM115) with the object's other sites, and the advice is a dict."""
+  source = ('import flax\nimport jax.numpy as jnp\nimport numpy as np\n\n'
+            f'opt = flax.optim.Adam().create({target})\n'
+            'opt = opt.apply_gradient(opt.target * 0 + 1.0, learning_rate=0.1)\n'
+            'print(opt.target)\n')
+  _, report = migrate_source(source, 'array.py')
+  assert report.exit_status() == 2, report.summary(False)
+  assert [(r.line, r.code, r.status) for r in report.records] == [
+      (5, 'FOM115', 'refused'), (6, 'FOM115', 'refused'), (6, 'FOM115', 'refused'),
+      (7, 'FOM115', 'refused')], report.summary(False)
+  assert 'a single array as the whole target' in report.records[0].message
+  assert "create({'x': ...})" in report.records[0].message
+  state = train_state.TrainState.create(apply_fn=None, params=jnp.zeros(3), tx=optax.adam(0.1))
+  with pytest.raises(TypeError):
+    state.apply_gradients(grads=jnp.ones(3))
+  state = train_state.TrainState.create(apply_fn=None, params={'x': jnp.zeros(3)},
+                                        tx=optax.adam(0.1))
+  state.apply_gradients(grads={'x': jnp.ones(3)})  # the advice runs
 
 
 TRANSFORMED = (
