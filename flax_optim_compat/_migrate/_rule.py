@@ -46,7 +46,8 @@ class ObjectPlan:
   ``overrides``: ``{id(apply site): the learning_rate= expression or None}``; ``pmeans``:
   ``{id(apply site): the pmap axis its gradients are averaged over}``; ``mode`` / ``schedule``:
   the learning-rate mode (``_learning_rate``); ``keep_layout``: the optimizer is a field of the
-  user's own train state, saved with its siblings.
+  user's own train state, saved with its siblings; ``averaged_here``: ids of the apply sites of
+  a replicated object whose pmapped step averages its grads itself (``_plan._replication``).
   """
   project: object
   files: Dict[str, FilePlan]
@@ -62,6 +63,7 @@ class ObjectPlan:
   schedule: Optional[str]
   keep_layout: bool
   group_lrs: dict = dataclasses.field(default_factory=dict)
+  averaged_here: set = dataclasses.field(default_factory=set)
 
   def lr_sources(self, create, default=None) -> set:
     """The learning-rate source texts of a create site's def (one per branch)."""

@@ -76,8 +76,19 @@ EAGER = ('1e-6', '; run eagerly (not under jit or pmap): optax updates op by op 
          'differ) and later steps can amplify that as training amplifies any rounding')
 
 
+# A replicated optimizer's step that averages its grads itself: no second pmean is written
+# (the plain optimizer's step, legacy averaged once), so where the replicated optimizer reaches
+# it the update is legacy's but for the last bits (the rule FOM007's example
+# replicate_step_averages: 1.9e-6 over 20 Adam steps of losses near 30).
+AVERAGED_HERE = ('1e-6', '; this step averages its grads itself and the optimizer is '
+                 'replicate()d: where the replicated optimizer takes this step legacy averaged '
+                 'them again, which only moves the last bits')
+
+
 def exactness(site, plan):
   """(the exactness the examples measured for this site's shape, a note for the report)."""
+  if id(site) in plan.averaged_here:
+    return AVERAGED_HERE
   if plan.project.is_compiled(site.unit, site.node):
     return 'bit-exact', ''
   return EAGER
