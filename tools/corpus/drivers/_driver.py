@@ -23,20 +23,28 @@ import jax
 import numpy as np
 
 
-def setup(*stand_ins):
+def setup(*stand_ins, source_dirs=()):
   """What every driver does first, from its argv ``PROGRAM STEPS [SITE]``: returns
   ``(program folder, steps)``.
 
-  The program folder and its parent go first on sys.path (the program's modules import each
-  other by bare name or as a package of its folder), ``SITE`` (pip-installable libraries such as
-  ml_collections, installed with ``--target SITE --no-deps``) last, after the interpreter's own
-  jax / flax / numpy; the libraries named in ``stand_ins`` become stand-ins (`stand_in`).
+  The program's ``source_dirs`` (sub-folders its modules import each other from, such as
+  ``src``), then the program folder and its parent go first on sys.path (the program's modules
+  import each other by bare name or as a package of its folder), ``SITE`` (pip-installable
+  libraries such as ml_collections, installed with ``--target SITE --no-deps``) last, after the
+  interpreter's own jax / flax / numpy; the libraries named in ``stand_ins`` become stand-ins
+  (`stand_in`).
   """
   program = pathlib.Path(sys.argv[1]).resolve()
-  sys.path[:0] = [str(program), str(program.parent)]
+  sys.path[:0] = [str(program / d) for d in source_dirs] + [str(program), str(program.parent)]
   sys.path.extend(sys.argv[3:4])
   stand_in(*stand_ins)
   return program, int(sys.argv[2])
+
+
+def program_argv(script, *args):
+  """Sets the command line the program's own argument parser reads (``python SCRIPT ARGS``),
+  once the driver has read its own."""
+  sys.argv = [script, *map(str, args)]
 
 
 class _StandIn(mock.MagicMock):

@@ -23,7 +23,6 @@ import _driver
 
 program, steps = _driver.setup('matplotlib', 'seaborn', 'PIL', 'tqdm', 'pandas')
 import dataclasses  # noqa: E402
-import sys  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -50,10 +49,10 @@ from core import distribution, potential  # noqa: E402
 from model.neural_ode_model_flax import DenseNet2, DenseNet3  # noqa: E402
 from test_utils import eval_Gaussian_score_and_log_density_FP  # noqa: E402
 
-sys.argv = ['main.py', '--number_of_iterations', str(steps), '--train_batch_size', '8',
-            '--total_evolving_time', '0.5', '--ODE_tolerance', '1e-3', '--test_frequency', '1',
-            '--plot_frequency', '1000000', '--save_frequency', '1000000',
-            '--test_domain_size', '3']
+_driver.program_argv('main.py', '--number_of_iterations', steps, '--train_batch_size', 8,
+                     '--total_evolving_time', 0.5, '--ODE_tolerance', '1e-3',
+                     '--test_frequency', 1, '--plot_frequency', 1000000,
+                     '--save_frequency', 1000000, '--test_domain_size', 3)
 args = args_parser()
 
 losses, held = [], []

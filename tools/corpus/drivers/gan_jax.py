@@ -15,10 +15,8 @@ matplotlib and IPython (``utils.plot``, not reached with ``verbose=0``).
 """
 import _driver
 
-program, steps = _driver.setup('tensorflow', 'tensorflow_datasets', 'matplotlib', 'IPython')
-import sys  # noqa: E402
-
-sys.path.insert(0, str(program / 'src'))
+program, steps = _driver.setup('tensorflow', 'tensorflow_datasets', 'matplotlib', 'IPython',
+                               source_dirs=('src',))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 

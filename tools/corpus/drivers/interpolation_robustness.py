@@ -26,11 +26,10 @@ legacy names nor migrate know it: both sides fail at import without it); the dri
 import _driver
 
 program, steps = _driver.setup('mlflow', 'dotenv', 'pandas', 'matplotlib', 'plotly',
-                               'tensorflow_datasets', 'torch')
+                               'tensorflow_datasets', 'torch', source_dirs=('src',))
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 
-sys.path.insert(0, str(program / 'src'))
 import flax.linen.linear  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
