@@ -64,8 +64,13 @@ def test_a_single_array_as_the_whole_target_is_refused(target):
   assert 'a single array as the whole target' in report.records[0].message
   assert "create({'x': ...})" in report.records[0].message
   state = train_state.TrainState.create(apply_fn=None, params=jnp.zeros(3), tx=optax.adam(0.1))
-  with pytest.raises(TypeError):
+  # flax's apply_gradients asks `OVERWRITE_WITH_GRADIENT in grads`: newer jax raises on `str in
+  # Array` (the newest lane), jax 0.5.1 (the floors) answers False and the step runs, so the
+  # refusal keeps the migrated program from failing on the jax users install today.
+  try:
     state.apply_gradients(grads=jnp.ones(3))
+  except TypeError as e:
+    assert '__contains__' in str(e), e
   state = train_state.TrainState.create(apply_fn=None, params={'x': jnp.zeros(3)},
                                         tx=optax.adam(0.1))
   state.apply_gradients(grads={'x': jnp.ones(3)})  # the advice runs
