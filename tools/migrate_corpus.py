@@ -55,7 +55,7 @@ if os.environ.get('FLAX_OPTIM_COMPAT_LEGACY_JAX') != '0':
 
 from flax_optim_compat._migrate import _engine
 from flax_optim_compat._migrate import _jax_names
-from flax_optim_compat._migrate import _program
+from flax_optim_compat._migrate import _import_paths
 from flax_optim_compat._migrate import _project
 from flax_optim_compat._migrate import _sites
 
@@ -86,7 +86,7 @@ def programs_of(corpus, tsv=None):
 
 def read_sources(folder):
   sources = {}
-  for path in _program.python_files([folder]):
+  for path in _import_paths.python_files([folder]):
     try:
       with open(path, encoding='utf-8', newline='') as f:
         sources[path] = f.read()

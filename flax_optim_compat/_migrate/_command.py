@@ -11,12 +11,12 @@ from typing import Callable, Dict, Optional, TextIO
 
 from .._checkpoint import _outputs
 from . import _engine
-from . import _program
+from . import _import_paths
 
 
 def _read(paths) -> Dict[str, str]:
   sources = {}
-  for path in _program.python_files(paths):
+  for path in _import_paths.python_files(paths):
     with open(path, encoding='utf-8', newline='') as f:  # keep the file's own line endings
       sources[path] = f.read()
   return sources

@@ -21,6 +21,7 @@ import pytest
 pytest.importorskip('libcst')
 
 # pylint: disable=g-import-not-at-top
+from flax_optim_compat._migrate import _import_paths
 from flax_optim_compat._migrate import _program
 from tests import _migrate_harness as harness
 
@@ -48,7 +49,7 @@ def test_an_installed_library_is_never_read_as_the_project_under_another_path(tm
       'train.py': 'from flax.training import checkpoints\n'
                   'import corp3.users.x.training.checkpoints as mine\n'})
   root = str(tmp_path / 'prog')
-  assert _program._import_aliases(root, sorted(sources), list(sources.values())) == {
+  assert _import_paths.aliases(root, sorted(sources), list(sources.values()))[0] == {
       'corp3.users.x': ''}
 
 

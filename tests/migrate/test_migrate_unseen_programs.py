@@ -33,7 +33,7 @@ pytest.importorskip('libcst')
 # pylint: disable=g-import-not-at-top
 from flax_optim_compat._migrate import _engine
 from flax_optim_compat._migrate import migrate_source
-from flax_optim_compat._migrate import _program
+from flax_optim_compat._migrate import _import_paths
 from tests import _migrate_harness as harness
 
 UTILS = harness.NERF_UTILS
@@ -85,9 +85,8 @@ def test_a_bare_name_two_sub_folders_define_is_each_scripts_own(tmp_path, layout
   paths = sorted(sources)
   texts = [sources[f] for f in paths]
   name = import_utils.split()[1]
-  assert _program._import_aliases(str(root), paths, texts) == {}
-  assert _program._own_folder_aliases(str(root), paths, texts) == {
-      str(root / folder / 'train.py'): {name: f'{folder}.{name}'} for folder in 'ab'}
+  assert _import_paths.aliases(str(root), paths, texts) == ({}, {
+      str(root / folder / 'train.py'): {name: f'{folder}.{name}'} for folder in 'ab'})
   changed, report = _engine.migrate_sources(sources)
   assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
   for folder in 'ab':
@@ -112,8 +111,9 @@ def test_a_bare_name_with_no_sibling_and_two_targets_elsewhere_is_left_unresolve
   sources = harness.write_sources(root, files)
   paths = sorted(sources)
   texts = [sources[f] for f in paths]
-  assert _program._import_aliases(str(root), paths, texts) == {}
-  assert str(root / 'main.py') not in _program._own_folder_aliases(str(root), paths, texts)
+  project, own_folder = _import_paths.aliases(str(root), paths, texts)
+  assert project == {}
+  assert str(root / 'main.py') not in own_folder
   _, report = _engine.migrate_sources(sources)
   refused = [r for r in report.records if r.status == 'refused']
   assert refused and all(r.code == 'FOM107' for r in refused), report.summary(False)
@@ -142,7 +142,7 @@ def test_an_installed_module_is_never_read_as_a_sibling(tmp_path):
       'other/x.py': 'import numpy\n'})
   root = str(tmp_path / 'repo')
   files = sorted(sources)
-  assert _program._import_aliases(root, files, [sources[f] for f in files]) == {}
+  assert _import_paths.aliases(root, files, [sources[f] for f in files]) == ({}, {})
 
 
 # ---- a trainer class: its def made by a method, its state returned by another

@@ -1,0 +1,183 @@
+"""Which module each of the project's files is, and what its import paths name.
+
+A program's files import each other by paths this interpreter cannot resolve by itself: a
+monorepo prefix the copy no longer has, a sub-folder's module by its bare name (the script's
+folder is first on ``sys.path``), a clone folder no import can spell. These functions find the
+folder whose dotted sub-paths are the module names (:func:`root_of`) and the import prefixes that
+name the project's own modules (:func:`aliases`), which :func:`aliased` writes into a parsed
+file's qualified names, so ``_program.Program`` resolves every name to the given files.
+"""
+import importlib.util
+import os
+import re
+from typing import Dict, Iterator, List, Sequence, Set, Tuple
+
+from libcst import metadata as meta
+
+from ._unit import SourceFile
+
+
+def python_files(paths: Sequence[str]) -> List[str]:
+  """The ``.py`` files under ``paths`` (files or directories), sorted, absolute."""
+  found = []
+  for path in paths:
+    if os.path.isdir(path):
+      for folder, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith('.') and d != '__pycache__')
+        found.extend(os.path.join(folder, f) for f in sorted(files) if f.endswith('.py'))
+    elif os.path.isfile(path):
+      found.append(path)
+    else:
+      raise FileNotFoundError(2, 'No such file or directory', path)
+  return sorted({os.path.abspath(p) for p in found})
+
+
+def root_of(files: Sequence[str], sources: Sequence[str]) -> str:
+  """The folder whose dotted sub-paths are the project's module names.
+
+  The common folder of all files, moved up while it is a package (has ``__init__.py`` and a
+  name an import can spell: a clone in ``owner+repo@ref/`` is no package of its parent), so
+  ``pkg/train.py`` is module ``pkg.train`` and its relative imports resolve, unless the files
+  import its sub-folders by their own names (a program run from that folder); then up while the
+  files import their own modules by a longer name (``brax/training`` given, its files import
+  ``brax.training.normalization``, and ``brax/`` has no ``__init__.py``; ``jax3d/projects/nesf``
+  given, its files import ``jax3d.projects.nesf.nerfstatic``: the names before the folder's
+  own must be its parents' names, in order).
+  """
+  root = os.path.commonpath([os.path.dirname(f) for f in files])
+  while os.path.isfile(os.path.join(root, '__init__.py')) and os.path.dirname(root) != root and (
+      os.path.basename(root).isidentifier() and not _imports_its_folders(root, sources)):
+    root = os.path.dirname(root)
+  mine = {os.path.relpath(f, root).split(os.sep)[0] for f in files}
+  mine |= {m[:-3] for m in mine if m.endswith('.py')}
+  for _ in range(4):
+    parent, name = os.path.dirname(root), os.path.basename(root)
+    imported = {m.group(2) for text in sources for m in re.finditer(
+        rf'^\s*(?:from|import)\s+((?:\w+\.)*){re.escape(name)}\.(\w+)', text, re.MULTILINE)
+                if _ends_with(parent, m.group(1).split('.')[:-1])}
+    if parent == root or not imported & mine:
+      break
+    root, mine = parent, {name}
+  return root
+
+
+def _ends_with(folder: str, names: Sequence[str]) -> bool:
+  """Whether ``folder``'s last parts are ``names`` (``a/b/c`` ends with ``['b', 'c']``)."""
+  for name in reversed(names):
+    if os.path.basename(folder) != name:
+      return False
+    folder = os.path.dirname(folder)
+  return True
+
+
+def _imports_its_folders(root: str, sources: Sequence[str]) -> bool:
+  """Whether the files import a sub-folder of ``root`` by its own name (``from nerf import
+  utils`` with ``root/nerf/``), and no import path names ``root`` or a folder above it up to
+  the first that is not a package (``from scenic.projects.baselines import vit``): the program
+  runs from ``root`` (on ``sys.path``), so an ``__init__.py`` there makes no package of it."""
+  paths = [m.group(1).split('.') for text in sources for m in re.finditer(
+      r'^\s*(?:from|import)\s+(\w[\w.]*)', text, re.MULTILINE)]   # absolute imports
+  named = {part for path in paths for part in path}
+  folder = root
+  while os.path.dirname(folder) != folder:
+    if os.path.basename(folder) in named:
+      return False
+    if not os.path.isfile(os.path.join(folder, '__init__.py')):
+      break
+    folder = os.path.dirname(folder)
+  return any(os.path.isfile(os.path.join(root, path[0], '__init__.py')) for path in paths)
+
+
+def _module_names(root: str, files: Sequence[str]) -> Set[str]:
+  """The dotted names of the given files' modules and packages under ``root`` (``a/b/c.py``:
+  ``a``, ``a.b``, ``a.b.c``)."""
+  own = set()
+  for f in files:
+    parts = os.path.relpath(os.path.splitext(f)[0], root).split(os.sep)
+    if parts[-1] == '__init__':
+      parts = parts[:-1]
+    own.update('.'.join(parts[:i]) for i in range(1, len(parts) + 1))
+  return own
+
+
+def aliases(root: str, files: Sequence[str],
+            sources: Sequence[str]) -> Tuple[Dict[str, str], Dict[str, Dict[str, str]]]:
+  """The import paths that name the project's own modules, found in one pass over the imports:
+  (for every file, for each file).
+
+  For every file: a prefix no installed module has, dropped (``''``):
+  ``google3.experimental.users.daeyun.jaxnerf.nerf`` -> ``jaxnerf.nerf`` where ``jaxnerf/nerf``
+  is a package of the given files (code copied out of a monorepo imports itself by its old
+  path, which resolves to nothing here). The tail must be at least two names (a folder and a
+  module or package of the project) and the prefix's first name no module this interpreter
+  finds (``flax.training.checkpoints`` is flax's even beside a ``training/checkpoints.py``).
+  And a sub-folder's module imported by its bare name, where the project has one module of that
+  name: the folder's dotted path (``_bare_imports``).
+
+  For each file: the bare names of its imports that are modules (or folders) of its own folder,
+  which come first: ``import trainer`` in ``scripts/kitti/train_kitti_cnn.py`` is
+  ``scripts/kitti/trainer.py``, as ``python train_kitti_cnn.py`` puts the script's folder first
+  on ``sys.path``, even where another folder's script imports a ``trainer.py`` of its own
+  (jaxfg's ``scripts/kitti/`` and ``scripts/flax_experiments/``), which the project-wide rule
+  cannot tell apart."""
+  own = _module_names(root, files)
+  tops = {name.split('.')[0] for name in own}
+  project: Dict[str, str] = {}
+  for text in sources:
+    # ``from a.b import c`` names module ``a.b.c`` where that is one of the project's
+    for m in re.finditer(r'^\s*(?:from|import)\s+(\w+(?:\.\w+)+)(?:\s+import\s+\(?\s*(\w+))?',
+                         text, re.MULTILINE):
+      parts = m.group(1).split('.') + ([m.group(2)] if m.group(2) else [])
+      if parts[0] in tops or parts[0] in project or m.group(1) in project:
+        continue
+      tail = next((i for i in range(1, len(parts) - 1) if '.'.join(parts[i:]) in own), None)
+      if tail is not None and importlib.util.find_spec(parts[0]) is None:
+        project['.'.join(parts[:tail])] = ''
+  targets: Dict[str, Set[str]] = {}
+  per_file: Dict[str, Dict[str, str]] = {}
+  for f, name, found, in_own_folder in _bare_imports(root, files, sources, own, tops):
+    if in_own_folder:
+      per_file.setdefault(f, {})[name] = found
+    if name not in project:  # a monorepo prefix of one name is that prefix
+      targets.setdefault(name, set()).add(found)
+  project.update({name: next(iter(found)) for name, found in sorted(targets.items())
+                  if len(found) == 1})
+  return project, per_file
+
+
+def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: Set[str],
+                  taken: Set[str]) -> Iterator[Tuple[str, str, str, bool]]:
+  """Bare names of a sub-folder's own modules, as the program run from that folder imports
+  them: ``from internal import utils`` in ``mipnerf/train.py`` (or in
+  ``mipnerf/internal/models.py``, imported by that script) is ``mipnerf/internal/utils.py``, as
+  ``python train.py`` puts ``mipnerf/`` first on ``sys.path``. The name is looked up in the
+  importing file's folder, then in each folder above it up to the given root; a name in
+  ``taken`` or of a module this interpreter finds is none. Yields (file, name, the module's
+  dotted name, whether it is in the file's own folder)."""
+  for f, text in zip(files, sources):
+    folder = os.path.relpath(os.path.dirname(f), root)
+    if folder == os.curdir:
+      continue
+    parents = folder.split(os.sep)
+    for m in re.finditer(r'^\s*(?:from\s+(\w+)[\s.]|import\s+(\w+))', text, re.MULTILINE):
+      name = m.group(1) or m.group(2)
+      if name in taken:
+        continue
+      depth = next((i for i in range(len(parents), 0, -1)
+                    if '.'.join(parents[:i] + [name]) in own), None)
+      if depth is not None and importlib.util.find_spec(name) is None:
+        yield f, name, '.'.join(parents[:depth] + [name]), depth == len(parents)
+
+
+def aliased(unit: SourceFile, aliases: Dict[str, str]) -> None:
+  """Names that ``aliases``' prefixes start become the project's own (the prefix replaced by
+  its value: dropped for a monorepo path, the sub-folder's path for a bare sibling name)."""
+  def own(name: str) -> str:
+    for prefix, replacement in aliases.items():
+      if name.startswith(prefix + '.'):
+        return (replacement + '.' if replacement else '') + name[len(prefix) + 1:]
+      if name == prefix and replacement:
+        return replacement
+    return name
+  unit.fqnames = {node: {meta.QualifiedName(name=own(q.name), source=q.source) for q in qs}
+                  for node, qs in unit.fqnames.items()}
