@@ -439,10 +439,8 @@ def _value(entry: LegacyName):
       value = tie_in
     elif entry.kind == 'module':
       value = importlib.import_module(entry.target)
-    elif entry.kind == 'function' and '.' in entry.target:
-      value = _resolve(entry.target)
-    elif entry.kind in ('function', 'config_attribute', 'expression'):
-      value = globals()[entry.target]
+    elif entry.kind in ('function', 'config_attribute', 'expression') and '.' not in entry.target:
+      value = globals()[entry.target]  # a function of this module
     else:
       value = _resolve(entry.target)
     _values[entry.qualname] = value
@@ -516,13 +514,12 @@ _ARRAY_MODULE, _RECONSTRUCT = 'jax._src.array', '_reconstruct_array'
 
 
 def _avals_take_named_shape() -> bool:
-  core = sys.modules.get('jax._src.core')
   try:
-    core.ShapedArray((), 'float32').update(named_shape={})
+    sys.modules.get('jax._src.core').ShapedArray((), 'float32').update(named_shape={})
   except TypeError:
     return False
   except Exception:  # pylint: disable=broad-except  (another jax: leave its pickles alone)
-    return True
+    pass
   return True
 
 
@@ -655,13 +652,16 @@ class _ConfigModule(types.ModuleType):
 
 
 class _SubmoduleLoader:
-  """Loads a removed submodule of :data:`NAMES` (``kind='module'`` or ``'config_module'``)."""
+  """Loads a removed submodule: one of :data:`NAMES` (``kind='module'`` or ``'config_module'``),
+  or, given no entry, one of :data:`PARTIAL_MODULES`."""
 
-  def __init__(self, entry: LegacyName):
+  def __init__(self, entry: LegacyName | None):
     self.entry = entry
     self._target_spec = None
 
   def create_module(self, spec):
+    if self.entry is None:
+      return _PartialModule(spec.name, f'Legacy {spec.name} in part, from flax_optim_compat.')
     if self.entry.kind == 'config_module':
       return _ConfigModule(spec.name, sys.modules['jax'].config)
     _warn_once(self.entry)
@@ -671,8 +671,7 @@ class _SubmoduleLoader:
 
   def exec_module(self, module):
     if self._target_spec is not None:
-      # The same module object as its new home: give it back its own spec (as the flax.optim
-      # alias does), the import system stamped ours on it.
+      # the module of its new home: its own spec back (the import system stamped ours on it)
       module.__spec__ = self._target_spec
 
 
@@ -690,19 +689,10 @@ class _PartialModule(types.ModuleType):
     return _value(entry)
 
 
-class _PartialLoader:
-
-  def create_module(self, spec):
-    return _PartialModule(spec.name, f'Legacy {spec.name}, in part, given back by flax_optim_compat.')
-
-  def exec_module(self, module):
-    pass
-
-
 def submodule_spec(fullname: str):
   """A spec for a removed submodule old code imports, or None (also when jax still has it)."""
   if fullname in PARTIAL_MODULES and _state['active'] and _other_spec(fullname) is None:
-    return importlib.machinery.ModuleSpec(fullname, _PartialLoader())
+    return importlib.machinery.ModuleSpec(fullname, _SubmoduleLoader(None))
   entry = _SUBMODULES.get(fullname)
   if entry is None or not _state['active'] or _other_spec(fullname) is not None:
     return None
