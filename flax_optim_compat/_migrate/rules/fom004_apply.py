@@ -71,9 +71,12 @@ def how(mode: str) -> str:
 # update differed by 1 ulp, and training carried it further (td3-jax: 1e-5 relative on one
 # parameter after 2 steps; an adaptive ODE solver's loss: 7.9e-3 after 5;
 # tools/corpus/results/both_ways-2026-11-29.md), so the note says so.
-EAGER = ('1e-6', '; run eagerly (not under jit or pmap): optax updates op by op where legacy '
-         'compiled its step, so each update agrees within a relative 1e-6 (the last bits may '
-         'differ) and later steps can amplify that as training amplifies any rounding')
+# What the analysis saw is what the note says: a step compiled where it cannot see (through a
+# gin parameter, as dycheck's) is taken as run eagerly, the weaker claim.
+EAGER = ('1e-6', '; taken as run eagerly (the given files do not reach this step only through '
+         'jax.jit or jax.pmap): optax updates op by op where legacy compiled its step, so each '
+         'update agrees within a relative 1e-6 (the last bits may differ) and later steps can '
+         'amplify that as training amplifies any rounding (compiled, the two agree bit for bit)')
 
 
 # A replicated optimizer's step that averages its grads itself: no second pmean is written
