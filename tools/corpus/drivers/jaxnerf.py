@@ -10,7 +10,7 @@ learning rate of the step from the program's own schedule, on random rays and co
 """
 import _driver
 
-program, steps = _driver.setup('tensorflow', 'tensorboard', 'cv2', 'PIL')
+program, steps = _driver.setup('tensorflow', 'tensorboard', 'cv2', 'PIL', 'imageio')
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from flax import jax_utils  # noqa: E402

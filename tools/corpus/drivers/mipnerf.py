@@ -11,7 +11,7 @@ calls it, on random cone rays and colours. Needs gin (`--site`).
 """
 import _driver
 
-program, steps = _driver.setup('tensorflow', 'tensorboard', 'PIL', 'cv2', 'matplotlib')
+program, steps = _driver.setup('tensorflow', 'tensorboard', 'PIL', 'cv2', 'matplotlib', 'imageio')
 import gin  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
