@@ -98,8 +98,8 @@ def module_entry(name: str) -> Optional[_Name]:
 UNREWRITTEN = 'FOM299'
 UNREWRITTEN_REASON = ('a removed jax name is used where no rule rewrites it exactly, so it was '
                       'left as it is (the file still needs the runtime layer)')
-MISSING_REASON = ("a jax name that today's jax does not have and no rule rewrites, so it was left as "
-                  'it is (the file fails there on today\'s jax)')
+MISSING_REASON = ("a jax name that today's jax (or jaxlib) does not have and no rule rewrites, "
+                  "so it was left as it is (the file fails there on today's jax)")
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BaseNumber, cst.BaseString)
 
 
@@ -377,16 +377,16 @@ def _refuse(plan, result, node, name, reason=UNREWRITTEN_REASON):
 
 @functools.lru_cache(maxsize=None)
 def missing_today(name: str) -> Optional[str]:
-  """The part of the dotted jax name ``name`` that today's jax lacks (``'jax.mask'`` of
-  ``jax.mask.f``), else None.
-
-  Only a module's names are checked: past a function or a class (``jax.random.split.x`` is an
-  attribute of what ``split`` returns) nothing is. A submodule is looked up, never imported.
-  """
+  """The part of the dotted jax (or jaxlib) name ``name`` that today's jax lacks
+  (``'jax.mask'`` of ``jax.mask.f``, ``'jaxlib.xla_extension'`` of ``jaxlib.xla_extension.X``),
+  else None. Only a module's names are checked: past a function or a class
+  (``jax.random.split.x`` is an attribute of what ``split`` returns) nothing is. A submodule is
+  looked up, never imported."""
   parts = name.split('.')
-  if parts[0] != 'jax' or any('.'.join(parts[:i]) in BY_NAME for i in range(2, len(parts) + 1)):
+  if parts[0] not in ('jax', 'jaxlib') or any(
+      '.'.join(parts[:i]) in BY_NAME for i in range(2, len(parts) + 1)):
     return None
-  obj = importlib.import_module('jax')
+  obj = importlib.import_module(parts[0])
   for i in range(1, len(parts)):
     if not isinstance(obj, types.ModuleType):
       return None
@@ -469,7 +469,7 @@ def _plan_alias_use(unit, node, full, canonical, plan, result):
   new_name = entry.target if entry is not None else canonical
   missing = None if entry is not None else missing_today(canonical)
   if missing is not None:
-    _refuse(plan, result, node, f'{full} (it is {canonical}; jax {_jax_version()} has no '
+    _refuse(plan, result, node, f'{full} (it is {canonical}; {_jax_version()} has no '
             f'{missing})', MISSING_REASON)
     return
   base = node
@@ -616,8 +616,8 @@ def _removed_module_uses(unit: SourceFile):
         yield node, module, name
 
 
-def _jax_version() -> str:
-  return importlib.import_module('jax').__version__
+def _jax_version(name: str = 'jax') -> str:   # 'jax 0.10.2', or 'jaxlib ...' of a jaxlib name
+  return f"{name.split('.')[0]} {importlib.import_module(name.split('.')[0]).__version__}"
 
 
 def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
@@ -648,7 +648,7 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
              f"{_code(node)}: today's jax has no {missing}, and nothing in the file reads "
              'what it imports: the import goes')
       continue
-    _refuse(plan, result, statement, f'{name} (jax {_jax_version()} has no {missing})',
+    _refuse(plan, result, statement, f'{name} ({_jax_version(missing)} has no {missing})',
             MISSING_REASON)
   for node, full, canonical in _alias_uses(unit):
     _plan_alias_use(unit, node, full, canonical, plan, result)

@@ -205,6 +205,29 @@ def test_a_jax_name_todays_jax_lacks_and_no_rule_rewrites_is_marked_not_left_sil
   assert again == new
 
 
+@pytest.mark.parametrize('source, lines', [
+    ('from jaxlib.xla_extension import DeviceArray\n\n\ndef f(x: DeviceArray) -> DeviceArray:\n'
+     '  return x\n', [1]),
+    ('import jaxlib.xla_extension\n\n\ndef f(x: jaxlib.xla_extension.DeviceArray):\n'
+     '  return x\n', [1, 4])])
+def test_a_jaxlib_name_todays_jaxlib_lacks_is_marked_not_left_silent(source, lines):
+  """``jaxlib.xla_extension.DeviceArray`` (flaxmodels' ``training_utils.py``, conerf's
+  ``modules.py``): jaxlib 0.4.13 of the legacy era already had no ``DeviceArray`` there, and
+  jaxlib 0.10 has no ``xla_extension``; the report used to say whole while the file failed at
+  import. It is FOM299 now, naming what the installed jaxlib lacks."""
+  import jaxlib   # pylint: disable=import-outside-toplevel
+  with pytest.raises(ImportError):   # the premise, on the installed jaxlib
+    exec('from jaxlib.xla_extension import DeviceArray', {})   # pylint: disable=exec-used
+  new, report = migrate_source(source)
+  refused = [r for r in report.records if r.code == 'FOM299']
+  if importlib.util.find_spec('jaxlib.xla_extension') is not None:   # an older jaxlib: the module
+    lines = lines[-1:]   # stays, so only what reads DeviceArray is marked
+  assert [(r.status, r.line) for r in refused] == [('refused', n) for n in lines], (
+      report.summary(False))
+  assert f'jaxlib {jaxlib.__version__} has no jaxlib.xla_extension' in refused[0].message
+  assert 'FOM299' in new and report.exit_status() == 2
+
+
 def test_numpys_removed_aliases_are_renamed_to_the_object_they_named_called_or_not():
   """numpy 1.24 removed ``np.float``/``np.int``/``np.object`` (the builtins themselves) and numpy
   2.0 ``np.float_``/``np.NaN``/``np.product`` (``np.float64``, ``np.nan``, ``np.prod``). VaxNeRF
