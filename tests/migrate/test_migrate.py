@@ -104,7 +104,7 @@ def test_the_rewrite_leaves_no_import_unused(code, example):
 
 _SITE_WORDS = ('optim', '.target', '.state.step', 'apply_gradient', 'replace(', 'import',
                '.create(', '.create)',   # a create called through a transform: jit(d.create)(p)
-               'Optimizer', 'target=', '.state_dict()', 'pickle.')
+               'Optimizer', 'target=', '.state_dict()', 'pickle.', '.unfreeze()')
 
 
 @pytest.mark.parametrize('code, example', EXAMPLES, ids=IDS)
