@@ -18,7 +18,6 @@ FLAG = 'flax_use_orbax_checkpointing'
 STATEMENT = f"flax.config.update('{FLAG}', False)"
 _CALLS = frozenset(f'flax.training.checkpoints.{name}' for name in (
     'save_checkpoint', 'save_checkpoint_multiprocess', 'restore_checkpoint'))
-_CREATES = ('FOM001', 'FOM008')
 
 
 class CheckpointFormat(_rule.Rule):
@@ -30,7 +29,7 @@ class CheckpointFormat(_rule.Rule):
   def plan_name(self, unit, node, plan, records):
     if not (isinstance(node, cst.Call) and unit.names(node.func) & _CALLS):
       return False
-    if not any(r.code in _CREATES and r.status != 'refused' for r in records):
+    if not _rule.an_optimizer_rewritten(records):
       return False   # nothing rewritten: flax.optim stays imported and sets the flag itself
     if _sets_the_flag(unit):
       return False

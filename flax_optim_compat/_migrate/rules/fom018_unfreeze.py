@@ -15,7 +15,6 @@ from .. import _edits
 from .. import _rule
 from .._report import Record
 
-_CREATES = ('FOM001', 'FOM008')
 
 
 class Unfreeze(_rule.Rule):
@@ -27,7 +26,7 @@ class Unfreeze(_rule.Rule):
     if not (isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute)
             and node.func.attr.value == 'unfreeze'):
       return False
-    if not any(r.code in _CREATES and r.status != 'refused' for r in records):
+    if not _rule.an_optimizer_rewritten(records):
       return False   # nothing rewritten: flax.optim stays imported and sets the flag itself
     if any(isinstance(n, cst.FunctionDef) and n.name.value == 'unfreeze' for n in unit.nodes):
       return False
