@@ -8,7 +8,9 @@ program through a different ``jax.jit`` object: the dict and FrozenDict variants
 trajectory, the routes of a pmap case, a checkpoint case before and after its restore. jax's
 in-memory cache is per jitted function; its persistent cache is keyed by the compiled program,
 so with it each distinct program is compiled once per process (each pytest-xdist worker has
-its own). Only these processes use it: subprocesses that tests start keep jax's defaults. The directory is removed at the end of the
+its own). A child a test waits on may share its process's cache
+(``tests/_isolated.waited_child_cache``: the both-ways runs, the legacy-name programs, the
+docs' blocks); other children keep jax's defaults. The directory is removed at the end of the
 run (nothing outlives the session). Set ``FLAX_OPTIM_COMPAT_TEST_CACHE=0`` to run the suite
 without the compilation cache.
 """

@@ -92,6 +92,7 @@ def legacy_env(tmp_path: pathlib.Path, **extra: str) -> Dict[str, str]:
          if k not in ('PYTHONPATH', 'PYTHONHOME', 'PYTHONSTARTUP', 'FLAX_OPTIM_COMPAT_ALIAS')}
   env['PYTHONPATH'] = os.pathsep.join([str(hook_dir), str(REPO)])
   env['JAX_PLATFORMS'] = 'cpu'
+  env.update(_isolated.waited_child_cache())
   # No FLAX_USE_ORBAX_CHECKPOINTING: the checkpoint format each side writes is its own (legacy:
   # msgpack, set by flax.optim; migrated: what the rewrite sets).
   env.pop('FLAX_USE_ORBAX_CHECKPOINTING', None)

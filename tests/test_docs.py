@@ -35,6 +35,7 @@ import pytest
 from flax import serialization
 
 import flax_optim_compat as optim
+from tests import _isolated
 from tests import catalogue
 from tools import guide_table
 
@@ -60,6 +61,7 @@ def _child_env():
   env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'PYTHONWARNINGS')}
   env['PYTHONPATH'] = str(REPO)
   env['JAX_PLATFORMS'] = 'cpu'
+  env.update(_isolated.waited_child_cache())
   return env
 
 

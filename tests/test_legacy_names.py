@@ -18,6 +18,7 @@ import pytest
 import jax
 
 from flax_optim_compat import _legacy_jax
+from tests import _isolated
 from tests import test_import_alias
 
 # jax before 0.8 still has jax.lib.xla_bridge (the floors' jax 0.5.1 has it without
@@ -36,6 +37,7 @@ def _env(tmp_path, **extra):
   env.pop('FLAX_RETURN_FROZENDICT', None)
   env.pop('FLAX_USE_ORBAX_CHECKPOINTING', None)
   env.update(extra)
+  env.update(_isolated.waited_child_cache())
   if not test_import_alias._installed_here():
     hook_dir = tmp_path / 'site_hook'
     hook_dir.mkdir(exist_ok=True)

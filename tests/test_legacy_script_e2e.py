@@ -27,6 +27,7 @@ import optax
 import pytest
 from flax import serialization
 
+from tests import _isolated
 from tests import test_import_alias
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -39,6 +40,7 @@ def _env(tmp_path, **extra):
   env['XLA_FLAGS'] = ' '.join([env.get('XLA_FLAGS', ''),
                                '--xla_force_host_platform_device_count=8']).strip()
   env['JAX_PLATFORMS'] = 'cpu'
+  env.update(_isolated.waited_child_cache())
   if not test_import_alias._installed_here():
     hook_dir = tmp_path / 'site_hook'
     hook_dir.mkdir(exist_ok=True)
