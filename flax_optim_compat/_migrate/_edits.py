@@ -39,6 +39,10 @@ class Edit:
 @dataclasses.dataclass
 class FilePlan:
   unit: SourceFile
+  # The project names flax.optim: its legacy run had what importing flax.optim sets (flax's
+  # legacy defaults), which a file the program no longer reaches it through must keep (FOM014,
+  # FOM018). False for a plan that is dropped (a pre-Linen file's scratch plan).
+  legacy_project: bool = False
   edits: Dict[int, Edit] = dataclasses.field(default_factory=dict)
   markers: Dict[int, List[str]] = dataclasses.field(default_factory=dict)
   needs: Set[Import] = dataclasses.field(default_factory=set)

@@ -48,7 +48,8 @@ class _Group:
 
 
 def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
-  files = {u.path: FilePlan(u) for u in project.units}
+  legacy_project = any(u.names_flax_optim for u in project.units)
+  files = {u.path: FilePlan(u, legacy_project) for u in project.units}
   records: List[Record] = []
   conversions: List[Conversion] = []
   groups: Dict[tuple, _Group] = {}

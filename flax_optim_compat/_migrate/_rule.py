@@ -131,13 +131,6 @@ class Rule:
     raise NotImplementedError(self.code)
 
 
-def an_optimizer_rewritten(records: List[Record]) -> bool:
-  """Whether the project's records so far rewrite an optimizer's create (FOM001, FOM008): the
-  program then no longer imports flax.optim, and the flax defaults importing it set no longer
-  hold (FOM014's checkpoint format, FOM018's ``FrozenDict`` from ``init``)."""
-  return any(r.code in ('FOM001', 'FOM008') and r.status != 'refused' for r in records)
-
-
 def text_of(node: cst.CSTNode) -> str:
   """The source text of a node of any tree (new nodes included)."""
   return cst.Module([]).code_for_node(node)

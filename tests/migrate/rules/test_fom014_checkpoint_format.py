@@ -28,6 +28,19 @@ def test_a_file_that_only_saves_gets_the_flag_when_an_optimizer_elsewhere_is_rew
   assert [r.code for r in report.records if r.path.endswith('io.py')] == ['FOM014']
 
 
+@pytest.mark.parametrize('io_name', ['a_io.py', 'z_io.py'])
+def test_a_project_whose_only_legacy_use_is_dynamic_scale_keeps_the_format(tmp_path, io_name):
+  """FOM010 alone removes the flax.optim import: the file that saves gets the flag whether the
+  rules see it before or after the one that names flax.optim."""
+  train = ('from flax.optim import dynamic_scale as dynamic_scale_lib\n\n\n'
+           'def scale():\n  return dynamic_scale_lib.DynamicScale()\n')
+  paths = {str(tmp_path / 'train.py'): train, str(tmp_path / io_name): _SAVE}
+  changed, report = migrate_sources(paths)
+  assert "flax.config.update('flax_use_orbax_checkpointing', False)" in changed[
+      str(tmp_path / io_name)]
+  assert [r.code for r in report.records if r.path.endswith(io_name)] == ['FOM014']
+
+
 def test_nothing_rewritten_nothing_added():
   new, report = migrate_source(_SAVE)
   assert new == _SAVE and report.records == []

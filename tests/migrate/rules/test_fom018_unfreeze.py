@@ -12,8 +12,12 @@ from flax_optim_compat._migrate import migrate_source, migrate_sources  # pylint
 # Example name -> how closely its legacy and migrated runs agree. init_unfreeze: flaxmodels'
 # merge_params shape (init's variables unfrozen, edited, handed to create), an Adam under jit;
 # before the rule the migrated side failed at the unfreeze ('dict' object has no attribute).
+# dynamic_scale_unfreeze: flaxmodels' GAN, whose only flax.optim use is DynamicScale (FOM010
+# removes the import); before FOM018 fired for any project that names flax.optim, its
+# migrated side failed at the unfreeze.
 EXAMPLES = {
     'init_unfreeze': 'bit-exact',
+    'dynamic_scale_unfreeze': 'bit-exact',
 }
 
 _CREATE = ('import jax.numpy as jnp\nfrom flax import optim\n\n\n'
@@ -39,6 +43,23 @@ def test_a_file_that_only_unfreezes_is_rewritten_when_an_optimizer_elsewhere_is(
   assert 'return flax.core.unfreeze(variables)["params"]' in new and 'import flax\n' in new
   [record] = [r for r in report.records if r.path.endswith('utils.py')]
   assert (record.code, record.status, record.exactness) == ('FOM018', 'rewritten', 'bit-exact')
+
+
+_SCALE_ONLY = ('import jax\nfrom flax.optim import dynamic_scale as dynamic_scale_lib\n\n\n'
+               'def grads(loss, params):\n'
+               '  return dynamic_scale_lib.DynamicScale().value_and_grad(loss)(params)\n')
+
+
+@pytest.mark.parametrize('helpers_name', ['a_utils.py', 'z_utils.py'])
+def test_a_project_whose_only_legacy_use_is_dynamic_scale_has_its_unfreeze_rewritten(
+    tmp_path, helpers_name):
+  """FOM010 alone removes the flax.optim import (flaxmodels' GAN); the file that unfreezes is
+  rewritten whether the rules see it before or after the one that names flax.optim."""
+  helpers = 'def merge(variables):\n  return variables.unfreeze()["params"]\n'
+  paths = {str(tmp_path / 'train.py'): _SCALE_ONLY, str(tmp_path / helpers_name): helpers}
+  changed, report = migrate_sources(paths)
+  assert 'flax.core.unfreeze(variables)["params"]' in changed[str(tmp_path / helpers_name)]
+  assert [r.code for r in report.records if r.path.endswith(helpers_name)] == ['FOM018']
 
 
 def test_nothing_rewritten_nothing_changed():
