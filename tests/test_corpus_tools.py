@@ -251,6 +251,17 @@ def test_driver_statements_take_the_assignments_up_to_stop(tmp_path):
     driver.statements(prog, 'main', ['missing'])
 
 
+def test_driver_broadcast_to_takes_lists(monkeypatch):
+  jnp = pytest.importorskip('jax.numpy')
+  driver = _load_from(CORPUS_TOOLS / 'drivers', '_driver')
+  monkeypatch.setattr(jnp, 'broadcast_to', jnp.broadcast_to)  # put back after the test
+  with pytest.raises(TypeError, match='broadcast_to requires ndarray or scalar'):
+    jnp.broadcast_to([2.0], (2, 1))  # today's jax: a list is refused
+  driver.broadcast_to_takes_lists()
+  assert jnp.broadcast_to([2.0], (2, 1)).tolist() == [[2.0], [2.0]]
+  assert jnp.broadcast_to(jnp.arange(2.0), (3, 2)).tolist() == [[0.0, 1.0]] * 3
+
+
 def test_every_driver_starts_with_the_shared_setup():
   # The argv, sys.path and stand-in preamble lives once, in `_driver.setup`.
   drivers = sorted(p for p in (CORPUS_TOOLS / 'drivers').glob('*.py') if p.name != '_driver.py')

@@ -43,16 +43,10 @@ for sub in ('dpt', 'raft'):
 
 import gin  # noqa: E402
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-# nn/functional/rendering.py's volrend calls jnp.broadcast_to([last_sample_t], shape): a list,
-# which the jax the program was written for took and today's jax refuses (TypeError:
-# broadcast_to requires ndarray or scalar arguments; jax 0.4.13 too); neither migrate nor the
-# package handles it. Taken as an array, on both sides.
-_broadcast_to = jnp.broadcast_to
-jnp.broadcast_to = lambda array, shape: _broadcast_to(
-    jnp.asarray(array) if isinstance(array, (list, tuple)) else array, shape)
+# nn/functional/rendering.py's volrend calls jnp.broadcast_to([last_sample_t], shape): a list.
+_driver.broadcast_to_takes_lists()
 
 from dycheck.core import training  # noqa: E402
 from dycheck.core.engines import base, trainer  # noqa: E402

@@ -32,14 +32,15 @@ pretrained weights and GPT-2's tokenizer, stand-ins); the source model's checkpo
 (``data_pipeline.get_data``, tensorflow) is random images; the anchors read from a hard-coded
 pickle (``dill``) are the ``jax.random.normal`` draw the line before them makes; tensorflow,
 tensorflow_datasets, wandb, tqdm, PIL and the FID module are not on the optimizer path.
-Given on both sides (see the held-out results, defects 1 and 2):
-``jaxlib.xla_extension.DeviceArray`` (gone from jaxlib; ``training_utils`` imports it for
-``isinstance`` checks) is ``jax.Array``: neither the package nor migrate gives it, and migrate
-leaves it without a record; flax's ``flax_return_frozendict`` is on (the program ``unfreeze()``s
-what ``init`` returns, a ``FrozenDict`` in the flax it was written for): the package sets it on
-the legacy side, migrate does not write it, and the migrated side fails in ``merge_params``
-without it. For flaxmodels' ops (the library, not the program's, not migrated),
-``jnp.reshape`` takes its old ``newshape`` keyword.
+Given on both sides: ``jaxlib.xla_extension.DeviceArray`` (gone from jaxlib; ``training_utils``
+imports it for ``isinstance`` checks) is ``jax.Array``: neither the package nor migrate gives it
+at run time (migrate refuses and marks the import, FOM299; the held-out results of 2026-11-29,
+defect 1). Not given on either side: flax's ``flax_return_frozendict`` (the program
+``unfreeze()``s what ``init`` returns, defect 2, which the driver gave before): the legacy side
+has it from the package; the migrated side runs on what migrate wrote (on 838edec it fails in
+``merge_params``: FOM018 does not fire where FOM010 is the only rewrite of flax.optim, the
+held-out results of 2026-11-30). For flaxmodels' ops (the library, not the program's, not
+migrated), ``jnp.reshape`` takes its old ``newshape`` keyword.
 """
 import _driver
 
@@ -56,7 +57,6 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.modules['jaxlib.xla_extension'] = types.SimpleNamespace(DeviceArray=jax.Array)
-flax.config.update('flax_return_frozendict', True)  # the legacy side's already (the package)
 # flaxmodels' ops (the library beside the program, not migrated) call
 # jnp.reshape(x, newshape=...), a keyword today's jax no longer takes.
 _reshape = jnp.reshape
