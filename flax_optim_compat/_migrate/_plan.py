@@ -48,8 +48,7 @@ class _Group:
 
 
 def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
-  legacy_project = any(u.names_flax_optim for u in project.units)
-  files = {u.path: FilePlan(u, legacy_project) for u in project.units}
+  files = {u.path: FilePlan(u) for u in project.units}
   records: List[Record] = []
   conversions: List[Conversion] = []
   groups: Dict[tuple, _Group] = {}
@@ -110,8 +109,13 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
                                      for v in project.assignment_values(unit, name) or ())
   for site in loose:
     refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
-  for unit in project.units:
-    unit.module.visit(_LeftoverVisitor(project, unit, files[unit.path], refused_nodes, records))
+  for late in (False, True):   # then Rule.after_the_project's, once a flax.optim use is rewritten
+    if late and not any(r.status == 'rewritten' and r.code.startswith('FOM0') for r in records):
+      break
+    for unit in project.units:
+      files[unit.path].legacy_project = late
+      unit.module.visit(_LeftoverVisitor(project, unit, files[unit.path], refused_nodes, records,
+                                         late))
   records.sort(key=lambda r: (r.path, r.line))
   return Plan(files, records, conversions)
 
@@ -160,10 +164,10 @@ class _LeftoverVisitor(cst.CSTVisitor):
   internals built by hand (FOM104: ``OptimizerState(...)``, ``flax.optim.adam._AdamParamState``).
   A silent leftover would pass ``--check``."""
 
-  def __init__(self, project, unit, plan, handled, records):
-    super().__init__()
+  def __init__(self, project, unit, plan, handled, records, after_the_project=False):
+    super().__init__()   # after_the_project: the second pass, only those rules
     self.project, self.unit, self.plan, self.handled = project, unit, plan, handled
-    self.records = records
+    self.records, self.after_the_project = records, after_the_project
     self.pre_linen = _uses_flax_nn(unit)
     # A pre-Linen file: the rules plan into a plan that is dropped (one per file).
     self.scratch = FilePlan(unit) if self.pre_linen else None
@@ -178,9 +182,12 @@ class _LeftoverVisitor(cst.CSTVisitor):
                                    'refused', '', f'{self.unit.code(node)}: this file uses flax.nn'))
         return True
       return False
-    return any(rule.plan_name(self.unit, node, self.plan, self.records) for rule in rules.ALL)
+    return any(rule.plan_name(self.unit, node, self.plan, self.records) for rule in rules.ALL
+               if rule.after_the_project == self.after_the_project)
 
   def on_visit(self, node) -> bool:
+    if self.after_the_project and self.pre_linen:   # its rules plan into a dropped plan
+      return False
     unit, plan = self.unit, self.plan
     edit = plan.edits.get(id(node))
     if isinstance(node, (cst.Import, cst.ImportFrom)):
@@ -189,8 +196,8 @@ class _LeftoverVisitor(cst.CSTVisitor):
     # A statement a rule rebuilds from its rewritten parts (FOM011, FOM012): look inside.
     if id(node) in self.handled or (edit and not edit.rule.rebuilds_statement):
       return False
-    if self._by_a_rule(node):
-      return False
+    if self._by_a_rule(node) or self.after_the_project:
+      return self.after_the_project   # the second pass looks at every node's children
     if isinstance(node, (cst.Name, cst.Attribute)) and (
         unit.legacy(node) or _sites.private_legacy(unit, node)):
       refusal, message = _sites.leftover_reason(self.project, unit, node)

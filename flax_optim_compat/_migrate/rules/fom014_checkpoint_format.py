@@ -5,7 +5,7 @@ as flax did until 0.6.7: ``checkpoints.save_checkpoint('ckpt', ...)`` writes one
 and takes a relative folder. Once the program no longer imports it, flax's default applies
 (orbax: a directory per step, and ``ValueError: Checkpoint path should be absolute`` for
 ``'ckpt'``). So a file that calls ``save_checkpoint`` / ``restore_checkpoint``, in a project
-that names flax.optim (``FilePlan.legacy_project``; the file itself need not), gets
+where a use of flax.optim is rewritten (``FilePlan.legacy_project``: any file, any rule), gets
 ``flax.config.update('flax_use_orbax_checkpointing', False)`` after its imports (once), and the
 report names each call it keeps. Where part of the program still imports flax.optim, the line
 sets what that import sets.
@@ -24,15 +24,16 @@ _CALLS = frozenset(f'flax.training.checkpoints.{name}' for name in (
 
 class CheckpointFormat(_rule.Rule):
   code = 'FOM014'
-  title = ("checkpoints.save_checkpoint / restore_checkpoint in a project that used flax.optim -> "
-           "flax.config.update('flax_use_orbax_checkpointing', False) after its imports "
+  after_the_project = True
+  title = ('checkpoints.save_checkpoint / restore_checkpoint in a project migrated off flax.optim '
+           "-> flax.config.update('flax_use_orbax_checkpointing', False) after its imports "
            '(msgpack, relative paths, as with flax.optim imported)')
 
   def plan_name(self, unit, node, plan, records):
     if not (isinstance(node, cst.Call) and unit.names(node.func) & _CALLS):
       return False
     if not plan.legacy_project:
-      return False   # the program never imported flax.optim: flax's defaults were its own
+      return False   # no flax.optim use rewritten: flax.optim stays imported and sets the flag
     if _sets_the_flag(unit):
       return False
     plan.edits[id(unit.module)] = _rule.Edit(self)

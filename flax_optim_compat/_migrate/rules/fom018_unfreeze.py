@@ -1,4 +1,4 @@
-"""FOM018: ``x.unfreeze()`` in a project that used flax.optim -> ``flax.core.unfreeze(x)``.
+"""FOM018: ``x.unfreeze()`` in a project migrated off flax.optim -> ``flax.core.unfreeze(x)``.
 
 Importing ``flax.optim`` (this package) sets flax's ``flax_return_frozendict`` to True, as flax
 did until 0.7.1: ``model.init(...)`` returned a ``FrozenDict``, and legacy programs call its
@@ -6,9 +6,9 @@ did until 0.7.1: ``model.init(...)`` returned a ``FrozenDict``, and legacy progr
 imports it, ``init`` returns a ``dict``, which has no such method. ``flax.core.unfreeze(x)`` is
 ``x.unfreeze()`` for a ``FrozenDict`` (the method calls it) and the same nested ``dict`` copy for
 a ``dict``, so the rewrite keeps what legacy computed whichever ``init`` returns: it is made in
-every file of a project that names flax.optim (``FilePlan.legacy_project``), whatever rule
-removed the import (FOM010 alone does, for flaxmodels' GAN) and whatever file order the rules
-see. A file that
+every file of a project where a use of flax.optim is rewritten (``FilePlan.legacy_project``),
+whatever rule removed the import (FOM010 alone does, for flaxmodels' GAN) and whatever file
+order the rules see. A file that
 defines a method ``unfreeze`` of its own keeps its calls (``flax.core.unfreeze`` would hand its
 objects back as they are).
 """
@@ -22,7 +22,8 @@ from .._report import Record
 
 class Unfreeze(_rule.Rule):
   code = 'FOM018'
-  title = ('x.unfreeze() in a project that used flax.optim -> flax.core.unfreeze(x) (flax.optim '
+  after_the_project = True
+  title = ('x.unfreeze() in a project migrated off flax.optim -> flax.core.unfreeze(x) (flax.optim '
            'made init return a FrozenDict; today it returns a dict)')
 
   def plan_name(self, unit, node, plan, records):
@@ -30,7 +31,7 @@ class Unfreeze(_rule.Rule):
             and node.func.attr.value == 'unfreeze'):
       return False
     if not plan.legacy_project:
-      return False   # the program never imported flax.optim: flax's defaults were its own
+      return False   # no flax.optim use rewritten: flax.optim stays imported and sets the flag
     if any(isinstance(n, cst.FunctionDef) and n.name.value == 'unfreeze' for n in unit.nodes):
       return False
     plan.edits[id(node)] = _rule.Edit(self)
