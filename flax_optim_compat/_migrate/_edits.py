@@ -39,11 +39,6 @@ class Edit:
 @dataclasses.dataclass
 class FilePlan:
   unit: SourceFile
-  # A use of flax.optim in the project is rewritten (a FOM0xx record, decided over every file
-  # before the rules that read it run): the program may no longer import flax.optim, and what
-  # importing it set (flax's legacy defaults) must be kept where it is relied on (FOM014,
-  # FOM018). False for a plan that is dropped (a pre-Linen file's scratch plan).
-  legacy_project: bool = False
   edits: Dict[int, Edit] = dataclasses.field(default_factory=dict)
   markers: Dict[int, List[str]] = dataclasses.field(default_factory=dict)
   needs: Set[Import] = dataclasses.field(default_factory=set)

@@ -113,7 +113,6 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
     if late and not any(r.status == 'rewritten' and r.code.startswith('FOM0') for r in records):
       break
     for unit in project.units:
-      files[unit.path].legacy_project = late
       unit.module.visit(_LeftoverVisitor(project, unit, files[unit.path], refused_nodes, records,
                                          late))
   records.sort(key=lambda r: (r.path, r.line))
@@ -176,7 +175,8 @@ class _LeftoverVisitor(cst.CSTVisitor):
     if self.pre_linen:
       # A pre-Linen file cannot run on today's flax whatever is rewritten: a legacy name a
       # rule would rewrite (``optim.DynamicScale``) stays with the file's refused optimizers.
-      if any(rule.plan_name(self.unit, node, self.scratch, []) for rule in rules.ALL):
+      if any(rule.plan_name(self.unit, node, self.scratch, []) for rule in rules.ALL
+             if not rule.after_the_project):
         self.plan.mark(node, _refusals.marker_text(_refusals.PRE_LINEN))
         self.records.append(Record(self.unit.path, self.unit.line(node), _refusals.PRE_LINEN.code,
                                    'refused', '', f'{self.unit.code(node)}: this file uses flax.nn'))

@@ -97,8 +97,8 @@ class Rule:
   rebuilds_statement = False  # rewrites a whole statement, rebuilt from its rewritten parts
   returns_optimizer = False   # its call's result is the optimizer, followed where it goes
   covers_its_node = False     # its node is read as a whole, never as an optimizer value
-  # Planned in a second pass over the files, once every other rewrite of the project is known
-  # (``FilePlan.legacy_project``): FOM014, FOM018.
+  # Planned only in a second pass over every file, made once a flax.optim use of the project is
+  # rewritten (any rule, any file: ``_plan.make_plan``): FOM014, FOM018.
   after_the_project = False
 
   def match(self, unit: SourceFile, node: cst.CSTNode) -> Optional[Match]:

@@ -5,7 +5,7 @@ as flax did until 0.6.7: ``checkpoints.save_checkpoint('ckpt', ...)`` writes one
 and takes a relative folder. Once the program no longer imports it, flax's default applies
 (orbax: a directory per step, and ``ValueError: Checkpoint path should be absolute`` for
 ``'ckpt'``). So a file that calls ``save_checkpoint`` / ``restore_checkpoint``, in a project
-where a use of flax.optim is rewritten (``FilePlan.legacy_project``: any file, any rule), gets
+where a use of flax.optim is rewritten (any file, any rule: ``Rule.after_the_project``), gets
 ``flax.config.update('flax_use_orbax_checkpointing', False)`` after its imports (once), and the
 report names each call it keeps. Where part of the program still imports flax.optim, the line
 sets what that import sets.
@@ -32,8 +32,6 @@ class CheckpointFormat(_rule.Rule):
   def plan_name(self, unit, node, plan, records):
     if not (isinstance(node, cst.Call) and unit.names(node.func) & _CALLS):
       return False
-    if not plan.legacy_project:
-      return False   # no flax.optim use rewritten: flax.optim stays imported and sets the flag
     if _sets_the_flag(unit):
       return False
     plan.edits[id(unit.module)] = _rule.Edit(self)

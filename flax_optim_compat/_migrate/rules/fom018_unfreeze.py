@@ -6,7 +6,7 @@ did until 0.7.1: ``model.init(...)`` returned a ``FrozenDict``, and legacy progr
 imports it, ``init`` returns a ``dict``, which has no such method. ``flax.core.unfreeze(x)`` is
 ``x.unfreeze()`` for a ``FrozenDict`` (the method calls it) and the same nested ``dict`` copy for
 a ``dict``, so the rewrite keeps what legacy computed whichever ``init`` returns: it is made in
-every file of a project where a use of flax.optim is rewritten (``FilePlan.legacy_project``),
+every file of a project where a use of flax.optim is rewritten (``Rule.after_the_project``),
 whatever rule removed the import (FOM010 alone does, for flaxmodels' GAN) and whatever file
 order the rules see. A file that
 defines a method ``unfreeze`` of its own keeps its calls (``flax.core.unfreeze`` would hand its
@@ -30,8 +30,6 @@ class Unfreeze(_rule.Rule):
     if not (isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute)
             and node.func.attr.value == 'unfreeze'):
       return False
-    if not plan.legacy_project:
-      return False   # no flax.optim use rewritten: flax.optim stays imported and sets the flag
     if any(isinstance(n, cst.FunctionDef) and n.name.value == 'unfreeze' for n in unit.nodes):
       return False
     plan.edits[id(node)] = _rule.Edit(self)
