@@ -104,7 +104,8 @@ def test_the_rewrite_leaves_no_import_unused(code, example):
 
 _SITE_WORDS = ('optim', '.target', '.state.step', 'apply_gradient', 'replace(', 'import',
                '.create(', '.create)',   # a create called through a transform: jit(d.create)(p)
-               'Optimizer', 'target=', '.state_dict()', 'pickle.', '.unfreeze()')
+               'Optimizer', 'target=', '.state_dict()', 'pickle.', '.unfreeze()', '.pop(',
+               '.copy(')
 
 
 @pytest.mark.parametrize('code, example', EXAMPLES, ids=IDS)

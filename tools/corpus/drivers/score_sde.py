@@ -7,21 +7,19 @@ The statements of `run_lib.train` that build the model, the optimizer and the st
 checkpoint folders), then those that build the SDE, the step functions and the pmapped
 `jax.lax.scan` of `train_step_fn` (up to `eval_step_fn`), run as the program wrote them (or as
 migrate rewrote them); the config is the program's `configs/vp/ddpm/cifar10.py`, shrunk (a DDPM of
-32 channels on 8x8 images, batch 4, warmup over 3 steps, one step per pmapped call). Models are
-initialised as flax 0.5.3 did (`flax_return_frozendict`: `init_model` unpacks
-`variables.pop('params')`). Needs ml_collections (`--site`).
+32 channels on 8x8 images, batch 4, warmup over 3 steps, one step per pmapped call). No flax flag
+is given on either side: `init_model` unpacks `variables.pop('params')`, a FrozenDict's pair on
+the legacy side (importing flax.optim sets `flax_return_frozendict`), `flax.core.pop` on the
+migrated side (FOM018). Needs ml_collections (`--site`).
 """
 import _driver
 
 program, steps = _driver.setup('tensorflow', 'tensorflow_datasets', 'tensorflow_gan',
                                'tensorflow_hub', 'tensorboard', 'PIL', 'six')
-import flax  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from flax import jax_utils  # noqa: E402
-
-flax.config.update('flax_return_frozendict', True)
 import run_lib  # noqa: E402
 from configs.vp.ddpm import cifar10  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The rule FOM018 (_migrate/rules/fom018_unfreeze.py): its examples, in the folder beside this
+"""The rule FOM018 (_migrate/rules/fom018_frozen_dict.py): its examples, in the folder beside this
 file (run both ways by tests/migrate/test_migrate_equivalence.py), and its own tests."""
 import pytest
 
@@ -14,10 +14,14 @@ from flax_optim_compat._migrate import migrate_source, migrate_sources  # pylint
 # before the rule the migrated side failed at the unfreeze ('dict' object has no attribute).
 # dynamic_scale_unfreeze: flaxmodels' GAN, whose only flax.optim use is DynamicScale (FOM010
 # removes the import); before FOM018 fired for any project that names flax.optim, its
-# migrated side failed at the unfreeze.
+# migrated side failed at the unfreeze. init_pop_copy: flax 0.3's imagenet shape (init's
+# variables split by pop('params'), the batch statistics put back by copy({...})), a Momentum
+# under jit; before pop and copy were rewritten, the migrated side failed at the pop (a dict's
+# pop returns the params alone, whose three entries do not unpack into two names).
 EXAMPLES = {
     'init_unfreeze': 'bit-exact',
     'dynamic_scale_unfreeze': 'bit-exact',
+    'init_pop_copy': 'bit-exact',
 }
 
 _CREATE = ('import jax.numpy as jnp\nfrom flax import optim\n\n\n'
@@ -73,3 +77,56 @@ def test_a_file_with_its_own_unfreeze_method_keeps_its_calls():
                       'def f(box):\n  return box.unfreeze()\n')
   new, report = migrate_source(source)
   assert 'box.unfreeze()' in new and 'FOM018' not in {r.code for r in report.records}
+
+
+def test_pop_and_copy_rewrites_are_the_methods_for_a_frozendict_and_the_same_for_a_dict():
+  """The premise, by hand: flax.core.pop and flax.core.copy give what the FrozenDict's methods
+  gave, on init's old FrozenDict and on today's dict alike; a dict's own pop does not."""
+  tree = {'params': {'w': jnp.ones(2)}, 'batch_stats': {'m': jnp.zeros(2)}}
+  frozen = flax.core.freeze(tree)
+  legacy_rest, legacy_params = frozen.pop('params')
+  legacy_copy = frozen.copy({'batch_stats': {'m': jnp.ones(2)}})
+  for value in (frozen, tree):
+    rest, params = flax.core.pop(value, 'params')
+    assert flax.core.unfreeze(rest) == flax.core.unfreeze(legacy_rest) == {
+        'batch_stats': tree['batch_stats']}
+    assert params['w'] is legacy_params['w']
+    copied = flax.core.copy(value, {'batch_stats': {'m': jnp.ones(2)}})
+    assert jnp.array_equal(copied['batch_stats']['m'], legacy_copy['batch_stats']['m'])
+    assert copied['params']['w'] is legacy_copy['params']['w']
+  assert set(dict(tree).pop('params')) == {'w'}   # what the unrewritten line unpacked
+  assert 'params' in tree   # flax.core.pop left the dict as the FrozenDict's pop did
+
+
+@pytest.mark.parametrize('line, rewritten', [
+    ("  rest, params = variables.pop('params')\n", "flax.core.pop(variables, 'params')"),
+    ("  new = variables.copy({'params': 1})\n", "flax.core.copy(variables, {'params': 1})"),
+    ("  new = variables.copy(add_or_replace={'a': 1})\n",
+     "flax.core.copy(variables, {'a': 1})"),
+    ("  new = variables.copy({k: 1 for k in 'ab'})\n",
+     "flax.core.copy(variables, {k: 1 for k in 'ab'})"),
+    # Not a FrozenDict's in practice: a list's pop (pixelcnn's stack), one name, no argument.
+    ('  down, right = variables.pop()\n', None),
+    ('  down, right = variables.pop(0)\n', None),
+    ("  params = variables.pop('params')\n", None),
+    ("  a, (b, c) = variables.pop('params'), (1, 2)\n", None),
+    ("  a, *b = variables.pop('params')\n", None),
+    ('  new = variables.copy()\n', None),
+    ("  new = variables.copy('F')\n", None),
+    ('  new = variables.copy(other)\n', None),
+])
+def test_which_pop_and_copy_calls_are_rewritten(line, rewritten):
+  source = _CREATE + '\n\ndef f(variables, other):\n' + line + '  return 1\n'
+  new, report = migrate_source(source)
+  codes = [r.code for r in report.records if r.code == 'FOM018']
+  if rewritten is None:
+    assert line in new and codes == []
+  else:
+    assert rewritten in new and 'import flax\n' in new and codes == ['FOM018']
+
+
+def test_a_file_with_its_own_pop_method_keeps_its_pop_calls():
+  source = _CREATE + ('\n\nclass Stack:\n\n  def pop(self, key):\n    return 1, 2\n\n\n'
+                      "def f(stack):\n  a, b = stack.pop('k')\n  return a + b\n")
+  new, report = migrate_source(source)
+  assert "stack.pop('k')" in new and 'FOM018' not in {r.code for r in report.records}

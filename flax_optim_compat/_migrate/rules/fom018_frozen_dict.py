@@ -1,0 +1,100 @@
+"""FOM018: init's ``FrozenDict`` methods in a project migrated off flax.optim -> ``flax.core``'s.
+
+Importing ``flax.optim`` (this package) sets flax's ``flax_return_frozendict`` to True, as flax
+did until 0.7.1: ``model.init(...)`` returned a ``FrozenDict``, and legacy programs call its
+methods. Once the program no longer imports it, ``init`` returns a ``dict``. Three calls, each
+made the same for either by its ``flax.core`` function (which calls the method on a
+``FrozenDict``):
+
+* ``x.unfreeze()`` -> ``flax.core.unfreeze(x)`` (flaxmodels' ``merge_params``): a ``dict`` has
+  no ``unfreeze``; for a ``dict`` the function gives the same nested ``dict`` copy.
+* ``a, b = x.pop(key)`` -> ``a, b = flax.core.pop(x, key)`` (flax 0.3's imagenet, score_sde:
+  ``model_state, params = variables.pop('params')``): a ``FrozenDict``'s ``pop`` returns the
+  rest and the value; a ``dict``'s returns the value only, whose keys the two names would then
+  unpack. Only a call with a string key unpacked into exactly two names is rewritten: that is
+  the ``FrozenDict``'s in practice (a list's ``pop`` takes a number or nothing, pixelcnn's
+  ``down, down_right = stack.pop()``), and a single name is as likely a plain ``dict``'s.
+* ``x.copy({...})`` (a dict literal or comprehension, or ``add_or_replace=``) ->
+  ``flax.core.copy(x, {...})`` (flax 0.3's imagenet, efficientnet-jax): a ``dict``'s ``copy``
+  takes no argument (``TypeError``); for a ``dict`` the function gives the same entries.
+
+The rewrites are made in every file of a project where a use of flax.optim is rewritten
+(``Rule.after_the_project``), whatever rule removed the import (FOM010 alone does, for
+flaxmodels' GAN) and whatever file order the rules see. A file that defines a method of the
+same name keeps its calls of it (the ``flax.core`` function would not call it).
+"""
+import libcst as cst
+
+from .. import _edits
+from .. import _rule
+from .._report import Record
+
+_WHY = ('flax.optim made init return a FrozenDict (flax_return_frozendict), today it returns a '
+        'dict; ')
+
+
+def _method(unit, node):
+  """The FrozenDict method ``node`` calls as this rule rewrites it, or None."""
+  if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+    return None
+  name, args = node.func.attr.value, node.args
+  if any(a.star for a in args):
+    return None
+  if name == 'unfreeze' and not args:
+    return name
+  if name == 'pop' and len(args) == 1 and args[0].keyword is None and isinstance(
+      args[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+    assign = unit.parent(node)
+    if (isinstance(assign, cst.Assign) and assign.value is node and len(assign.targets) == 1
+        and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
+        and len(assign.targets[0].target.elements) == 2
+        and not any(isinstance(e, cst.StarredElement)
+                    for e in assign.targets[0].target.elements)):
+      return name
+    return None
+  if name == 'copy' and len(args) == 1 and (
+      (args[0].keyword is None and isinstance(args[0].value, (cst.Dict, cst.DictComp)))
+      or (args[0].keyword is not None and args[0].keyword.value == 'add_or_replace')):
+    return name
+  return None
+
+
+_SAME = {
+    'unfreeze': 'flax.core.unfreeze gives the same dict for either',
+    'pop': ("a dict's pop returns the value only; flax.core.pop returns the rest and the value "
+            'for either'),
+    'copy': "a dict's copy takes no argument; flax.core.copy gives the same entries for either",
+}
+
+
+class FrozenDictMethod(_rule.Rule):
+  code = 'FOM018'
+  after_the_project = True
+  title = ("init's FrozenDict methods in a project migrated off flax.optim (x.unfreeze(), "
+           'a, b = x.pop(k), x.copy({...})) -> flax.core.unfreeze/pop/copy (flax.optim made '
+           'init return a FrozenDict; today it returns a dict)')
+
+  def plan_name(self, unit, node, plan, records):
+    name = _method(unit, node)
+    if name is None or any(isinstance(n, cst.FunctionDef) and n.name.value == name
+                           for n in unit.nodes):
+      return False
+    plan.edits[id(node)] = _rule.Edit(self)
+    plan.needs.add(_edits.Import('flax'))
+    receiver = unit.code(node.func.value)
+    arg = {'unfreeze': '', 'pop': f', {unit.code(node.args[0].value)}' if node.args else '',
+           'copy': ', {...}'}[name]
+    records.append(Record(unit.path, unit.line(node), self.code, 'rewritten', 'bit-exact',
+                          f'{receiver}.{name}({arg[2:]}) -> flax.core.{name}({receiver}{arg}): '
+                          f'{_WHY}{_SAME[name]}'))
+    return False   # the receiver and the arguments are looked at as any code
+
+  def rewrite(self, updated, data, context):
+    return cst.Call(func=cst.parse_expression(f'flax.core.{updated.func.attr.value}'),
+                    args=[cst.Arg(updated.func.value),
+                          *[a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT,
+                                           comma=cst.MaybeSentinel.DEFAULT)
+                            for a in updated.args]])
+
+
+RULE = FrozenDictMethod()
