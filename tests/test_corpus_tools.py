@@ -274,6 +274,16 @@ def test_every_driver_starts_with_the_shared_setup():
     assert 'sys.path' not in source and 'sys.argv' not in source, path.name
 
 
+def test_no_driver_sets_a_flag_for_the_program():
+  # A flag given to both sides hides what the migrated program does without it: score_sde's
+  # driver set flax_return_frozendict, which hid that migrate left init's FrozenDict pop.
+  drivers = sorted((CORPUS_TOOLS / 'drivers').glob('*.py'))
+  for path in drivers:
+    calls = [ast.unparse(n.func) for n in ast.walk(ast.parse(path.read_text()))
+             if isinstance(n, ast.Call)]
+    assert not [c for c in calls if c.endswith('config.update') or 'environ' in c], path.name
+
+
 def test_driver_setup_reads_argv_orders_sys_path_and_stands_in(tmp_path, monkeypatch):
   driver = _load_from(CORPUS_TOOLS / 'drivers', '_driver')
   program, site = tmp_path / 'prog', tmp_path / 'site'
