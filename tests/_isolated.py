@@ -11,6 +11,8 @@ import subprocess
 import sys
 from typing import Optional, Sequence
 
+from flax_optim_compat import _legacy_jax
+
 # Modules the child must not import (the package, its flax.optim alias, flax.optim itself).
 BLOCKED = ('flax_optim_compat', '_flax_optim_compat_alias', 'flax.optim')
 
@@ -27,6 +29,12 @@ for _name in list(sys.modules):
   if any(_name == b or _name.startswith(b + '.') for b in _BLOCKED):
     del sys.modules[_name]
 '''
+
+
+# The environment variables that choose flax's flags the legacy API sets (FLAX_RETURN_FROZENDICT,
+# FLAX_USE_ORBAX_CHECKPOINTING): no child inherits them, so that each side runs with what its
+# own code sets (a flag given to the migrated side would hide what the rewrite must keep).
+FLAX_FLAG_VARIABLES = tuple(flag.upper() for flag, _, _ in _legacy_jax.FLAX_DEFAULTS)
 
 
 def waited_child_cache() -> dict:
@@ -62,7 +70,8 @@ def run_isolated(code: str, *, args: Sequence[str] = (), cwd: Optional[str] = No
   Raises ``AssertionError`` with the child's stderr when it exits non-zero, so a failing child
   shows its own traceback in the test report.
   """
-  child_env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'PYTHONSTARTUP')}
+  child_env = {k: v for k, v in os.environ.items()
+               if k not in ('PYTHONPATH', 'PYTHONSTARTUP', *FLAX_FLAG_VARIABLES)}
   child_env['FLAX_OPTIM_COMPAT_ALIAS'] = '0'
   child_env.setdefault('JAX_PLATFORMS', 'cpu')
   child_env.update(waited_child_cache())

@@ -88,14 +88,14 @@ def legacy_env(tmp_path: pathlib.Path, **extra: str) -> Dict[str, str]:
   hook_dir = tmp_path / '_alias_hook'
   hook_dir.mkdir(parents=True, exist_ok=True)
   (hook_dir / 'sitecustomize.py').write_text('import _flax_optim_compat_alias\n')
+  # No flax flag variable (_isolated.FLAX_FLAG_VARIABLES): the checkpoint format and init's
+  # FrozenDict each side gets are its own (legacy: set by flax.optim; migrated: by the rewrite).
   env = {k: v for k, v in os.environ.items()
-         if k not in ('PYTHONPATH', 'PYTHONHOME', 'PYTHONSTARTUP', 'FLAX_OPTIM_COMPAT_ALIAS')}
+         if k not in ('PYTHONPATH', 'PYTHONHOME', 'PYTHONSTARTUP', 'FLAX_OPTIM_COMPAT_ALIAS',
+                      *_isolated.FLAX_FLAG_VARIABLES)}
   env['PYTHONPATH'] = os.pathsep.join([str(hook_dir), str(REPO)])
   env['JAX_PLATFORMS'] = 'cpu'
   env.update(_isolated.waited_child_cache())
-  # No FLAX_USE_ORBAX_CHECKPOINTING: the checkpoint format each side writes is its own (legacy:
-  # msgpack, set by flax.optim; migrated: what the rewrite sets).
-  env.pop('FLAX_USE_ORBAX_CHECKPOINTING', None)
   env.update(extra)
   return env
 

@@ -34,8 +34,8 @@ GOLDEN = REPO / 'tests' / 'fixtures' / 'legacy_names' / 'legacy_names.json'
 def _env(tmp_path, **extra):
   env = test_import_alias._clean_env(JAX_PLATFORMS='cpu', **extra)
   env.pop('FLAX_OPTIM_COMPAT_LEGACY_JAX', None)
-  env.pop('FLAX_RETURN_FROZENDICT', None)
-  env.pop('FLAX_USE_ORBAX_CHECKPOINTING', None)
+  for name in _isolated.FLAX_FLAG_VARIABLES:
+    env.pop(name, None)
   env.update(extra)
   env.update(_isolated.waited_child_cache())
   if not test_import_alias._installed_here():
