@@ -66,13 +66,6 @@ def _bound_names(module: cst.Module):
 
 
 # The modules of the legacy API: an import of one goes once the rewrite left it unread.
-_LEGACY_MODULES = ('flax.optim', 'flax_optim_compat')
-
-
-def _dotted(node) -> str:
-  return cst.Module([]).code_for_node(node)
-
-
 def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
   unit = plan.unit
   if not plan.edits and not plan.markers:
@@ -100,16 +93,16 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
   for node in unit.nodes:
     if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar) and (
         not node.relative):
-      base = _dotted(node.module) if node.module else ''
+      base = _unit.dotted(node.module) if node.module else ''
       for a in node.names:
-        if unit.legacy(a.name) or base.startswith(_LEGACY_MODULES) or (
+        if unit.legacy(a.name) or base.startswith(_unit.LEGACY_MODULES) or (
             base == 'flax' and a.name.value == 'optim') or _read(unit, a):
           asname = a.asname.name.value if a.asname else None
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, base, a.name.value, asname)
     elif isinstance(node, cst.Import):
       for a in node.names:
-        full = _dotted(a.name)
-        if full.startswith(_LEGACY_MODULES) or _read(unit, a):
+        full = _unit.dotted(a.name)
+        if full.startswith(_unit.LEGACY_MODULES) or _read(unit, a):
           asname = a.asname.name.value if a.asname else None
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, full, None, asname)
   return _drop_dotted_legacy_imports(_remove_imports(module, ctx)).code
@@ -122,16 +115,16 @@ def _drop_dotted_legacy_imports(module: cst.Module) -> cst.Module:
   import binds ``flax``."""
   imports = [n for n in _unit.walk(module) if isinstance(n, cst.Import)]
   legacy = [a for n in imports for a in n.names
-            if a.asname is None and _dotted(a.name).startswith(_LEGACY_MODULES)]
+            if a.asname is None and _unit.dotted(a.name).startswith(_unit.LEGACY_MODULES)]
   if not legacy:
     return module
   imported = {id(a) for n in imports for a in n.names}
-  read = any(_dotted(n).startswith(_LEGACY_MODULES) for n in _unit.walk(module)
+  read = any(_unit.dotted(n).startswith(_unit.LEGACY_MODULES) for n in _unit.walk(module)
              if isinstance(n, (cst.Attribute, cst.Name)) and id(n) not in imported and
              not any(n is a.name for a in legacy))
   if read:
     return module
-  binds_flax = any(_dotted(a.name if a.asname is None else a.asname.name).split('.')[0] == 'flax'
+  binds_flax = any(_unit.dotted(a.name if a.asname is None else a.asname.name).split('.')[0] == 'flax'
                    for n in imports for a in n.names if a not in legacy)
   return module.visit(_DropAliases({id(a) for a in legacy}, keep_flax=not binds_flax))
 
@@ -149,7 +142,7 @@ class _DropAliases(cst.CSTTransformer):
     for old, new in zip(original_node.names, updated_node.names):
       if id(old) not in self._ids:
         names.append(new)
-      elif self._keep_flax and _dotted(old.name).startswith('flax.'):
+      elif self._keep_flax and _unit.dotted(old.name).startswith('flax.'):
         names.append(new.with_changes(name=cst.Name('flax')))
         self._keep_flax = False
     if not names:

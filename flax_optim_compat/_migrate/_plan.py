@@ -199,7 +199,7 @@ class _LeftoverVisitor(cst.CSTVisitor):
     if self._by_a_rule(node) or self.after_the_project:
       return self.after_the_project   # the second pass looks at every node's children
     if isinstance(node, (cst.Name, cst.Attribute)) and (
-        unit.legacy(node) or _sites.private_legacy(unit, node)):
+        unit.legacy(node) or _sites.private_legacy(unit, node) or _unit.the_module(unit, node)):
       refusal, message = _sites.leftover_reason(self.project, unit, node)
       plan.mark(node, _refusals.marker_text(refusal))
       self.records.append(Record(unit.path, unit.line(node), refusal.code, 'refused', '',

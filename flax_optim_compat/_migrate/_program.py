@@ -363,7 +363,7 @@ class Program:
         return self.resolve_callable(unit, func.args[0].value, shift + bound, depth + 1)
       return None
     if isinstance(func, cst.Name):
-      reaching = self.reaching_binding(unit, func)
+      reaching = self.reaching_binding(unit, func) or self._class_of_cls(unit, func)
       if isinstance(reaching, (cst.FunctionDef, cst.ClassDef)):
         return unit, reaching, shift
       if reaching is not None:
@@ -385,6 +385,19 @@ class Program:
       if method is not None:
         return method[0], method[1], method[2] + shift
     return None
+
+  @staticmethod
+  def _class_of_cls(unit: SourceFile, name: cst.Name) -> Optional[cst.ClassDef]:
+    """The class whose ``@classmethod`` reads ``name`` as its first parameter (``cls``: aqt's
+    ``TrainingState.initialize`` returns ``cls(optimizer=optimizer)``), else None. A subclass
+    calling it makes an instance of the same class family, which is what fields follow."""
+    param = _unit.parameter(unit, name)
+    fdef = unit.enclosing(param, (cst.FunctionDef,)) if param is not None else None
+    if fdef is None or not fdef.params.params or fdef.params.params[0] is not param or not any(
+        unit.code(d.decorator) == 'classmethod' for d in fdef.decorators):
+      return None
+    owner = unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef))
+    return owner if isinstance(owner, cst.ClassDef) else None
 
   def _own_method(self, unit: SourceFile, func: cst.Attribute, depth: int = 0):
     """``(unit, FunctionDef)`` of ``receiver.name``, the receiver a method's ``self`` or a

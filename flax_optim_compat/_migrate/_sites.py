@@ -622,6 +622,10 @@ def leftover_reason(project, unit, node):
   shown = short(unit.code(call if call is not None else node))
   if name == 'WeightNorm':
     return _refusals.WEIGHT_NORM, f'{shown}: {_refusals.WEIGHT_NORM.reason}'
+  if name is None and not private_legacy(unit, node):   # _unit.the_module: flax.optim itself
+    shown = short(unit.code(unit.enclosing(node, (cst.Call,)) or node))
+    return _refusals.UNFOLLOWED, (f'{shown}: flax.optim itself as a value (a def chosen by a '
+                                  'name read at run time): no optax form can be decided here')
   if name == 'OptimizerState' or name is None:
     return _refusals.READ, (f'{shown}: legacy internals (an optimizer state, per-parameter '
                             'states) that a TrainState does not have')

@@ -9,6 +9,7 @@ the classification of sites, the plan and the rules share them.
 """
 import ast
 import os
+import pkgutil
 from typing import Dict, Iterable, List, Optional, Set
 
 import libcst as cst
@@ -19,6 +20,7 @@ from .. import _adapter
 from .. import _layouts
 
 LEGACY_PREFIXES = ('flax.optim.', 'flax_optim_compat.')
+LEGACY_MODULES = ('flax.optim', 'flax_optim_compat')   # imported, whole or in part
 # The built-in optimizers (flax.optim's own, each with its optax form), as registered.
 BUILTIN_DEFS = tuple(name for name in _layouts.optimizer_names()
                      if issubclass(getattr(_optim, name), _adapter.OptaxBackedDef))
@@ -46,6 +48,22 @@ def legacy_name(names: Iterable[str]) -> Optional[str]:
           m.startswith('_') for m in modules):
         return last
   return None
+
+
+def dotted(node) -> str:
+  """The source text of a (dotted) name: ``flax.optim`` for its ``Attribute``."""
+  return cst.Module([]).code_for_node(node)
+
+
+# flax.optim and its modules (``flax.optim.adam``), as names.
+_MODULES = frozenset({'flax.optim'} | {f'flax.optim.{m.name}' for m in pkgutil.iter_modules(
+    _optim.__path__) if not m.name.startswith('_')})
+
+
+def the_module(unit, node) -> bool:
+  """Whether ``node`` is flax.optim itself or one of its modules, as a value: no legacy name
+  (``getattr(flax.optim, name)``, ``hasattr(optim, name)`` under ``from flax import optim``)."""
+  return bool(unit.names(node) & _MODULES)
 
 
 class SourceFile:
@@ -79,11 +97,18 @@ class SourceFile:
 
   @property
   def names_flax_optim(self) -> bool:
-    """Whether any name or attribute of the file refers to a flax.optim name."""
+    """Whether any name or attribute of the file refers to a flax.optim name, or to flax.optim
+    itself (``getattr(flax.optim, name)``)."""
     if self._names_legacy is None:
-      self._names_legacy = any(self.legacy(n) for n in self.nodes
+      self._names_legacy = any(self.legacy(n) or the_module(self, n) for n in self.nodes
                                if isinstance(n, (cst.Name, cst.Attribute)))
     return self._names_legacy
+
+  def reads_flax_optim(self) -> bool:
+    """Whether code of the file, not an import, reads flax.optim (a name of it, or itself)."""
+    return any(self.legacy(n) or the_module(self, n) for n in self.nodes
+               if isinstance(n, (cst.Name, cst.Attribute))
+               and self.enclosing(n, (cst.Import, cst.ImportFrom)) is None)
 
   def names(self, node: cst.CSTNode) -> Set[str]:
     return {q.name for q in self.fqnames.get(node, ())}

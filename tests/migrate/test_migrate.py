@@ -97,8 +97,8 @@ def _unused_imports(source):
 
 @pytest.mark.parametrize('code, example', EXAMPLES, ids=IDS)
 def test_the_rewrite_leaves_no_import_unused(code, example):
-  del code
-  assert _unused_imports(example.before) == []
+  # FOM019's examples are the one place an unread import is the legacy code's: its flax.optim.
+  assert _unused_imports(example.before) == (['optim'] if code == 'FOM019' else [])
   assert _unused_imports(example.after) == []
 
 

@@ -20,6 +20,16 @@ corpus), each a short program modeled on the real code:
   the field: a field every assignment of which resolves to one method is that method; the
   example (tests/migrate/examples/unseen/agent_bound_steps/) is rewritten whole and runs both
   ways, jitted and not.
+* A training state made by a ``@classmethod`` that returns ``cls(optimizer=...)`` (aqt's
+  jax_legacy ``TrainingState.initialize``, the optimizer replicated there and stepped in a
+  pmapped function): ``cls`` is the class, so the optimizer is followed into its field; the
+  example (tests/migrate/examples/unseen/classmethod_state/) is rewritten whole and runs both
+  ways. Before, the optimizer escaped at ``cls(...)`` (FOM107) and its replicate was refused.
+* A def chosen by name (qbdiv: ``getattr(flax.optim, optim_type.capitalize())(lr)`` after
+  ``hasattr(flax.optim, name)``): flax.optim itself used as a value is refused (FOM112) where it
+  is read. Before, it was no legacy name: no site, no record, ``--check`` passed, and the
+  program kept its legacy ``create`` / ``apply_gradient`` calls (half-migrated, reported as
+  using no flax.optim).
 """
 import os
 import pathlib
@@ -390,3 +400,35 @@ def test_an_unsupplied_parameter_in_a_file_without_flax_optim_is_not_refused():
   source = 'def train_step(optimizer, g):\n  return optimizer.apply_gradient(g)\n'
   new, report = migrate_source(source, 'step.py')
   assert new == source and report.records == [], report.summary(False)
+
+
+_BY_NAME = """import flax
+import jax
+import jax.numpy as jnp
+{imports}
+
+def get_optim_spec(name, lr):
+  if not hasattr({module}, name.capitalize()):
+    raise ValueError(name)
+  return getattr({module}, name.capitalize())(lr)
+
+
+def main():
+  opt = get_optim_spec('adam', 1e-3).create({{'w': jnp.ones(3)}})
+  opt = opt.apply_gradient(jax.grad(lambda p: jnp.sum(p['w'] ** 2))(opt.target))
+  return opt.target
+"""
+
+
+@pytest.mark.parametrize('imports, module', [('', 'flax.optim'), ('from flax import optim', 'optim'),
+                                             ('import flax.optim as fo', 'fo')])
+def test_flax_optim_itself_as_a_value_is_refused_where_it_is_read(tmp_path, imports, module):
+  source = _BY_NAME.format(imports=imports, module=module)
+  (tmp_path / 'nn_train.py').write_text(source)
+  migration = harness.migrate_folder(tmp_path)
+  refused = [r for r in migration.records(tmp_path / 'nn_train.py') if r['status'] == 'refused']
+  assert [(r['code'], r['line']) for r in refused] == [('FOM112', 7), ('FOM112', 9)], refused
+  assert 'flax.optim itself as a value' in refused[1]['message']
+  assert 'getattr(' in refused[1]['message']
+  code, _, _ = harness.run_command_line(['migrate', str(tmp_path), '--check'], cwd=tmp_path)
+  assert code == 2
