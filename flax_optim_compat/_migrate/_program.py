@@ -356,6 +356,9 @@ class Program:
       return None
     if isinstance(func, cst.Call):
       names = unit.names(func.func)
+      if names == {'builtins.type'} and len(func.args) == 1:   # type(self)(...) in a method
+        owner = self._class_of_cls(unit, func.args[0].value, classmethod=False)
+        return (unit, owner, shift) if owner is not None else None
       if names & _WRAPPERS and func.args:
         return self.resolve_callable(unit, func.args[0].value, shift, depth + 1)
       if names & PARTIAL and func.args:
@@ -387,14 +390,19 @@ class Program:
     return None
 
   @staticmethod
-  def _class_of_cls(unit: SourceFile, name: cst.Name) -> Optional[cst.ClassDef]:
-    """The class whose ``@classmethod`` reads ``name`` as its first parameter (``cls``: aqt's
-    ``TrainingState.initialize`` returns ``cls(optimizer=optimizer)``), else None. A subclass
-    calling it makes an instance of the same class family, which is what fields follow."""
+  def _class_of_cls(unit: SourceFile, name: cst.CSTNode,
+                    classmethod: bool = True) -> Optional[cst.ClassDef]:
+    """The class whose method reads ``name`` as its first parameter: ``cls`` of a
+    ``@classmethod`` (aqt's ``TrainingState.initialize`` returns ``cls(optimizer=optimizer)``),
+    or, ``classmethod=False``, ``self`` of a plain method (``type(self)(optimizer=...)`` in its
+    ``restore_checkpoint``); else None. A subclass's instance is of the same class family,
+    which is what fields follow."""
     param = _unit.parameter(unit, name)
     fdef = unit.enclosing(param, (cst.FunctionDef,)) if param is not None else None
-    if fdef is None or not fdef.params.params or fdef.params.params[0] is not param or not any(
-        unit.code(d.decorator) == 'classmethod' for d in fdef.decorators):
+    if fdef is None or not fdef.params.params or fdef.params.params[0] is not param:
+      return None
+    kinds = {unit.code(d.decorator) for d in fdef.decorators} & {'classmethod', 'staticmethod'}
+    if kinds != ({'classmethod'} if classmethod else set()):
       return None
     owner = unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef))
     return owner if isinstance(owner, cst.ClassDef) else None

@@ -432,3 +432,44 @@ def test_flax_optim_itself_as_a_value_is_refused_where_it_is_read(tmp_path, impo
   assert 'getattr(' in refused[1]['message']
   code, _, _ = harness.run_command_line(['migrate', str(tmp_path), '--check'], cwd=tmp_path)
   assert code == 2
+
+
+_TYPE_OF_SELF = """import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+@dataclasses.dataclass
+class TrainingState:
+  optimizer: Any
+
+  @classmethod
+  def initialize(cls, params):
+    return cls(optimizer=optim.Adam(1e-3).create(params))
+
+  def restored(self):
+    optimizer = self.optimizer
+    return type(self)(optimizer=optimizer)
+
+
+@jax.jit
+def train_step(optimizer, x):
+  grad = jax.grad(lambda p: jnp.sum((p['w'] * x) ** 2))(optimizer.target)
+  return optimizer.apply_gradient(grad)
+
+
+def main(state, x):
+  return train_step(state.optimizer, x).target
+"""
+
+
+def test_type_of_self_in_a_method_is_the_class_too():
+  """aqt's ``restore_checkpoint``: ``type(self)(optimizer=optimizer, ...)``; before, the
+  optimizer escaped there (FOM107, ``builtins.type`` unknown) and was refused whole."""
+  new, report = migrate_source(_TYPE_OF_SELF, 'train.py')
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert 'return type(self)(optimizer=optimizer)' in new and 'optimizer.apply_gradients(' in new
+  assert 'optimizer.params' in new
