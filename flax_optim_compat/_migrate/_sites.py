@@ -622,7 +622,7 @@ def leftover_reason(project, unit, node):
   shown = short(unit.code(call if call is not None else node))
   if name == 'WeightNorm':
     return _refusals.WEIGHT_NORM, f'{shown}: {_refusals.WEIGHT_NORM.reason}'
-  if name is None and not private_legacy(unit, node):   # _unit.the_module: flax.optim itself
+  if _unit.the_module(unit, node):
     shown = short(unit.code(unit.enclosing(node, (cst.Call,)) or node))
     return _refusals.UNFOLLOWED, (f'{shown}: flax.optim itself as a value (a def chosen by a '
                                   'name read at run time): no optax form can be decided here')

@@ -86,6 +86,7 @@ class SourceFile:
     self._positions = None   # LibCST's PositionProvider (a render of the file): when first read
     self._uses = None
     self._names_legacy = None
+    self._reads_legacy = None
 
   @property
   def uses_jax_or_flax(self) -> bool:
@@ -100,15 +101,20 @@ class SourceFile:
     """Whether any name or attribute of the file refers to a flax.optim name, or to flax.optim
     itself (``getattr(flax.optim, name)``)."""
     if self._names_legacy is None:
-      self._names_legacy = any(self.legacy(n) or the_module(self, n) for n in self.nodes
-                               if isinstance(n, (cst.Name, cst.Attribute)))
+      self._names_legacy = any(self._refers(n) for n in self.nodes)
     return self._names_legacy
 
   def reads_flax_optim(self) -> bool:
     """Whether code of the file, not an import, reads flax.optim (a name of it, or itself)."""
-    return any(self.legacy(n) or the_module(self, n) for n in self.nodes
-               if isinstance(n, (cst.Name, cst.Attribute))
-               and self.enclosing(n, (cst.Import, cst.ImportFrom)) is None)
+    if self._reads_legacy is None:
+      self._reads_legacy = any(self._refers(n) and self.enclosing(
+          n, (cst.Import, cst.ImportFrom)) is None for n in self.nodes)
+    return self._reads_legacy
+
+  def _refers(self, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is a name or attribute that refers to flax.optim or a name of it."""
+    return isinstance(node, (cst.Name, cst.Attribute)) and bool(
+        self.legacy(node) or the_module(self, node))
 
   def names(self, node: cst.CSTNode) -> Set[str]:
     return {q.name for q in self.fqnames.get(node, ())}
