@@ -168,6 +168,50 @@ def _chain(node):
   return [node.id] + parts[::-1]
 
 
+def _bound_in(function):
+  """The names a function binds itself (its parameters, the targets it assigns, its imports),
+  less those it declares global or nonlocal: within it they are not the module's names."""
+  args = function.args
+  names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                           *filter(None, [args.vararg, args.kwarg])]}
+  free = set()
+  stack = list(function.body)
+  while stack:
+    node = stack.pop()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+      if not isinstance(node, ast.Lambda):
+        names.add(node.name)
+      continue      # a nested scope binds its own names
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+      free.update(node.names)
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+      names.add(node.id)
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+      names.update((a.asname or a.name).split('.')[0] for a in node.names)
+    stack.extend(ast.iter_child_nodes(node))
+  return names - free
+
+
+def _with_local_names(tree):
+  """Every node of ``tree`` with the names that the functions around it bind locally (a
+  parameter ``config`` is not the module's ``from jax.config import config``)."""
+  stack = [(tree, frozenset())]
+  while stack:
+    node, shadowed = stack.pop()
+    yield node, shadowed
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+      inner = shadowed | _bound_in(node) if not isinstance(node, ast.Lambda) else (
+          shadowed | {a.arg for a in node.args.args})
+      for child in ast.iter_child_nodes(node):
+        # the parameters' defaults and annotations, the decorators and the return annotation
+        # are evaluated outside the function
+        outside = (child is node.args or child is getattr(node, 'returns', None)
+                   or any(child is d for d in getattr(node, 'decorator_list', ())))
+        stack.append((child, shadowed if outside else inner))
+    else:
+      stack.extend((child, shadowed) for child in ast.iter_child_nodes(node))
+
+
 def missing_jax_names(sources):
   """The ``jax.*`` names the files use (resolved through their imports: ``jnp.DeviceArray``
   is ``jax.numpy.DeviceArray``) that today's jax lacks; imports of missing modules included."""
@@ -181,10 +225,10 @@ def missing_jax_names(sources):
     used = set(aliases.values())
     parents = {id(c) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
                for c in [n.value]}
-    for node in ast.walk(tree):
+    for node, shadowed in _with_local_names(tree):
       if isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in parents:
         chain = _chain(node)
-        if chain and chain[0] in aliases:
+        if chain and chain[0] in aliases and chain[0] not in shadowed:
           used.add('.'.join([aliases[chain[0]], *chain[1:]]))
     for name in used:
       aliased = _jax_names._aliased(name)   # ``jax.api.X`` is ``jax.X``: what X lacks is named

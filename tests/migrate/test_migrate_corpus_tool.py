@@ -117,3 +117,33 @@ def test_a_name_through_jax_api_is_counted_as_the_jax_name_it_is(tool):
   sources = {'a.py': 'import jax\n\ny = jax.api.mask(abs, in_shapes=None)\n'}
   assert tool.missing_jax_names(sources) == ['jax.mask']
   assert tool.missing_jax_names({'a.py': 'import jax\n\nf = jax.api.jit\n'}) == []
+
+
+AUDAX = """\
+from jax import config
+config.update('jax_enable_x64', False)
+config.no_such_flag
+
+
+def evaluate(config, workdir):
+  return config.batch_size + config.get('steps')
+
+
+def restore(workdir):
+  config = load(workdir)
+  return config.audio_config
+
+
+def load(workdir, flag=config.jax_no_such_default):
+  def inner():
+    return config.data
+  return inner
+"""
+
+
+def test_a_local_name_is_not_the_module_jax_name_it_shadows(tool):
+  # audax's eval_supervised.py once migrated: `from jax import config` at the top (its
+  # `from jax.config import config` rewritten), and `config` a parameter or a local (an
+  # ml_collections config) in the functions that read its fields
+  assert tool.missing_jax_names({'a.py': AUDAX}) == [
+      'jax.config.data', 'jax.config.jax_no_such_default', 'jax.config.no_such_flag']
