@@ -184,6 +184,22 @@ def test_cannot_import_name_names_the_attribute_not_the_module():
      ('library', 'tensorflow_probability')),
     (_fail('SyntaxError', 'invalid syntax (cfg.py, line 36)', [(PROG + 'cfg.py', 36, '<module>')]),
      ('harness', 'SyntaxError')),
+    # a data file read at import through numpy (AlekseiZhuravlev/hypernerf's rendering/scratch.py)
+    (_fail('FileNotFoundError', "[Errno 2] No such file or directory: '/home/x/points.npy'",
+           [(PROG + 'rendering/scratch.py', 9, '<module>'),
+            (SITE + 'numpy/lib/_npyio_impl.py', 455, 'load')]),
+     ('harness', 'FileNotFoundError')),
+    # a stand-in handed to jax (FFGB_JAX: torchvision's CIFAR10().data.dtype)
+    (_fail('ValueError', "Could not convert <class 'stand_in.torchvision.datasets.CIFAR10().data"
+                         ".dtype'> to a NumPy dtype",
+           [(PROG + 'run_fgb.py', 20, '<module>'), (SITE + 'jax/_src/dtypes.py', 300, 'dtype')]),
+     ('harness', 'stand-in')),
+    # Python 3.11's dataclasses and a jax array as a linen field's default (ladax)
+    (_fail('ValueError', "mutable default <class 'jaxlib._jax.ArrayImpl'> for field diag_shift is "
+                         'not allowed: use default_factory',
+           [(PROG + 'ladax/kernels.py', 30, '<module>'),
+            (SITE + 'flax/linen/module.py', 900, '__init_subclass__')]),
+     ('ours', 'python 3.11: an array as a dataclass field default')),
 ])
 def test_attribute_numpy_behaviour_library_attributes_and_syntax(failure, expected):
   assert sweep.attribute(failure, ('train',), PROG.rstrip('/'))[:2] == expected

@@ -349,7 +349,9 @@ def attribute(failure, program_tops=(), program_dir=None, sites=()):
     if _top(mod) in program_tops:
       return 'harness', f'{mod}.{m.group(1)}', 'program module: ' + first
     return 'library', _top(mod), first
-  if culprit == 'stand-in' or 'StandIn' in msg:
+  if culprit == 'stand-in' or 'StandIn' in msg or "'stand_in." in msg:
+    # a stand-in object in the message: by its class name, or by its qualified class
+    # (`<class 'stand_in.torchvision.datasets.CIFAR10().data.dtype'>` handed to jnp)
     return 'harness', 'stand-in', first
   m = _MOD_ATTR.search(msg)
   if m and _top(m.group(1)) not in program_tops:
@@ -359,10 +361,17 @@ def attribute(failure, program_tops=(), program_dir=None, sites=()):
   if exc == 'OverflowError' and 'out of bounds for' in msg:
     # numpy 2 refuses a Python int outside the dtype's range (NEP 50); numpy 1 wrapped it
     return 'ours', 'numpy 2: Python int out of bounds for the dtype', first
+  if exc == 'ValueError' and msg.startswith('mutable default') and 'use default_factory' in msg:
+    # Python 3.11's dataclasses refuse a default whose class is unhashable (a jax array as a
+    # linen field's default); Python <= 3.10 refused only list, dict and set
+    return 'ours', 'python 3.11: an array as a dataclass field default', first
   if exc in ('SyntaxError', 'IndentationError', 'TabError'):
     return 'harness', exc, 'a file of the program that does not parse: ' + first
   if lib:
     return ('harness', 'stand-in', first) if lib in STAND_INS else ('library', lib, first)
+  if exc in ('FileNotFoundError', 'PermissionError') and 'No such file' in msg + first:
+    # a data file the program reads at import (through numpy's loaders too)
+    return 'harness', exc, 'the program needs data / arguments / environment at import: ' + first
   # raised by the program's own code, or inside jax / flax called by it
   for f in reversed(frames[1:]):
     owner = frame_owner(f[0], program_dir, sites)
