@@ -13,7 +13,9 @@ made the same for either by its ``flax.core`` function (which calls the method o
   rest and the value; a ``dict``'s returns the value only, whose keys the two names would then
   unpack. Only a call with a string key unpacked into exactly two names is rewritten: that is
   the ``FrozenDict``'s in practice (a list's ``pop`` takes a number or nothing, pixelcnn's
-  ``down, down_right = stack.pop()``), and a single name is as likely a plain ``dict``'s.
+  ``down, down_right = stack.pop()``), and a single name is as likely a plain ``dict``'s; a
+  receiver that is a plain ``dict`` in the legacy program too (a dict display, ``dict(...)``,
+  or a variable bound once to one) is left, as its value is unpacked there as well.
 * ``x.copy({...})`` (a dict literal or comprehension, or ``add_or_replace=``) ->
   ``flax.core.copy(x, {...})`` (flax 0.3's imagenet, efficientnet-jax): a ``dict``'s ``copy``
   takes no argument (``TypeError``); for a ``dict`` the function gives the same entries.
@@ -27,10 +29,21 @@ import libcst as cst
 
 from .. import _edits
 from .. import _rule
+from .. import _unit
 from .._report import Record
 
 _WHY = ('flax.optim made init return a FrozenDict (flax_return_frozendict), today it returns a '
         'dict; ')
+
+
+def _a_plain_dict(unit, receiver) -> bool:
+  """Whether ``receiver`` is a plain ``dict`` in the legacy program too: a dict display or
+  comprehension, ``dict(...)``, or a variable whose one binding is one of these
+  (``shapes = {'x': (3, 4)}``, then ``h, w = shapes.pop('x')``)."""
+  value = _unit.assigned_value(unit, receiver) if isinstance(receiver, cst.Name) else receiver
+  return isinstance(value, (cst.Dict, cst.DictComp)) or (
+      isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+      and value.func.value == 'dict')
 
 
 def _method(unit, node):
@@ -44,6 +57,8 @@ def _method(unit, node):
     return name
   if name == 'pop' and len(args) == 1 and args[0].keyword is None and isinstance(
       args[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+    if _a_plain_dict(unit, node.func.value):
+      return None   # its pair of a value is unpacked: legacy gave the same (no FrozenDict)
     assign = unit.parent(node)
     if (isinstance(assign, cst.Assign) and assign.value is node and len(assign.targets) == 1
         and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))

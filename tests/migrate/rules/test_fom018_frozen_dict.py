@@ -125,6 +125,23 @@ def test_which_pop_and_copy_calls_are_rewritten(line, rewritten):
     assert rewritten in new and 'import flax\n' in new and codes == ['FOM018']
 
 
+@pytest.mark.parametrize('body', [
+    "  shapes = {'x': (3, 4)}\n  h, w = shapes.pop('x')\n",
+    "  shapes = dict(x=(3, 4))\n  h, w = shapes.pop('x')\n",
+    "  shapes = {k: (3, 4) for k in 'xy'}\n  h, w = shapes.pop('x')\n",
+    "  h, w = {'x': (3, 4)}.pop('x')\n",
+])
+def test_a_pop_of_a_plain_dict_is_left_as_it_is(body):
+  """A dict the legacy program built itself was a dict there too: its pair of a value is
+  unpacked on either side (rewritten, h and w would be the rest and the pair)."""
+  source = _CREATE + '\n\ndef f():\n' + body + '  return h * w\n'
+  new, report = migrate_source(source)
+  assert body in new and 'FOM018' not in {r.code for r in report.records}
+  scope = {}
+  exec(body.replace('  ', '', 1).replace('\n  ', '\n'), scope)   # pylint: disable=exec-used
+  assert (scope['h'], scope['w']) == (3, 4)
+
+
 def test_a_file_with_its_own_pop_method_keeps_its_pop_calls():
   source = _CREATE + ('\n\nclass Stack:\n\n  def pop(self, key):\n    return 1, 2\n\n\n'
                       "def f(stack):\n  a, b = stack.pop('k')\n  return a + b\n")
