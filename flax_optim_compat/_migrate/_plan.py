@@ -488,8 +488,7 @@ def _group_calls(groups) -> list:
 
 def _overrides(applies):
   """``({id(apply site): its learning_rate= expression or None}, {id(apply site): per group,
-  the learning_rate its hyper_params=[...] sets, or None})``; any other override refuses the
-  site."""
+  the learning_rate its hyper_params=[...] sets, or None})``; any other argument refuses it."""
   overrides, group_lrs = {}, {}
   for site in applies:
     lr = None
@@ -505,8 +504,9 @@ def _overrides(applies):
           site.refusal, site.message = _refusals.GROUP_HYPER_PARAMS, found
         else:
           group_lrs[id(site)] = found
-      else:
-        site.refusal, site.message = _refusals.OVERRIDE, site.unit.code(arg)
+      else:   # another hyper-parameter, or a positional argument (TypeError in legacy)
+        site.refusal = _refusals.OVERRIDE
+        site.message = site.unit.code(arg) + ('' if keyword or arg.star else _refusals.POSITIONAL)
     if lr is not None and id(site) in group_lrs:
       site.refusal = _refusals.OVERRIDE
       site.message = 'learning_rate= and hyper_params=[...] at one apply site'

@@ -170,9 +170,13 @@ class Program:
         elif isinstance(node, cst.ClassDef):
           for name in unit.names(node.name):
             self._classes[name] = (unit, node)
+    reexported = self._reexports()
     # Classes related by inheritance share their fields: ``self.optimizer`` set in a base
     # class and read in a subclass is one field.
     self._families = UnionFind()
+    for name, target in reexported.items():
+      if target in self._classes:
+        self._families.union(target, name)
     for name, (u, node) in self._classes.items():
       for base in node.bases:
         for base_name in u.names(base.value):
@@ -194,6 +198,39 @@ class Program:
     self._compiled = self._compiled_functions()
     self.leafwise: Dict[int, Optional[int]] = {}   # FunctionDef id -> param (``_calls``)
     self.returned_params: Dict[int, Optional[tuple]] = {}   # FunctionDef id -> (``_calls``)
+
+  def _reexports(self) -> Dict[str, str]:
+    """Adds a package's re-exports to the project's functions and classes: ``from .opt import
+    Sign`` (or ``*``) in ``pkg/__init__.py`` makes ``pkg.Sign`` the class ``pkg.opt.Sign``
+    (SurVAE's ``survae.Adamax``). Returns {re-exported name: its definition's name}."""
+    found: Dict[str, str] = {}
+    for _ in range(4):   # a package may re-export what a sub-package re-exports
+      for unit in self.units:
+        if os.path.basename(unit.path) != '__init__.py' or not unit.module_name:
+          continue
+        for line in unit.module.body:
+          for stmt in getattr(line, 'body', ()) if isinstance(line, cst.SimpleStatementLine) else ():
+            if not isinstance(stmt, cst.ImportFrom):
+              continue
+            source = _unit.dotted(stmt.module) if stmt.module is not None else ''
+            if stmt.relative:   # ``from .opt``: relative to the package itself
+              base = unit.module_name.split('.')
+              base = base[:len(base) - len(stmt.relative) + 1]
+              source = '.'.join(base + ([source] if source else []))
+            for table in (self._classes, self._functions):
+              if isinstance(stmt.names, cst.ImportStar):
+                pairs = [(k[len(source) + 1:], k) for k in list(table)
+                         if k.startswith(source + '.') and '.' not in k[len(source) + 1:]]
+              else:
+                pairs = [((a.asname.name.value if a.asname else _unit.dotted(a.name)),
+                          f'{source}.{_unit.dotted(a.name)}') for a in stmt.names]
+              for bound, target in pairs:
+                name = f'{unit.module_name}.{bound}'
+                if target in table and name not in table and not (
+                    isinstance(stmt.names, cst.ImportStar) and bound.startswith('_')):
+                  table[name] = table[target]
+                  found[name] = found.get(target, target)
+    return found
 
   def _compiled_functions(self) -> Set[int]:
     """The ids of the FunctionDefs that run traced, under ``jax.jit`` / ``jax.pmap``: given to
@@ -529,43 +566,25 @@ class Program:
     before the read's own, as each runs once, in order. The ``FunctionDef`` / ``ClassDef``, or
     the value of ``name = value``; None where ``name`` is bound once, a binding is not a
     top-level statement of its own (in a branch, a loop, a tuple target), or the read is in a
-    function or class body (which runs when called, seeing whichever binding is current)."""
+    function or class body (which runs when called, seeing whichever binding is current): the
+    top-level case of ``_unit.reaching``."""
     scope = unit.scopes.get(name)
-    if not isinstance(scope, meta.GlobalScope) or unit.enclosing(
-        name, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) is not None:
+    if not isinstance(scope, meta.GlobalScope) or len(list(scope[name.value])) < 2:
       return None
-    assignments = list(scope[name.value])
-    if len(assignments) < 2:
-      return None
-    body = unit.module.body
-    def top_index(node):
-      while node is not None and unit.parent(node) is not unit.module:
-        node = unit.parent(node)
-      return next((i for i, stmt in enumerate(body) if stmt is node), None)
-    bound = []
-    for a in assignments:
-      if not isinstance(a, meta.Assignment):
-        return None
-      if isinstance(a.node, (cst.FunctionDef, cst.ClassDef)) and unit.parent(a.node) is unit.module:
-        bound.append((top_index(a.node), a.node))
-        continue
-      assign = _unit.plain_assignment(unit, a)
-      line = unit.parent(assign) if assign is not None else None
-      if not (isinstance(line, cst.SimpleStatementLine) and unit.parent(line) is unit.module):
-        return None
-      bound.append((top_index(line), assign.value))
-    here = top_index(name)
-    if here is None or any(i is None for i, _ in bound):
-      return None
-    before = [(i, node) for i, node in bound if i < here]
-    return max(before, key=lambda b: b[0])[1] if before else None
+    binding = _unit.reaching(unit, name)
+    return _unit.bound_value(unit, binding) if binding is not None else None
 
   def assignment_values(self, unit: SourceFile,
                         name: cst.Name) -> Optional[List[cst.BaseExpression]]:
-    """The values of every ``name = value`` binding of ``name``; None if another kind binds it."""
+    """The values of every ``name = value`` binding of ``name``; None if another kind binds it.
+    Of one binding where straight-line code decides which reaches the read ``name``
+    (``_unit.reaching``)."""
     scope = unit.scopes.get(name)
     if scope is None:
       return None
+    binding = _unit.reaching(unit, name) if isinstance(name, cst.Name) else None
+    if binding is not None and _unit.plain_assignment(unit, binding) is not None:
+      return [_unit.bound_value(unit, binding)]
     values = []
     for a in scope[name.value]:
       assign = _unit.plain_assignment(unit, a)

@@ -329,6 +329,14 @@ class Project(Program):
 
   # -------------------------------------------------------------------- what is an optimizer
 
+  def reads_its_def(self, unit: SourceFile, node: cst.CSTNode) -> bool:
+    """Whether ``node`` reads a variable while it holds a def, before the same variable holds
+    the optimizer made from it (``optimizer = optim.Adam(lr)``, then ``optimizer =
+    optimizer.create(params)``: straight-line code, ``_unit.reaching``)."""
+    binding = _unit.reaching(unit, node) if isinstance(node, cst.Name) else None
+    value = _unit.bound_value(unit, binding) if binding is not None else None
+    return value is not None and self.def_call(unit, value) is not None
+
   def slot_of(self, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:
     """The slot whose optimizer ``node`` evaluates to, or None if it is not one."""
     if isinstance(node, cst.Call):
@@ -346,7 +354,9 @@ class Project(Program):
       return slot if slot in self.optimizer_slots else None
     if isinstance(node, cst.Name):
       slot = _flows.var_slot(unit, node)
-      return slot if slot in self.optimizer_slots else None
+      if slot not in self.optimizer_slots:
+        return None
+      return None if self.reads_its_def(unit, node) else slot
     if isinstance(node, cst.Attribute):
       if _compared_with_a_string(unit, node):
         return None   # ``config.optim.optimizer == 'Adam'``: a config field, not an optimizer
@@ -438,8 +448,11 @@ def _ancestors(unit: SourceFile, node: cst.CSTNode, stop: cst.CSTNode) -> List[c
 
 def only_created(unit: SourceFile, name: cst.Name) -> bool:
   """Whether the variable ``name`` is read once, or only as ``name.create(...)`` (called
-  directly or through a transform, ``jax.jit(name.create)(...)``)."""
-  uses = _unit.accesses(unit, name)
+  directly or through a transform, ``jax.jit(name.create)(...)``); of the binding that reaches
+  ``name`` where straight-line code decides it (``_unit.binding_reads``)."""
+  uses = _unit.binding_reads(unit, name)
+  if uses is None:
+    uses = _unit.accesses(unit, name)
   if uses is None or not uses:
     return False
   if len(uses) == 1:

@@ -31,7 +31,11 @@ ESCAPE = Refusal('FOM107', 'the optimizer reaches code the analysis cannot follo
 LR_NONE = Refusal('FOM108', 'a learning_rate=None optimizer applied without a learning_rate= '
                   'override has no learning rate')
 OVERRIDE = Refusal('FOM109', 'an apply_gradient / optimize override of a hyper-parameter other '
-                   'than learning_rate')
+                   'than learning_rate, or an argument that is no override')
+# The message of a positional argument after the gradients (meta-pde's apply_gradient(grads, hess)).
+POSITIONAL = (': a positional argument after the gradients, which is no override: legacy\'s '
+              'apply_gradient(grads, **overrides) raised TypeError on it, so this call failed '
+              'before migrate too')
 UNKNOWN_DEF = Refusal('FOM110', 'an optimizer def that is not one of the built-in flax.optim '
                       'optimizers')
 MULTI = Refusal('FOM111', 'a MultiOptimizer whose traversals or groups are not literal '

@@ -172,6 +172,80 @@ def accesses(unit: SourceFile, name: cst.Name) -> Optional[List[cst.CSTNode]]:
   return list(nodes.values())
 
 
+def _statement_in(unit: SourceFile, node: cst.CSTNode, body) -> Optional[int]:
+  """The index in ``body`` (a block's statements) of the statement that holds ``node``."""
+  while node is not None:
+    parent = unit.parent(node)
+    if parent is not None and any(node is b for b in body):
+      return next(i for i, b in enumerate(body) if b is node)
+    node = parent
+  return None
+
+
+def reaching(unit: SourceFile, read: cst.Name) -> Optional[meta.Assignment]:
+  """The one binding of a variable that reaches ``read`` in straight-line code, else None.
+
+  Decided only where every binding of the name is a statement of the body of the scope itself
+  (``name = value``, ``def name``, ``class name``; no branch, loop or ``with`` around any of
+  them) and the read is in that scope, after the first of them: the last binding before the
+  statement that holds the read, as each runs once, in order (a binding's own value reads the
+  one before it: ``optimizer = optim.Adam(lr)``, then ``optimizer = optimizer.create(params)``).
+  A read in a nested function is not decided (it runs when called)."""
+  scope = unit.scopes.get(read)
+  if scope is None or read.value not in scope:
+    return None
+  owner = unit.module if isinstance(scope, meta.GlobalScope) else getattr(scope, 'node', None)
+  body = getattr(owner, 'body', None)
+  body = getattr(body, 'body', body)
+  if not isinstance(body, (list, tuple)):
+    return None
+  placed = []
+  for binding in scope[read.value]:
+    node = getattr(binding, 'node', None)
+    if node is read:
+      return None   # a target, not a read
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+      line = node
+    else:
+      assign = plain_assignment(unit, binding)
+      line = unit.parent(assign) if assign is not None else None
+    index = next((i for i, b in enumerate(body) if b is line), None)
+    if index is None:
+      return None
+    placed.append((index, binding))
+  at = _statement_in(unit, read, body)
+  before = [(i, b) for i, b in placed if at is not None and i < at]
+  return max(before, key=lambda p: p[0])[1] if before else None
+
+
+def bound_value(unit: SourceFile, binding: meta.Assignment) -> Optional[cst.CSTNode]:
+  """What ``binding`` binds: the ``FunctionDef`` / ``ClassDef``, or the value of ``name =
+  value``; else None."""
+  if isinstance(binding.node, (cst.FunctionDef, cst.ClassDef)):
+    return binding.node
+  assign = plain_assignment(unit, binding)
+  return assign.value if assign is not None else None
+
+
+def binding_reads(unit: SourceFile, read: cst.Name) -> Optional[List[cst.CSTNode]]:
+  """The reads of the binding that reaches ``read`` (``reaching``), where every read of the
+  variable is decided so; else None."""
+  binding = reaching(unit, read)
+  if binding is None:
+    return None
+  reads = []
+  for access in binding.references:
+    node = access.node
+    if not isinstance(node, cst.Name) or unit.scopes.get(node) is not unit.scopes.get(read):
+      return None
+    other = reaching(unit, node)
+    if other is None:
+      return None
+    if other is binding and all(node is not r for r in reads):
+      reads.append(node)
+  return reads
+
+
 def plain_assignment(unit: SourceFile, binding: meta.BaseAssignment) -> Optional[cst.Assign]:
   """The statement ``name = value`` whose one target is the name that ``binding`` (one
   binding of a scope) binds; None for any other binding: a parameter, an import, ``for name

@@ -477,6 +477,18 @@ def test_refusal_leaves_the_object_alone_and_marks_it_once(code, body):
   assert_refused_and_marked(code, body)
 
 
+def test_a_positional_argument_after_the_gradients_is_refused_as_no_override():
+  # meta-pde's ``apply_gradient(grads, hess)``: legacy raised TypeError on it (flax 0.5.3:
+  # "apply_gradient() takes 2 positional arguments but 3 were given"); optimize(l, h) is
+  # FOM113's (not optimize(loss_fn[, name=value...]))
+  _, report = migrate_source(_PRELUDE + 'def f(p, g, h):\n  o = optim.Adam(0.1).create(p)\n'
+                             '  return o.apply_gradient(g, h)\n')
+  blocking = [r for r in report.records if r.line == 7]
+  assert [(r.code, r.status) for r in blocking] == [('FOM109', 'refused')], report.summary(False)
+  assert blocking[0].message.startswith('h: a positional argument after the gradients')
+  assert 'raised TypeError on it' in blocking[0].message
+
+
 def assert_refused_and_marked(code, body):
   source = _PRELUDE + body
   new, report = migrate_source(source)
