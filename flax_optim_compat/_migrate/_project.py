@@ -261,24 +261,33 @@ class Project(Program):
     """``[(unit, call)]``: the calls ``x.<name>(...)`` of the project that name the method
     ``fdef`` and that the analysis does not resolve to a function (their receiver is a value
     whose class it cannot name), any of which may run ``fdef``: what such a call returns is not
-    followed. ``[]`` for a function that is no method."""
+    followed. For a module's function, the calls of its name through a path of the project's
+    own modules that does not resolve to it (``pkg.make_optimizer(...)``, ``make_optimizer``
+    imported from ``pkg``, where ``pkg`` re-exports it by a form the analysis does not read).
+    ``[]`` for a nested function."""
     owner = unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef))
-    if not isinstance(owner, cst.ClassDef):
+    if isinstance(owner, cst.FunctionDef):
       return []
     known = self.__dict__.setdefault('_unresolved_calls', {})
     if id(fdef) not in known:
-      known[id(fdef)] = self._unresolved_method_calls(fdef)
+      known[id(fdef)] = self._unresolved_method_calls(fdef, isinstance(owner, cst.ClassDef))
     return known[id(fdef)]
 
-  def _unresolved_method_calls(self, fdef: cst.FunctionDef):
+  def _unresolved_method_calls(self, fdef: cst.FunctionDef, method: bool):
     tops = {name.split('.')[0] for name in (*self._functions, *self._classes)}
     found = []
     for u in self.units:
       for node in u.nodes:
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
+        if not isinstance(node, cst.Call) or self.resolve_callable(u, node.func) is not None:
+          continue
+        if isinstance(node.func, cst.Attribute) and (
             node.func.attr.value == fdef.name.value) and all(   # not a library module's
                 '<locals>' in n or n.split('.')[0] in tops for n in u.names(node.func.value)) and (
-                    self.resolve_callable(u, node.func) is None):
+                    method or u.names(node.func.value)):
+          found.append((u, node))
+        elif not method and isinstance(node.func, cst.Name) and any(
+            n.split('.')[0] in tops and n.endswith('.' + fdef.name.value)
+            for n in u.names(node.func)):
           found.append((u, node))
     return found
 

@@ -420,6 +420,10 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
   if calls:
     fdef = unit.enclosing(returned, (cst.FunctionDef,))
     shown = ', '.join(f'{_unit.at(u, c)} ({short(u.code(c), 40)})' for u, c in calls[:3])
+    if unit.enclosing(unit.parent(fdef), (cst.ClassDef,)) is None:
+      return (f'is returned at {where} by the function {fdef.name.value}(), which is called at '
+              f'{shown} by a path of the project\'s modules that the analysis does not resolve '
+              'to it, so what that call returns is not followed')
     return (f'is returned at {where} by the method {fdef.name.value}(), which is called at '
             f'{shown} on a value whose class the analysis does not name (not self, nor a '
             'variable bound once to an instance of the class), so what that call returns is '

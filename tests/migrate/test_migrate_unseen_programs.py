@@ -530,3 +530,35 @@ def test_a_subclass_reached_through_its_package_is_the_projects_own(tmp_path, in
   assert uses == [(5, 'FOM101'), (6, 'FOM101'), (7, 'FOM101')], report.summary(False)
   assert 'a user subclass' in next(r.message for r in report.records if r.line == 5
                                    and r.path.endswith('train.py'))
+
+
+FACTORY = '''from flax import optim
+
+
+def make_optimizer(params, lr):
+  return optim.Adam(learning_rate=lr).create(params)
+'''
+
+USE_FACTORY = '''import pkg
+
+
+def train(params, grads):
+  optimizer = pkg.make_optimizer(params, 0.1)
+  optimizer = optimizer.apply_gradient(grads)
+  return optimizer.target
+'''
+
+
+def test_a_factory_called_by_a_path_that_does_not_resolve_is_refused_not_half_migrated(tmp_path):
+  # The package binds the name in a way the analysis does not read (importlib): before, the
+  # factory's create was rewritten and train.py's apply_gradient / target were left, with no
+  # record (half-migrated); now the optimizer is refused at its return, naming the call.
+  init = "import importlib\nmake_optimizer = importlib.import_module('pkg.utils').make_optimizer\n"
+  sources = harness.write_sources(tmp_path / 'prog', {
+      'pkg/__init__.py': init, 'pkg/utils.py': FACTORY, 'train.py': USE_FACTORY})
+  changed, report = _engine.migrate_sources(sources)
+  assert [(r.code, r.status) for r in report.records] == [('FOM107', 'refused')], (
+      report.summary(False))
+  assert 'by the function make_optimizer(), which is called at train.py:5' in (
+      report.records[0].message)
+  assert all('optim.Adam' in text for path, text in changed.items() if path.endswith('utils.py'))
