@@ -204,12 +204,15 @@ class Program:
     Sign`` (or ``*``) in ``pkg/__init__.py`` makes ``pkg.Sign`` the class ``pkg.opt.Sign``
     (SurVAE's ``survae.Adamax``). Returns {re-exported name: its definition's name}."""
     found: Dict[str, str] = {}
+    inits = [u for u in self.units
+             if os.path.basename(u.path) == '__init__.py' and u.module_name]
     for _ in range(4):   # a package may re-export what a sub-package re-exports
-      for unit in self.units:
-        if os.path.basename(unit.path) != '__init__.py' or not unit.module_name:
-          continue
+      before = len(found)
+      for unit in inits:
         for line in unit.module.body:
-          for stmt in getattr(line, 'body', ()) if isinstance(line, cst.SimpleStatementLine) else ():
+          if not isinstance(line, cst.SimpleStatementLine):
+            continue
+          for stmt in line.body:
             if not isinstance(stmt, cst.ImportFrom):
               continue
             source = _unit.dotted(stmt.module) if stmt.module is not None else ''
@@ -230,6 +233,8 @@ class Program:
                     isinstance(stmt.names, cst.ImportStar) and bound.startswith('_')):
                   table[name] = table[target]
                   found[name] = found.get(target, target)
+      if len(found) == before:
+        break
     return found
 
   def _compiled_functions(self) -> Set[int]:
@@ -583,8 +588,9 @@ class Program:
     if scope is None:
       return None
     binding = _unit.reaching(unit, name) if isinstance(name, cst.Name) else None
-    if binding is not None and _unit.plain_assignment(unit, binding) is not None:
-      return [_unit.bound_value(unit, binding)]
+    assign = _unit.plain_assignment(unit, binding) if binding is not None else None
+    if assign is not None:
+      return [assign.value]
     values = []
     for a in scope[name.value]:
       assign = _unit.plain_assignment(unit, a)

@@ -278,16 +278,17 @@ class Project(Program):
     found = []
     for u in self.units:
       for node in u.nodes:
-        if not isinstance(node, cst.Call) or self.resolve_callable(u, node.func) is not None:
+        if not isinstance(node, cst.Call):
           continue
-        if isinstance(node.func, cst.Attribute) and (
-            node.func.attr.value == fdef.name.value) and all(   # not a library module's
-                '<locals>' in n or n.split('.')[0] in tops for n in u.names(node.func.value)) and (
-                    method or u.names(node.func.value)):
-          found.append((u, node))
-        elif not method and isinstance(node.func, cst.Name) and any(
-            n.split('.')[0] in tops and n.endswith('.' + fdef.name.value)
-            for n in u.names(node.func)):
+        if isinstance(node.func, cst.Attribute):
+          names = u.names(node.func.value)
+          named = node.func.attr.value == fdef.name.value and all(   # not a library module's
+              '<locals>' in n or n.split('.')[0] in tops for n in names) and (method or names)
+        else:
+          named = not method and isinstance(node.func, cst.Name) and any(
+              n.split('.')[0] in tops and n.endswith('.' + fdef.name.value)
+              for n in u.names(node.func))
+        if named and self.resolve_callable(u, node.func) is None:
           found.append((u, node))
     return found
 

@@ -186,10 +186,10 @@ def _compiled_create(project, unit: SourceFile, node: cst.CSTNode) -> Optional[S
 def _held(project, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:
   """The slot of an optimizer inside the value of ``node`` (a tuple that holds one), else
   None."""
-  if not isinstance(node, (cst.Name, cst.Call)) or project.reads_its_def(unit, node):
+  if not isinstance(node, (cst.Name, cst.Call)):
     return None
   parts = project.known.parts(_flows.base_of(project, unit, node))
-  return parts[0][1] if parts else None
+  return parts[0][1] if parts and not project.reads_its_def(unit, node) else None
 
 
 # What a legacy optimizer has that a value of unknown origin is read for.

@@ -175,10 +175,10 @@ def accesses(unit: SourceFile, name: cst.Name) -> Optional[List[cst.CSTNode]]:
 def _statement_in(unit: SourceFile, node: cst.CSTNode, body) -> Optional[int]:
   """The index in ``body`` (a block's statements) of the statement that holds ``node``."""
   while node is not None:
-    parent = unit.parent(node)
-    if parent is not None and any(node is b for b in body):
-      return next(i for i, b in enumerate(body) if b is node)
-    node = parent
+    index = next((i for i, b in enumerate(body) if b is node), None)
+    if index is not None:
+      return index
+    node = unit.parent(node)
   return None
 
 
