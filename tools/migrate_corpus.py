@@ -53,6 +53,7 @@ if os.environ.get('FLAX_OPTIM_COMPAT_LEGACY_JAX') != '0':
   os.execve(sys.executable, [sys.executable, *sys.argv],
             {**os.environ, 'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
 
+from flax_optim_compat._migrate import _command
 from flax_optim_compat._migrate import _engine
 from flax_optim_compat._migrate import _jax_names
 from flax_optim_compat._migrate import _import_paths
@@ -82,17 +83,6 @@ def programs_of(corpus, tsv=None):
     else:
       found.append((top, ''))
   return found
-
-
-def read_sources(folder):
-  sources = {}
-  for path in _import_paths.python_files([folder]):
-    try:
-      with open(path, encoding='utf-8', newline='') as f:
-        sources[path] = f.read()
-    except (OSError, UnicodeDecodeError):
-      continue
-  return sources
 
 
 def legacy_imports(source):
@@ -347,14 +337,14 @@ def _alarm(signum, frame):
 
 def measure(folder, timeout):
   """One program's row (a dict)."""
-  sources = read_sources(folder)
+  sources, _, unreadable = _command.read([folder])
   row = {'files': len(sources), 'optim_files': sum(map(legacy_imports, sources.values())),
          'codes': [], 'jax_names_before': [], 'jax_names_left': [], 'seconds': 0.0}
   start = time.monotonic()
   signal.signal(signal.SIGALRM, _alarm)
   signal.alarm(timeout)
   try:
-    changed, report = _engine.migrate_sources(sources)
+    changed, report = _engine.migrate_sources(sources, unreadable=unreadable)
     migrated = {**sources, **changed}
     # Nothing changed: the second run would see the same sources, so it is the first one.
     again, second = _engine.migrate_sources(migrated) if changed else ({}, report)

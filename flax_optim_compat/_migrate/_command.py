@@ -5,21 +5,46 @@ Exit status: 0 nothing to change, 1 changes proposed or written, 2 anything refu
 goes to stderr.
 """
 import difflib
+import io
 import os
 import sys
-from typing import Callable, Dict, Optional, TextIO
+import tokenize
+from typing import Callable, Dict, List, Optional, TextIO, Tuple
 
 from .._checkpoint import _outputs
 from . import _engine
 from . import _import_paths
+from . import _program
 
 
-def _read(paths) -> Dict[str, str]:
-  sources = {}
+def read(paths) -> Tuple[Dict[str, str], Dict[str, str], List[_program.Unparsed]]:
+  """The project's files as the interpreter reads them: ``(text, encoding, unreadable)``.
+
+  A file is decoded as Python decodes a source file (PEP 263: a UTF-8 BOM, else a coding
+  cookie on its first two lines, else UTF-8), its line endings kept, and written back in the
+  same encoding (``# -*- coding: latin-1 -*-`` stays latin-1, a BOM stays). A file found in a
+  folder that cannot be read or decoded (a dangling link, bytes its encoding does not allow, an
+  unknown codec) cannot be imported by the interpreter either: it is returned in
+  ``unreadable``, by path, line and reason, and left as it is; the other files are migrated.
+  """
+  texts, encodings, unreadable = {}, {}, []
   for path in _import_paths.python_files(paths):
-    with open(path, encoding='utf-8', newline='') as f:  # keep the file's own line endings
-      sources[path] = f.read()
-  return sources
+    data, line, text = b'', 0, ''
+    try:
+      with open(path, 'rb') as f:
+        data = f.read()
+      encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+      texts[path], encodings[path] = data.decode(encoding), encoding
+      continue
+    except OSError as e:       # a dangling link, a file that cannot be opened
+      why = f'cannot be read: {e.strerror or e}'
+    except SyntaxError as e:   # an unknown codec, a cookie that contradicts the BOM
+      line, why, text = e.lineno or 1, e.msg, data.decode('latin-1')
+    except UnicodeDecodeError as e:
+      line, text = data[:e.start].count(b'\n') + 1, data.decode('latin-1')
+      why = f'not decodable as {encoding}: byte {data[e.start:e.start + 1]!r} ({e.reason})'
+    unreadable.append(_program.Unparsed(path, line, why, _program.names_legacy(text), text))
+  return texts, encodings, unreadable
 
 
 def _label(side: str, path: str) -> str:
@@ -43,18 +68,21 @@ def _shown(arguments) -> Callable[[str], str]:
 def run(args, out: TextIO, err: Optional[TextIO] = None) -> int:
   """Runs ``migrate`` for parsed ``args``; returns the exit status."""
   err = err or sys.stderr
-  sources = _read(args.paths)
-  changed, report = _engine.migrate_sources(sources, plain_optax=args.plain_optax)
+  sources, encodings, unreadable = read(args.paths)
+  changed, report = _engine.migrate_sources(sources, plain_optax=args.plain_optax,
+                                            unreadable=unreadable)
   shown = _shown(args.paths)
+  new_bytes = {path: changed[path].encode(encodings[path]) for path in changed}
   for path in sorted(changed):
     if args.write:
-      # The file holds its old text or the new one, never a part (its mode kept).
-      _outputs.replace_file(path, lambda f, text=changed[path]: f.write(text.encode('utf-8')))
+      # The file holds its old text or the new one, never a part (its mode kept); a link
+      # stays a link, its target rewritten (as black and ruff write).
+      _outputs.replace_file(os.path.realpath(path), lambda f, data=new_bytes[path]: f.write(data))
     elif not args.check:
       out.writelines(difflib.unified_diff(
           sources[path].splitlines(True), changed[path].splitlines(True),
           fromfile=_label('a', path), tofile=_label('b', path)))
-  report.relocate(shown, sources)
+  report.relocate(shown, list(sources) + [bad.path for bad in unreadable])
   if args.report:
     report.write(args.report)
   err.write(report.summary(written=args.write) + '\n')

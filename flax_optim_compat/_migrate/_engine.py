@@ -246,12 +246,14 @@ def _remove_imports(module: cst.Module, ctx) -> cst.Module:
   return moved.visit(_RemoveImports(ctx, unused=first._unused_imports))
 
 
-def migrate_sources(sources: Dict[str, str], plain_optax: bool = False
+def migrate_sources(sources: Dict[str, str], plain_optax: bool = False, unreadable=()
                     ) -> Tuple[Dict[str, str], Report]:
-  """``(new source per changed path, report)`` for a project given as ``{path: source}``."""
+  """``(new source per changed path, report)`` for a project given as ``{path: source}``;
+  ``unreadable``: its files the interpreter cannot read (``_command.read``), reported as files
+  that do not parse (no file can import them, so they reach nothing)."""
   project = _project.Project(sources)
   plan = _plan.make_plan(project, plain_optax=plain_optax)
-  failed = [_unparsed_record(bad) for bad in project.unparsed]
+  failed = [_unparsed_record(bad) for bad in list(unreadable) + project.unparsed]
   changed: Dict[str, str] = {}
   records = list(plan.records)
   records += _out_of_sight_applies(project, records)

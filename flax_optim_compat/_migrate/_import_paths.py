@@ -18,7 +18,8 @@ from ._unit import SourceFile
 
 
 def python_files(paths: Sequence[str]) -> List[str]:
-  """The ``.py`` files under ``paths`` (files or directories), sorted, absolute."""
+  """The ``.py`` files under ``paths`` (files or directories), sorted, absolute; a link to a file
+  already found is left out, and a dangling one kept (reading it reports it)."""
   found = []
   for path in paths:
     if os.path.isdir(path):
@@ -29,7 +30,11 @@ def python_files(paths: Sequence[str]) -> List[str]:
       found.append(path)
     else:
       raise FileNotFoundError(2, 'No such file or directory', path)
-  return sorted({os.path.abspath(p) for p in found})
+  # A file reached by two paths (a link beside its target) is one file, named by its own path.
+  by_file = {}
+  for p in sorted({os.path.abspath(p) for p in found}, key=lambda p: (os.path.islink(p), p)):
+    by_file.setdefault(os.path.realpath(p), p)
+  return sorted(by_file.values())
 
 
 def root_of(files: Sequence[str], sources: Sequence[str]) -> str:

@@ -273,6 +273,55 @@ def test_a_crlf_file_keeps_its_line_endings(tmp_path, capsys):
   assert b'optax.adam(' in written
   assert written.count(b'\n') == written.count(b'\r\n') > 0
 
+def test_a_file_is_read_and_written_in_the_encoding_python_reads_it_in(tmp_path, capsys):
+  """A coding cookie (latin-1) and a UTF-8 BOM: each file is decoded as the interpreter decodes
+  it and written back in its own encoding, its other bytes as they were (UTF-8 alone failed
+  the whole run with a UnicodeDecodeError naming no file)."""
+  body = ('from flax import optim\ns = "\u00e9"\n'
+          'opt = optim.Adam(learning_rate=0.01).create({"w": 1.0})\n')
+  latin = tmp_path / 'latin.py'
+  latin.write_bytes(('# -*- coding: latin-1 -*-\n' + body).encode('latin-1'))
+  bom = tmp_path / 'bom.py'
+  bom.write_bytes(b'\xef\xbb\xbf' + body.encode('utf-8'))
+  assert _cli.main(['migrate', str(tmp_path), '--write']) == 1
+  capsys.readouterr()
+  assert latin.read_bytes().startswith(b'# -*- coding: latin-1 -*-\n')
+  assert b's = "\xe9"\n' in latin.read_bytes() and b'optax.adam(' in latin.read_bytes()
+  assert bom.read_bytes().startswith(b'\xef\xbb\xbf') and bom.read_bytes().count(b'\xef') == 1
+  assert b's = "\xc3\xa9"\n' in bom.read_bytes() and b'optax.adam(' in bom.read_bytes()
+
+
+def test_a_file_python_cannot_read_is_reported_by_name_and_the_rest_migrated(tmp_path, capsys):
+  """Bytes invalid in the file's encoding, an unknown codec, a dangling link: the interpreter
+  imports none of them, so each is reported (path, line, why), left as it is, and the other
+  files are migrated; a name for a file already found (a link beside its target) is one file,
+  written through the link."""
+  (tmp_path / 'train.py').write_text(
+      'from flax import optim\nopt = optim.Adam(learning_rate=0.01).create({"w": 1.0})\n')
+  bad = {'bytes.py': b'x = 1\ny = "\xd6"  # optim.Adam\n', 'codec.py': b'# coding: klingon\nx = 1\n'}
+  for name, data in bad.items():
+    (tmp_path / name).write_bytes(data)
+  os.symlink(tmp_path / 'nowhere.py', tmp_path / 'dangling.py')
+  os.symlink('train.py', tmp_path / 'linked.py')
+  report_path = tmp_path / 'r.json'
+  status = _cli.main(['migrate', str(tmp_path), '--write', '--report', str(report_path)])
+  err = capsys.readouterr().err
+  assert status == 2   # bytes.py names flax.optim, so its uses stay legacy: refused
+  sites = {s['path']: s for s in json.loads(report_path.read_text())['sites']
+           if s['code'] == 'FOM198'}
+  assert sorted(sites) == ['bytes.py', 'codec.py', 'dangling.py']
+  assert (sites['bytes.py']['line'], sites['bytes.py']['status']) == (2, 'refused')
+  assert "not decodable as utf-8: byte b'\\xd6'" in sites['bytes.py']['message']
+  assert 'unknown encoding: klingon' in sites['codec.py']['message']
+  assert 'cannot be read' in sites['dangling.py']['message']
+  assert {sites['codec.py']['status'], sites['dangling.py']['status']} == {'skipped'}
+  assert 'bytes.py:2: FOM198 refused' in err
+  for name, data in bad.items():
+    assert (tmp_path / name).read_bytes() == data
+  assert os.path.islink(tmp_path / 'linked.py') and os.path.islink(tmp_path / 'dangling.py')
+  assert b'optax.adam(' in (tmp_path / 'train.py').read_bytes()
+
+
 def test_comment_lines_above_a_removed_import_stay():
   source = ('"""Optimizer helpers."""\n# Copyright 2021 The Flax Authors.\n'
             '# Optimizers live here.\nfrom flax import optim  # legacy API\nimport jax\n\n\n'
