@@ -626,6 +626,11 @@ def leftover_reason(project, unit, node):
   shown = short(unit.code(call if call is not None else node))
   if name == 'WeightNorm':
     return _refusals.WEIGHT_NORM, f'{shown}: {_refusals.WEIGHT_NORM.reason}'
+  missing = _unit.missing_member(unit, node)
+  if missing is not None:
+    return _refusals.UNFOLLOWED, (f'{short(unit.code(parent))}: flax.optim (flax 0.5.3) has no '
+                                  f'{missing}; the program fails there on the legacy library '
+                                  'too, so it was left as it is')
   if _unit.the_module(unit, node):
     shown = short(unit.code(unit.enclosing(node, (cst.Call,)) or node))
     return _refusals.UNFOLLOWED, (f'{shown}: flax.optim itself as a value (a def chosen by a '

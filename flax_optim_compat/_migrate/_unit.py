@@ -8,6 +8,7 @@ and positions. ``legacy_name`` says which names are flax.optim's own, however th
 the classification of sites, the plan and the rules share them.
 """
 import ast
+import importlib
 import os
 import pkgutil
 from typing import Dict, Iterable, List, Optional, Set
@@ -64,6 +65,20 @@ def the_module(unit, node) -> bool:
   """Whether ``node`` is flax.optim itself or one of its modules, as a value: no legacy name
   (``getattr(flax.optim, name)``, ``hasattr(optim, name)`` under ``from flax import optim``)."""
   return bool(unit.names(node) & _MODULES)
+
+
+def missing_member(unit, node) -> Optional[str]:
+  """``'Sgd'`` where ``node`` is flax.optim (or one of its modules) and its parent reads a name
+  that flax 0.5.3's module does not have (``optim.Sgd``: the legacy program fails there too);
+  else None. The package is name-for-name with flax 0.5.3's flax.optim."""
+  parent = unit.parent(node)
+  if not (isinstance(parent, cst.Attribute) and parent.value is node):
+    return None
+  for name in unit.names(node) & _MODULES:
+    module = importlib.import_module(name.replace('flax.optim', _optim.__name__, 1))
+    if not hasattr(module, parent.attr.value):
+      return parent.attr.value
+  return None
 
 
 class SourceFile:

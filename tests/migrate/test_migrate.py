@@ -1013,6 +1013,20 @@ def test_a_legacy_name_left_as_it_is_names_why():
   assert report.exit_status() == 2 and migrate_source(new)[0] == new
 
 
+def test_a_name_flax_optim_never_had_is_named_as_such():
+  """``optim.Sgd``: flax 0.5.3 has no such name (its oracle: ``hasattr(flax.optim, 'Sgd')`` is
+  False), so the legacy program fails there too; the record says so (it said "flax.optim itself
+  as a value"), and ``getattr(optim, name)`` is still the module as a value."""
+  source = ('from flax import optim\n\n\ndef make(p, name):\n'
+            '  a = optim.Sgd(0.1).create(p)\n  return a, getattr(optim, name)(0.1)\n')
+  _, report = migrate_source(source)
+  assert [(r.line, r.code, r.message) for r in report.records] == [
+      (5, 'FOM112', 'optim.Sgd: flax.optim (flax 0.5.3) has no Sgd; the program fails there on '
+                    'the legacy library too, so it was left as it is'),
+      (6, 'FOM112', 'getattr(optim, name): flax.optim itself as a value (a def chosen by a name '
+                    'read at run time): no optax form can be decided here')]
+
+
 def test_a_legacy_name_inside_a_gradient_statement_is_still_rewritten():
   source = ('from flax import optim\n\n\ndef step(opt, make_loss):\n'
             '  new, loss = opt.optimize(make_loss(optim.DynamicScale()))\n'
