@@ -5,7 +5,9 @@ Exit status: 0 nothing to change, 1 changes proposed or written, 2 anything refu
 goes to stderr.
 """
 import difflib
+import errno
 import io
+import json
 import os
 import sys
 import tokenize
@@ -71,19 +73,27 @@ def run(args, out: TextIO, err: Optional[TextIO] = None) -> int:
   sources, encodings, unreadable = read(args.paths)
   changed, report = _engine.migrate_sources(sources, plain_optax=args.plain_optax,
                                             unreadable=unreadable)
-  shown = _shown(args.paths)
   new_bytes = {path: changed[path].encode(encodings[path]) for path in changed}
-  for path in sorted(changed):
-    if args.write:
-      # The file holds its old text or the new one, never a part (its mode kept); a link
-      # stays a link, its target rewritten (as black and ruff write).
-      _outputs.replace_file(os.path.realpath(path), lambda f, data=new_bytes[path]: f.write(data))
-    elif not args.check:
-      out.writelines(difflib.unified_diff(
+  diff = [] if args.write or args.check else [
+      line for path in sorted(changed) for line in difflib.unified_diff(
           sources[path].splitlines(True), changed[path].splitlines(True),
-          fromfile=_label('a', path), tofile=_label('b', path)))
-  report.relocate(shown, list(sources) + [bad.path for bad in unreadable])
+          fromfile=_label('a', path), tofile=_label('b', path))]
+  report.relocate(_shown(args.paths), list(sources) + [bad.path for bad in unreadable])
+  # Nothing is written unless all of it can be: the files are checked, then the report is
+  # written (a report path that cannot be written leaves every file as it was), then the files.
+  targets = {path: os.path.realpath(path) for path in changed} if args.write else {}
+  for target in targets.values():
+    for where, mode in ((target, os.W_OK), (os.path.dirname(target), os.W_OK | os.X_OK)):
+      if not os.access(where, mode):
+        raise PermissionError(errno.EACCES, 'Permission denied (nothing was written)', where)
   if args.report:
-    report.write(args.report)
+    data = (json.dumps(report.as_dict(), indent=1) + '\n').encode('utf-8')
+    publish = _outputs.replace_file if os.path.isfile(args.report) else _outputs.write_file
+    publish(args.report, lambda f: f.write(data))
+  for path, target in sorted(targets.items()):
+    # The file holds its old text or the new one, never a part (its mode kept); a link
+    # stays a link, its target rewritten (as black and ruff write).
+    _outputs.replace_file(target, lambda f, data=new_bytes[path]: f.write(data))
+  out.writelines(diff)
   err.write(report.summary(written=args.write) + '\n')
   return report.exit_status()

@@ -1,6 +1,5 @@
 """The report: one record per site, one conversion per rewritten optimizer, a summary."""
 import dataclasses
-import json
 from typing import Callable, Iterable, List, Optional
 
 STATUSES = ('rewritten', 'flagged', 'refused')
@@ -76,11 +75,6 @@ class Report:
         'changed_files': self.changed,
         'exit_status': self.exit_status(),
     }
-
-  def write(self, path: str) -> None:
-    with open(path, 'w', encoding='utf-8') as f:
-      json.dump(self.as_dict(), f, indent=1)
-      f.write('\n')
 
   def summary(self, written: Optional[bool]) -> str:
     counts = {s: sum(r.status == s for r in self.records) for s in STATUSES}

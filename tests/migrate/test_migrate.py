@@ -767,6 +767,33 @@ def test_cli_report(tmp_path, capsys):
   assert any('starts at 0.0' in note for note in optimizer['notes'])
 
 
+def test_cli_writes_nothing_unless_it_can_write_everything(tmp_path, capsys, monkeypatch):
+  """A report path that cannot be written (a folder), or a file that cannot be replaced: the
+  command fails naming it, and every file keeps its bytes (the files were rewritten before
+  the report failed). A report that can be written is replaced whole."""
+  (tmp_path / 'p').mkdir()
+  paths = _write_examples(tmp_path / 'p', {'create_adamw', 'dataclass_field'})
+  before = {p: p.read_bytes() for p in paths}
+  (tmp_path / 'taken').mkdir()
+  status, _, err = _run(['--write', str(tmp_path / 'p'), '--report', str(tmp_path / 'taken')],
+                        capsys)
+  assert status == 2 and 'taken' in err
+  assert {p: p.read_bytes() for p in paths} == before
+  locked = str(paths[1].resolve())
+  real_access = os.access
+  monkeypatch.setattr(os, 'access', lambda p, mode: p != locked and real_access(p, mode))
+  status, _, err = _run(['--write', str(tmp_path / 'p'), '--report', str(tmp_path / 'r.json')],
+                        capsys)
+  assert status == 2 and locked in err and 'nothing was written' in err
+  assert {p: p.read_bytes() for p in paths} == before and not (tmp_path / 'r.json').exists()
+  monkeypatch.undo()
+  (tmp_path / 'r.json').write_text('old')
+  status, _, _ = _run(['--write', str(tmp_path / 'p'), '--report', str(tmp_path / 'r.json')],
+                      capsys)
+  assert status == 1 and json.loads((tmp_path / 'r.json').read_text())['exit_status'] == 1
+  assert all(p.read_bytes() != before[p] for p in paths)
+
+
 def test_cli_refusal_exit_status_and_missing_path(tmp_path, capsys):
   (tmp_path / 'sub.py').write_text(_PRELUDE + 'class MyOpt(optim.OptimizerDef):\n  pass\n')
   status, _, err = _run([str(tmp_path)], capsys)
