@@ -286,7 +286,9 @@ def _cmd_migrate(args, out) -> int:
       raise
     sys.stderr.write(f'{_PROG} migrate: needs LibCST: {_install.pip_command("migrate")}\n')
     return 2
-  return _command.run(args, out)
+  feedback = _feedback(args)
+  with feedback.steps():
+    return _command.run(args, out, step=feedback.start, steps_done=feedback.finish)
 
 
 # ----------------------------------------------------------------------------- main
@@ -432,6 +434,10 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--plain-optax', action='store_true',
                  help='where plain optax is not exact, emit it with a marker naming the '
                       'difference instead of the package\'s exact transform')
+  p.add_argument('--quiet', '-q', action='store_true',
+                 help='no step line on stderr (on a terminal, each step that lasts over a '
+                      'second - reading, analysing, rewriting each file, writing - is shown '
+                      'with its time)')
   p.set_defaults(run=_cmd_migrate)
   return parser
 

@@ -67,12 +67,18 @@ def _shown(arguments) -> Callable[[str], str]:
   return lambda p: os.path.relpath(p, cwd if p.startswith(cwd + os.sep) else base)
 
 
-def run(args, out: TextIO, err: Optional[TextIO] = None) -> int:
-  """Runs ``migrate`` for parsed ``args``; returns the exit status."""
+def run(args, out: TextIO, err: Optional[TextIO] = None,
+        step: Callable[[str], None] = lambda label: None,
+        steps_done: Callable[[], None] = lambda: None) -> int:
+  """Runs ``migrate`` for parsed ``args``; returns the exit status. ``step(label)``: called as
+  each stage starts (reading, analysing, rewriting each file, writing); ``steps_done()``: when
+  the last one ends, before the diff and the summary are printed."""
   err = err or sys.stderr
+  step('reading the files')
   sources, encodings, unreadable = read(args.paths)
   changed, report = _engine.migrate_sources(sources, plain_optax=args.plain_optax,
-                                            unreadable=unreadable)
+                                            unreadable=unreadable, step=step)
+  step('writing' if args.write else 'comparing')
   new_bytes = {path: changed[path].encode(encodings[path]) for path in changed}
   diff = [] if args.write or args.check else [
       line for path in sorted(changed) for line in difflib.unified_diff(
@@ -94,6 +100,7 @@ def run(args, out: TextIO, err: Optional[TextIO] = None) -> int:
     # The file holds its old text or the new one, never a part (its mode kept); a link
     # stays a link, its target rewritten (as black and ruff write).
     _outputs.replace_file(target, lambda f, data=new_bytes[path]: f.write(data))
+  steps_done()
   out.writelines(diff)
   err.write(report.summary(written=args.write) + '\n')
   return report.exit_status()

@@ -5,7 +5,8 @@ and a transformer sees those original nodes only in one walk (a second transform
 new nodes). Imports are then added and removed with LibCST's own ``AddImportsVisitor`` /
 ``RemoveImportsVisitor``. A file whose result does not compile is left as it was.
 """
-from typing import Dict, Optional, Tuple
+import os
+from typing import Callable, Dict, Optional, Tuple
 
 import libcst as cst
 from libcst import codemod
@@ -246,18 +247,22 @@ def _remove_imports(module: cst.Module, ctx) -> cst.Module:
   return moved.visit(_RemoveImports(ctx, unused=first._unused_imports))
 
 
-def migrate_sources(sources: Dict[str, str], plain_optax: bool = False, unreadable=()
+def migrate_sources(sources: Dict[str, str], plain_optax: bool = False, unreadable=(),
+                    step: Callable[[str], None] = lambda label: None
                     ) -> Tuple[Dict[str, str], Report]:
   """``(new source per changed path, report)`` for a project given as ``{path: source}``;
   ``unreadable``: its files the interpreter cannot read (``_command.read``), reported as files
-  that do not parse (no file can import them, so they reach nothing)."""
+  that do not parse (no file can import them, so they reach nothing); ``step(label)`` is
+  called as each stage starts (the command line's step line)."""
+  step(f'analysing {len(sources)} file(s)')
   project = _project.Project(sources)
   plan = _plan.make_plan(project, plain_optax=plain_optax)
   failed = [_unparsed_record(bad) for bad in list(unreadable) + project.unparsed]
   changed: Dict[str, str] = {}
   records = list(plan.records)
   records += _out_of_sight_applies(project, records)
-  for path, file_plan in plan.files.items():
+  for done, (path, file_plan) in enumerate(plan.files.items()):
+    step(f'rewriting {os.path.basename(path)} ({done + 1} of {len(plan.files)})')
     jax_names = _jax_names.plan_file(file_plan.unit, file_plan)
     records += jax_names.records
     try:

@@ -157,3 +157,30 @@ def test_fast_steps_leave_nothing(monkeypatch, capsys, tmp_path):
   code, _, drawn = _on_a_terminal(capsys, [
       'convert', ADAM_FILE, '--optimizer', ADAM, '--to', 'optax', '--out', str(tmp_path / 'o')])
   assert code == 0 and drawn == '', drawn
+
+
+def test_migrate_shows_its_slow_steps_then_its_summary(monkeypatch, capsys, tmp_path):
+  """A large project takes minutes to analyse (t5x's folder over 15): reading, analysing,
+  rewriting each file and writing are steps of their own, closed before the summary is
+  printed on the same stream; nothing is drawn with ``--quiet``."""
+  pytest.importorskip('libcst')
+  from flax_optim_compat._migrate import _engine  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(_feedback, 'DELAY', 0.1)
+  monkeypatch.setattr(_feedback, 'INTERVAL', 0.05)
+  monkeypatch.setattr(_engine._project, 'Project', _slow(_engine._project.Project))
+  monkeypatch.setattr(_engine, '_rewrite', _slow(_engine._rewrite))
+  for name in ('a', 'b'):
+    (tmp_path / f'{name}.py').write_text(
+        'from flax import optim\n\n\ndef make(p):\n'
+        '  return optim.Adam(learning_rate=0.1).create(p)\n')
+  code, _, drawn = _on_a_terminal(capsys, ['migrate', str(tmp_path), '--write'])
+  assert code == 1, drawn
+  steps, summary = drawn.split('rewrote 2 file(s)')
+  shown = [step for step, _, _ in _closed_steps(steps)]
+  slowed = ['analysing 2 file(s)', 'rewriting a.py (1 of 2)', 'rewriting b.py (2 of 2)']
+  in_order = ['reading the files'] + slowed + ['writing']   # reading and writing are shown
+  assert set(slowed) <= set(shown), drawn                  # where they happen to last DELAY
+  assert shown == [step for step in in_order if step in shown], drawn
+  assert '\x1b[K' not in summary and ' s done' not in summary, drawn   # no step after it
+  code, _, drawn = _on_a_terminal(capsys, ['migrate', str(tmp_path), '--quiet'])
+  assert code == 0 and drawn.startswith('would rewrite 0 file(s)'), drawn
