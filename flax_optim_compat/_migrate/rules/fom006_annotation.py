@@ -4,7 +4,9 @@ A type names what the rewritten value is, so it is rewritten with it: ``optim.Op
 anywhere in an annotation, and as the ``bound=`` of a ``typing.TypeVar`` (jaxfg's
 ``TypeVar('OptimizerType', bound=flax.optim.Optimizer)``), becomes ``train_state.TrainState``;
 a def class in an annotation (``-> Tuple[MLP, flax.optim.Adam]``) becomes the type the
-rewritten def is, ``optax.GradientTransformation``. Python evaluates an annotation and a
+rewritten def is, ``optax.GradientTransformation``; in a module-level type alias
+(``OptimizerType = Union[optim.Optimizer, Optimizer]``) ``OptimizerState`` becomes
+``optax.OptState`` and ``OptimizerDef`` ``optax.GradientTransformation`` too. Python evaluates an annotation and a
 TypeVar's bound when the ``def`` (or the module) runs, so a name left legacy there would stop
 the migrated module from importing once ``flax.optim`` is gone.
 """
@@ -17,6 +19,10 @@ from .._report import Record
 from .._unit import annotation_head
 
 TRANSFORMATION = 'optax.GradientTransformation'   # the type of a rewritten def
+# A flax.optim class in a type alias (``OptimizerType = Union[optim.Optimizer, Optimizer]``,
+# t5x's "transitional type definitions"): the type the rewritten values have. Outside an alias
+# ``OptimizerState`` / ``OptimizerDef`` go with the legacy internals or the def they name.
+_ALIASED = {'OptimizerState': 'optax.OptState', 'OptimizerDef': TRANSFORMATION}
 
 
 class Annotation(_rule.Rule):
@@ -38,12 +44,13 @@ class Annotation(_rule.Rule):
     if not isinstance(node, (cst.Name, cst.Attribute)):
       return False
     name = unit.legacy(node)
-    annotated = unit.enclosing(node, (cst.Annotation,)) is not None
+    aliased = _in_type_alias(unit, node)
+    annotated = aliased or unit.enclosing(node, (cst.Annotation,)) is not None
     if name == 'Optimizer' and (annotated or _typevar_bound(unit, node)):
       plan.edits[id(node)] = _rule.Edit(self)
       plan.needs.add(_edits.TRAIN_STATE)
-    elif name in _unit.BUILTIN_DEFS and annotated:
-      plan.edits[id(node)] = _rule.Edit(self, TRANSFORMATION)
+    elif (name in _unit.BUILTIN_DEFS and annotated) or (name in _ALIASED and aliased):
+      plan.edits[id(node)] = _rule.Edit(self, _ALIASED.get(name, TRANSFORMATION))
       plan.needs.add(_edits.OPTAX)
     else:
       return False
@@ -60,6 +67,20 @@ class Annotation(_rule.Rule):
     if head is updated.annotation:
       return updated.with_changes(annotation=new)
     return updated.deep_replace(head, new)
+
+
+def _in_type_alias(unit, node) -> bool:
+  """Whether ``node`` is a type inside a module-level ``Name = typing.X[...]`` (``Union``,
+  ``Optional``, ``Tuple``...): a type alias, whose names are types only."""
+  inner, parent = node, unit.parent(node)
+  while isinstance(parent, (cst.Index, cst.SubscriptElement, cst.Subscript, cst.Tuple,
+                            cst.List, cst.Element)):
+    if isinstance(parent, cst.Subscript) and parent.value is inner:
+      return False   # the subscripted thing itself, not a type argument of it
+    inner, parent = parent, unit.parent(parent)
+  return (isinstance(inner, cst.Subscript) and isinstance(parent, cst.Assign)
+          and parent.value is inner and unit.parent(unit.parent(parent)) is unit.module
+          and any(n.startswith('typing.') for n in unit.names(inner.value)))
 
 
 def _typevar_bound(unit, node) -> bool:
