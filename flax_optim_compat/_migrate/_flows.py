@@ -45,10 +45,14 @@ def var_slot(unit: SourceFile, name: cst.CSTNode) -> Optional[tuple]:
 
 def field_slot(program: Program, unit: SourceFile, receiver: cst.CSTNode, name: str) -> tuple:
   """The slot of the attribute ``name`` of ``receiver``: the field of its class family where
-  the receiver is a method's ``self`` or a variable bound once to an instance of the project's
-  class (``instance_of``), else the field of an unknown class (None)."""
+  the receiver is a method's ``self``, a variable bound once to an instance of the project's
+  class (``instance_of``) or an expression that makes one, else the field of an unknown class
+  (None)."""
   family = program.receiver_family(unit, receiver)
-  return ('field', family if family is not None else instance_of(program, unit, receiver), name)
+  if family is None:
+    family = (instance_of(program, unit, receiver) if isinstance(receiver, cst.Name) else
+              _instance_made(program, unit, receiver, 0))   # ``ck.make(p).optimizer``
+  return ('field', family, name)
 
 
 def instance_of(program: Program, unit: SourceFile, node: cst.CSTNode,
@@ -64,10 +68,42 @@ def instance_of(program: Program, unit: SourceFile, node: cst.CSTNode,
   value = _unit.assigned_value(unit, node, annotated=True)
   if value is None:
     return None
+  return _instance_made(program, unit, value, depth)
+
+
+def _instance_made(program: Program, unit: SourceFile, value: cst.CSTNode,
+                   depth: int) -> Optional[str]:
+  """The class family of the instance ``value`` evaluates to: a call of the project's class, a
+  variable bound once to one (``instance_of``), or a call of the project's function whose every
+  ``return`` is one of the same family (uncertainty-baselines' ``checkpoint_data =
+  checkpoint_utils.maybe_load_checkpoint(...)``, which returns ``CheckpointData(...)``); else
+  None."""
   value = _calls.unwrap(program, unit, value)
   if isinstance(value, cst.Name):
     return instance_of(program, unit, value, depth + 1)
-  return program.instance_family(unit, value)
+  family = program.instance_family(unit, value)
+  if family is not None or depth > 4 or not isinstance(value, cst.Call):
+    return family
+  made = program.resolve_callable(unit, value.func)
+  if made is None or not isinstance(made[1], cst.FunctionDef) or made[2]:
+    return None
+  made_in, fdef = made[0], made[1]
+  returns = _unit.returns_of(made_in, fdef)
+  families = {_instance_made(program, made_in, r.value, depth + 1)
+              if isinstance(r, cst.Return) and r.value is not None else None for r in returns}
+  return families.pop() if len(families) == 1 else None
+
+
+def library_global(program: Program, unit: SourceFile, node: cst.CSTNode) -> bool:
+  """Whether ``node`` is a variable bound once to a library module's attribute (``FLAGS =
+  flags.FLAGS``, absl's flag values): its ``FLAGS.optimizer`` is a flag, never the field of a
+  class that holds an optimizer (uncertainty-baselines' ``FLAGS.optimizer``, a string, was
+  joined with its ``CheckpointData.optimizer``)."""
+  value = _unit.assigned_value(unit, node) if isinstance(node, cst.Name) else None
+  if not (isinstance(value, cst.Attribute) and _unit.is_module_like(unit, value)):
+    return False
+  own = {u.module_name.split('.')[0] for u in program.units if u.module_name}
+  return all(name.split('.')[0] not in own for name in unit.names(value))
 
 
 def part(slot: Optional[tuple], path: Tuple[int, ...]) -> Optional[tuple]:
@@ -355,7 +391,8 @@ class _Joiner:
     a TensorFlow agent is not one of theirs); and ``self.<name>`` of a class with the field of
     an unknown class that holds one."""
     program, unit = self.program, self.unit
-    if not unit.uses_jax_or_flax or _unit.is_module_like(unit, node.value):
+    if (not unit.uses_jax_or_flax or _unit.is_module_like(unit, node.value)
+        or library_global(program, unit, node.value)):
       return
     slot = field_slot(program, unit, node.value, node.attr.value)
     unknown = ('field', None, node.attr.value)

@@ -191,3 +191,67 @@ def test_the_field_of_the_same_class_still_joins_the_objects_it_holds():
   object there: good.py is refused with bad.py's."""
   report, good = _good_and_bad(BAD.replace('from b import', 'from a import'))
   assert set(good.values()) == {'refused'}, report.summary(False)
+
+
+# A loader in another module builds the holder and returns it (uncertainty-baselines'
+# ``checkpoint_utils.maybe_load_checkpoint``); the script that reads the field imports neither
+# jax nor flax, and beside it absl's ``FLAGS.optimizer`` is a string.
+LOADER = '''import dataclasses
+import flax
+
+
+@dataclasses.dataclass
+class CheckpointData:
+  step: int
+  optimizer: flax.optim.Optimizer
+
+
+def make(params):
+  return CheckpointData(0, flax.optim.Adam(0.1).create(params))
+
+
+def load(params, fresh):
+  if fresh:
+    return make(params)
+  data = CheckpointData(step=1, optimizer=flax.optim.Adam(0.1).create(params))
+  return data
+'''
+READER = '''import ck
+
+
+def main(params):
+  data = ck.load(params, True)
+  return data.optimizer.target
+'''
+FLAGGED = '''from absl import flags
+import jax
+import ck
+
+flags.DEFINE_string('optimizer', 'adam', 'which')
+FLAGS = flags.FLAGS
+
+
+def main(params):
+  hparams = {'optimizer': FLAGS.optimizer}
+  assert hparams['optimizer'] == FLAGS.optimizer
+  opt = ck.make(params).optimizer
+  return jax.tree_util.tree_leaves(opt.target)
+'''
+
+
+def test_an_instance_a_function_of_another_file_returns_is_its_class():
+  """``data = ck.load(p)``, every ``return`` of which is a ``CheckpointData`` (directly, through
+  ``make``, through a variable): ``data.optimizer`` is that class's field. Before, the reader
+  (no jax, no flax imported) kept ``.target`` with no record: a silent half-migration."""
+  changed, report = migrate_sources({'ck.py': LOADER, 'main.py': READER})
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert 'return data.optimizer.params' in changed['main.py']
+
+
+def test_a_flag_of_a_library_global_is_not_a_field_that_holds_an_optimizer():
+  """``FLAGS = flags.FLAGS``: ``FLAGS.optimizer`` is absl's flag (a string); it was joined with
+  ``CheckpointData.optimizer`` by its name and the optimizer refused (FOM107 at the assert)."""
+  changed, report = migrate_sources({'ck.py': LOADER, 'main.py': FLAGGED})
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert "hparams = {'optimizer': FLAGS.optimizer}" in changed['main.py']
+  assert 'tree_leaves(opt.params)' in changed['main.py']
