@@ -208,7 +208,45 @@ class Project(Program):
         if found is None:
           return None
         branches.extend(found)
+      why = self.def_used_elsewhere(cunit, fdef)
+      for _, call in branches if why else ():
+        self.not_a_def.setdefault(id(call), why)
       return branches
+    return None
+
+  def def_used_elsewhere(self, unit: SourceFile, fdef: cst.FunctionDef,
+                          depth: int = 0) -> Optional[str]:
+    """Why the def that ``fdef`` returns cannot be rewritten with the optimizers created from
+    it: a call of ``fdef`` whose def is read other than as the receiver of ``.create(...)``
+    (balloon-learning-environment's test reads ``create_optimizer().hyper_params``, and checks
+    its class with ``isinstance``), else None. A call whose result is returned is its caller's
+    function's call, in turn; calls out of sight (``callers_of`` None) are not asked."""
+    for u, call, _, _ in self.callers_of(unit, fdef) or () if depth < 4 else ():
+      parent = u.parent(call)
+      target = parent.targets[0].target if isinstance(parent, cst.Assign) and len(
+          parent.targets) == 1 else None
+      reads = ([call] if not isinstance(target, cst.Name) else
+               _unit.binding_reads(u, target) or _unit.accesses(u, target) or [])
+      if isinstance(parent, cst.Return):
+        outer = u.enclosing(parent, (cst.FunctionDef,))
+        why = self.def_used_elsewhere(u, outer, depth + 1) if outer is not None else None
+        if why:
+          return why
+        continue
+      for read in reads:
+        used = u.parent(read)
+        checked = isinstance(used, cst.Arg) and isinstance(u.parent(used), cst.Call) and (
+            'builtins.isinstance' in u.names(u.parent(used).func))
+        member = isinstance(used, cst.Attribute) and used.value is read and (
+            used.attr.value != 'create')
+        if checked or member:
+          how = (f'checked with {_unit.short(u.code(u.parent(used)), 50)}, a legacy class an '
+                 'optax transformation is not' if checked else
+                 f'read as {_unit.short(u.code(used), 50)}, which an optax transformation '
+                 'does not have')
+          return (f'{fdef.name.value}() returns this def, and the def its call at '
+                  f'{_unit.at(u, call)} returns is {how} (at {_unit.at(u, read)}): the def '
+                  'is used other than to create optimizers, so it stays legacy with them')
     return None
 
   def _passed_defs(self, unit: SourceFile, name: cst.Name, depth: int):

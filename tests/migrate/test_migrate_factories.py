@@ -118,3 +118,58 @@ def test_a_return_after_the_if_is_reachable_whichever_branch_the_call_takes():
   _, report = migrate_source(source, 'train.py')
   assert report.exit_status() == 2
   assert {r.code for r in report.records if r.status == 'refused'} == {'FOM107'}
+
+
+# balloon-learning-environment (2021): a gin-configurable factory of the def, created from in
+# the agent, and its def read by a test (``.hyper_params``, ``isinstance``).
+_DEF_FACTORY = '''import flax
+from flax import optim
+
+
+def create_optimizer(learning_rate=0.001):
+  return optim.GradientDescent(learning_rate=learning_rate)
+
+
+class Agent:
+  def __init__(self, params):
+    optimizer_def = create_optimizer()
+    self.optimizer = optimizer_def.create(params)
+
+  def step(self, grad):
+    self.optimizer = self.optimizer.apply_gradient(grad)
+    return self.optimizer.target
+
+
+def other_use():
+{use}
+'''
+
+
+@pytest.mark.parametrize('use, how', [
+    ('  optim = create_optimizer()\n  return optim.hyper_params.learning_rate',
+     'read as optim.hyper_params, which an optax transformation does not have (at agent.py:21)'),
+    ('  return create_optimizer().hyper_params',
+     'read as create_optimizer().hyper_params, which an optax transformation does not have'),
+    ('  opt_def = create_optimizer()\n  assert isinstance(opt_def, flax.optim.sgd.GradientDescent)',
+     'checked with isinstance(opt_def, flax.optim.sgd.GradientDesc..., a legacy class an optax '
+     'transformation is not (at agent.py:21)'),
+])
+def test_a_factorys_def_read_elsewhere_keeps_its_optimizers_legacy(use, how):
+  """Before, the agent's create and steps were rewritten (3 sites, 0 refused) and the other
+  call's read left as it was, with no record: a silent half-migration (AttributeError: no
+  ``hyper_params`` on an optax transformation)."""
+  new, report = migrate_source(_DEF_FACTORY.format(use=use), 'agent.py')
+  assert {r.status for r in report.records} == {'refused'}, report.summary(False)
+  (create,) = [r for r in report.records if r.line == 12]
+  assert create.message.startswith('create_optimizer() returns this def, and the def its call '
+                                   'at agent.py:') and how in create.message, report.summary(False)
+  assert 'self.optimizer.target' in new and 'optax' not in new
+
+
+def test_the_class_of_an_isinstance_check_is_named_as_such():
+  source = _DEF_FACTORY.format(use='  return isinstance(1, optim.Adam)')
+  _, report = migrate_source(source, 'agent.py')
+  (check,) = [r for r in report.records if r.line == 20]
+  assert check.message == ('optim.Adam: the type of an isinstance(...) check at agent.py:20: an '
+                           'optax transformation has no class per optimizer, so the check has '
+                           'no optax form'), report.summary(False)
