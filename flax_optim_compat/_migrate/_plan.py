@@ -14,7 +14,6 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
-from .. import _legacy_jax
 from . import _learning_rate
 from . import _optax_text
 from . import _project
@@ -167,7 +166,7 @@ class _LeftoverVisitor(cst.CSTVisitor):
     super().__init__()   # after_the_project: the second pass, only those rules
     self.project, self.unit, self.plan, self.handled = project, unit, plan, handled
     self.records, self.after_the_project = records, after_the_project
-    self.pre_linen = _uses_flax_nn(unit)
+    self.pre_linen = project.pre_linen(unit)   # why the file cannot run, or None
     # A pre-Linen file: the rules plan into a plan that is dropped (one per file).
     self.scratch = FilePlan(unit) if self.pre_linen else None
 
@@ -179,7 +178,7 @@ class _LeftoverVisitor(cst.CSTVisitor):
              if not rule.after_the_project):
         self.plan.mark(node, _refusals.marker_text(_refusals.PRE_LINEN))
         self.records.append(Record(self.unit.path, self.unit.line(node), _refusals.PRE_LINEN.code,
-                                   'refused', '', f'{self.unit.code(node)}: this file uses flax.nn'))
+                                   'refused', '', f'{self.unit.code(node)}: {self.pre_linen}'))
         return True
       return False
     return any(rule.plan_name(self.unit, node, self.plan, self.records) for rule in rules.ALL
@@ -209,17 +208,6 @@ class _LeftoverVisitor(cst.CSTVisitor):
         node.func.attr.value == 'optax_transform'):
       return False   # the package's exact transform, kept on purpose (flagged FOM009)
     return True
-
-
-def _uses_flax_nn(unit) -> bool:
-  """Whether the file uses pre-Linen ``flax.nn`` (FOM105 for the optimizers it creates): a
-  name of it other than the functions flax.linen has (``flax.nn.relu``, which migrate renames)."""
-  return any(n.startswith('flax.nn.') and '.'.join(n.split('.')[:3]) not in _LINEN_HAS
-             for node in unit.nodes
-             if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node))
-
-
-_LINEN_HAS = frozenset(e.qualname for e in _legacy_jax.NAMES if e.module == 'flax.nn')
 
 
 def _def_site_check(project, group) -> dict:
@@ -257,8 +245,9 @@ def _def_site_check(project, group) -> dict:
     elif _optax_text.def_call(name, call, unit) is None:
       site.refusal = _refusals.UNKNOWN_DEF
       site.message = f'{unit.code(call)}: {_optax_text.unread_arguments(name, call, unit)}'
-    elif _uses_flax_nn(unit):
-      site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
+    elif project.pre_linen(unit) or project.pre_linen(site.unit):
+      site.refusal = _refusals.PRE_LINEN
+      site.message = project.pre_linen(unit) or project.pre_linen(site.unit)
     if site.refusal is None and id(site) in multis and _unit.transformed_create(unit, site.node):
       site.refusal = _refusals.ESCAPE
       site.message = (f'{_unit.short(unit.code(site.node))} creates a MultiOptimizer (or a focus) '
@@ -310,8 +299,9 @@ def _branch_check(project, site):
       site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
                       f'{where}{unit.line(call)}): {why}')
       return
-    if _uses_flax_nn(unit):
-      site.refusal, site.message = _refusals.PRE_LINEN, 'this file uses flax.nn'
+    if project.pre_linen(unit) or project.pre_linen(site.unit):
+      site.refusal = _refusals.PRE_LINEN
+      site.message = project.pre_linen(unit) or project.pre_linen(site.unit)
       return
     site.branches.append((unit, call, parsed))
 

@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst import metadata as meta
 
+from .. import _legacy_jax
 from . import _import_paths
 from . import _unit
 from ._unit import SourceFile
@@ -196,6 +197,7 @@ class Program:
           if callee is not None and isinstance(axis, cst.SimpleString):
             self.pmap_axes.setdefault(id(callee[1]), set()).add(axis.evaluated_value)
     self._compiled = self._compiled_functions()
+    self._pre_linen: Optional[Dict[str, str]] = None   # path -> why (``pre_linen``)
     self.leafwise: Dict[int, Optional[int]] = {}   # FunctionDef id -> param (``_calls``)
     self.returned_params: Dict[int, Optional[tuple]] = {}   # FunctionDef id -> (``_calls``)
 
@@ -518,6 +520,30 @@ class Program:
     cache[key] = next(iter(resolved.values()))
     return cache[key]
 
+  def pre_linen(self, unit: SourceFile) -> Optional[str]:
+    """Why ``unit`` cannot run on today's flax where it is pre-Linen (FOM105 for the optimizers
+    it creates or holds), else None: it uses ``flax.nn`` itself (a name other than the
+    functions flax.linen has, which migrate renames), or a function or class of the project's
+    files that do, in turn (oyster's ``td3.py`` optimizes the ``nn.Model`` that its
+    ``models.build_critic_model`` builds: it imports ``models``, which cannot be imported)."""
+    if self._pre_linen is None:
+      why = {u.path: 'this file uses flax.nn' for u in self.units if _uses_flax_nn(u)}
+      changed = bool(why)
+      while changed:
+        changed = False
+        for u in self.units:
+          used = None if u.path in why else next((
+              (name, owner[0]) for node in u.nodes if isinstance(node, (cst.Name, cst.Attribute))
+              for name in u.names(node)
+              for owner in [self._functions.get(name) or self._classes.get(name)]
+              if owner and owner[0] is not u and owner[0].path in why), None)
+          if used:
+            why[u.path] = (f'it uses {used[0]} of {os.path.basename(used[1].path)}, which '
+                           'cannot run on today\'s flax (flax.nn)')
+            changed = True
+      self._pre_linen = why
+    return self._pre_linen.get(unit.path)
+
   def imported_by(self, text: str) -> List[SourceFile]:
     """The project's parsed files that the code ``text`` may import, directly or through
     other files: each whose module name (its file's name, or its folder's for an
@@ -632,3 +658,14 @@ class Program:
         return None
       fdef = unit.enclosing(unit.parent(fdef), (cst.FunctionDef,))
     return None
+
+
+def _uses_flax_nn(unit: SourceFile) -> bool:
+  """Whether the file uses pre-Linen ``flax.nn``: a name of it other than the functions
+  flax.linen has (``flax.nn.relu``, which migrate renames)."""
+  return any(n.startswith('flax.nn.') and '.'.join(n.split('.')[:3]) not in _LINEN_HAS
+             for node in unit.nodes
+             if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node))
+
+
+_LINEN_HAS = frozenset(e.qualname for e in _legacy_jax.NAMES if e.module == 'flax.nn')

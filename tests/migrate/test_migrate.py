@@ -1428,6 +1428,43 @@ def test_a_pre_linen_file_keeps_its_dynamic_scale_with_its_refused_optimizer():
   assert ('FOM010', 'rewritten') in {(r.code, r.status) for r in report.records}
 
 
+_FLAX_NN_MODELS = ('from flax import nn\n\n\nclass Critic(nn.Module):\n'
+                   '  def apply(self, x):\n    return nn.Dense(x, features=1)\n\n\n'
+                   'def build_critic_model(key, shape):\n'
+                   '  _, params = Critic.init_by_shape(key, [shape])\n'
+                   '  return nn.Model(Critic, params)\n')
+
+
+@pytest.mark.parametrize('imports, call', [
+    ('from models import build_critic_model', 'build_critic_model'),
+    ('import models', 'models.build_critic_model'),
+    ('from helpers import build', 'build')])
+def test_an_optimizer_of_a_file_that_uses_a_flax_nn_file_is_refused_pre_linen(imports, call):
+  """ethanabrooks/oyster's TD3 (henry-prior/jax-rl on flax.nn): ``td3.py`` names no flax.nn
+  itself but optimizes the ``nn.Model`` that ``models.py`` builds (directly, or through
+  ``helpers.py``); it imports ``models``, which today's flax cannot import. Before, td3.py's
+  optimizer was rewritten 'bit-exact' and the program reported whole."""
+  td3 = (f'import jax\nfrom flax import optim\n{imports}\n\n\n'
+         'def make(key, shape):\n'
+         f'  return optim.Adam(learning_rate=3e-4).create({call}(key, shape))\n\n\n'
+         'def main(key, shape, grad):\n'
+         '  return make(key, shape).apply_gradient(grad).target\n')
+  sources = {'models.py': _FLAX_NN_MODELS, 'td3.py': td3,
+             'helpers.py': 'import models\n\n\ndef build(key, shape):\n'
+                           '  return models.build_critic_model(key, shape)\n'}
+  changed, report = migrate_sources(sources)
+  assert {r.code for r in report.records} == {'FOM105'}, report.summary(False)
+  assert 'optax' not in changed.get('td3.py', '')
+  (create,) = [r for r in report.records if r.line == 7]
+  assert create.message.startswith(f'it uses ') and 'which cannot run on today\'s flax' in (
+      create.message), create.message
+  linen = {'td3.py': td3, 'models.py': _FLAX_NN_MODELS.replace('nn.Model(', 'dict(')
+                                                       .replace('from flax import nn', 'import flax.linen as nn'),
+           'helpers.py': sources['helpers.py']}
+  _, report = migrate_sources(linen)
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+
+
 @pytest.mark.parametrize('imports', ['import flax\nimport flax.optim\n', 'import flax.optim\n'])
 def test_a_dotted_import_of_flax_optim_goes_once_nothing_reads_it(imports):
   """jaxnerf's copies write ``import flax.optim`` (and annotate ``flax.optim.Optimizer``): it
