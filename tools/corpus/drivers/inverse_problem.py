@@ -10,10 +10,10 @@ pmapped `jax.lax.scan` of `train_step_fn` (up to `eval_step_fn`), run as the pro
 (or as migrate rewrote them). The config is the program's own `configs/ve/ct2d_ncsnpp_continuous.py`
 (a VE SDE, continuous, NCSN++ with FIR resampling and BigGAN blocks), shrunk: 8x8 single-channel
 images, 16 channels, two resolutions, batch 4, warmup over 3 steps, one step per pmapped call.
-Data, metrics, logging and tomography libraries (odl, SimpleITK, ax) and the program's own
-`cs` module (compressed-sensing sampling, which `run_lib` imports for evaluation; importing it
-loads metal-mask data files) are stand-ins, off the training path (the data is random); needs ml_collections
-(`--site`).
+Data, metrics, logging and tomography libraries (odl, SimpleITK, ax) and the program's own `cs`
+module (compressed-sensing sampling, which `run_lib` imports for evaluation; importing it loads
+metal-mask data files) are stand-ins, off the training path (the data is random); needs
+ml_collections (`--site`).
 """
 import _driver
 
