@@ -81,11 +81,15 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
   if not plan.edits:
     return module.code
   ctx = codemod.CodemodContext()
+  read = _bound_names(module)   # every name the rewritten code has
   for needed in sorted(plan.needs, key=lambda i: (i.module, i.name or '', i.asname or '')):
     asname = needed.asname
     if needed == _edits.TRAIN_STATE and alias != 'train_state':
       asname = alias
-    visitors.AddImportsVisitor.add_needed_import(ctx, needed.module, needed.name, asname)
+    # Only what the new code reads: a create whose def another file builds names no optax here
+    # (score_sde's run_lib.py: tx=losses.get_optimizer(...)), so no ``import optax`` is added.
+    if (asname or needed.name or needed.module.split('.')[0]) in read:
+      visitors.AddImportsVisitor.add_needed_import(ctx, needed.module, needed.name, asname)
   module = visitors.AddImportsVisitor(ctx).transform_module(module)
   for base, name, asname in unused_imports:   # removed jax names whose calls were rewritten
     visitors.RemoveImportsVisitor.remove_unused_import(ctx, base, name, asname)
@@ -399,9 +403,10 @@ def _library_made(project, unit, node, seen) -> Optional[str]:
           arg = _flows.bound_argument(unit, fdef, args, shift, param)
           if isinstance(arg, cst.BaseExpression) and arg is not param.default:
             values.append((cunit, arg))
-  elif isinstance(node, cst.Attribute) and project.receiver_family(unit, node.value):
-    values = [(u, v) for u, v in project.field_values(
-        project.receiver_family(unit, node.value), node.attr.value) if v is not None]
+  elif isinstance(node, cst.Attribute) and project.receiver_class(unit, node.value):
+    values = [(u, v) for u, v in project.field_values(project.field_key(
+        project.receiver_class(unit, node.value), node.attr.value), node.attr.value)
+              if v is not None]
   for u, value in values:
     made = _library_made(project, u, value, seen)
     if made is not None:

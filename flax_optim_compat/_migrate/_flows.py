@@ -44,20 +44,20 @@ def var_slot(unit: SourceFile, name: cst.CSTNode) -> Optional[tuple]:
 
 
 def field_slot(program: Program, unit: SourceFile, receiver: cst.CSTNode, name: str) -> tuple:
-  """The slot of the attribute ``name`` of ``receiver``: the field of its class family where
-  the receiver is a method's ``self``, a variable bound once to an instance of the project's
-  class (``instance_of``) or an expression that makes one, else the field of an unknown class
-  (None)."""
-  family = program.receiver_family(unit, receiver)
-  if family is None:
-    family = (instance_of(program, unit, receiver) if isinstance(receiver, cst.Name) else
-              _instance_made(program, unit, receiver, 0))   # ``ck.make(p).optimizer``
-  return ('field', family, name)
+  """The slot of the attribute ``name`` of ``receiver``: the field (``Program.field_key``) of
+  its class where the receiver is a method's ``self``, a variable bound once to an instance of
+  the project's class (``instance_of``) or an expression that makes one, else the field of an
+  unknown class (None)."""
+  cls = program.receiver_class(unit, receiver)
+  if cls is None:
+    cls = (instance_of(program, unit, receiver) if isinstance(receiver, cst.Name) else
+           _instance_made(program, unit, receiver, 0))   # ``ck.make(p).optimizer``
+  return ('field', program.field_key(cls, name), name)
 
 
 def instance_of(program: Program, unit: SourceFile, node: cst.CSTNode,
                 depth: int = 0) -> Optional[str]:
-  """The class family of the variable ``node`` where it is bound once (``x = v`` or
+  """The project's class of the variable ``node`` where it is bound once (``x = v`` or
   ``x: T = v``, the annotation unread) to an instance of the project's class: ``v`` calls the
   class, or hands back through pass-through calls a variable so bound (jaxfg's ``checkpoint:
   CheckpointContents = checkpoints.restore_checkpoint(..., target=checkpoint_template)``,
@@ -73,17 +73,17 @@ def instance_of(program: Program, unit: SourceFile, node: cst.CSTNode,
 
 def _instance_made(program: Program, unit: SourceFile, value: cst.CSTNode,
                    depth: int) -> Optional[str]:
-  """The class family of the instance ``value`` evaluates to: a call of the project's class, a
+  """The project's class of the instance ``value`` evaluates to: a call of the class, a
   variable bound once to one (``instance_of``), or a call of the project's function whose every
-  ``return`` is one of the same family (uncertainty-baselines' ``checkpoint_data =
+  ``return`` is one of the same class (uncertainty-baselines' ``checkpoint_data =
   checkpoint_utils.maybe_load_checkpoint(...)``, which returns ``CheckpointData(...)``); else
   None."""
   value = _calls.unwrap(program, unit, value)
   if isinstance(value, cst.Name):
     return instance_of(program, unit, value, depth + 1)
-  family = program.instance_family(unit, value)
-  if family is not None or depth > 4 or not isinstance(value, cst.Call):
-    return family
+  cls = program.instance_class(unit, value)
+  if cls is not None or depth > 4 or not isinstance(value, cst.Call):
+    return cls
   made = program.resolve_callable(unit, value.func)
   if made is None or not isinstance(made[1], cst.FunctionDef) or made[2]:
     return None
@@ -174,7 +174,8 @@ def annotated_slot(program: Program, unit: SourceFile,
   if isinstance(owner, cst.AnnAssign) and isinstance(owner.target, cst.Name):
     owner_class = unit.enclosing(owner, (cst.ClassDef, cst.FunctionDef))
     if isinstance(owner_class, cst.ClassDef):
-      return ('field', program.family(unit, owner_class), owner.target.value)
+      return ('field', program.field_key(program.class_name(unit, owner_class),
+                                         owner.target.value), owner.target.value)
     return var_slot(unit, owner.target)
   if isinstance(owner, cst.FunctionDef):
     return return_slot(unit, owner)
@@ -408,14 +409,14 @@ class _Joiner:
     cunit, cnode, shift = callee
     args = list(args)
     if isinstance(cnode, cst.ClassDef):
-      family = self.program.family(cunit, cnode)
+      cls = self.program.class_name(cunit, cnode)
       fields = _fields(cunit, cnode)
       for i, arg in enumerate(args):
         if arg.star:
           break
         name = arg.keyword.value if arg.keyword else (fields[i] if i < len(fields) else None)
         if name is not None:
-          self.value(('field', family, name), arg.value)
+          self.value(('field', self.program.field_key(cls, name), name), arg.value)
       return
     params = _positional(cunit, cnode)[shift:]
     by_name = {p.name.value: p

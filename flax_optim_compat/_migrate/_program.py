@@ -457,12 +457,12 @@ class Program:
     method ``name`` of that class's family (no other class of the family defines it, so no
     override may run instead), a plain method (not a property, static or class method, whose
     call binds otherwise). The receiver is followed as an object, never matched by name."""
-    family = self.receiver_family(unit, func.value)
-    if family is None and isinstance(func.value, cst.Name):
-      family = self.instance_family(unit, _unit.assigned_value(unit, func.value))
-    if family is None:
+    cls = self.receiver_class(unit, func.value)
+    if cls is None and isinstance(func.value, cst.Name):
+      cls = self.instance_class(unit, _unit.assigned_value(unit, func.value))
+    if cls is None:
       return None
-    name = func.attr.value
+    family, name = self._families.find(cls), func.attr.value
     found = {}
     for u, node in self._functions.values():
       if node.name.value != name:
@@ -471,7 +471,7 @@ class Program:
       if isinstance(owner, cst.ClassDef) and self.family(u, owner) == family:
         found[id(node)] = (u, node)
     if not found:
-      return self._bound_field(family, name, depth)
+      return self._bound_field(self.field_key(cls, name), name, depth)
     if len(found) != 1:
       return None
     u, node = next(iter(found.values()))
@@ -481,35 +481,34 @@ class Program:
       return None
     return u, node, 0
 
-  def field_values(self, family: str,
+  def field_values(self, key: str,
                    name: str) -> List[Tuple[SourceFile, Optional[cst.BaseExpression]]]:
-    """``(unit, value)`` of each assignment to the field ``<x>.<name>`` where ``x`` is an
-    instance of the class family (``self`` in its methods), followed as an object, never
-    matched by name; the value is None where the assignment is not one plain ``x.name = value``
-    (an augmented or annotated one, or one of several targets)."""
+    """``(unit, value)`` of each assignment to the field ``<x>.<name>`` whose ``field_key`` is
+    ``key``, ``x`` the ``self`` of a method, followed as an object, never matched by name; the
+    value is None where the assignment is not one plain ``x.name = value`` (an augmented or
+    annotated one, or one of several targets)."""
     values = []
     for u in self.units:
       for node in u.nodes:
         if isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(
             u.parent(node), (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and (
-                self.receiver_family(u, node.value) == family):
+                self.field_key(self.receiver_class(u, node.value), name) == key):
           target = u.parent(node)
           assign = u.parent(target) if isinstance(target, cst.AssignTarget) else None
           plain = isinstance(assign, cst.Assign) and len(assign.targets) == 1
           values.append((u, assign.value if plain else None))
     return values
 
-  def _bound_field(self, family: str, name: str, depth: int):
-    """``(unit, FunctionDef, shift)`` that the field ``self.<name>`` of the class family holds
+  def _bound_field(self, key: str, name: str, depth: int):
+    """``(unit, FunctionDef, shift)`` that the field ``self.<name>`` (its ``field_key``) holds
     where every assignment to it in the family's methods is a callable that resolves to the same
     function (TD3's ``self.actor_step = jax.jit(self._actor_step)`` in one branch,
     ``self._actor_step`` in the other), else None."""
-    key = (family, name)
     cache = self.__dict__.setdefault('_bound_fields', {})
-    if key in cache:
-      return cache[key]
-    cache[key] = None   # while it is being decided (a field bound to itself): none
-    values = self.field_values(family, name)
+    if (key, name) in cache:
+      return cache[(key, name)]
+    cache[(key, name)] = None   # while it is being decided (a field bound to itself): none
+    values = self.field_values(key, name)
     if any(v is None for _, v in values):
       return None
     resolved = {(id(t[1]), t[2]): t for t in (
@@ -517,8 +516,8 @@ class Program:
     if not values or len(resolved) != 1 or any(
         self.resolve_callable(u, v, 0, depth + 1) is None for u, v in values):
       return None
-    cache[key] = next(iter(resolved.values()))
-    return cache[key]
+    cache[(key, name)] = next(iter(resolved.values()))
+    return cache[(key, name)]
 
   def pre_linen(self, unit: SourceFile) -> Optional[str]:
     """Why ``unit`` cannot run on today's flax where it is pre-Linen (FOM105 for the optimizers
@@ -627,23 +626,55 @@ class Program:
 
   # -------------------------------------------------------------------- classes
 
+  def class_name(self, unit: SourceFile, classdef: cst.ClassDef) -> Optional[str]:
+    """The qualified name of the project's class ``classdef``."""
+    names = sorted(unit.names(classdef.name) & set(self._classes))
+    return names[0] if names else None
+
   def family(self, unit: SourceFile, classdef: cst.ClassDef) -> Optional[str]:
     """The class family (a class and the project's classes it derives from, or that derive
-    from it) of ``classdef``, named by one of its classes."""
-    names = sorted(unit.names(classdef.name) & set(self._classes))
-    return self._families.find(names[0]) if names else None
+    from it) of ``classdef``, named by one of its classes: whose methods ``self.<m>()`` may
+    run."""
+    name = self.class_name(unit, classdef)
+    return self._families.find(name) if name else None
 
-  def instance_family(self, unit: SourceFile, value: Optional[cst.CSTNode]) -> Optional[str]:
-    """The class family of the instance ``value`` makes where it calls the project's class
+  def field_key(self, cls: Optional[str], name: str) -> Optional[str]:
+    """Which field ``<x>.<name>`` is for an instance ``x`` of the project's class ``cls``: the
+    topmost of ``cls`` and the classes it derives from whose code names ``self.<name>`` (or
+    declares ``name``), so a subclass shares its base's field, while two subclasses of a base
+    that never names it have one each (balloon-learning-environment's MLPAgent, on flax.optim,
+    and DQNAgent, on optax, both Agent's); ``cls``'s family where none names it."""
+    if cls is None:
+      return None
+    cache = self.__dict__.setdefault('_field_keys', {})
+    if (cls, name) not in cache:
+      chain, todo = [], [cls]
+      while todo:   # cls, then the project's classes it derives from, nearer first
+        current = todo.pop(0)
+        if current in chain:
+          continue
+        chain.append(current)
+        u, node = self._classes[current]
+        todo += sorted({n for base in node.bases for n in u.names(base.value)} & set(self._classes))
+      named = [c for c in chain if _names_field(*self._classes[c], name)]
+      cache[(cls, name)] = named[-1] if named else self._families.find(cls)
+    return cache[(cls, name)]
+
+  def instance_class(self, unit: SourceFile, value: Optional[cst.CSTNode]) -> Optional[str]:
+    """The project's class whose instance ``value`` makes where it calls the class
     (``Model(config)``, ``CheckpointContents(optimizer=opt, ...)``), else None."""
     made = self.resolve_callable(unit, value.func) if isinstance(value, cst.Call) else None
     if made is None or not isinstance(made[1], cst.ClassDef):
       return None
-    return self.family(made[0], made[1])
+    return self.class_name(made[0], made[1])
 
-  def receiver_family(self, unit: SourceFile, node: cst.CSTNode) -> Optional[str]:
-    """The class family of ``node`` where it is the ``self`` of a method, else None (a value
-    of a class the analysis does not know)."""
+  def instance_family(self, unit: SourceFile, value: Optional[cst.CSTNode]) -> Optional[str]:
+    cls = self.instance_class(unit, value)
+    return self._families.find(cls) if cls else None
+
+  def receiver_class(self, unit: SourceFile, node: cst.CSTNode) -> Optional[str]:
+    """The class of ``node`` where it is the ``self`` of a method, else None (a value of a
+    class the analysis does not know)."""
     if not isinstance(node, cst.Name):
       return None
     fdef = unit.enclosing(node, (cst.FunctionDef,))
@@ -654,10 +685,31 @@ class Program:
         static = any(unit.code(d.decorator) in ('staticmethod', 'classmethod')
                      for d in fdef.decorators)
         if isinstance(owner, cst.ClassDef) and params[0].name.value == node.value and not static:
-          return self.family(unit, owner)
+          return self.class_name(unit, owner)
         return None
       fdef = unit.enclosing(unit.parent(fdef), (cst.FunctionDef,))
     return None
+
+  def receiver_family(self, unit: SourceFile, node: cst.CSTNode) -> Optional[str]:
+    cls = self.receiver_class(unit, node)
+    return self._families.find(cls) if cls else None
+
+
+def _names_field(unit: SourceFile, classdef: cst.ClassDef, name: str) -> bool:
+  """Whether the class's own code names the field ``name``: ``self.<name>`` in its body, or a
+  class-level ``name: T`` / ``name = v`` (a dataclass's field)."""
+  for node in _unit.walk(classdef.body):
+    if isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(
+        node.value, cst.Name) and node.value.value == 'self':
+      return True
+  for statement in classdef.body.body:
+    for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+      target = small.target if isinstance(small, cst.AnnAssign) else (
+          small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1
+          else None)
+      if isinstance(target, cst.Name) and target.value == name:
+        return True
+  return False
 
 
 def _uses_flax_nn(unit: SourceFile) -> bool:

@@ -255,3 +255,39 @@ def test_a_flag_of_a_library_global_is_not_a_field_that_holds_an_optimizer():
   assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
   assert "hparams = {'optimizer': FLAGS.optimizer}" in changed['main.py']
   assert 'tree_leaves(opt.params)' in changed['main.py']
+
+
+# balloon-learning-environment (2022): two agents derive from a base that has no optimizer;
+# one holds a flax.optim optimizer in ``self.optimizer``, the other an optax transformation
+# under the same name, handed to a library.
+AGENTS = {
+    'agent.py': 'import abc\n\n\nclass Agent(abc.ABC):\n\n'
+                '  def __init__(self, num_actions):\n    self._num_actions = num_actions\n',
+    'dqn_agent.py': 'import optax\nfrom dopamine.jax.agents.dqn import dqn_agent\n\n'
+                    'import agent\n\n\nclass DQNAgent(agent.Agent):\n\n'
+                    '  def __init__(self, params):\n    super().__init__(3)\n'
+                    '    self.optimizer = optax.sgd(0.1)\n'
+                    '    self.optimizer_state = self.optimizer.init(params)\n\n'
+                    '  def step(self, params, batch):\n'
+                    '    return dqn_agent.train(params, self.optimizer, self.optimizer_state, batch)\n',
+    'mlp_agent.py': 'from flax import optim\n\nimport agent\n\n\nclass MLPAgent(agent.Agent):\n\n'
+                    '  def __init__(self, params):\n    super().__init__(3)\n'
+                    '    self.optimizer = optim.GradientDescent(learning_rate=0.1).create(params)\n\n'
+                    '  def step(self, grad):\n'
+                    '    self.optimizer = self.optimizer.apply_gradient(grad)\n'
+                    '    return self.optimizer.target\n',
+}
+
+
+def test_two_subclasses_of_a_base_without_the_field_each_have_their_own():
+  """Before, the classes related by inheritance shared every field: DQNAgent's optax
+  ``self.optimizer`` refused MLPAgent's (FOM107 'in dqn_agent.py:...') and dqn_agent.py, which
+  uses no flax.optim object, got two markers. A base that names the field shares it."""
+  changed, report = migrate_sources(AGENTS)
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert sorted(changed) == ['mlp_agent.py'] and 'return self.optimizer.params' in (
+      changed['mlp_agent.py'])
+  shared = dict(AGENTS, **{'agent.py': AGENTS['agent.py'] + '\n  def lr(self):\n'
+                                       '    return self.optimizer\n'})
+  _, report = migrate_sources(shared)
+  assert 'refused' in {r.status for r in report.records}, report.summary(False)
