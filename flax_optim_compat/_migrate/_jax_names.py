@@ -30,7 +30,7 @@ import importlib.util
 import os
 import re
 import types
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 import warnings
 
 import libcst as cst
@@ -264,6 +264,14 @@ def _new_import(entry: _Name, full: str, bound: str) -> Tuple[str, str]:
   return module, name if name == bound else f'{name} as {bound}'
 
 
+def _plainly_imported(unit: SourceFile, stmt) -> Set[str]:
+  """The modules another module-level ``import m`` statement of the file binds as ``m``."""
+  return {_code(a.name) for other in unit.module.body
+          if isinstance(other, cst.SimpleStatementLine) for small in other.body
+          if isinstance(small, cst.Import) and small is not stmt
+          for a in small.names if a.asname is None and '.' not in _code(a.name)}
+
+
 def _import_texts(unit: SourceFile, stmt, kept_names,
                   kept_modules=frozenset()) -> Optional[Tuple[List[str], List[_Name]]]:
   """The new import statements for one import, and the entries they replace; None if unchanged.
@@ -298,6 +306,9 @@ def _import_texts(unit: SourceFile, stmt, kept_names,
       out.append(text)
     if not entries:
       return None
+    # ``import jax`` beside the file's own ``import jax`` (``import jax.config`` under it, in
+    # facebookresearch/flip's t5x copy): the name is bound already, a second line would repeat it.
+    out = [text for text in out if text not in _plainly_imported(unit, stmt)]
     lines = [f'import {", ".join(out)}'] if out else []
     return lines + [f'from {m} import {", ".join(t)}' for m, t in added.items()], entries
   if not isinstance(stmt, cst.ImportFrom) or stmt.relative or stmt.module is None:

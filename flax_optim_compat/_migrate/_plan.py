@@ -358,6 +358,11 @@ def _multi_groups(project, unit, pairs):
 
 
 
+# A learning_rate=None optimizer with no update in sight (tmpdjax's checkpoint-restore template).
+_NEVER_APPLIED = (': it is never applied (a template to restore a checkpoint into?), and optax '
+                  'builds no transform without a learning rate; give the def the one training used')
+
+
 def _decide(project, group, records, conversions, files, plain_optax, unseen) -> ObjectPlan:
   """What holds for the whole object (its defs, learning-rate mode, gradient average); refuses
   the sites that block it.
@@ -418,7 +423,8 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen) ->
         c.refusal = _refusals.LR_NONE
         c.message = ('learning_rate=None, and no apply site the analysis follows sets a '
                      'learning_rate=' + (' (an update it does not follow may: see its FOM107)'
-                                         if any(s.kind == 'escape' for s in group.sites) else ''))
+                                         if any(s.kind == 'escape' for s in group.sites) else
+                                         '' if applies else _NEVER_APPLIED))
   if mode == 'inject':
     for c in creates:
       clash = _injected_name_read(c, calls, multis)

@@ -13,6 +13,7 @@ import libcst as cst
 from . import _calls
 from . import _flows
 from . import _unit
+from ._program import COMPILERS
 from ._program import Program
 from ._program import UnionFind
 from ._unit import SourceFile
@@ -60,7 +61,8 @@ class Project(Program):
   def _returned_def(self, unit: SourceFile, call: cst.Call, shift: int, depth: int):
     """The def nested in the project's function called by ``call`` that its every
     ``return`` that call can reach hands back (``_flows.reachable_returns``: a branch its
-    literal arguments rule out is not), as ``resolve_callable`` gives it; else None."""
+    literal arguments rule out is not), itself or compiled (``return jax.pmap(update_fn,
+    axis_name='batch')``, sezaiacers/diffusion), as ``resolve_callable`` gives it; else None."""
     target = self.resolve_callable(unit, call.func, 0, depth + 1)
     if target is None or not isinstance(target[1], cst.FunctionDef) or target[2]:
       return None
@@ -69,6 +71,9 @@ class Project(Program):
     nested = set()
     for r in returns:
       value = r.value if isinstance(r, cst.Return) else None
+      if isinstance(value, cst.Call) and value.args and not value.args[0].keyword and (
+          cunit.names(value.func) & COMPILERS):   # ``return jax.pmap(update_fn, ...)``
+        value = value.args[0].value   # the compiled function: its pmap is read where made
       inner = self.resolve_callable(cunit, value, 0, depth + 1) if isinstance(
           value, cst.Name) else None
       if inner is None or not isinstance(inner[1], cst.FunctionDef) or inner[2] or (

@@ -102,6 +102,22 @@ def test_the_rewrite_leaves_no_import_unused(code, example):
   assert _unused_imports(example.after) == []
 
 
+def test_a_create_whose_def_another_file_builds_adds_no_optax_import():
+  """score_sde's layout (bayesbreeze/inverse_problem, seventh held-out batch): run_lib.py's
+  ``losses.get_optimizer(config).create(params)`` becomes a TrainState whose ``tx`` is built in
+  losses.py, so run_lib.py reads no ``optax``; it was given ``import optax`` (pyflakes:
+  imported but unused) while losses.py, which builds the transform, needs its own."""
+  losses = ('import flax\n\n\ndef get_optimizer(beta1):\n'
+            '  return flax.optim.Adam(learning_rate=0.1, beta1=beta1)\n')
+  run_lib = ('import losses\n\n\ndef train(params, grads):\n'
+             '  optimizer = losses.get_optimizer(0.9).create(params)\n'
+             '  return optimizer.apply_gradient(grads).target\n')
+  changed, report = migrate_sources({'losses.py': losses, 'run_lib.py': run_lib})
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert _unused_imports(changed['run_lib.py']) == [] and 'optax' not in changed['run_lib.py']
+  assert _unused_imports(changed['losses.py']) == [] and 'import optax' in changed['losses.py']
+
+
 _SITE_WORDS = ('optim', '.target', '.state.step', 'apply_gradient', 'replace(', 'import',
                '.create(', '.create)',   # a create called through a transform: jit(d.create)(p)
                'Optimizer', 'target=', '.state_dict()', 'pickle.', '.unfreeze()', '.pop(',

@@ -152,6 +152,20 @@ def test_a_removed_module_whose_uses_are_all_renamed_is_no_longer_imported(sourc
   assert proc.stdout.split() == ['1', '0', 'cpu']
 
 
+@pytest.mark.parametrize('imports, expected', [
+    ('import jax\nimport jax.config\n', 'import jax\n\njax.config'),
+    ('import jax.config\n', 'import jax\n\njax.config'),
+    ('import jax.config\nimport jax\n', 'import jax\n\njax.config'),
+    ('import jax as jx\nimport jax.config\n', 'import jax as jx\nimport jax\n\njax.config'),
+])
+def test_import_jax_config_becomes_import_jax_once(imports, expected):
+  """``import jax.config`` (gone from today's jax: ``jax.config`` is jax's own attribute) becomes
+  ``import jax``, and goes where the file imports ``jax`` already (flip's t5x copy had
+  ``import jax`` above it: the rewrite left ``import jax`` twice, pyflakes' redefinition)."""
+  new, _ = migrate_source(imports + '\njax.config.update("jax_enable_x64", True)\n')
+  assert new == expected + '.update("jax_enable_x64", True)\n', new
+
+
 def test_flax_nn_functions_flax_linen_has_are_renamed_and_their_file_is_not_pre_linen():
   """mipnerf registers ``flax.nn.relu|sigmoid|softplus`` with gin: flax 0.4 removed
   ``flax.nn``, whose functions were jax's own (flax.linen re-exports the same objects), so they

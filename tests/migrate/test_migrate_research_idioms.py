@@ -298,3 +298,18 @@ def test_keywords_from_a_parameter_are_refused_where_no_one_form_fits_every_valu
       'group 0: the arguments of optim.Adam(**kw): its arguments are unpacked from a parameter, '
       'known only at run time, which migrate binds for a def created alone, not for a group of '
       'a MultiOptimizer'), message
+
+
+def test_a_learning_rate_none_optimizer_never_applied_is_refused_as_such():
+  """bb515/tmpdjax (score_sde's sampling code): ``Adam(beta1=...)`` with no learning rate,
+  created only as the template a checkpoint is restored into, never applied. The refusal said
+  no apply site sets a learning rate, as if one applied it; now it says it is never applied."""
+  source = _PRELUDE + ('from flax.training import checkpoints\n\n\n'
+                       'def sample(params, ckpt_dir):\n'
+                       '  optimizer = optim.Adam(beta1=0.9).create(params)\n'
+                       '  return checkpoints.restore_checkpoint(ckpt_dir, optimizer).target\n')
+  _, refused = _refusals(source)
+  assert [(code, m) for _, code, m in refused][0] == (
+      'FOM108', 'learning_rate=None, and no apply site the analysis follows sets a '
+      'learning_rate=: it is never applied (a template to restore a checkpoint into?), and optax '
+      'builds no transform without a learning rate; give the def the one training used'), refused
