@@ -434,7 +434,8 @@ for program in programs:
     os.chdir(start)
     sys.path.remove(folder)
     for name, module in list(sys.modules.items()):
-      if os.path.abspath(getattr(module, '__file__', None) or os.sep).startswith(folder + os.sep):
+      where = [getattr(module, '__file__', None), *(getattr(module, '__path__', None) or ())]
+      if any(w and os.path.abspath(w).startswith(folder + os.sep) for w in where):
         del sys.modules[name]
 print(json.dumps(results))
 '''
