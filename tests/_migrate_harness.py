@@ -313,9 +313,17 @@ def run_example(original: pathlib.Path, migrated: pathlib.Path, *, legacy_cwd: p
   return before, after
 
 
+class Run(NamedTuple):
+  """What a test reads of one program's run: its whole stdout."""
+  stdout: str
+
+
 class BothWays:
-  """The example programs of ``examples`` (migrated under ``root`` by ``migrate_examples``), each
-  run both ways once, by whichever test asks first, so several tests assert on one pair of runs.
+  """The example programs of ``examples`` (migrated under ``root`` by ``migrate_examples``), all
+  run both ways once, when a test first asks, so several tests assert on one pair of runs: each
+  side's programs one after another in ONE child (``run_programs``: each as ``__main__``, its
+  folder first on ``sys.path``, from its own working directory), not a child per program and
+  side (each child imports jax, flax and optax again: about 2 CPU s).
 
   ``runs(name)``: ``(before, after)``, the legacy program run from ``legacy_cwd(name)`` (a folder
   of its own, ``root/legacy/NAME``: what it writes there is its alone), the migrated one from its
@@ -332,14 +340,28 @@ class BothWays:
   def legacy_cwd(self, name: str) -> pathlib.Path:
     return self._root / 'legacy' / name
 
-  def runs(self, name: str):
-    if name not in self._runs:
+  def _run_all(self):
+    names = sorted(self._migrated)
+    for name in names:
       self.legacy_cwd(name).mkdir(parents=True)
-      try:
-        self._runs[name] = run_example(self._examples / name, self._root / name,
-                                       legacy_cwd=self.legacy_cwd(name), env_after=self._env_after)
-      except AssertionError as e:
-        self._runs[name] = e
+    children = self._root / 'children'
+    before = run_programs(
+        [Program(name, self._examples / name / 'train.py', cwd=self.legacy_cwd(name))
+         for name in names], children / 'before', isolated=False)
+    after = run_programs(
+        [Program(name, self._root / name / 'train.py', cwd=self._root / name) for name in names],
+        children / 'after', isolated=True, env=self._env_after)
+    for name in names:
+      failed = [f'{side} {name}/train.py failed:\n{result[name]["error"]}\n'
+                f'STDOUT:\n{result[name]["stdout"]}'
+                for side, result in (('legacy', before), ('migrated', after))
+                if not result[name]['ok']]
+      self._runs[name] = (AssertionError('\n'.join(failed)) if failed else
+                          (Run(before[name]['stdout']), Run(after[name]['stdout'])))
+
+  def runs(self, name: str):
+    if not self._runs:
+      self._run_all()
     if isinstance(self._runs[name], AssertionError):
       raise self._runs[name]
     return self._runs[name]
@@ -372,22 +394,31 @@ def assert_equivalent(before: np.ndarray, after: np.ndarray, exactness: str,
 
 @dataclasses.dataclass
 class Program:
-  """A complete program to run as `python PATH ARGS...` would (as `__main__`, with sys.argv)."""
+  """A complete program to run as `python PATH ARGS...` would (as `__main__`, with sys.argv,
+  its own folder first on sys.path); from `cwd` when given, else from the child's folder."""
   name: str
   path: pathlib.Path
   args: Sequence[str] = ()
+  cwd: Optional[pathlib.Path] = None
 
 
 # Runs each program in turn in its own globals, stdout captured, an exception caught per program;
 # prints {name: {'ok', 'last_line' | 'error', 'stdout'}} as its last line (all of a program's
-# stdout; its last 2000 characters after an exception).
+# stdout; its last 2000 characters after an exception). As `python PATH` does, the program's
+# folder is first on sys.path (its sibling modules import); the modules loaded from that folder
+# are dropped after it, so the next program's same-named sibling (two examples' model.py) is
+# its own. Its working directory is its 'cwd' (else the child's), restored after it.
 _BATCH_RUNNER = '''
-import contextlib, io, json, sys, traceback
+import contextlib, io, json, os, sys, traceback
 programs = json.load(open(sys.argv[1]))
+start = os.getcwd()
 results = {}
 for program in programs:
   out = io.StringIO()
   sys.argv = [program['path'], *program['args']]
+  folder = os.path.dirname(os.path.abspath(program['path']))
+  sys.path.insert(0, folder)
+  os.chdir(program['cwd'] or start)
   try:
     with open(program['path']) as f:
       code = compile(f.read(), program['path'], 'exec')
@@ -399,6 +430,13 @@ for program in programs:
   except BaseException:
     results[program['name']] = {'ok': False, 'error': traceback.format_exc()[-4000:],
                                 'stdout': out.getvalue()[-2000:]}
+  finally:
+    os.chdir(start)
+    sys.path.remove(folder)
+    for name, module in list(sys.modules.items()):
+      where = [getattr(module, '__file__', None), *(getattr(module, '__path__', None) or ())]
+      if any(w and os.path.abspath(w).startswith(folder + os.sep) for w in where):
+        del sys.modules[name]
 print(json.dumps(results))
 '''
 
@@ -415,8 +453,8 @@ def run_programs(programs: Sequence[Program], tmp_path: pathlib.Path, *, isolate
   """
   tmp_path.mkdir(parents=True, exist_ok=True)
   listing = tmp_path / ('after_programs.json' if isolated else 'before_programs.json')
-  listing.write_text(json.dumps([{'name': p.name, 'path': str(p.path), 'args': [str(a) for a in p.args]}
-                                 for p in programs]))
+  listing.write_text(json.dumps([{'name': p.name, 'path': str(p.path), 'args': [str(a) for a in p.args],
+                                  'cwd': str(p.cwd) if p.cwd else None} for p in programs]))
   if isolated:
     proc = _isolated.run_isolated(_BATCH_RUNNER, args=[str(listing)], cwd=str(tmp_path),
                                   env=isolated_env(**(env or {})), timeout=timeout)

@@ -48,15 +48,28 @@ def test_every_optimizer_of_the_flows_program_is_rewritten(migrated):
   assert (folder / 'devices.py').read_text() == (PROGRAMS / 'flows' / 'devices.py').read_text()
 
 
-@pytest.mark.parametrize('name', FLOWS)
-def test_the_program_runs_both_ways_to_the_same_numbers(migrated, name):
-  root, folder, migration = migrated
-  before = harness.run_before(PROGRAMS / 'flows' / name, cwd=root, env=harness.legacy_env(root))
+@pytest.fixture(scope='module')
+def flow_runs(migrated):
+  """Each side's FLOWS programs in one child (``harness.run_programs``: each as ``__main__``, its
+  folder first on ``sys.path``): the legacy ones from ``root``, the migrated ones from their
+  folder. Side -> name -> result."""
+  root, folder, _ = migrated
   # The migrated side imports its sibling ``devices`` as plain code: the start-up hook that
   # gives removed jax names back (which reads the package) stays off in the isolated child.
-  after = harness.run_after(folder / name, cwd=folder,
-                            env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
-  harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
+  return {
+      'before': harness.run_programs(
+          [harness.Program(name, PROGRAMS / 'flows' / name, cwd=root) for name in FLOWS],
+          root / 'before', isolated=False),
+      'after': harness.run_programs(
+          [harness.Program(name, folder / name, cwd=folder) for name in FLOWS],
+          root / 'after', isolated=True, env={'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})}
+
+
+@pytest.mark.parametrize('name', FLOWS)
+def test_the_program_runs_both_ways_to_the_same_numbers(migrated, flow_runs, name):
+  _, folder, migration = migrated
+  harness.assert_equivalent(harness.result_trajectory(flow_runs['before'], name),
+                            harness.result_trajectory(flow_runs['after'], name),
                             migration.exactness(folder / name), label=name)
 
 

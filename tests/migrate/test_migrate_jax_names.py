@@ -130,26 +130,76 @@ def test_removed_jax_names_are_rewritten_in_a_file_with_a_legacy_optimizer():
   assert {r.code for r in report.records} >= {'FOM001', 'FOM002', 'FOM004', 'FOM201'}
 
 
-@pytest.mark.parametrize('source', [
-    'import jax\nfrom jax.lib import xla_bridge\n\n'
-    'print(xla_bridge.device_count(), xla_bridge.process_index(), xla_bridge.get_backend().platform)\n',
-    'import jax.lib.xla_bridge\nfrom jax.lib.xla_bridge import get_backend as gb\n\n'
-    'print(jax.lib.xla_bridge.device_count(), jax.lib.xla_bridge.process_index(), gb().platform)\n',
-])
-def test_a_removed_module_whose_uses_are_all_renamed_is_no_longer_imported(source):
+# The snippets below whose migrated text runs where this package cannot be imported: name ->
+# legacy source. One isolated child runs them all (``snippet_runs``), each as ``__main__`` in
+# its own globals, on one CPU device of one process without the runtime layer.
+SNIPPETS = {
+    'xla_bridge_from_import': (
+        'import jax\nfrom jax.lib import xla_bridge\n\n'
+        'print(xla_bridge.device_count(), xla_bridge.process_index(), '
+        'xla_bridge.get_backend().platform)\n'),
+    'xla_bridge_dotted': (
+        'import jax.lib.xla_bridge\nfrom jax.lib.xla_bridge import get_backend as gb\n\n'
+        'print(jax.lib.xla_bridge.device_count(), jax.lib.xla_bridge.process_index(), '
+        'gb().platform)\n'),
+    'flax_nn_functions': (
+        'import jax.numpy as jnp\nfrom flax import nn\nfrom flax import optim\n\n'
+        'acts = (nn.relu, nn.sigmoid, nn.softplus)\n'
+        'print(*[float(f(jnp.float32(x))) for f, x in zip(acts, (-1.0, 0.0, 0.0))])\n'
+        'opt = optim.GradientDescent(learning_rate=0.5).create({"w": jnp.ones(2)})\n'
+        'print(*opt.apply_gradient({"w": jnp.ones(2)}).target["w"].tolist())\n'),
+    'numpy_aliases': (
+        'import numpy as np\nfrom numpy import product as pr, float_\n\n'
+        'a = np.array("1 2".split(), dtype=np.float)\n'
+        'print(a.dtype, np.float(2), np.int(3.7), np.NaN, pr([2, 3]), float_(1.5), np.object)\n'),
+    'linen_initializer': (
+        'import flax.linen as nn\nimport flax.linen.linear\nimport jax\nimport jax.numpy as jnp\n\n'
+        'class M(nn.Module):\n'
+        '  intercept_init: object = flax.linen.linear.zeros\n\n'
+        '  @nn.compact\n'
+        '  def __call__(self, x):\n'
+        '    return nn.Dense(1, bias_init=self.intercept_init)(x)\n\n'
+        'p = M().init(jax.random.PRNGKey(0), jnp.ones((1, 3)))\n'
+        'print(float(p["params"]["Dense_0"]["bias"][0]),'
+        ' M.intercept_init is jax.nn.initializers.zeros)\n'),
+}
+
+
+@pytest.fixture(scope='module')
+def snippet_runs(tmp_path_factory):
+  """Each of SNIPPETS migrated, then all run in one isolated child (``harness.run_programs``:
+  one jax start-up, not one per snippet). Name -> (the migrated text that ran, its result)."""
+  root = tmp_path_factory.mktemp('jax_name_snippets')
+  programs, texts = [], {}
+  for name, source in SNIPPETS.items():
+    texts[name] = migrate_source(source)[0]
+    (root / f'{name}.py').write_text(texts[name])
+    programs.append(harness.Program(name, root / f'{name}.py'))
+  results = harness.run_programs(programs, root / 'child', isolated=True,
+                                 env={'XLA_FLAGS': '', 'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
+  return {name: (texts[name], results[name]) for name in SNIPPETS}
+
+
+def _snippet_stdout(runs, name, new):
+  """What the migrated text ``new`` of snippet ``name`` printed in the isolated child."""
+  ran, result = runs[name]
+  assert ran == new, (ran, new)
+  assert result['ok'], f'{name} failed:\n{result["error"]}\nstdout:\n{result["stdout"]}'
+  return result['stdout']
+
+
+@pytest.mark.parametrize('name', ['xla_bridge_from_import', 'xla_bridge_dotted'])
+def test_a_removed_module_whose_uses_are_all_renamed_is_no_longer_imported(name, snippet_runs):
   """jax 0.8 removed ``jax.lib.xla_bridge``: its three functions corpus programs call become
   today's functions of the same result and its import goes, so the file imports on today's jax.
   On one CPU device of one process the script prints 1, 0 and cpu (what jax 0.4's own
   ``xla_bridge`` printed there)."""
-  new, report = migrate_source(source)
+  new, report = migrate_source(SNIPPETS[name])
   assert 'xla_bridge' not in new
   assert {r.status for r in report.records} == {'rewritten'}
   again, report = migrate_source(new)
   assert again == new and report.records == []
-  from tests import _isolated  # pylint: disable=g-import-not-at-top
-  proc = _isolated.run_isolated(new, env={'XLA_FLAGS': '', 'JAX_PLATFORMS': 'cpu',
-                                          'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
-  assert proc.stdout.split() == ['1', '0', 'cpu']
+  assert _snippet_stdout(snippet_runs, name, new).split() == ['1', '0', 'cpu']
 
 
 @pytest.mark.parametrize('imports, expected', [
@@ -166,25 +216,18 @@ def test_import_jax_config_becomes_import_jax_once(imports, expected):
   assert new == expected + '.update("jax_enable_x64", True)\n', new
 
 
-def test_flax_nn_functions_flax_linen_has_are_renamed_and_their_file_is_not_pre_linen():
+def test_flax_nn_functions_flax_linen_has_are_renamed_and_their_file_is_not_pre_linen(
+    snippet_runs):
   """mipnerf registers ``flax.nn.relu|sigmoid|softplus`` with gin: flax 0.4 removed
   ``flax.nn``, whose functions were jax's own (flax.linen re-exports the same objects), so they
   become ``flax.linen.*``, ``from flax import nn`` goes and the file runs on today's flax. A
   file whose only flax.nn names are these is no pre-Linen file: its optimizer is rewritten."""
-  source = ('import jax.numpy as jnp\nfrom flax import nn\nfrom flax import optim\n\n'
-            'acts = (nn.relu, nn.sigmoid, nn.softplus)\n'
-            'print(*[float(f(jnp.float32(x))) for f, x in zip(acts, (-1.0, 0.0, 0.0))])\n'
-            'opt = optim.GradientDescent(learning_rate=0.5).create({"w": jnp.ones(2)})\n'
-            'print(*opt.apply_gradient({"w": jnp.ones(2)}).target["w"].tolist())\n')
-  new, report = migrate_source(source)
+  new, report = migrate_source(SNIPPETS['flax_nn_functions'])
   assert 'flax.nn' not in new and 'from flax import nn' not in new
   assert {r.status for r in report.records} == {'rewritten'}, report.records
   assert 'FOM105' not in {r.code for r in report.records}
-  from tests import _isolated  # pylint: disable=g-import-not-at-top
-  proc = _isolated.run_isolated(new, env={'XLA_FLAGS': '', 'JAX_PLATFORMS': 'cpu',
-                                          'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
   # relu(-1) = 0, sigmoid(0) = 1/2, softplus(0) = log 2; one step of 0.5 * 1 from 1.
-  values = [float(v) for v in proc.stdout.split()]
+  values = [float(v) for v in _snippet_stdout(snippet_runs, 'flax_nn_functions', new).split()]
   assert values[:2] == [0.0, 0.5] and abs(values[2] - 0.6931471805599453) < 1e-7
   assert values[3:] == [0.5, 0.5]
   pre_linen, _ = migrate_source('from flax import nn\n\nclass M(nn.Module):\n  pass\n')
@@ -242,24 +285,19 @@ def test_a_jaxlib_name_todays_jaxlib_lacks_is_marked_not_left_silent(source, lin
   assert 'FOM299' in new and report.exit_status() == 2
 
 
-def test_numpys_removed_aliases_are_renamed_to_the_object_they_named_called_or_not():
+def test_numpys_removed_aliases_are_renamed_to_the_object_they_named_called_or_not(
+    snippet_runs):
   """numpy 1.24 removed ``np.float``/``np.int``/``np.object`` (the builtins themselves) and numpy
   2.0 ``np.float_``/``np.NaN``/``np.product`` (``np.float64``, ``np.nan``, ``np.prod``). VaxNeRF
   passes ``dtype=np.float``: a value, not a call. Each becomes the object it named, so the file
   runs on today's numpy without the runtime layer; ``np.NINF`` (a value, -inf, no name of its
   own today) stays FOM299."""
-  source = ('import numpy as np\nfrom numpy import product as pr, float_\n\n'
-            'a = np.array("1 2".split(), dtype=np.float)\n'
-            'print(a.dtype, np.float(2), np.int(3.7), np.NaN, pr([2, 3]), float_(1.5), np.object)\n')
-  new, report = migrate_source(source)
+  new, report = migrate_source(SNIPPETS['numpy_aliases'])
   assert {r.status for r in report.records} == {'rewritten'}, report.records
   again, report_again = migrate_source(new)
   assert again == new and report_again.records == []
-  from tests import _isolated  # pylint: disable=g-import-not-at-top
-  proc = _isolated.run_isolated(new, env={'XLA_FLAGS': '', 'JAX_PLATFORMS': 'cpu',
-                                          'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
   # float64 from dtype=float; float(2); int(3.7) truncates; nan; 2 * 3; the builtin object.
-  assert proc.stdout.split() == ['float64', '2.0', '3', 'nan', '6', '1.5', "<class", "'object'>"]
+  assert _snippet_stdout(snippet_runs, 'numpy_aliases', new).split() == ['float64', '2.0', '3', 'nan', '6', '1.5', "<class", "'object'>"]
   kept, report = migrate_source('import numpy as np\n\nlow = np.NINF\n')
   assert 'np.NINF' in kept and [r.code for r in report.records] == ['FOM299']
 
@@ -312,23 +350,11 @@ def test_an_import_of_a_name_todays_jax_lacks_that_nothing_reads_goes(source, us
   assert name in new
 
 
-def test_a_linen_layer_modules_initializer_becomes_flax_linen_initializers():
+def test_a_linen_layer_modules_initializer_becomes_flax_linen_initializers(snippet_runs):
   """``flax.linen.linear.zeros`` (flax <= 0.6.4, jax.nn.initializers.zeros) in a module field's
   default: rewritten to today's ``flax.linen.initializers.zeros``, the same object, so the
   migrated file imports and initialises where this package cannot be imported."""
-  source = ('import flax.linen as nn\nimport flax.linen.linear\nimport jax\nimport jax.numpy as jnp\n\n'
-            'class M(nn.Module):\n'
-            '  intercept_init: object = flax.linen.linear.zeros\n\n'
-            '  @nn.compact\n'
-            '  def __call__(self, x):\n'
-            '    return nn.Dense(1, bias_init=self.intercept_init)(x)\n\n'
-            'p = M().init(jax.random.PRNGKey(0), jnp.ones((1, 3)))\n'
-            'print(float(p["params"]["Dense_0"]["bias"][0]),'
-            ' M.intercept_init is jax.nn.initializers.zeros)\n')
-  new, report = migrate_source(source)
+  new, report = migrate_source(SNIPPETS['linen_initializer'])
   assert 'intercept_init: object = flax.linen.initializers.zeros' in new, new
   assert {r.status for r in report.records} == {'rewritten'}
-  from tests import _isolated  # pylint: disable=g-import-not-at-top
-  proc = _isolated.run_isolated(new, env={'JAX_PLATFORMS': 'cpu'}, timeout=120)
-  assert proc.returncode == 0, proc.stderr[-2000:]
-  assert proc.stdout.split() == ['0.0', 'True']
+  assert _snippet_stdout(snippet_runs, 'linen_initializer', new).split() == ['0.0', 'True']

@@ -224,11 +224,15 @@ def test_the_same_call_on_an_instance_bound_in_sight_is_followed(tmp_path):
 examples = harness.examples_fixture(EXAMPLES, 'unseen_examples')
 
 
-@pytest.mark.parametrize('name', sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))
-def test_the_example_is_rewritten_whole_and_runs_both_ways(examples, name):
+@pytest.fixture(scope='module')
+def both_ways(examples):
   root, migrated = examples
-  harness.assert_whole_and_equivalent(migrated[name], EXAMPLES / name, root / name,
-                                      legacy_env_root=root)
+  return harness.BothWays(EXAMPLES, root, migrated)
+
+
+@pytest.mark.parametrize('name', sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))
+def test_the_example_is_rewritten_whole_and_runs_both_ways(both_ways, name):
+  both_ways.check(name)
 
 
 # f_net's fine-tuning (2021): a pre-trained checkpoint is read raw, its legacy layout edited by
