@@ -30,7 +30,7 @@ import importlib.util
 import os
 import re
 import types
-from typing import Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 import warnings
 
 import libcst as cst
@@ -41,7 +41,7 @@ from . import _edits
 from ._refusals import MARKER
 from ._report import Record
 from ._rule import Rule
-from ._unit import SourceFile, call_arg
+from ._unit import SourceFile, call_arg, plainly_imported
 
 
 class _Name(NamedTuple):
@@ -79,7 +79,6 @@ def _by_name() -> Dict[str, _Name]:
     else:
       names[e.qualname] = _Name(e.qualname, e.kind, e.target, e.keywords, e.annotation_only)
   return names
-
 
 
 BY_NAME = _by_name()
@@ -264,22 +263,14 @@ def _new_import(entry: _Name, full: str, bound: str) -> Tuple[str, str]:
   return module, name if name == bound else f'{name} as {bound}'
 
 
-def _plainly_imported(unit: SourceFile, stmt) -> Set[str]:
-  """The modules another module-level ``import m`` statement of the file binds as ``m``."""
-  return {_code(a.name) for other in unit.module.body
-          if isinstance(other, cst.SimpleStatementLine) for small in other.body
-          if isinstance(small, cst.Import) and small is not stmt
-          for a in small.names if a.asname is None and '.' not in _code(a.name)}
-
-
 def _import_texts(unit: SourceFile, stmt, kept_names,
                   kept_modules=frozenset()) -> Optional[Tuple[List[str], List[_Name]]]:
   """The new import statements for one import, and the entries they replace; None if unchanged.
 
   A name in ``kept_names`` keeps its import (a use of it is left as it is); so does a removed
   module of ``kept_modules`` (a use of it no rule rewrites). The import of any other module of
-  :data:`REMOVED_MODULES` goes: every use of it is rewritten.
-  """
+  :data:`REMOVED_MODULES` goes (every use of it is rewritten), as does one another plain import
+  binds (flip's ``import jax.config`` under ``import jax``)."""
   entries, kept, added = [], [], {}
   if isinstance(stmt, cst.Import):
     out = []
@@ -306,9 +297,7 @@ def _import_texts(unit: SourceFile, stmt, kept_names,
       out.append(text)
     if not entries:
       return None
-    # ``import jax`` beside the file's own ``import jax`` (``import jax.config`` under it, in
-    # facebookresearch/flip's t5x copy): the name is bound already, a second line would repeat it.
-    out = [text for text in out if text not in _plainly_imported(unit, stmt)]
+    out = [t for t in out if t not in plainly_imported(unit, but=stmt)]   # ``import jax`` twice
     lines = [f'import {", ".join(out)}'] if out else []
     return lines + [f'from {m} import {", ".join(t)}' for m, t in added.items()], entries
   if not isinstance(stmt, cst.ImportFrom) or stmt.relative or stmt.module is None:

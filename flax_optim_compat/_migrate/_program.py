@@ -17,7 +17,6 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst import metadata as meta
 
-from .. import _legacy_jax
 from . import _import_paths
 from . import _unit
 from ._unit import SourceFile
@@ -521,27 +520,33 @@ class Program:
 
   def pre_linen(self, unit: SourceFile) -> Optional[str]:
     """Why ``unit`` cannot run on today's flax where it is pre-Linen (FOM105 for the optimizers
-    it creates or holds), else None: it uses ``flax.nn`` itself (a name other than the
-    functions flax.linen has, which migrate renames), or a function or class of the project's
-    files that do, in turn (oyster's ``td3.py`` optimizes the ``nn.Model`` that its
-    ``models.build_critic_model`` builds: it imports ``models``, which cannot be imported)."""
+    it creates or holds), else None: it uses ``flax.nn`` itself (a name flax.linen lacks), or a
+    module-level import of it loads such a file that imports ``flax.nn`` when it loads, in turn
+    (oyster's ``td3.py`` imports ``models``, whose ``from flax import nn`` fails on today's flax;
+    a ``flax.nn.make_rng()`` in a function fails only where it runs)."""
     if self._pre_linen is None:
-      why = {u.path: 'this file uses flax.nn' for u in self.units if _uses_flax_nn(u)}
-      changed = bool(why)
-      while changed:
-        changed = False
-        for u in self.units:
-          used = None if u.path in why else next((
-              (name, owner[0]) for node in u.nodes if isinstance(node, (cst.Name, cst.Attribute))
-              for name in u.names(node)
-              for owner in [self._functions.get(name) or self._classes.get(name)]
-              if owner and owner[0] is not u and owner[0].path in why), None)
-          if used:
-            why[u.path] = (f'it uses {used[0]} of {os.path.basename(used[1].path)}, which '
-                           'cannot run on today\'s flax (flax.nn)')
-            changed = True
+      why = {u.path: 'this file uses flax.nn' for u in self.units if _unit.uses_flax_nn(u)}
+      broken = {u.path for u in self.units if u.path in why and any(
+          n == 'flax.nn' or n.startswith('flax.nn.') for n in _unit.module_imports(u))}
+      while True:
+        more = {u.path: loaded.path for u in self.units if u.path not in broken
+                for loaded in map(self.module_unit, _unit.module_imports(u))
+                if loaded is not None and loaded.path in broken}
+        if not more:
+          break
+        broken.update(more)
+        for path, loaded in more.items():
+          why.setdefault(path, f'it imports {os.path.basename(loaded)}, which cannot be imported '
+                               'on today\'s flax (it loads flax.nn)')
       self._pre_linen = why
     return self._pre_linen.get(unit.path)
+
+  def module_unit(self, name: str) -> Optional[SourceFile]:
+    """The project's file that is the module ``name`` or defines the function or class ``name``."""
+    owner = self._functions.get(name) or self._classes.get(name)
+    if owner:
+      return owner[0]
+    return next((u for u in self.units if u.module_name == name), None)
 
   def imported_by(self, text: str) -> List[SourceFile]:
     """The project's parsed files that the code ``text`` may import, directly or through
@@ -656,7 +661,7 @@ class Program:
         chain.append(current)
         u, node = self._classes[current]
         todo += sorted({n for base in node.bases for n in u.names(base.value)} & set(self._classes))
-      named = [c for c in chain if _names_field(*self._classes[c], name)]
+      named = [c for c in chain if _unit.names_field(*self._classes[c], name)]
       cache[(cls, name)] = named[-1] if named else self._families.find(cls)
     return cache[(cls, name)]
 
@@ -693,31 +698,3 @@ class Program:
   def receiver_family(self, unit: SourceFile, node: cst.CSTNode) -> Optional[str]:
     cls = self.receiver_class(unit, node)
     return self._families.find(cls) if cls else None
-
-
-def _names_field(unit: SourceFile, classdef: cst.ClassDef, name: str) -> bool:
-  """Whether the class's own code names the field ``name``: ``self.<name>`` in its body, or a
-  class-level ``name: T`` / ``name = v`` (a dataclass's field)."""
-  for node in _unit.walk(classdef.body):
-    if isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(
-        node.value, cst.Name) and node.value.value == 'self':
-      return True
-  for statement in classdef.body.body:
-    for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-      target = small.target if isinstance(small, cst.AnnAssign) else (
-          small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1
-          else None)
-      if isinstance(target, cst.Name) and target.value == name:
-        return True
-  return False
-
-
-def _uses_flax_nn(unit: SourceFile) -> bool:
-  """Whether the file uses pre-Linen ``flax.nn``: a name of it other than the functions
-  flax.linen has (``flax.nn.relu``, which migrate renames)."""
-  return any(n.startswith('flax.nn.') and '.'.join(n.split('.')[:3]) not in _LINEN_HAS
-             for node in unit.nodes
-             if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node))
-
-
-_LINEN_HAS = frozenset(e.qualname for e in _legacy_jax.NAMES if e.module == 'flax.nn')

@@ -18,6 +18,7 @@ from libcst import metadata as meta
 
 import flax_optim_compat as _optim
 from .. import _adapter
+from .. import _legacy_jax
 from .. import _layouts
 
 LEGACY_PREFIXES = ('flax.optim.', 'flax_optim_compat.')
@@ -79,6 +80,61 @@ def missing_member(unit, node) -> Optional[str]:
     if not hasattr(module, parent.attr.value):
       return parent.attr.value
   return None
+
+
+def module_imports(unit: "SourceFile") -> List[str]:
+  """The dotted names ``unit``'s plain module-level imports load (``from models import build``:
+  ``models.build``; ``from . import utils`` in ``pkg/train.py``: ``pkg.utils``), run when the
+  module is imported."""
+  found = []
+  for statement in unit.module.body:
+    for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+      if isinstance(small, cst.Import):
+        found += [dotted(a.name) for a in small.names]
+      elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+        base = [dotted(small.module)] if small.module else []
+        if small.relative:   # ``from . import utils``: the package of the file, up
+          package = unit.module_name.split('.')[:-1]
+          base = package[:len(package) - len(small.relative) + 1] + base
+        found += ['.'.join(base + [dotted(a.name)]) for a in small.names]
+  return found
+
+
+def plainly_imported(unit: "SourceFile", but=None) -> Set[str]:
+  """The top-level modules plain module-level ``import m`` statements of the file (other than
+  ``but``) bind as ``m``."""
+  return {dotted(a.name) for other in unit.module.body
+          if isinstance(other, cst.SimpleStatementLine) for small in other.body
+          if isinstance(small, cst.Import) and small is not but
+          for a in small.names if a.asname is None and '.' not in dotted(a.name)}
+
+
+def uses_flax_nn(unit: "SourceFile") -> bool:
+  """Whether the file uses pre-Linen ``flax.nn``: a name of it other than the functions
+  flax.linen has (``flax.nn.relu``, which migrate renames)."""
+  return any(n.startswith('flax.nn.') and '.'.join(n.split('.')[:3]) not in _LINEN_HAS
+             for node in unit.nodes
+             if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node))
+
+
+_LINEN_HAS = frozenset(e.qualname for e in _legacy_jax.NAMES if e.module == 'flax.nn')
+
+
+def names_field(unit: "SourceFile", classdef: cst.ClassDef, name: str) -> bool:
+  """Whether the class's own code names the field ``name``: ``self.<name>`` in its body, or a
+  class-level ``name: T`` / ``name = v`` (a dataclass's field)."""
+  for node in walk(classdef.body):
+    if isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(
+        node.value, cst.Name) and node.value.value == 'self':
+      return True
+  for statement in classdef.body.body:
+    for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+      target = small.target if isinstance(small, cst.AnnAssign) else (
+          small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1
+          else None)
+      if isinstance(target, cst.Name) and target.value == name:
+        return True
+  return False
 
 
 class SourceFile:

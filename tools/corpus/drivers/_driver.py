@@ -142,3 +142,32 @@ def emit(losses, params):
   leaves = [np.ravel(np.asarray(leaf, np.float64)) for leaf in jax.tree_util.tree_leaves(params)]
   values = [float(np.asarray(l)) for l in losses] + np.concatenate(leaves).tolist()
   print(json.dumps(values))
+
+
+def score_sde_train(run_lib, config, steps, images):
+  """yang-song's score_sde layout and its copies: the statements of ``run_lib.train`` that build
+  the model, the optimizer and the state (up to the checkpoint folders), then those that build
+  the SDE, the step functions and the pmapped ``jax.lax.scan`` of ``train_step_fn`` (up to
+  ``eval_step_fn``), run as the program wrote them (or as migrate rewrote them), then ``steps``
+  pmapped steps, each on ``images(data)`` (``data``: a seeded ``np.random.RandomState``), and
+  the trajectory emitted: the losses, then the optimizer's parameters and their EMA."""
+  from flax import jax_utils  # pylint: disable=g-import-not-at-top
+  ns = run_statements(
+      run_lib, 'train', ['rng', 'step_rng', 'score_model', 'init_model_state', 'initial_params',
+                         'optimizer', 'state'],
+      stop='checkpoint_dir', config=config)
+  ns = run_statements(
+      run_lib, 'train', ['sde', 'sampling_eps', 'optimize_fn', 'continuous', 'reduce_mean',
+                         'likelihood_weighting', 'train_step_fn', 'p_train_step'],
+      stop='eval_step_fn', **ns)
+  pstate = jax_utils.replicate(ns['state'])
+  rng = jax.random.PRNGKey(1)
+  data = np.random.RandomState(0)
+  losses = []
+  for _ in range(steps):
+    batch = {'image': images(data)}
+    rng, *next_rng = jax.random.split(rng, num=2)
+    (_, pstate), ploss = ns['p_train_step']((jax.numpy.asarray(next_rng), pstate), batch)
+    losses.append(ploss[0, 0])
+  final = jax_utils.unreplicate(pstate)
+  emit(losses, (params_of(final.optimizer), final.params_ema))

@@ -16,10 +16,7 @@ import _driver
 
 program, steps = _driver.setup('tensorflow', 'tensorflow_datasets', 'tensorflow_gan',
                                'tensorflow_hub', 'tensorboard', 'PIL', 'six')
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from flax import jax_utils  # noqa: E402
 import run_lib  # noqa: E402
 from configs.vp.ddpm import cifar10  # noqa: E402
 
@@ -35,22 +32,5 @@ config.training.n_jitted_steps = 1
 config.optim.warmup = 3
 config.optim.lr = 1e-3
 
-ns = _driver.run_statements(
-    run_lib, 'train', ['rng', 'step_rng', 'score_model', 'init_model_state', 'initial_params',
-                       'optimizer', 'state'],
-    stop='checkpoint_dir', config=config)
-ns = _driver.run_statements(
-    run_lib, 'train', ['sde', 'sampling_eps', 'optimize_fn', 'continuous', 'reduce_mean',
-                       'likelihood_weighting', 'train_step_fn', 'p_train_step'],
-    stop='eval_step_fn', **ns)
-pstate = jax_utils.replicate(ns['state'])
-rng = jax.random.PRNGKey(1)
-data = np.random.RandomState(0)
-losses = []
-for _ in range(steps):
-  batch = {'image': data.rand(1, 1, 4, 8, 8, 3).astype(np.float32) * 2 - 1}
-  rng, *next_rng = jax.random.split(rng, num=2)
-  (_, pstate), ploss = ns['p_train_step']((jnp.asarray(next_rng), pstate), batch)
-  losses.append(ploss[0, 0])
-final = jax_utils.unreplicate(pstate)
-_driver.emit(losses, (_driver.params_of(final.optimizer), final.params_ema))
+_driver.score_sde_train(
+    run_lib, config, steps, lambda data: data.rand(1, 1, 4, 8, 8, 3).astype(np.float32) * 2 - 1)
