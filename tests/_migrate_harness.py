@@ -441,6 +441,21 @@ print(json.dumps(results))
 '''
 
 
+def run_migrated(sources: Dict[str, str], root: pathlib.Path, child: pathlib.Path,
+                 env: Optional[Dict[str, str]] = None) -> Dict[str, Tuple[str, dict]]:
+  """Each source (name -> legacy text) migrated on its own (``migrate_source``), written under
+  ``root``, then all run in one isolated child (``run_programs`` in ``child``: one jax start-up,
+  not one per snippet). Name -> (the migrated text that ran, its result)."""
+  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+  programs, texts = [], {}
+  for name, source in sources.items():
+    texts[name] = migrate_source(source)[0]
+    (root / f'{name}.py').write_text(texts[name])
+    programs.append(Program(name, root / f'{name}.py'))
+  results = run_programs(programs, child, isolated=True, env=env)
+  return {name: (texts[name], results[name]) for name in sources}
+
+
 def run_programs(programs: Sequence[Program], tmp_path: pathlib.Path, *, isolated: bool,
                  env: Optional[Dict[str, str]] = None, timeout: float = 600) -> Dict[str, dict]:
   """Runs complete programs one after another in ONE child interpreter (one start-up of jax).

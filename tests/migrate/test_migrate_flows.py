@@ -288,18 +288,11 @@ _PASSED_SOURCES = {'by_name': _PASSED_BY_NAME, 'direct': _passed_in(True),
 @pytest.fixture(scope='module')
 def passed_in_runs(tmp_path_factory):
   """Each of _PASSED_SOURCES migrated, then run where neither this package nor flax.optim can
-  be imported: all three in one isolated child (``harness.run_programs``, each as ``__main__``
+  be imported: all three in one isolated child (``harness.run_migrated``, each as ``__main__``
   in its own globals). Name -> (the migrated text that ran, its result)."""
   pytest.importorskip('libcst')
-  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
   root = tmp_path_factory.mktemp('passed_in')
-  programs, texts = [], {}
-  for name, source in _PASSED_SOURCES.items():
-    texts[name] = migrate_source(source)[0]
-    (root / f'{name}.py').write_text(texts[name])
-    programs.append(harness.Program(name, root / f'{name}.py'))
-  results = harness.run_programs(programs, root, isolated=True)
-  return {name: (texts[name], results[name]) for name in _PASSED_SOURCES}
+  return harness.run_migrated(_PASSED_SOURCES, root, root)
 
 
 def _isolated_stdout(runs, name, new):

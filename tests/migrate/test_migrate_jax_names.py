@@ -167,17 +167,11 @@ SNIPPETS = {
 
 @pytest.fixture(scope='module')
 def snippet_runs(tmp_path_factory):
-  """Each of SNIPPETS migrated, then all run in one isolated child (``harness.run_programs``:
-  one jax start-up, not one per snippet). Name -> (the migrated text that ran, its result)."""
+  """Each of SNIPPETS migrated, then all run in one isolated child (``harness.run_migrated``).
+  Name -> (the migrated text that ran, its result)."""
   root = tmp_path_factory.mktemp('jax_name_snippets')
-  programs, texts = [], {}
-  for name, source in SNIPPETS.items():
-    texts[name] = migrate_source(source)[0]
-    (root / f'{name}.py').write_text(texts[name])
-    programs.append(harness.Program(name, root / f'{name}.py'))
-  results = harness.run_programs(programs, root / 'child', isolated=True,
-                                 env={'XLA_FLAGS': '', 'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
-  return {name: (texts[name], results[name]) for name in SNIPPETS}
+  return harness.run_migrated(SNIPPETS, root, root / 'child',
+                              env={'XLA_FLAGS': '', 'FLAX_OPTIM_COMPAT_LEGACY_JAX': '0'})
 
 
 def _snippet_stdout(runs, name, new):

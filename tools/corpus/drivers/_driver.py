@@ -150,8 +150,15 @@ def score_sde_train(run_lib, config, steps, images):
   the SDE, the step functions and the pmapped ``jax.lax.scan`` of ``train_step_fn`` (up to
   ``eval_step_fn``), run as the program wrote them (or as migrate rewrote them), then ``steps``
   pmapped steps, each on ``images(data)`` (``data``: a seeded ``np.random.RandomState``), and
-  the trajectory emitted: the losses, then the optimizer's parameters and their EMA."""
+  the trajectory emitted: the losses, then the optimizer's parameters and their EMA. The
+  config is shrunk the same way for every copy: two resolutions, one residual block, attention
+  at 4x4, EMA rate 0.9, batch 4, one step per pmapped call, warmup over 3 steps, rate 1e-3 (the
+  image size and width are the driver's)."""
   from flax import jax_utils  # pylint: disable=g-import-not-at-top
+  config.model.ch_mult, config.model.num_res_blocks, config.model.attn_resolutions = (1, 2), 1, (4,)
+  config.model.ema_rate = 0.9
+  config.training.batch_size, config.training.n_jitted_steps = 4, 1
+  config.optim.warmup, config.optim.lr = 3, 1e-3
   ns = run_statements(
       run_lib, 'train', ['rng', 'step_rng', 'score_model', 'init_model_state', 'initial_params',
                          'optimizer', 'state'],

@@ -29,14 +29,6 @@ config = ct2d_ncsnpp_continuous.get_config()
 config.data.image_size = 8
 config.data.num_channels = 1
 config.model.nf = 16
-config.model.ch_mult = (1, 2)
-config.model.num_res_blocks = 1
-config.model.attn_resolutions = (4,)
-config.model.ema_rate = 0.9
-config.training.batch_size = 4
-config.training.n_jitted_steps = 1
-config.optim.warmup = 3
-config.optim.lr = 1e-3
 
 _driver.score_sde_train(
     run_lib, config, steps, lambda data: data.rand(1, 1, 4, 8, 8, 1).astype(np.float32))

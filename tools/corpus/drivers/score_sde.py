@@ -23,14 +23,6 @@ from configs.vp.ddpm import cifar10  # noqa: E402
 config = cifar10.get_config()
 config.data.image_size = 8
 config.model.nf = 32
-config.model.ch_mult = (1, 2)
-config.model.num_res_blocks = 1
-config.model.attn_resolutions = (4,)
-config.model.ema_rate = 0.9
-config.training.batch_size = 4
-config.training.n_jitted_steps = 1
-config.optim.warmup = 3
-config.optim.lr = 1e-3
 
 _driver.score_sde_train(
     run_lib, config, steps, lambda data: data.rand(1, 1, 4, 8, 8, 3).astype(np.float32) * 2 - 1)
