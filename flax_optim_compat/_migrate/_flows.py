@@ -89,9 +89,9 @@ def _instance_made(program: Program, unit: SourceFile, value: cst.CSTNode,
     return None
   made_in, fdef = made[0], made[1]
   returns = _unit.returns_of(made_in, fdef)
-  families = {_instance_made(program, made_in, r.value, depth + 1)
-              if isinstance(r, cst.Return) and r.value is not None else None for r in returns}
-  return families.pop() if len(families) == 1 else None
+  classes = {_instance_made(program, made_in, r.value, depth + 1)
+             if isinstance(r, cst.Return) and r.value is not None else None for r in returns}
+  return classes.pop() if len(classes) == 1 else None
 
 
 def library_global(program: Program, unit: SourceFile, node: cst.CSTNode) -> bool:

@@ -210,6 +210,14 @@ class _LeftoverVisitor(cst.CSTVisitor):
     return True
 
 
+def _refused_pre_linen(project, site, unit) -> bool:
+  """Refuses ``site`` (FOM105) where its file, or ``unit`` where its def is, is pre-Linen."""
+  why = project.pre_linen(unit) or project.pre_linen(site.unit)
+  if why:
+    site.refusal, site.message = _refusals.PRE_LINEN, why
+  return bool(why)
+
+
 def _def_site_check(project, group) -> dict:
   """Refusals that come from the defs of the group's create calls; ``{id(site): groups}``.
 
@@ -245,9 +253,8 @@ def _def_site_check(project, group) -> dict:
     elif _optax_text.def_call(name, call, unit) is None:
       site.refusal = _refusals.UNKNOWN_DEF
       site.message = f'{unit.code(call)}: {_optax_text.unread_arguments(name, call, unit)}'
-    elif project.pre_linen(unit) or project.pre_linen(site.unit):
-      site.refusal = _refusals.PRE_LINEN
-      site.message = project.pre_linen(unit) or project.pre_linen(site.unit)
+    else:
+      _refused_pre_linen(project, site, unit)
     if site.refusal is None and id(site) in multis and _unit.transformed_create(unit, site.node):
       site.refusal = _refusals.ESCAPE
       site.message = (f'{_unit.short(unit.code(site.node))} creates a MultiOptimizer (or a focus) '
@@ -299,9 +306,7 @@ def _branch_check(project, site):
       site.message = (f'{unit.code(call)} (one of the defs this create may use, line '
                       f'{where}{unit.line(call)}): {why}')
       return
-    if project.pre_linen(unit) or project.pre_linen(site.unit):
-      site.refusal = _refusals.PRE_LINEN
-      site.message = project.pre_linen(unit) or project.pre_linen(site.unit)
+    if _refused_pre_linen(project, site, unit):
       return
     site.branches.append((unit, call, parsed))
 
@@ -355,7 +360,6 @@ def _multi_groups(project, unit, pairs):
           f': {_optax_text.UNPACKED_GROUP}' if call else '')
     groups.append((filter_source, rewrite, fn, def_value, call))
   return groups, None
-
 
 
 # A learning_rate=None optimizer with no update in sight (tmpdjax's checkpoint-restore template).

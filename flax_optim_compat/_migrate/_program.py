@@ -528,10 +528,14 @@ class Program:
       why = {u.path: 'this file uses flax.nn' for u in self.units if _unit.uses_flax_nn(u)}
       broken = {u.path for u in self.units if u.path in why and any(
           n == 'flax.nn' or n.startswith('flax.nn.') for n in _unit.module_imports(u))}
-      while True:
-        more = {u.path: loaded.path for u in self.units if u.path not in broken
-                for loaded in map(self.module_unit, _unit.module_imports(u))
-                if loaded is not None and loaded.path in broken}
+      # What each file loads of the project's (a module, or the file of a function or class).
+      modules = {u.module_name: u for u in self.units if u.module_name} if broken else {}
+      loads = {u.path: {m.path for m in (
+          (self._functions.get(n) or self._classes.get(n) or (modules.get(n),))[0]
+          for n in _unit.module_imports(u)) if m is not None} for u in self.units} if broken else {}
+      while broken:
+        more = {path: loaded for path, paths in loads.items() if path not in broken
+                for loaded in sorted(paths & broken)[:1]}
         if not more:
           break
         broken.update(more)
@@ -540,13 +544,6 @@ class Program:
                                'on today\'s flax (it loads flax.nn)')
       self._pre_linen = why
     return self._pre_linen.get(unit.path)
-
-  def module_unit(self, name: str) -> Optional[SourceFile]:
-    """The project's file that is the module ``name`` or defines the function or class ``name``."""
-    owner = self._functions.get(name) or self._classes.get(name)
-    if owner:
-      return owner[0]
-    return next((u for u in self.units if u.module_name == name), None)
 
   def imported_by(self, text: str) -> List[SourceFile]:
     """The project's parsed files that the code ``text`` may import, directly or through

@@ -228,16 +228,16 @@ class Project(Program):
     function's call, in turn; calls out of sight (``callers_of`` None) are not asked."""
     for u, call, _, _ in self.callers_of(unit, fdef) or () if depth < 4 else ():
       parent = u.parent(call)
-      target = parent.targets[0].target if isinstance(parent, cst.Assign) and len(
-          parent.targets) == 1 else None
-      reads = ([call] if not isinstance(target, cst.Name) else
-               _unit.binding_reads(u, target) or _unit.accesses(u, target) or [])
-      if isinstance(parent, cst.Return):
+      if isinstance(parent, cst.Return):   # the caller's function hands it on: its calls
         outer = u.enclosing(parent, (cst.FunctionDef,))
         why = self.def_used_elsewhere(u, outer, depth + 1) if outer is not None else None
         if why:
           return why
         continue
+      target = parent.targets[0].target if isinstance(parent, cst.Assign) and len(
+          parent.targets) == 1 else None
+      reads = ([call] if not isinstance(target, cst.Name) else
+               _unit.binding_reads(u, target) or _unit.accesses(u, target) or [])
       for read in reads:
         used = u.parent(read)
         checked = isinstance(used, cst.Arg) and isinstance(u.parent(used), cst.Call) and (

@@ -644,12 +644,14 @@ def leftover_reason(project, unit, node):
   why = _def_destination(project, unit, call) if call is not None and name in DEFS else None
   if call is None and name in DEFS and isinstance(parent, cst.Arg) and isinstance(
       unit.parent(parent), cst.Call):   # the class itself as a value: make(optim.Adam, lr=...)
-    checks = 'builtins.isinstance' in unit.names(unit.parent(parent).func)
-    why = (f'the type of an isinstance(...) check at {_unit.at(unit, node)}: an optax '
-           'transformation has no class per optimizer, so the check has no optax form'
-           ) if checks else (f'the class is passed to {short(unit.code(unit.parent(parent).func), 40)}(...) at '
-           f'{_unit.at(unit, node)}: a def class passed as a value is called elsewhere, with '
-           'arguments the analysis does not read, so its optax form cannot be decided here')
+    callee = unit.parent(parent).func
+    if 'builtins.isinstance' in unit.names(callee):
+      why = (f'the type of an isinstance(...) check at {_unit.at(unit, node)}: an optax '
+             'transformation has no class per optimizer, so the check has no optax form')
+    else:
+      why = (f'the class is passed to {short(unit.code(callee), 40)}(...) at '
+             f'{_unit.at(unit, node)}: a def class passed as a value is called elsewhere, with '
+             'arguments the analysis does not read, so its optax form cannot be decided here')
   return _refusals.UNFOLLOWED, f'{shown}: ' + (why or _refusals.UNFOLLOWED.reason)
 
 
@@ -668,10 +670,10 @@ def _def_destination(project, unit, call):
                 'variable read only as the receiver of .create(...)')
   if isinstance(parent, cst.Return):
     fdef = unit.enclosing(call, (cst.FunctionDef,))
-    elsewhere = project.def_used_elsewhere(unit, fdef) if fdef is not None else None
-    if elsewhere:
-      return elsewhere
     if fdef is not None:
+      elsewhere = project.def_used_elsewhere(unit, fdef)
+      if elsewhere:
+        return elsewhere
       called = [(u, n) for u in project.units for n in u.nodes if isinstance(n, cst.Call) and (
           (isinstance(n.func, cst.Attribute) and n.func.attr.value == fdef.name.value) or (
               isinstance(n.func, cst.Name) and n.func.value == fdef.name.value))]

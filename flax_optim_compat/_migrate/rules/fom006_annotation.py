@@ -6,9 +6,9 @@ anywhere in an annotation, and as the ``bound=`` of a ``typing.TypeVar`` (jaxfg'
 a def class in an annotation (``-> Tuple[MLP, flax.optim.Adam]``) becomes the type the
 rewritten def is, ``optax.GradientTransformation``; in a module-level type alias
 (``OptimizerType = Union[optim.Optimizer, Optimizer]``) ``OptimizerState`` becomes
-``optax.OptState`` and ``OptimizerDef`` ``optax.GradientTransformation`` too. Python evaluates an annotation and a
-TypeVar's bound when the ``def`` (or the module) runs, so a name left legacy there would stop
-the migrated module from importing once ``flax.optim`` is gone.
+``optax.OptState`` and ``OptimizerDef`` ``optax.GradientTransformation`` too. Python evaluates
+an annotation and a TypeVar's bound when the ``def`` (or the module) runs, so a name left legacy
+there would stop the migrated module from importing once ``flax.optim`` is gone.
 """
 import libcst as cst
 
