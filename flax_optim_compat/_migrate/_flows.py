@@ -388,11 +388,11 @@ class _Joiner:
 
   def field(self, node: cst.Attribute):
     """Joins the attribute ``node`` of an unknown class with the same field of the classes
-    that hold an optimizer in it, in a file that uses jax or flax (a same-named attribute of
-    a TensorFlow agent is not one of theirs); and ``self.<name>`` of a class with the field of
-    an unknown class that holds one."""
+    that hold an optimizer in it, where the file may see one there (``SourceFile.sees_field``:
+    a same-named attribute of a TensorFlow agent is not one of theirs); and ``self.<name>`` of
+    a class with the field of an unknown class that holds one."""
     program, unit = self.program, self.unit
-    if (not unit.uses_jax_or_flax or _unit.is_module_like(unit, node.value)
+    if (not unit.sees_field(node.attr.value) or _unit.is_module_like(unit, node.value)
         or library_global(program, unit, node.value)):
       return
     slot = field_slot(program, unit, node.value, node.attr.value)

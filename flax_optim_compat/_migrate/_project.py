@@ -414,8 +414,8 @@ class Project(Program):
       if _compared_with_a_string(unit, node):
         return None   # ``config.optim.optimizer == 'Adam'``: a config field, not an optimizer
       slot = _flows.field_slot(self, unit, node.value, node.attr.value)
-      if slot[1] is None and not unit.uses_jax_or_flax:
-        return None   # an attribute of an unknown class, in a file that never sees jax or flax
+      if slot[1] is None and not unit.sees_field(node.attr.value):
+        return None   # an attribute of an unknown class, in a file that cannot see one there
       if slot in self.optimizer_slots and not _unit.is_module_like(unit, node.value) and (
           not _flows.library_global(self, unit, node.value)):
         return slot

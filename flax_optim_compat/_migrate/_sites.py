@@ -192,10 +192,6 @@ def _held(project, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:
   return parts[0][1] if parts and not project.reads_its_def(unit, node) else None
 
 
-# What a legacy optimizer has that a value of unknown origin is read for.
-_OPTIMIZER_READS = frozenset({'target', 'apply_gradient', 'optimizer_def'})
-
-
 def _unresolved_result(project, unit: SourceFile, node: cst.CSTNode):
   """``(slot, message)`` where ``node`` calls a function-valued parameter the analysis does
   not resolve (its function's call sites are not all in sight, or bind different functions),
@@ -231,7 +227,7 @@ def _unresolved_result(project, unit: SourceFile, node: cst.CSTNode):
       stored = _flows.field_slot(project, unit, receiver, use.keyword.value) if (
           receiver is not None) else None
     if (isinstance(use, cst.Attribute) and use.value is read
-        and use.attr.value in _OPTIMIZER_READS) or stored in project.optimizer_slots:
+        and use.attr.value in _unit.OPTIMIZER_ONLY_READS) or stored in project.optimizer_slots:
       return (stored if stored in project.optimizer_slots else given,
               f'{unit.code(read)} is used as an optimizer ({short(unit.code(use))}) at '
               f'{_unit.at(unit, read)}, and it is what '

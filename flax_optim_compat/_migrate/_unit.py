@@ -120,6 +120,10 @@ def uses_flax_nn(unit: "SourceFile") -> bool:
 _LINEN_HAS = frozenset(e.qualname for e in _legacy_jax.NAMES if e.module == 'flax.nn')
 
 
+# What only a legacy optimizer has, of what a value of unknown origin is read for.
+OPTIMIZER_ONLY_READS = frozenset({'target', 'apply_gradient', 'optimizer_def'})
+
+
 def names_field(unit: "SourceFile", classdef: cst.ClassDef, name: str) -> bool:
   """Whether the class's own code names the field ``name``: ``self.<name>`` in its body, or a
   class-level ``name: T`` / ``name = v`` (a dataclass's field)."""
@@ -156,6 +160,7 @@ class SourceFile:
     self.nodes, self.parents = collect.nodes, collect.parents
     self._positions = None   # LibCST's PositionProvider (a render of the file): when first read
     self._uses = None
+    self._optimizer_fields = None
     self._names_legacy = None
     self._reads_legacy = None
 
@@ -166,6 +171,20 @@ class SourceFile:
       roots = {q.name.split('.')[0] for qs in self.fqnames.values() for q in qs}
       self._uses = bool(roots & {'jax', 'flax', 'optax', 'flax_optim_compat'})
     return self._uses
+
+  def sees_field(self, name: str) -> bool:
+    """Whether an attribute ``x.<name>`` of a value whose class the analysis cannot tell may be
+    a flax.optim optimizer held in a field of that name: in a file that uses jax or flax, or
+    where the file reads ``x.<name>`` for what only a legacy optimizer has (``.target``,
+    ``.apply_gradient``, ``.optimizer_def``: a runner handed the agent, ``np.asarray(
+    agent.optimizer.target['w'])``, imports neither). A TensorFlow agent's ``self.optimizer
+    .minimize(...)`` in a file with no jax is not one."""
+    if self._optimizer_fields is None:
+      self._optimizer_fields = {
+          n.value.attr.value for n in self.nodes
+          if isinstance(n, cst.Attribute) and n.attr.value in OPTIMIZER_ONLY_READS
+          and isinstance(n.value, cst.Attribute)}
+    return self.uses_jax_or_flax or name in self._optimizer_fields
 
   @property
   def names_flax_optim(self) -> bool:

@@ -6,6 +6,9 @@ The program (tests/migrate/programs/agents/) is a folder as a user passes it: a 
 file whose ``self.optimizer.minimize(...)`` is a ``tf.compat.v1`` optimizer. The JAX agent is
 rewritten whole and runs both ways (legacy on this package; migrated where neither this package
 nor flax.optim can be imported) to the same numbers; the TensorFlow file is left byte for byte.
+A runner that imports neither jax nor flax, handed the agent, reads ``agent.optimizer.target``:
+what only a legacy optimizer has, so that field is the JAX agent's optimizer there too (before,
+it was left ``.target`` with no record: the migrated runner raised AttributeError).
 
 tests/migrate/examples/objects/ holds programs (folders, ``train.py`` their entry point) of the
 idioms research code used, each rewritten whole and run both ways within the report's claim:
@@ -44,16 +47,19 @@ def test_a_same_named_attribute_of_another_framework_is_not_followed(migrated):
   assert (folder / 'tf_agent.py').read_text() == (PROGRAM / 'tf_agent.py').read_text()
   assert migration.report['exit_status'] == 1, migration.stderr
   assert not [r for r in migration.report['sites'] if r['status'] != 'rewritten']
-  assert [pathlib.Path(p).name for p in migration.report['changed_files']] == ['jax_agent.py']
+  assert sorted(pathlib.Path(p).name for p in migration.report['changed_files']) == [
+      'jax_agent.py', 'runner.py']
+  assert 'agent.optimizer.params' in (folder / 'runner.py').read_text()
 
 
-def test_the_jax_agent_runs_both_ways_to_the_same_numbers(migrated):
+@pytest.mark.parametrize('entry', ['jax_agent.py', 'runner.py'])
+def test_the_jax_agent_runs_both_ways_to_the_same_numbers(migrated, entry):
   root, folder, migration = migrated
-  before = harness.run_before(PROGRAM / 'jax_agent.py', cwd=root, env=harness.legacy_env(root))
-  after = harness.run_after(folder / 'jax_agent.py', cwd=root)
+  before = harness.run_before(PROGRAM / entry, cwd=root, env=harness.legacy_env(root))
+  after = harness.run_after(folder / entry, cwd=folder)   # -c: sys.path[0] is the cwd
   claim = migration.exactness(folder / 'jax_agent.py')
   harness.assert_equivalent(harness.trajectory(before.stdout), harness.trajectory(after.stdout),
-                            claim, label='jax_agent.py')
+                            claim, label=entry)
 
 
 def test_an_optimizer_bound_by_functools_partial_is_a_parameter_of_the_function():
