@@ -328,7 +328,42 @@ def legacy_members_left(sources, records, at, holders, status):
               (ast.unparse(node.value) in derived | inside) and
               (path, node.lineno) not in site_lines):
             found.append(f'{path}:{node.lineno} {ast.unparse(node)}')
+  found += _field_reads_left(sources, site_lines, holders, status)
   return sorted(set(found))
+
+
+# What only a legacy optimizer has: read on ``x.<field>`` anywhere in the program.
+_OPTIMIZER_ONLY = frozenset({'target', 'apply_gradient', 'optimizer_def'})
+
+
+def _field_reads_left(sources, site_lines, holders, status):
+  """``x.<field>.target`` (or ``.apply_gradient`` / ``.optimizer_def``) at a line no site of
+  the analysis is, in any file, where ``<field>`` is an attribute that held only objects migrate
+  rewrote (a runner handed the agent reads ``agent.optimizer.target``): left legacy beside a
+  rewritten object. A field that also held a refused object is not counted (its reads stay
+  legacy on purpose)."""
+  fields = collections.defaultdict(set)
+  for key, held in holders.items():
+    for _, _, holder in held:
+      try:
+        expr = ast.parse(holder.strip(), mode='eval').body
+      except SyntaxError:
+        continue
+      if isinstance(expr, ast.Attribute):
+        fields[expr.attr] |= status.get(key, set())
+  rewritten = {f for f, seen in fields.items() if seen == {'rewritten'}}
+  found = []
+  for path, source in sources.items():
+    try:
+      tree = ast.parse(source)
+    except SyntaxError:
+      continue
+    for node in ast.walk(tree):
+      if (isinstance(node, ast.Attribute) and node.attr in _OPTIMIZER_ONLY
+          and isinstance(node.value, ast.Attribute) and node.value.attr in rewritten
+          and (path, node.lineno) not in site_lines):
+        found.append(f'{path}:{node.lineno} {ast.unparse(node)}')
+  return found
 
 
 def _alarm(signum, frame):

@@ -111,6 +111,44 @@ def test_a_legacy_member_read_on_a_value_migrate_rewrote_is_found(tool, tmp_path
   assert tool.measure(str(folder), 60)['outcome'] == 'refused'
 
 
+AGENT = """\
+import jax
+from flax import optim
+
+
+class Agent:
+  def __init__(self, params):
+    self.optimizer = optim.Adam(0.1).create(params)
+
+  def step(self, grads):
+    self.optimizer = self.optimizer.apply_gradient(grads)
+"""
+# Imports neither jax nor flax; the model's ``model.target`` holds no optimizer field.
+RUNNER = """\
+def weights(agent, model):
+  return agent.optimizer.target, model.params.target
+"""
+
+
+def test_a_legacy_member_read_on_a_rewritten_field_in_any_file_is_found(tool, tmp_path):
+  """A runner handed the agent reads ``agent.optimizer.target`` where no site of migrate's
+  analysis is (as it was before 3fcd0b2): the field held only rewritten objects, so the read is
+  left legacy beside them. ``model.params.target`` is not on such a field."""
+  folder = _program(tmp_path / 'p', {'agent.py': AGENT, 'runner.py': RUNNER})
+  sources, _, _ = tool._command.read([str(folder)])
+  at, holders = tool.objects_of(sources)
+  runner = str(folder / 'runner.py')
+  records = [Record(p, line, 'FOM001', 'rewritten', 'bit-exact', '') for p, line in at
+             if p != runner]   # the analysis before the fix: no site in runner.py
+  _, status = tool.half_objects(records, at)
+  left = tool.legacy_members_left(sources, records, at, holders, status)
+  assert left == [f'{runner}:2 agent.optimizer.target']
+  records.append(Record(str(folder / 'agent.py'), 10, 'FOM104', 'refused', '', ''))
+  _, status = tool.half_objects(records, at)
+  assert tool.legacy_members_left(sources, records, at, holders, status) == []
+  assert tool.measure(str(folder), 60)['legacy_left'] == []   # migrate now rewrites it
+
+
 def test_a_name_through_jax_api_is_counted_as_the_jax_name_it_is(tool):
   # brax's jax.api.device_put_sharded is jax.device_put_sharded; jax.mask stands for it here, as
   # no supported jax has it (device_put_sharded is gone from recent jax only)
