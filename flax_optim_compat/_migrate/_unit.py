@@ -176,14 +176,19 @@ class SourceFile:
     """Whether an attribute ``x.<name>`` of a value whose class the analysis cannot tell may be
     a flax.optim optimizer held in a field of that name: in a file that uses jax or flax, or
     where the file reads ``x.<name>`` for what only a legacy optimizer has (``.target``,
-    ``.apply_gradient``, ``.optimizer_def``: a runner handed the agent, ``np.asarray(
-    agent.optimizer.target['w'])``, imports neither). A TensorFlow agent's ``self.optimizer
-    .minimize(...)`` in a file with no jax is not one."""
+    ``.apply_gradient``, ``.optimizer_def``, ``.state.step``, ``.state.param_states``: a runner
+    handed the agent, ``np.asarray(agent.optimizer.target['w'])``, imports neither). A
+    TensorFlow agent's ``self.optimizer.minimize(...)`` in a file with no jax is not one."""
     if self._optimizer_fields is None:
-      self._optimizer_fields = {
-          n.value.attr.value for n in self.nodes
-          if isinstance(n, cst.Attribute) and n.attr.value in OPTIMIZER_ONLY_READS
-          and isinstance(n.value, cst.Attribute)}
+      self._optimizer_fields = set()
+      for n in self.nodes:
+        if isinstance(n, cst.Attribute) and n.attr.value in ('step', 'param_states') and (
+            isinstance(n.value, cst.Attribute) and n.value.attr.value == 'state'):
+          n = n.value   # ``x.<name>.state.step``
+        elif not (isinstance(n, cst.Attribute) and n.attr.value in OPTIMIZER_ONLY_READS):
+          continue
+        if isinstance(n.value, cst.Attribute):
+          self._optimizer_fields.add(n.value.attr.value)
     return self.uses_jax_or_flax or name in self._optimizer_fields
 
   @property

@@ -6,9 +6,10 @@ The program (tests/migrate/programs/agents/) is a folder as a user passes it: a 
 file whose ``self.optimizer.minimize(...)`` is a ``tf.compat.v1`` optimizer. The JAX agent is
 rewritten whole and runs both ways (legacy on this package; migrated where neither this package
 nor flax.optim can be imported) to the same numbers; the TensorFlow file is left byte for byte.
-A runner that imports neither jax nor flax, handed the agent, reads ``agent.optimizer.target``:
-what only a legacy optimizer has, so that field is the JAX agent's optimizer there too (before,
-it was left ``.target`` with no record: the migrated runner raised AttributeError).
+A runner that imports neither jax nor flax, handed the agent, reads ``agent.optimizer.target``
+(and its log module ``agent.optimizer.state.step``): what only a legacy optimizer has, so that
+field is the JAX agent's optimizer there too (before, both were left legacy with no record: the
+migrated runner raised AttributeError).
 
 tests/migrate/examples/objects/ holds programs (folders, ``train.py`` their entry point) of the
 idioms research code used, each rewritten whole and run both ways within the report's claim:
@@ -48,8 +49,9 @@ def test_a_same_named_attribute_of_another_framework_is_not_followed(migrated):
   assert migration.report['exit_status'] == 1, migration.stderr
   assert not [r for r in migration.report['sites'] if r['status'] != 'rewritten']
   assert sorted(pathlib.Path(p).name for p in migration.report['changed_files']) == [
-      'jax_agent.py', 'runner.py']
+      'jax_agent.py', 'log.py', 'runner.py']
   assert 'agent.optimizer.params' in (folder / 'runner.py').read_text()
+  assert 'int(agent.optimizer.step)' in (folder / 'log.py').read_text()
 
 
 @pytest.mark.parametrize('entry', ['jax_agent.py', 'runner.py'])

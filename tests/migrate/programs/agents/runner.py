@@ -5,6 +5,7 @@ import json
 import numpy as np
 
 import jax_agent
+import log
 
 
 def weights(agent):
@@ -14,7 +15,7 @@ def weights(agent):
 def main():
   agent = jax_agent.JaxAgent({'w': np.ones(3, np.float32)}, learning_rate=0.02)
   losses = [float(agent.update(np.arange(3.0, dtype=np.float32) / 3.0)) for _ in range(5)]
-  print(json.dumps(losses + weights(agent)))
+  print(json.dumps(losses + weights(agent) + [log.steps_taken(agent)]))
 
 
 if __name__ == '__main__':
