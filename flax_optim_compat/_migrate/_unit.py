@@ -177,7 +177,8 @@ class SourceFile:
     a flax.optim optimizer held in a field of that name: in a file that uses jax or flax, or
     where the file reads ``x.<name>`` for what only a legacy optimizer has (``.target``,
     ``.apply_gradient``, ``.optimizer_def``, ``.state.step``, ``.state.param_states``: a runner
-    handed the agent, ``np.asarray(agent.optimizer.target['w'])``, imports neither). A
+    handed the agent, ``np.asarray(agent.optimizer.target['w'])``, imports neither; or reads
+    them on a variable bound once to ``x.<name>``). A
     TensorFlow agent's ``self.optimizer.minimize(...)`` in a file with no jax is not one."""
     if self._optimizer_fields is None:
       self._optimizer_fields = set()
@@ -187,8 +188,11 @@ class SourceFile:
           n = n.value   # ``x.<name>.state.step``
         elif not (isinstance(n, cst.Attribute) and n.attr.value in OPTIMIZER_ONLY_READS):
           continue
-        if isinstance(n.value, cst.Attribute):
-          self._optimizer_fields.add(n.value.attr.value)
+        held = n.value
+        if isinstance(held, cst.Name):   # ``opt = agent.optimizer``, then ``opt.target``
+          held = assigned_value(self, held)
+        if isinstance(held, cst.Attribute):
+          self._optimizer_fields.add(held.attr.value)
     return self.uses_jax_or_flax or name in self._optimizer_fields
 
   @property

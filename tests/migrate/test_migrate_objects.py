@@ -243,3 +243,38 @@ def test_a_legacy_dict_checkpoint_converted_key_by_key_is_what_the_migrated_prog
     for path, value in expected.items():
       np.testing.assert_array_equal(np.asarray(converted[path]), np.asarray(value),
                                     err_msg=f'{key} {path}')
+
+
+AGENT = '''import jax
+from flax import optim
+
+
+class Agent:
+  def __init__(self, params):
+    self.optimizer = optim.Adam(0.1).create(params)
+
+  def step(self, grads):
+    self.optimizer = self.optimizer.apply_gradient(grads)
+'''
+
+
+@pytest.mark.parametrize('read, rewritten', [
+    ('return agent.optimizer.target', 'return agent.optimizer.params'),
+    ('return agent.optimizer.state.step', 'return agent.optimizer.step'),
+    ('opt = agent.optimizer\n  return opt.target', 'opt = agent.optimizer\n  return opt.params'),
+    # the def's internals: the object is refused (FOM104), marked where the reader reads it
+    ('return agent.optimizer.optimizer_def', None),
+])
+def test_a_file_without_jax_reading_what_only_a_legacy_optimizer_has_sees_the_field(
+    read, rewritten):
+  from flax_optim_compat._migrate import migrate_sources  # pylint: disable=g-import-not-at-top
+  reader = f'def look(agent):\n  {read}\n'
+  changed, report = migrate_sources({'agent.py': AGENT, 'reader.py': reader})
+  on_reader = [r for r in report.records if r.path == 'reader.py']
+  assert on_reader, report.summary(False)
+  if rewritten is None:
+    assert {r.status for r in report.records} == {'refused'}, report.summary(False)
+    assert 'FOM104' in {r.code for r in on_reader} and 'TODO' in changed['reader.py']
+  else:
+    assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+    assert rewritten in changed['reader.py']
