@@ -7,6 +7,7 @@ from typing import Dict, List, NamedTuple, Optional, Set
 import libcst as cst
 
 from ._unit import SourceFile
+from ._unit import statement_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,9 +53,3 @@ class FilePlan:
       texts.append(text)
 
 
-def statement_of(unit: SourceFile, node: cst.CSTNode) -> cst.CSTNode:
-  """The statement that holds ``node`` (the line a marker goes above)."""
-  while node is not None and not isinstance(
-      node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-    node = unit.parent(node)
-  return node

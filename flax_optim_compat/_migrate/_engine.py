@@ -5,6 +5,7 @@ and a transformer sees those original nodes only in one walk (a second transform
 new nodes). Imports are then added and removed with LibCST's own ``AddImportsVisitor`` /
 ``RemoveImportsVisitor``. A file whose result does not compile is left as it was.
 """
+import builtins
 import os
 from typing import Callable, Dict, Optional, Tuple
 
@@ -312,6 +313,13 @@ def _out_of_sight_applies(project: _project.Project, records) -> list:
             'library returned, which migrate cannot rewrite; the call is left as it is'))
         continue
       own = _defines_apply_gradient(project) if own is None else own
+      if not own and _unbound(unit, node.func.value):   # multimodal-rl's typo
+        found.append(Record(
+            unit.path, first, _refusals.ESCAPE.code, 'refused', '',
+            f'{receiver}: the legacy Optimizer API on {node.func.value.value}, a name bound '
+            f'nowhere in {os.path.basename(unit.path)} (a NameError on flax 0.5.3 too), so '
+            'migrate cannot tell which optimizer it is; the call is left as it is'))
+        continue
       fdef = None if own else _unsupplied_parameter(project, unit, node.func.value)
       if fdef is not None:
         found.append(Record(
@@ -323,6 +331,14 @@ def _out_of_sight_applies(project: _project.Project, records) -> list:
             '.apply_gradients(grads=g)) where the callers pass the TrainState a rewritten '
             'create makes'))
   return found
+
+
+def _unbound(unit, node) -> bool:
+  """Whether ``node`` is a name that nothing binds (no assignment, import or builtin), in a
+  file that names flax.optim."""
+  scope = unit.scopes.get(node) if isinstance(node, cst.Name) else None
+  return scope is not None and not scope[node.value] and unit.names_flax_optim and not hasattr(
+      builtins, node.value)
 
 
 def _defines_apply_gradient(project) -> bool:

@@ -38,7 +38,8 @@ import libcst.helpers
 
 from .. import _legacy_jax
 from . import _edits
-from ._refusals import MARKER
+from . import _unit
+from ._refusals import MARKER, MISSING_REASON, NN_ANNOTATION, UNREWRITTEN, UNREWRITTEN_REASON
 from ._report import Record
 from ._rule import Rule
 from ._unit import SourceFile, call_arg, plainly_imported
@@ -94,11 +95,6 @@ def module_entry(name: str) -> Optional[_Name]:
   return None
 
 
-UNREWRITTEN = 'FOM299'
-UNREWRITTEN_REASON = ('a removed jax name is used where no rule rewrites it exactly, so it was '
-                      'left as it is (the file still needs the runtime layer)')
-MISSING_REASON = ("a jax name that today's jax (or jaxlib) does not have and no rule rewrites, "
-                  "so it was left as it is (the file fails there on today's jax)")
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BaseNumber, cst.BaseString)
 
 
@@ -633,6 +629,8 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
   index_args = set()             # id of `jax.ops.index[...]` arguments an index op unwraps
   for node, module, name in unrewritten:
     if module == 'flax.nn':   # its module system (nn.Dense, nn.Model): FOM105's, file by file
+      if unit.enclosing(node, cst.Annotation) is not None and not _unit.uses_flax_nn(unit):
+        _refuse(plan, result, node, name, NN_ANNOTATION)   # gradient-norm-penalty
       continue
     _refuse(plan, result, node, f'{name} ({_legacy_jax.PARTIAL_REFUSALS[module]}; no rule '
             'rewrites this name)' if name != module else f'{name} (a removed module, used as a value)')

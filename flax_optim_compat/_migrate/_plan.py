@@ -229,7 +229,15 @@ def _def_site_check(project, group) -> dict:
     if site.kind != 'create':
       continue
     unit = site.unit
-    call = project.def_call(unit, _unit.create_receiver(site.unit, site.node))
+    receiver = _unit.create_receiver(unit, site.node)
+    beside = isinstance(receiver, cst.Name) and _project.def_read_beside(unit, receiver)
+    if beside:   # ``save_hp(opt_def)`` beside ``opt_def.create(params)``
+      site.refusal = _refusals.UNFOLLOWED
+      site.message = (f'{_unit.short(unit.code(site.node))}: its def is {beside}, where the '
+                      'analysis does not follow it (a def variable is followed only as the '
+                      'receiver of .create(...))')
+      continue
+    call = project.def_call(unit, receiver)
     if call is None:
       _branch_check(project, site)
       continue
@@ -260,12 +268,6 @@ def _def_site_check(project, group) -> dict:
       site.message = (f'{_unit.short(unit.code(site.node))} creates a MultiOptimizer (or a focus) '
                       f'through {unit.code(site.node.func.func)}, a shape no example measured: '
                       'create it as it is called, then apply the transform to what it returns')
-    # A def variable must be used only as the receiver of its creates.
-    receiver = _unit.create_receiver(site.unit, site.node)
-    if site.refusal is None and isinstance(receiver, cst.Name) and not _project.only_created(
-        unit, receiver):
-      site.refusal = _refusals.ESCAPE
-      site.message = f'the def {receiver.value} is used elsewhere too'
   return multis
 
 
@@ -296,7 +298,9 @@ def _branch_check(project, site):
     parsed = _optax_text.def_call(name, call, unit) if name in _unit.BUILTIN_DEFS else None
     why, refusal = (_optax_text.unread_arguments(name, call, unit) if name in
                     _unit.BUILTIN_DEFS else 'not a built-in def'), _refusals.UNKNOWN_DEF
-    if name == 'MultiOptimizer' and len(site.node.args) == 1:   # a list: its groups
+    if name is None and project.is_user_def(unit, call.func):   # as for a create's one def
+      why, refusal = 'a user subclass of OptimizerDef', _refusals.SUBCLASS
+    elif name == 'MultiOptimizer' and len(site.node.args) == 1:   # a list: its groups
       parsed, multi_why = _multi_of(project, unit, call)
       if multi_why:   # a group migrate does not read: the MultiOptimizer's own limit
         why, refusal = multi_why, _refusals.MULTI
@@ -610,14 +614,15 @@ def _group_defs(project, creates, multis):
 
 
 def _refuse(group, files, records):
-  """Marks and records every refused site, and every other site as blocked by the first."""
+  """Marks and records every refused site, and every other site as blocked by the first one
+  in its file, else the first (a step two scripts share joins their objects: sabertooth's
+  run_pretraining.py is told of its own create, not run_classifier.py's)."""
   for site in group.refused:
     files[site.unit.path].mark(site.node, _refusals.marker_text(site.refusal))
     records.append(Record.of(site, 'refused', message=site.message))
-  first = group.refused[0]
-  code = first.refusal.code
-  blocked = [s for s in group.sites if s.refusal is None]
-  for site in blocked:
+  for site in [s for s in group.sites if s.refusal is None]:
+    first = next((r for r in group.refused if r.unit is site.unit), group.refused[0])
+    code = first.refusal.code
     where = os.path.relpath(first.unit.path, os.path.dirname(site.unit.path))
     message = f'not rewritten: this optimizer is refused ({code} in {where})'
     records.append(Record.of(site, 'refused', code=code,
@@ -666,7 +671,7 @@ def _replication(project, group, applies):
     if fdef is not None and axis in project.pmap_axes.get(id(fdef), ()):
       grads = next((a.value for a in site.node.args if a.keyword is None), None) if (
           site.kind == 'apply') else None   # optimize's gradient is the rewrite's own
-      if _averaged(site.unit, fdef, grads, axis):
+      if _unit.averaged(site.unit, fdef, grads, axis):
         averaged_here.add(id(site))
       else:
         pmeans[id(site)] = axis
@@ -674,24 +679,9 @@ def _replication(project, group, applies):
                                            ()) for site in applies):
     for site in replicates:
       site.refusal = _refusals.REPLICATE
-      site.message = (f'{site.unit.code(site.node)}: no apply_gradient under '
-                      f'pmap(axis_name={axis!r})')
+      site.message = (f'{site.unit.code(site.node)}: no apply_gradient the analysis follows '
+                      f'under pmap(axis_name={axis!r})')
   return pmeans, averaged_here
-
-
-def _averaged(unit, fdef, grads, axis) -> bool:
-  """Whether ``grads`` (a name) is assigned ``jax.lax.pmean(..., axis_name=axis)`` in ``fdef``."""
-  if not isinstance(grads, cst.Name):
-    return False
-  for node in _unit.walk(fdef):
-    if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
-        isinstance(t.target, cst.Name) and t.target.value == grads.value for t in node.targets):
-      call = node.value
-      if 'jax.lax.pmean' in unit.names(call.func) or 'jax.lax.pmean' in unit.names(call):
-        name = _unit.call_arg(call, 1, 'axis_name')
-        if isinstance(name, cst.SimpleString) and name.evaluated_value == axis:
-          return True
-  return False
 
 
 def _members(project, root):

@@ -252,6 +252,11 @@ class Project(Program):
           return (f'{fdef.name.value}() returns this def, and the def its call at '
                   f'{_unit.at(u, call)} returns is {how} (at {_unit.at(u, read)}): the def '
                   'is used other than to create optimizers, so it stays legacy with them')
+      beside = def_read_beside(u, target) if isinstance(target, cst.Name) else None
+      if beside:   # StatefulOdeNets: save_optimizer_hyper_params(optimizer_def, ...)
+        return (f'{fdef.name.value}() returns this def, and its call at {_unit.at(u, call)} '
+                f'binds it to {beside}: the analysis follows a def variable read only as the '
+                'receiver of .create(...), so the def stays legacy with its optimizers')
     return None
 
   def _passed_defs(self, unit: SourceFile, name: cst.Name, depth: int):
@@ -377,8 +382,17 @@ class Project(Program):
     return found
 
   def is_create(self, unit: SourceFile, node: cst.CSTNode) -> bool:
-    return (isinstance(node, cst.Call) and _unit.create_method(unit, node) is not None
-            and self.def_branches(unit, _unit.create_receiver(unit, node)) is not None)
+    """Whether ``node`` is ``<def>.create(...)``: its receiver evaluates to a def in every
+    branch (``def_branches``), or is a variable that would, read elsewhere too
+    (``def_read_beside``: the create is an optimizer, which the plan refuses for it)."""
+    if not (isinstance(node, cst.Call) and _unit.create_method(unit, node) is not None):
+      return False
+    receiver = _unit.create_receiver(unit, node)
+    if self.def_branches(unit, receiver) is not None:
+      return True
+    values = (self.assignment_values(unit, receiver) if isinstance(receiver, cst.Name)
+              and parameter(unit, receiver) is None and def_read_beside(unit, receiver) else None)
+    return bool(values) and all(self.def_branches(unit, v) is not None for v in values)
 
   # -------------------------------------------------------------------- what is an optimizer
 
@@ -484,7 +498,7 @@ class Project(Program):
       for node in unit.nodes:
         if self.is_create(unit, node):
           slot = _flows.create_slot(unit, node)
-          for _, call in self.def_branches(unit, _unit.create_receiver(unit, node)):
+          for _, call in self.def_branches(unit, _unit.create_receiver(unit, node)) or ():
             if id(call) in by_def:
               self._mark(slot, by_def[id(call)])
             by_def.setdefault(id(call), slot)
@@ -500,23 +514,54 @@ def _ancestors(unit: SourceFile, node: cst.CSTNode, stop: cst.CSTNode) -> List[c
   return found
 
 
-def only_created(unit: SourceFile, name: cst.Name) -> bool:
-  """Whether the variable ``name`` is read once, or only as ``name.create(...)`` (called
-  directly or through a transform, ``jax.jit(name.create)(...)``); of the binding that reaches
-  ``name`` where straight-line code decides it (``_unit.binding_reads``)."""
+def _def_reads(unit: SourceFile, name: cst.Name) -> List[cst.CSTNode]:
+  """The reads of the variable ``name``: of the binding that reaches ``name`` where
+  straight-line code decides it (``_unit.binding_reads``), else all of them."""
   uses = _unit.binding_reads(unit, name)
-  if uses is None:
-    uses = _unit.accesses(unit, name)
-  if uses is None or not uses:
-    return False
-  if len(uses) == 1:
-    return True
-  for use in uses:
+  return (_unit.accesses(unit, name) if uses is None else uses) or []
+
+
+def reads_beside_create(unit: SourceFile, name: cst.Name) -> List[cst.CSTNode]:
+  """The reads of the def variable ``name`` other than as ``name.create(...)`` (called
+  directly or through a transform, ``jax.jit(name.create)(...)``)."""
+  found = []
+  for use in _def_reads(unit, name):
     attribute = unit.parent(use)
     if not (isinstance(attribute, cst.Attribute) and attribute.value is use
             and _unit.create_call_of(unit, attribute) is not None):
-      return False
-  return True
+      found.append(use)
+  return found
+
+
+def _in_legacy_call(unit: SourceFile, node: cst.CSTNode) -> bool:
+  """Whether ``node`` is an argument of a flax.optim call (``optim.WeightNorm(opt_def)``, a
+  group of ``MultiOptimizer``), whose own record names it."""
+  while isinstance(unit.parent(node), (cst.Arg, cst.Element, cst.Tuple)):
+    node = unit.parent(node)
+    if isinstance(node, cst.Arg):
+      call = unit.parent(node)
+      return isinstance(call, cst.Call) and unit.legacy(call.func) is not None
+  return False
+
+
+def only_created(unit: SourceFile, name: cst.Name) -> bool:
+  """Whether the variable ``name`` is read once, or only as ``name.create(...)``
+  (``reads_beside_create``)."""
+  uses = _def_reads(unit, name)
+  return len(uses) == 1 or bool(uses) and not reads_beside_create(unit, name)
+
+
+def def_read_beside(unit: SourceFile, name: cst.Name) -> Optional[str]:
+  """Where the def variable ``name``, read more than once, is read other than as the receiver
+  of ``.create(...)`` or an argument of a flax.optim call (``save_hp(opt_def)`` beside
+  ``opt_def.create(params)``), as a clause; else None."""
+  if only_created(unit, name):
+    return None
+  beside = [r for r in reads_beside_create(unit, name) if not _in_legacy_call(unit, r)]
+  if not beside:
+    return None
+  return (f'{name.value}, which is also read at {_unit.at(unit, beside[0])} '
+          f'({_unit.short(unit.code(_unit.statement_of(unit, beside[0])))})')
 
 
 def _compared_with_a_string(unit: SourceFile, node: cst.CSTNode) -> bool:

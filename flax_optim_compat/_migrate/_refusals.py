@@ -56,6 +56,16 @@ NOT_EXACT = 'FOM009'
 NOT_PARSED = Refusal('FOM198', 'the file does not parse, so it was left as it was')
 FAILED = Refusal('FOM199', 'the rewritten file did not compile, so it was left as it was')
 
+# FOM299, of the removed jax names' codemod (``_jax_names``): a name left as it is, and why.
+UNREWRITTEN = 'FOM299'
+UNREWRITTEN_REASON = ('a removed jax name is used where no rule rewrites it exactly, so it was '
+                      'left as it is (the file still needs the runtime layer)')
+MISSING_REASON = ("a jax name that today's jax (or jaxlib) does not have and no rule rewrites, "
+                  "so it was left as it is (the file fails there on today's jax)")
+NN_ANNOTATION = ("a removed flax name annotates a value, evaluated when its def runs: today's "
+                 'flax (and this package) has no flax.nn, so the file fails at import, and no '
+                 'rule knows the type the value has, so it was left as it is')
+
 ALL = (SUBCLASS, GROUP_HYPER_PARAMS, WEIGHT_NORM, READ, PRE_LINEN, REPLICATE, ESCAPE, LR_NONE,
        OVERRIDE, UNKNOWN_DEF, MULTI, UNFOLLOWED, OPTIMIZE, UNPARSED, NOT_PARSED, FAILED)
 

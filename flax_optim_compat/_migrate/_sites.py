@@ -648,6 +648,11 @@ def leftover_reason(project, unit, node):
       why = (f'the class is passed to {short(unit.code(callee), 40)}(...) at '
              f'{_unit.at(unit, node)}: a def class passed as a value is called elsewhere, with '
              'arguments the analysis does not read, so its optax form cannot be decided here')
+  elif call is None and name in DEFS and isinstance(parent, cst.Assign):   # sabertooth
+    why = (f'the class is bound to {short(unit.code(parent.targets[0].target), 40)} at '
+           f'{_unit.at(unit, node)} and called through it: migrate reads a def where the '
+           'flax.optim class itself is called (optim.Adam(...)), so its optax form cannot be '
+           'decided here')
   return _refusals.UNFOLLOWED, f'{shown}: ' + (why or _refusals.UNFOLLOWED.reason)
 
 
@@ -658,12 +663,10 @@ def _def_destination(project, unit, call):
   if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
       parent.targets[0].target, cst.Name):
     variable = parent.targets[0].target
-    for use in _unit.accesses(unit, variable) or ():
-      member = unit.parent(use)
-      if not (isinstance(member, cst.Attribute) and member.attr.value == 'create'):
-        return (f'assigned to {variable.value}, which is also read at {_unit.at(unit, use)} '
-                f'({short(unit.code(statement_of(unit, use)))}): the analysis follows a def '
-                'variable read only as the receiver of .create(...)')
+    for use in _project.reads_beside_create(unit, variable)[:1]:
+      return (f'assigned to {variable.value}, which is also read at {_unit.at(unit, use)} '
+              f'({short(unit.code(statement_of(unit, use)))}): the analysis follows a def '
+              'variable read only as the receiver of .create(...)')
   if isinstance(parent, cst.Return):
     fdef = unit.enclosing(call, (cst.FunctionDef,))
     if fdef is not None:

@@ -111,10 +111,11 @@ def plainly_imported(unit: "SourceFile", but=None) -> Set[str]:
 
 def uses_flax_nn(unit: "SourceFile") -> bool:
   """Whether the file uses pre-Linen ``flax.nn``: a name of it other than the functions
-  flax.linen has (``flax.nn.relu``, which migrate renames)."""
+  flax.linen has (``flax.nn.relu``, which migrate renames), outside annotations (``model:
+  flax.nn.Model`` of a Linen program's params: a removed name, FOM299, no flax.nn model)."""
   return any(n.startswith('flax.nn.') and '.'.join(n.split('.')[:3]) not in _LINEN_HAS
-             for node in unit.nodes
-             if isinstance(node, (cst.Name, cst.Attribute)) for n in unit.names(node))
+             for node in unit.nodes if isinstance(node, (cst.Name, cst.Attribute))
+             and unit.enclosing(node, cst.Annotation) is None for n in unit.names(node))
 
 
 _LINEN_HAS = frozenset(e.qualname for e in _legacy_jax.NAMES if e.module == 'flax.nn')
@@ -371,6 +372,14 @@ def parameter(unit: SourceFile, name: cst.CSTNode) -> Optional[cst.Param]:
   return None
 
 
+def statement_of(unit: SourceFile, node: cst.CSTNode) -> cst.CSTNode:
+  """The statement that holds ``node`` (the line a marker goes above)."""
+  while node is not None and not isinstance(
+      node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+    node = unit.parent(node)
+  return node
+
+
 def assigned_value(unit: SourceFile, name: cst.CSTNode,
                    annotated: bool = False) -> Optional[cst.BaseExpression]:
   """The value of the one ``name = value`` (``plain_assignment``) that binds the variable
@@ -581,3 +590,18 @@ def short(text: str, width: int = 60) -> str:
   """``text`` on one line, cut to ``width`` characters with ``...`` (for messages)."""
   text = ' '.join(text.split())
   return text if len(text) <= width else text[:width - 3] + '...'
+
+
+def averaged(unit, fdef, grads, axis) -> bool:
+  """Whether ``grads`` (a name) is assigned ``jax.lax.pmean(..., axis_name=axis)`` in ``fdef``."""
+  if not isinstance(grads, cst.Name):
+    return False
+  for node in _unit.walk(fdef):
+    if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
+        isinstance(t.target, cst.Name) and t.target.value == grads.value for t in node.targets):
+      call = node.value
+      if 'jax.lax.pmean' in unit.names(call.func) or 'jax.lax.pmean' in unit.names(call):
+        name = _unit.call_arg(call, 1, 'axis_name')
+        if isinstance(name, cst.SimpleString) and name.evaluated_value == axis:
+          return True
+  return False

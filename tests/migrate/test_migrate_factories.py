@@ -166,6 +166,54 @@ def test_a_factorys_def_read_elsewhere_keeps_its_optimizers_legacy(use, how):
   assert 'self.optimizer.target' in new and 'optax' not in new
 
 
+# StatefulOdeNets (2021): the def a factory returns is bound to a variable that is also handed
+# to the experiment's logger (which reads its ``hyper_params``), then created from.
+_DEF_PASSED = '''import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def make_optimizer(which, learning_rate):
+  if which == 'Adam':
+    return optim.Adam(learning_rate=learning_rate)
+  return optim.Momentum(learning_rate=learning_rate)
+
+
+def save_hyper_params(optimizer_def):
+  return repr(optimizer_def.hyper_params)
+
+
+@jax.jit
+def step(optimizer, lr):
+  grad = jax.grad(lambda p: jnp.sum(p['w'] ** 2))(optimizer.target)
+  return optimizer.apply_gradient(grad, learning_rate=lr)
+
+
+def main(which):
+  optimizer_def = {make}
+  save_hyper_params(optimizer_def)
+  optimizer = optimizer_def.create({{'w': jnp.ones(3)}})
+  optimizer = step(optimizer, 0.1)
+  return optimizer.target
+'''
+
+
+@pytest.mark.parametrize('make', ["make_optimizer(which, 0.1)", "optim.Adam(learning_rate=0.1)"])
+def test_a_def_variable_passed_beside_its_create_keeps_every_site_of_its_optimizer_named(make):
+  """Before, the def (or the factory's returns) was refused FOM112 with a reason that was false
+  for the factory ("does not resolve the callee"), and the create, the step's ``.target`` and
+  ``apply_gradient`` and the last ``.target`` had no record at all (left legacy unnamed)."""
+  new, report = migrate_source(_DEF_PASSED.format(make=make), 'train.py')
+  assert {r.status for r in report.records} == {'refused'}, report.summary(False)
+  lines = {r.line for r in report.records}
+  assert {18, 19, 25, 27} <= lines, report.summary(False)   # .target, apply, create, .target
+  (create,) = [r for r in report.records if r.line == 25]
+  assert create.code == 'FOM112' and 'also read at train.py:24 (save_hyper_params(' in (
+      create.message), create.message
+  assert not any('does not resolve' in r.message for r in report.records), report.summary(False)
+  assert 'optax' not in new and 'optimizer.apply_gradient(grad, learning_rate=lr)' in new
+
+
 def test_the_class_of_an_isinstance_check_is_named_as_such():
   source = _DEF_FACTORY.format(use='  return isinstance(1, optim.Adam)')
   _, report = migrate_source(source, 'agent.py')

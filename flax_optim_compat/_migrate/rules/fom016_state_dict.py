@@ -108,8 +108,10 @@ class StateDict(_rule.Rule):
     for fields in reversed(tried):
       chosen = (f"{param_states(fields)} if optax.tree.get({x}.opt_state, '{fields[0][1]}') "
                 f"is not None else {chosen}")
+    # Legacy's step is an int32 array from create on; a TrainState's is a Python int until a
+    # compiled update returns one (an eager loop keeps it an int).
     text = (f"flax.serialization.to_state_dict({{'target': {x}.params, 'state': {{'step': "
-            f"{x}.step, 'param_states': {chosen}}}}})")
+            f"jax.numpy.asarray({x}.step, jax.numpy.int32), 'param_states': {chosen}}}}})")
     return cst.parse_expression(text)
 
 

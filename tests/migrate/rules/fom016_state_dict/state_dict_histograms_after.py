@@ -48,8 +48,8 @@ def main():
     adam, loss = train_step(adam, x, y, 0.01 / (i + 1))
     momentum, loss2 = momentum_step(momentum, x, y)
     values += [float(loss), float(loss2)]
-  opt_state = flax.serialization.to_state_dict({'target': adam.params, 'state': {'step': adam.step, 'param_states': jax.tree_util.tree_map(lambda grad_ema, grad_sq_ema: {'grad_ema': grad_ema, 'grad_sq_ema': grad_sq_ema}, optax.tree.get(adam.opt_state, 'mu'), optax.tree.get(adam.opt_state, 'nu'))}})
-  logged = {'adam': histograms(opt_state), 'momentum': histograms(flax.serialization.to_state_dict({'target': momentum.params, 'state': {'step': momentum.step, 'param_states': jax.tree_util.tree_map(lambda momentum: {'momentum': momentum}, optax.tree.get(momentum.opt_state, 'trace'))}}))}
+  opt_state = flax.serialization.to_state_dict({'target': adam.params, 'state': {'step': jax.numpy.asarray(adam.step, jax.numpy.int32), 'param_states': jax.tree_util.tree_map(lambda grad_ema, grad_sq_ema: {'grad_ema': grad_ema, 'grad_sq_ema': grad_sq_ema}, optax.tree.get(adam.opt_state, 'mu'), optax.tree.get(adam.opt_state, 'nu'))}})
+  logged = {'adam': histograms(opt_state), 'momentum': histograms(flax.serialization.to_state_dict({'target': momentum.params, 'state': {'step': jax.numpy.asarray(momentum.step, jax.numpy.int32), 'param_states': jax.tree_util.tree_map(lambda momentum: {'momentum': momentum}, optax.tree.get(momentum.opt_state, 'trace'))}}))}
   print(json.dumps(sorted(logged['adam']) + sorted(logged['momentum'])))
   print(json.dumps(values + [v for name in ('adam', 'momentum')
                              for key in sorted(logged[name]) for v in logged[name][key]]))

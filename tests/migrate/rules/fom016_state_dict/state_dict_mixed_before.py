@@ -5,6 +5,7 @@ import json
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import optim
 from flax import traverse_util
 
@@ -30,13 +31,16 @@ def main():
   params = {'w': jnp.full((3, 1), 0.3), 'b': jnp.zeros((1,))}
   adam = optim.Adam(learning_rate=0.02).create(params)
   momentum = optim.Momentum(learning_rate=0.05, beta=0.7).create(params)
+  # the step's leaf, before any step and after jitted ones: legacy's is an int32 array
+  steps = [np.asarray(adam.state_dict()['state']['step']).dtype.name]
   values = []
   for _ in range(3):
     adam, loss = train_step(adam, x, y)
     momentum, loss2 = train_step(momentum, x, y)
     values += [float(loss), float(loss2)]
   logged = [histograms(adam), histograms(momentum)]
-  print(json.dumps([sorted(h) for h in logged]))
+  steps.append(np.asarray(adam.state_dict()['state']['step']).dtype.name)
+  print(json.dumps([sorted(h) for h in logged] + [steps]))
   print(json.dumps(values + [v for h in logged for key in sorted(h) for v in h[key]]))
 
 
