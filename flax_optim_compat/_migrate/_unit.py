@@ -596,12 +596,12 @@ def averaged(unit, fdef, grads, axis) -> bool:
   """Whether ``grads`` (a name) is assigned ``jax.lax.pmean(..., axis_name=axis)`` in ``fdef``."""
   if not isinstance(grads, cst.Name):
     return False
-  for node in _unit.walk(fdef):
+  for node in walk(fdef):
     if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
         isinstance(t.target, cst.Name) and t.target.value == grads.value for t in node.targets):
       call = node.value
       if 'jax.lax.pmean' in unit.names(call.func) or 'jax.lax.pmean' in unit.names(call):
-        name = _unit.call_arg(call, 1, 'axis_name')
+        name = call_arg(call, 1, 'axis_name')
         if isinstance(name, cst.SimpleString) and name.evaluated_value == axis:
           return True
   return False
