@@ -127,19 +127,22 @@ OPTIMIZER_ONLY_READS = frozenset({'target', 'apply_gradient', 'optimizer_def'})
 
 def names_field(unit: "SourceFile", classdef: cst.ClassDef, name: str) -> bool:
   """Whether the class's own code names the field ``name``: ``self.<name>`` in its body, or a
-  class-level ``name: T`` / ``name = v`` (a dataclass's field)."""
-  for node in walk(classdef.body):
-    if isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(
-        node.value, cst.Name) and node.value.value == 'self':
-      return True
-  for statement in classdef.body.body:
-    for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-      target = small.target if isinstance(small, cst.AnnAssign) else (
-          small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1
-          else None)
-      if isinstance(target, cst.Name) and target.value == name:
-        return True
-  return False
+  class-level ``name: T`` / ``name = v`` (a dataclass's field). The class is read once, for
+  all its names (faceclipnerf: 956 asks over 64 files were 126 of 770 profiled seconds)."""
+  named = unit.__dict__.setdefault('_fields_named', {})
+  if id(classdef) not in named:
+    found = {node.attr.value for node in walk(classdef.body)
+             if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
+             and node.value.value == 'self'}
+    for statement in classdef.body.body:
+      for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+        target = small.target if isinstance(small, cst.AnnAssign) else (
+            small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1
+            else None)
+        if isinstance(target, cst.Name):
+          found.add(target.value)
+    named[id(classdef)] = found
+  return name in named[id(classdef)]
 
 
 class SourceFile:
