@@ -274,13 +274,24 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False, unreadab
       new = _rewrite(file_plan, jax_names.unused_imports)
       compile(new, path, 'exec', dont_inherit=True)
     except (SyntaxError, ValueError, cst.ParserSyntaxError, codemod.SkipFile) as e:
-      failed.append(Record(path, getattr(e, 'lineno', 0) or 0, _refusals.FAILED.code, 'refused',
-                           '', f'{_refusals.FAILED.reason}: {type(e).__name__}: {e}'))
+      refusal = _refusals.FAILED if _compiles(sources[path], path) else _refusals.NOT_COMPILED
+      failed.append(Record(path, getattr(e, 'lineno', 0) or 0, refusal.code, 'refused',
+                           '', f'{refusal.reason}: {type(e).__name__}: {e}'))
       continue
     if new != sources[path]:
       changed[path] = new
   report = Report(records, plan.conversions, sorted(changed), failed)
   return changed, report
+
+
+def _compiles(source: str, path: str) -> bool:
+  """Whether Python compiles the file as given (LibCST parses ``from __future__ import
+  REDACTED``, which Python's compiler refuses: mlcommons' BERT)."""
+  try:
+    compile(source, path, 'exec', dont_inherit=True)
+  except (SyntaxError, ValueError):
+    return False
+  return True
 
 
 def _out_of_sight_applies(project: _project.Project, records) -> list:

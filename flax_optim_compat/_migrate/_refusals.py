@@ -55,6 +55,8 @@ NUMBER_TARGET = Refusal('FOM115', 'the target is a Python number or a single arr
 NOT_EXACT = 'FOM009'
 NOT_PARSED = Refusal('FOM198', 'the file does not parse, so it was left as it was')
 FAILED = Refusal('FOM199', 'the rewritten file did not compile, so it was left as it was')
+NOT_COMPILED = Refusal('FOM198', 'the file as given does not compile (Python refuses it before any '
+                       'rewrite), so it was left as it was')
 
 # FOM299, of the removed jax names' codemod (``_jax_names``): a name left as it is, and why.
 UNREWRITTEN = 'FOM299'
@@ -67,7 +69,8 @@ NN_ANNOTATION = ("a removed flax name annotates a value, evaluated when its def 
                  'rule knows the type the value has, so it was left as it is')
 
 ALL = (SUBCLASS, GROUP_HYPER_PARAMS, WEIGHT_NORM, READ, PRE_LINEN, REPLICATE, ESCAPE, LR_NONE,
-       OVERRIDE, UNKNOWN_DEF, MULTI, UNFOLLOWED, OPTIMIZE, UNPARSED, NOT_PARSED, FAILED)
+       OVERRIDE, UNKNOWN_DEF, MULTI, UNFOLLOWED, OPTIMIZE, UNPARSED, NOT_PARSED, NOT_COMPILED,
+       FAILED)
 
 
 def marker_text(refusal: Refusal) -> str:

@@ -77,8 +77,12 @@ def sites(project: _project.Project) -> List[Site]:
                               f'class {node.name.value}({unit.code(base.value)})'))
       if isinstance(node, cst.Annotation):
         head = _unit.annotation_head(node.annotation)
-        if unit.legacy(head) in _unit.OPTIMIZER_CLASSES:
-          found.append(Site(unit, node, 'annotation', _flows.annotated_slot(project, unit, node)))
+        slot = _flows.annotated_slot(project, unit, node)
+        # ``optimizer: flax.optim.OptimizerDef`` on a value the flows find an optimizer (tfx's
+        # penguin trainer): the type the value has, rewritten with it.
+        if unit.legacy(head) in _unit.OPTIMIZER_CLASSES or (
+            unit.legacy(head) == 'OptimizerDef' and slot in project.optimizer_slots):
+          found.append(Site(unit, node, 'annotation', slot))
         continue
       if not isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
         continue

@@ -9,10 +9,13 @@ unused goes); a file with nothing else to rewrite was left as it was, silently. 
 the import and has the engine drop it as it drops any legacy import no code reads (one place:
 ``_engine._rewrite``), in every file, whatever else the project does with flax.optim. Importing
 flax.optim also set flax's legacy flags; FOM014 and FOM018 keep what the project's code relied
-on (the rule's record opens their second pass as any flax.optim rewrite does).
+on (the rule's record opens their second pass as any flax.optim rewrite does). A star import
+(``from flax.optim import *``) re-exports flax.optim's names from its module: refused (FOM112),
+as what other files read through it is not followed.
 """
 import libcst as cst
 
+from .. import _refusals
 from .. import _rule
 from .. import _unit
 from .._report import Record
@@ -39,6 +42,16 @@ class UnreadImport(_rule.Rule):
   def plan_name(self, unit, node, plan, records):
     if not (isinstance(node, (cst.Import, cst.ImportFrom)) and imports_flax_optim(node)):
       return False
+    if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+      # netket's ``nk/optimizer/__init__.py``: every flax.optim name becomes the module's, read
+      # through it by other files (and by the library's users): not an import nothing reads.
+      plan.mark(node, _refusals.marker_text(_refusals.UNFOLLOWED))
+      records.append(Record(unit.path, unit.line(node), _refusals.UNFOLLOWED.code, 'refused', '',
+                            f'{unit.code(node)}: re-exports every flax.optim name from '
+                            f'{unit.module_name or unit.path}, where other files (and its '
+                            "users) read them; the analysis does not follow names read "
+                            'through it, so it stays, and with it flax.optim'))
+      return True
     if id(node) in plan.edits or unit.reads_flax_optim():
       return False
     plan.edits[id(node)] = _rule.Edit(self)
