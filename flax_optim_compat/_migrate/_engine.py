@@ -167,8 +167,14 @@ def _read(unit, alias: cst.ImportAlias) -> bool:
   scope = unit.scopes.get(alias)
   if scope is None:
     return False
-  return any(isinstance(a, meta.ImportAssignment) and a.node is unit.parent(alias) and a.references
-             for a in scope[bound.value])
+  if any(isinstance(a, meta.ImportAssignment) and a.node is unit.parent(alias) and a.references
+         for a in scope[bound.value]):
+    return True
+  # ``import flax`` beside ``import flax.optim``: LibCST gives ``flax.optim.X`` to the dotted
+  # import, yet it reads ``flax`` too.
+  return isinstance(unit.parent(alias), cst.Import) and alias.asname is None and any(
+      isinstance(a, meta.ImportAssignment) and a.name.startswith(bound.value + '.')
+      and a.references for a in scope.assignments)
 
 
 def _import_lines(module: cst.Module) -> set:
