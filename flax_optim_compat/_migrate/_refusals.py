@@ -55,6 +55,7 @@ NUMBER_TARGET = Refusal('FOM115', 'the target is a Python number or a single arr
 NOT_EXACT = 'FOM009'
 NOT_PARSED = Refusal('FOM198', 'the file does not parse, so it was left as it was')
 FAILED = Refusal('FOM199', 'the rewritten file did not compile, so it was left as it was')
+# FOM198's other case (one code per entry of ALL): a file LibCST parses and Python refuses.
 NOT_COMPILED = Refusal('FOM198', 'the file as given does not compile (Python refuses it before any '
                        'rewrite), so it was left as it was')
 
@@ -69,8 +70,7 @@ NN_ANNOTATION = ("a removed flax name annotates a value, evaluated when its def 
                  'rule knows the type the value has, so it was left as it is')
 
 ALL = (SUBCLASS, GROUP_HYPER_PARAMS, WEIGHT_NORM, READ, PRE_LINEN, REPLICATE, ESCAPE, LR_NONE,
-       OVERRIDE, UNKNOWN_DEF, MULTI, UNFOLLOWED, OPTIMIZE, UNPARSED, NOT_PARSED, NOT_COMPILED,
-       FAILED)
+       OVERRIDE, UNKNOWN_DEF, MULTI, UNFOLLOWED, OPTIMIZE, UNPARSED, NOT_PARSED, FAILED)
 
 
 def marker_text(refusal: Refusal) -> str:
