@@ -59,6 +59,7 @@ from flax_optim_compat._migrate import _jax_names
 from flax_optim_compat._migrate import _import_paths
 from flax_optim_compat._migrate import _project
 from flax_optim_compat._migrate import _sites
+from flax_optim_compat._migrate import _unit
 
 LEGACY_MODULES = ('flax.optim', 'flax_optim_compat')
 DEFECTS = ('half-migrated', 'check passes, imports flax.optim', 'not idempotent')
@@ -332,10 +333,6 @@ def legacy_members_left(sources, records, at, holders, status):
   return sorted(set(found))
 
 
-# What only a legacy optimizer has: read on ``x.<field>`` anywhere in the program.
-_OPTIMIZER_ONLY = frozenset({'target', 'apply_gradient', 'optimizer_def'})
-
-
 def _field_reads_left(sources, site_lines, holders, status):
   """``x.<field>.target`` (or ``.apply_gradient`` / ``.optimizer_def``) at a line no site of
   the analysis is, in any file, where ``<field>`` is an attribute that held only objects migrate
@@ -359,7 +356,7 @@ def _field_reads_left(sources, site_lines, holders, status):
     except SyntaxError:
       continue
     for node in ast.walk(tree):
-      if (isinstance(node, ast.Attribute) and node.attr in _OPTIMIZER_ONLY
+      if (isinstance(node, ast.Attribute) and node.attr in _unit.OPTIMIZER_ONLY_READS
           and isinstance(node.value, ast.Attribute) and node.value.attr in rewritten
           and (path, node.lineno) not in site_lines):
         found.append(f'{path}:{node.lineno} {ast.unparse(node)}')

@@ -555,7 +555,7 @@ def def_read_beside(unit: SourceFile, name: cst.Name) -> Optional[str]:
   """Where the def variable ``name``, read more than once, is read other than as the receiver
   of ``.create(...)`` or an argument of a flax.optim call (``save_hp(opt_def)`` beside
   ``opt_def.create(params)``), as a clause; else None."""
-  if only_created(unit, name):
+  if len(_def_reads(unit, name)) < 2:
     return None
   beside = [r for r in reads_beside_create(unit, name) if not _in_legacy_call(unit, r)]
   if not beside:
