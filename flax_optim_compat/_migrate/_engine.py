@@ -5,9 +5,8 @@ and a transformer sees those original nodes only in one walk (a second transform
 new nodes). Imports are then added and removed with LibCST's own ``AddImportsVisitor`` /
 ``RemoveImportsVisitor``. A file whose result does not compile is left as it was.
 """
-import builtins
 import os
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Tuple
 
 import libcst as cst
 from libcst import codemod
@@ -15,8 +14,8 @@ from libcst import metadata as meta
 from libcst.codemod import visitors
 
 from . import _edits
-from . import _flows
 from . import _jax_names
+from . import _leftovers
 from . import _plan
 from . import _project
 from . import _refusals
@@ -270,8 +269,9 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False, unreadab
   plan = _plan.make_plan(project, plain_optax=plain_optax)
   failed = [_unparsed_record(bad) for bad in list(unreadable) + project.unparsed]
   changed: Dict[str, str] = {}
-  records = list(plan.records)
-  records += _out_of_sight_applies(project, records)
+  records = sorted(plan.records + _leftovers.out_of_sight_uses(project, plan.refused,
+                                                                plan.records),
+                   key=lambda r: (r.path, r.line))   # a file's records in line order
   for done, (path, file_plan) in enumerate(plan.files.items()):
     step(f'rewriting {os.path.basename(path)} ({done + 1} of {len(plan.files)})')
     jax_names = _jax_names.plan_file(file_plan.unit, file_plan)
@@ -298,153 +298,6 @@ def _compiles(source: str, path: str) -> bool:
   except (SyntaxError, ValueError):
     return False
   return True
-
-
-def _out_of_sight_applies(project: _project.Project, records) -> list:
-  """A refusal (FOM107) at each ``x.apply_gradient(...)`` that no record covers where ``x``
-  traces back, as an object (an assignment, the arguments a parameter's calls bind, a field of
-  ``self``), to ``d.create(...)`` of a def ``d`` that a library's function returned
-  (revisiting_rainbow: dopamine's ``create_optimizer('adam')``, a flax.optim def). The call
-  stays legacy, so it is refused, never "nothing to change"; what the project's own code makes
-  (``Opt().create(p)``) is not such an object. Also where ``x`` is a parameter of a function
-  no call in the project supplies (ladax's jitted step, driven from a notebook) in a file that
-  names flax.optim, unless the project defines ``apply_gradient`` itself: which optimizer it
-  is (a rewritten create's TrainState, or a legacy one) is decided out of sight."""
-  covered = {(r.path, r.line) for r in records}
-  found, own = [], None
-  for unit in project.units:
-    for node in unit.nodes:
-      if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-              and node.func.attr.value == 'apply_gradient'):
-        continue
-      first = unit.line(node)
-      if any((unit.path, line) in covered
-             for line in range(first, first + unit.code(node).count('\n') + 1)):
-        continue
-      receiver = f'{_unit.short(unit.code(node.func.value), 40)}.apply_gradient(...)'
-      made = _library_made(project, unit, node.func.value, set())
-      if made is not None:
-        found.append(Record(
-            unit.path, first, _refusals.ESCAPE.code, 'refused', '',
-            f'{receiver}: the legacy Optimizer API on an object created from {made}, a def a '
-            'library returned, which migrate cannot rewrite; the call is left as it is'))
-        continue
-      own = _defines_apply_gradient(project) if own is None else own
-      if not own and _unbound(unit, node.func.value):   # multimodal-rl's typo
-        found.append(Record(
-            unit.path, first, _refusals.ESCAPE.code, 'refused', '',
-            f'{receiver}: the legacy Optimizer API on {node.func.value.value}, a name bound '
-            f'nowhere in {os.path.basename(unit.path)} (a NameError on flax 0.5.3 too), so '
-            'migrate cannot tell which optimizer it is; the call is left as it is'))
-        continue
-      fdef = None if own else _unsupplied_parameter(project, unit, node.func.value)
-      if fdef is not None:
-        found.append(Record(
-            unit.path, first, _refusals.ESCAPE.code, 'refused', '',
-            f'{receiver}: the legacy Optimizer API on a parameter of {fdef.name.value}() '
-            'that no call in the given files supplies (its callers are elsewhere), so migrate '
-            'cannot tell which optimizer it is; the call is left as it is. Migrate it with the '
-            'code that calls it, or by hand (.target -> .params, .apply_gradient(g) -> '
-            '.apply_gradients(grads=g)) where the callers pass the TrainState a rewritten '
-            'create makes'))
-  return found
-
-
-def _unbound(unit, node) -> bool:
-  """Whether ``node`` is a name that nothing binds (no assignment, import or builtin), in a
-  file that names flax.optim."""
-  scope = unit.scopes.get(node) if isinstance(node, cst.Name) else None
-  return scope is not None and not scope[node.value] and unit.names_flax_optim and not hasattr(
-      builtins, node.value)
-
-
-def _defines_apply_gradient(project) -> bool:
-  """Whether the project defines a function or method named ``apply_gradient`` (its own
-  protocol: a call of that name on an unknown value may be its own)."""
-  return any(isinstance(node, cst.FunctionDef) and node.name.value == 'apply_gradient'
-             for unit in project.units for node in unit.nodes)
-
-
-def _unsupplied_parameter(project, unit, node, seen=None,
-                          result_of=None) -> Optional[cst.FunctionDef]:
-  """The function whose parameter ``node`` reads, where no call in the project supplies it:
-  the function has no caller (its callers are out of sight: a library's step that a notebook
-  drives), or every call passes it a parameter no call supplies in turn (ladax's
-  ``train_epoch(optimizer, ...)`` handing it to ``multi_sample_train_step``); in a file that
-  names flax.optim, where every other binding of the name in the function is ``name =
-  name.apply_gradient(...)`` (the step's own update) or, in a caller, an assignment of the call
-  (``result_of``) that hands the parameter on (``optimizer, metrics = step(optimizer, ...)``).
-  Else None."""
-  seen = set() if seen is None else seen
-  if not isinstance(node, cst.Name) or unit.scopes.get(node) is None or id(node) in seen:
-    return None
-  seen.add(id(node))
-  params, others = [], []
-  for binding in unit.scopes[node][node.value]:
-    target = getattr(binding, 'node', None)
-    (params if isinstance(target, cst.Param) else others).append(binding)
-  if len(params) != 1:
-    return None
-  for binding in others:
-    target = getattr(binding, 'node', None)
-    assign = unit.enclosing(target, (cst.Assign,)) if isinstance(target, cst.CSTNode) else None
-    value = assign.value if assign is not None else None
-    if value is None or value is not result_of and not (
-        isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-        and value.func.attr.value == 'apply_gradient' and isinstance(value.func.value, cst.Name)
-        and value.func.value.value == node.value):
-      return None
-  param = params[0].node
-  fdef = unit.enclosing(param, (cst.FunctionDef,))
-  callers = project.callers_of(unit, fdef) if fdef is not None else None
-  if callers is None or not unit.names_flax_optim:
-    return None
-  for cunit, call, args, shift in callers:
-    arg = _flows.bound_argument(unit, fdef, args, shift, param)
-    if not isinstance(arg, cst.Name) or _unsupplied_parameter(
-        project, cunit, arg, seen, call) is None:
-      return None
-  return fdef
-
-
-def _library_made(project, unit, node, seen) -> Optional[str]:
-  """``'call at file:line'`` where ``node``'s value is ``d.create(...)`` (or an update of it) of
-  a def ``d`` returned by a call the project does not resolve, reached through assignments,
-  the arguments a parameter's calls bind and the fields of ``self``; else None."""
-  if id(node) in seen:
-    return None
-  seen.add(id(node))
-  values = []
-  if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-    if node.func.attr.value in ('apply_gradient', 'replace'):
-      values = [(unit, node.func.value)]
-    elif node.func.attr.value == 'create':
-      made = node.func.value
-      made = _unit.assigned_value(unit, made) if isinstance(made, cst.Name) else made
-      if isinstance(made, cst.Call) and not unit.legacy(made.func) and (
-          project.resolve_callable(unit, made.func) is None):
-        return f'{_unit.short(unit.code(made), 40)} at {_unit.at(unit, made)}'
-  elif isinstance(node, cst.Name) and unit.scopes.get(node) is not None:
-    for binding in unit.scopes[node][node.value]:
-      assign = _unit.plain_assignment(unit, binding)
-      param = getattr(binding, 'node', None)
-      if assign is not None:
-        values.append((unit, assign.value))
-      elif isinstance(param, cst.Param):   # what the function's calls bind to it
-        fdef = unit.enclosing(param, (cst.FunctionDef,))
-        for cunit, _, args, shift in (project.callers_of(unit, fdef) or []) if fdef else []:
-          arg = _flows.bound_argument(unit, fdef, args, shift, param)
-          if isinstance(arg, cst.BaseExpression) and arg is not param.default:
-            values.append((cunit, arg))
-  elif isinstance(node, cst.Attribute) and project.receiver_class(unit, node.value):
-    values = [(u, v) for u, v in project.field_values(project.field_key(
-        project.receiver_class(unit, node.value), node.attr.value), node.attr.value)
-              if v is not None]
-  for u, value in values:
-    made = _library_made(project, u, value, seen)
-    if made is not None:
-      return made
-  return None
 
 
 def _unparsed_record(bad) -> Record:

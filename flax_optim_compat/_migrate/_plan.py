@@ -15,6 +15,7 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from . import _learning_rate
+from . import _leftovers
 from . import _optax_text
 from . import _project
 from . import _refusals
@@ -33,6 +34,7 @@ class Plan:
   files: Dict[str, FilePlan]
   records: List[Record]
   conversions: List[Conversion]
+  refused: List[list]   # the sites of each refused object
 
 
 class _Group:
@@ -115,7 +117,8 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
       unit.module.visit(_LeftoverVisitor(project, unit, files[unit.path], refused_nodes, records,
                                          late))
   records.sort(key=lambda r: (r.path, r.line))
-  return Plan(files, records, conversions)
+  return Plan(files, records, conversions,
+              [g.sites for g in groups.values() if g.refused])
 
 
 def _creates(group) -> bool:
@@ -145,7 +148,7 @@ def _loose_defs(project, groups) -> Optional[str]:
           'where the analysis does not follow it (FOM112), and may create it')
 
 
-_DEFS = _sites.DEFS
+_DEFS = _leftovers.DEFS
 
 
 def _def_values(project, site):
@@ -198,8 +201,8 @@ class _LeftoverVisitor(cst.CSTVisitor):
     if self._by_a_rule(node) or self.after_the_project:
       return self.after_the_project   # the second pass looks at every node's children
     if isinstance(node, (cst.Name, cst.Attribute)) and (
-        unit.legacy(node) or _sites.private_legacy(unit, node) or _unit.the_module(unit, node)):
-      refusal, message = _sites.leftover_reason(self.project, unit, node)
+        unit.legacy(node) or _leftovers.private_legacy(unit, node) or _unit.the_module(unit, node)):
+      refusal, message = _leftovers.leftover_reason(self.project, unit, node)
       plan.mark(node, _refusals.marker_text(refusal))
       self.records.append(Record(unit.path, unit.line(node), refusal.code, 'refused', '',
                                  message))

@@ -26,9 +26,6 @@ from ._rule import Rule
 from ._unit import SourceFile
 from ._unit import short
 
-# The legacy defs (FOM112 names where one goes when no create uses it).
-DEFS = frozenset(_unit.BUILTIN_DEFS + ('MultiOptimizer', 'WeightNorm'))
-
 # Calls that read an optimizer as a plain pytree (any pytree works, a TrainState too).
 _SINKS = {
     'flax.serialization.to_bytes': (0, 'target'),
@@ -605,96 +602,4 @@ def _sink_arg(unit: SourceFile, call: cst.Call) -> Optional[cst.BaseExpression]:
   for name in unit.names(call.func):
     if name in _SINKS:
       return _unit.call_arg(call, *_SINKS[name])
-  return None
-
-
-# ---------------------------------------------- legacy names no object covers: why
-
-def private_legacy(unit, node) -> bool:
-  """``flax.optim.adam._AdamParamState``: a name of flax.optim's private modules or classes
-  (legacy internals), which no legacy name covers."""
-  return isinstance(node, cst.Attribute) and any(
-      n.startswith('flax.optim.') and '._' in n[len('flax.optim'):] for n in unit.names(node))
-
-
-def leftover_reason(project, unit, node):
-  """``(refusal, message)`` for a legacy name left as it is: what it is and why no rule
-  rewrites it there."""
-  name = unit.legacy(node)
-  parent = unit.parent(node)
-  call = parent if isinstance(parent, cst.Call) and parent.func is node else None
-  shown = short(unit.code(call if call is not None else node))
-  if name == 'WeightNorm':
-    return _refusals.WEIGHT_NORM, f'{shown}: {_refusals.WEIGHT_NORM.reason}'
-  missing = _unit.missing_member(unit, node)
-  if missing is not None:
-    return _refusals.UNFOLLOWED, (f'{short(unit.code(parent))}: flax.optim (flax 0.5.3) has no '
-                                  f'{missing}; the program fails there on the legacy library '
-                                  'too, so it was left as it is')
-  if _unit.the_module(unit, node):
-    shown = short(unit.code(unit.enclosing(node, (cst.Call,)) or node))
-    return _refusals.UNFOLLOWED, (f'{shown}: flax.optim itself as a value (a def chosen by a '
-                                  'name read at run time): no optax form can be decided here')
-  if name == 'OptimizerState' or name is None:
-    return _refusals.READ, (f'{shown}: legacy internals (an optimizer state, per-parameter '
-                            'states) that a TrainState does not have')
-  if name == 'OptimizerDef' and unit.enclosing(node, (cst.Annotation,)) is not None:
-    return _refusals.UNFOLLOWED, (f'{shown}: the annotation of a def that is not rewritten, '
-                                  'left as it is with it')
-  why = _def_destination(project, unit, call) if call is not None and name in DEFS else None
-  if call is None and name in DEFS and isinstance(parent, cst.Arg) and isinstance(
-      unit.parent(parent), cst.Call):   # the class itself as a value: make(optim.Adam, lr=...)
-    callee = unit.parent(parent).func
-    if 'builtins.isinstance' in unit.names(callee):
-      why = (f'the type of an isinstance(...) check at {_unit.at(unit, node)}: an optax '
-             'transformation has no class per optimizer, so the check has no optax form')
-    else:
-      why = (f'the class is passed to {short(unit.code(callee), 40)}(...) at '
-             f'{_unit.at(unit, node)}: a def class passed as a value is called elsewhere, with '
-             'arguments the analysis does not read, so its optax form cannot be decided here')
-  elif call is None and name in DEFS and isinstance(parent, cst.Assign):   # sabertooth
-    why = (f'the class is bound to {short(unit.code(parent.targets[0].target), 40)} at '
-           f'{_unit.at(unit, node)} and called through it: migrate reads a def where the '
-           'flax.optim class itself is called (optim.Adam(...)), so its optax form cannot be '
-           'decided here')
-  return _refusals.UNFOLLOWED, f'{shown}: ' + (why or _refusals.UNFOLLOWED.reason)
-
-
-def _def_destination(project, unit, call):
-  """Where a def call that no create uses goes, as a reason: a variable read elsewhere too, a
-  return value of a function no resolved call creates from, an argument. None if neither."""
-  parent = unit.parent(call)
-  if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
-      parent.targets[0].target, cst.Name):
-    variable = parent.targets[0].target
-    for use in _project.reads_beside_create(unit, variable)[:1]:
-      return (f'assigned to {variable.value}, which is also read at {_unit.at(unit, use)} '
-              f'({short(unit.code(statement_of(unit, use)))}): the analysis follows a def '
-              'variable read only as the receiver of .create(...)')
-  if isinstance(parent, cst.Return):
-    fdef = unit.enclosing(call, (cst.FunctionDef,))
-    if fdef is not None:
-      elsewhere = project.def_used_elsewhere(unit, fdef)
-      if elsewhere:
-        return elsewhere
-      called = [(u, n) for u in project.units for n in u.nodes if isinstance(n, cst.Call) and (
-          (isinstance(n.func, cst.Attribute) and n.func.attr.value == fdef.name.value) or (
-              isinstance(n.func, cst.Name) and n.func.value == fdef.name.value))]
-      where = ', '.join(f'{_unit.at(u, n)} ({short(u.code(n), 40)})' for u, n in called[:3])
-      return (f'returned by {fdef.name.value}(), ' + (
-          f'called at {where}, where the analysis does not resolve the callee to one function '
-          'whose every return is a def (e.g. a method of a value whose class is chosen at run '
-          'time)' if called else 'which no call in the given files is seen to make'))
-  if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call):
-    callee = unit.parent(parent).func
-    resolved = project.resolve_callable(unit, callee)
-    into = 'a parameter'
-    if resolved is not None and isinstance(resolved[1], cst.ClassDef):
-      # Optimizer objects are followed through fields; a def stored in one and created
-      # from the field later is not.
-      field = f'{resolved[1].name.value}.{parent.keyword.value}' if parent.keyword else (
-          f'a field of {resolved[1].name.value}')
-      into = f'a class field ({field}), to be created from it later'
-    return (f'passed to {short(unit.code(callee), 40)}(...) at '
-            f'{_unit.at(unit, call)}: the analysis does not follow a def into {into}')
   return None

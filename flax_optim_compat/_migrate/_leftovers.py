@@ -1,0 +1,396 @@
+"""What stays legacy where no object the analysis follows covers it, and why (each a refusal).
+
+A flax.optim name no rule rewrites and no refused object covers (``leftover_reason``, for the
+plan: where a def goes, FOM112; ``WeightNorm``, FOM103; legacy internals, FOM104), and a use of
+the legacy Optimizer API on a value the analysis does not tie to an object it follows
+(``out_of_sight_uses``, FOM107: an object a library made, a name bound nowhere, a value that
+comes from out of sight). A silent leftover would pass ``--check``.
+"""
+import builtins
+import os
+from typing import List, Optional
+
+import libcst as cst
+
+from . import _flows
+from . import _project
+from . import _refusals
+from . import _unit
+from ._edits import statement_of
+from ._report import Record
+from ._unit import short
+
+# The legacy defs (FOM112 names where one goes when no create uses it).
+DEFS = frozenset(_unit.BUILTIN_DEFS + ('MultiOptimizer', 'WeightNorm'))
+
+
+def private_legacy(unit, node) -> bool:
+  """``flax.optim.adam._AdamParamState``: a name of flax.optim's private modules or classes
+  (legacy internals), which no legacy name covers."""
+  return isinstance(node, cst.Attribute) and any(
+      n.startswith('flax.optim.') and '._' in n[len('flax.optim'):] for n in unit.names(node))
+
+
+def leftover_reason(project, unit, node):
+  """``(refusal, message)`` for a legacy name left as it is: what it is and why no rule
+  rewrites it there."""
+  name = unit.legacy(node)
+  parent = unit.parent(node)
+  call = parent if isinstance(parent, cst.Call) and parent.func is node else None
+  shown = short(unit.code(call if call is not None else node))
+  if name == 'WeightNorm':
+    return _refusals.WEIGHT_NORM, f'{shown}: {_refusals.WEIGHT_NORM.reason}'
+  missing = _unit.missing_member(unit, node)
+  if missing is not None:
+    return _refusals.UNFOLLOWED, (f'{short(unit.code(parent))}: flax.optim (flax 0.5.3) has no '
+                                  f'{missing}; the program fails there on the legacy library '
+                                  'too, so it was left as it is')
+  if _unit.the_module(unit, node):
+    shown = short(unit.code(unit.enclosing(node, (cst.Call,)) or node))
+    return _refusals.UNFOLLOWED, (f'{shown}: flax.optim itself as a value (a def chosen by a '
+                                  'name read at run time): no optax form can be decided here')
+  if name == 'OptimizerState' or name is None:
+    return _refusals.READ, (f'{shown}: legacy internals (an optimizer state, per-parameter '
+                            'states) that a TrainState does not have')
+  if name == 'OptimizerDef' and unit.enclosing(node, (cst.Annotation,)) is not None:
+    return _refusals.UNFOLLOWED, (f'{shown}: the annotation of a def that is not rewritten, '
+                                  'left as it is with it')
+  why = _def_destination(project, unit, call) if call is not None and name in DEFS else None
+  if call is None and name in DEFS and isinstance(parent, cst.Arg) and isinstance(
+      unit.parent(parent), cst.Call):   # the class itself as a value: make(optim.Adam, lr=...)
+    callee = unit.parent(parent).func
+    if 'builtins.isinstance' in unit.names(callee):
+      why = (f'the type of an isinstance(...) check at {_unit.at(unit, node)}: an optax '
+             'transformation has no class per optimizer, so the check has no optax form')
+    else:
+      why = (f'the class is passed to {short(unit.code(callee), 40)}(...) at '
+             f'{_unit.at(unit, node)}: a def class passed as a value is called elsewhere, with '
+             'arguments the analysis does not read, so its optax form cannot be decided here')
+  elif call is None and name in DEFS and isinstance(parent, cst.Assign):   # sabertooth
+    why = (f'the class is bound to {short(unit.code(parent.targets[0].target), 40)} at '
+           f'{_unit.at(unit, node)} and called through it: migrate reads a def where the '
+           'flax.optim class itself is called (optim.Adam(...)), so its optax form cannot be '
+           'decided here')
+  return _refusals.UNFOLLOWED, f'{shown}: ' + (why or _refusals.UNFOLLOWED.reason)
+
+
+def _def_destination(project, unit, call):
+  """Where a def call that no create uses goes, as a reason: a variable read elsewhere too, a
+  return value of a function no resolved call creates from, an argument, an element of a
+  container passed to a call (a decorator's). None if neither."""
+  parent = unit.parent(call)
+  if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
+      parent.targets[0].target, cst.Name):
+    variable = parent.targets[0].target
+    for use in _project.reads_beside_create(unit, variable)[:1]:
+      return (f'assigned to {variable.value}, which is also read at {_unit.at(unit, use)} '
+              f'({short(unit.code(statement_of(unit, use)))}): the analysis follows a def '
+              'variable read only as the receiver of .create(...)')
+  if isinstance(parent, cst.Return):
+    fdef = unit.enclosing(call, (cst.FunctionDef,))
+    if fdef is not None:
+      elsewhere = project.def_used_elsewhere(unit, fdef)
+      if elsewhere:
+        return elsewhere
+      called = [(u, n) for u in project.units for n in u.nodes if isinstance(n, cst.Call) and (
+          (isinstance(n.func, cst.Attribute) and n.func.attr.value == fdef.name.value) or (
+              isinstance(n.func, cst.Name) and n.func.value == fdef.name.value))]
+      where = ', '.join(f'{_unit.at(u, n)} ({short(u.code(n), 40)})' for u, n in called[:3])
+      return (f'returned by {fdef.name.value}(), ' + (
+          f'called at {where}, where the analysis does not resolve the callee to one function '
+          'whose every return is a def (e.g. a method of a value whose class is chosen at run '
+          'time)' if called else 'which no call in the given files is seen to make'))
+  if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call):
+    callee = unit.parent(parent).func
+    resolved = project.resolve_callable(unit, callee)
+    into = 'a parameter'
+    if resolved is not None and isinstance(resolved[1], cst.ClassDef):
+      # Optimizer objects are followed through fields; a def stored in one and created
+      # from the field later is not.
+      field = f'{resolved[1].name.value}.{parent.keyword.value}' if parent.keyword else (
+          f'a field of {resolved[1].name.value}')
+      into = f'a class field ({field}), to be created from it later'
+    return (f'passed to {short(unit.code(callee), 40)}(...) at '
+            f'{_unit.at(unit, call)}: the analysis does not follow a def into {into}')
+  if isinstance(parent, cst.Element):   # ``named_parameters(('adam', optim.Adam(lr)), ...)``
+    container = unit.parent(parent)
+    outer = unit.parent(container)
+    while isinstance(outer, cst.Element):
+      container = unit.parent(outer)
+      outer = unit.parent(container)
+    if isinstance(outer, cst.Arg) and isinstance(unit.parent(outer), cst.Call):
+      given = unit.parent(outer)
+      kind = 'a list' if isinstance(container, cst.List) else (
+          'a tuple' if isinstance(container, cst.Tuple) else 'a container')
+      decorated = unit.parent(given)
+      into = (f'which decorates {unit.parent(decorated).name.value}(): each of its tuples '
+              'becomes that function\'s arguments, parameters the analysis does not follow a '
+              'def into') if isinstance(decorated, cst.Decorator) else (
+                  'the analysis does not follow a def into a container passed to a call')
+      return (f'put in {kind} in the arguments of {short(unit.code(given.func), 40)}(...) at '
+              f'{_unit.at(unit, given)}, {into}')
+  return None
+
+
+# ---------------------------------------------- legacy uses on values from out of sight
+
+# What only a legacy optimizer is used for (a def: ``create``), read on a value from out of
+# sight: ``x.state`` counts only as ``x.state.step`` / ``x.state.param_states``.
+_MEMBERS = ('apply_gradient', 'target', 'optimizer_def', 'state', 'create')
+_CALLED = ('apply_gradient', 'create')
+
+
+def out_of_sight_uses(project: _project.Project, refused, records) -> List[Record]:
+  """A refusal (FOM107) at each legacy use that no record covers, on a value the analysis does
+  not tie to an object it follows; ``refused``: the sites of each refused object.
+
+  * ``x.apply_gradient(...)`` where ``x`` traces back, as an object (an assignment, the
+    arguments a parameter's calls bind, a field of ``self``), to ``d.create(...)`` of a def
+    ``d`` that a library's function returned (revisiting_rainbow: dopamine's
+    ``create_optimizer('adam')``); what the project's own code makes is not such an object;
+    or on a name bound nowhere (multimodal-rl's typo).
+  * ``x.apply_gradient(...)``, ``x.target``, ``x.state.step``, ``x.create(...)`` where ``x``
+    comes from out of sight (``_origin``: a parameter no call in the project supplies, ladax's
+    jitted step driven from a notebook; one its decorator fills, absl's
+    ``parameterized.named_parameters``; unpacked from one, algorithmic-efficiency's
+    ``optimizer, p_train_step = optimizer_state``), in a file that names flax.optim: which
+    optimizer it is, is decided out of sight. A use other than ``apply_gradient`` counts where
+    the same name is also applied in its function, or where the file holds a refused object
+    or def it may be; the record names that one (as a refused object's other uses name its
+    first refused site in their file).
+
+  Nothing where the project defines ``apply_gradient`` itself (its own protocol). The call
+  stays legacy, so it is refused, never "nothing to change"."""
+  covered = {(r.path, r.line) for r in records}
+  found, own = [], None
+  for unit in project.units:
+    for node in unit.nodes:
+      use = _legacy_use(unit, node)
+      if use is None:
+        continue
+      first = unit.line(use)
+      if any((unit.path, line) in covered
+             for line in range(first, first + unit.code(use).count('\n') + 1)):
+        continue
+      shown = short(unit.code(use), 40) if not isinstance(use, cst.Call) else (
+          f'{short(unit.code(node.value), 40)}.{node.attr.value}(...)')
+      apply = node.attr.value == 'apply_gradient'
+      made = _library_made(project, unit, node.value, set()) if apply else None
+      own = _defines_apply_gradient(project) if own is None else own
+      message = None
+      if made is not None:
+        message = (f'{shown}: the legacy Optimizer API on an object created from {made}, a def '
+                   'a library returned, which migrate cannot rewrite; the call is left as it is')
+      elif apply and not own and _unbound(unit, node.value):   # multimodal-rl's typo
+        message = (f'{shown}: the legacy Optimizer API on {node.value.value}, a name bound '
+                   f'nowhere in {os.path.basename(unit.path)} (a NameError on flax 0.5.3 too), '
+                   'so migrate cannot tell which optimizer it is; the call is left as it is')
+      elif not own:
+        message = _out_of_sight(project, unit, node, shown, refused, records)
+      if message is not None:
+        found.append(Record(unit.path, first, _refusals.ESCAPE.code, 'refused', '', message))
+        covered.add((unit.path, first))
+  return found
+
+
+def _legacy_use(unit, node) -> Optional[cst.CSTNode]:
+  """The use (the call, or the attribute) where ``node`` is ``x.<member>`` of ``_MEMBERS`` on
+  a value ``x``: a call of ``apply_gradient`` / ``create``, ``x.state.step``; else None."""
+  if not (isinstance(node, cst.Attribute) and node.attr.value in _MEMBERS):
+    return None
+  parent = unit.parent(node)
+  if node.attr.value in _CALLED:
+    return parent if isinstance(parent, cst.Call) and parent.func is node else None
+  if node.attr.value == 'state':
+    return parent if isinstance(parent, cst.Attribute) and parent.value is node and (
+        parent.attr.value in ('step', 'param_states')) else None
+  return node
+
+
+def _out_of_sight(project, unit, node, shown, refused, records) -> Optional[str]:
+  """The message for the use ``node`` (``x.<member>``) where ``x`` comes from out of sight
+  (``_origin``), else None."""
+  origin = _origin(project, unit, node.value)
+  if origin is None:
+    return None
+  fdef = unit.enclosing(node, (cst.FunctionDef,))
+  blocker = _blocker(unit, fdef, refused, records)
+  if node.attr.value != 'apply_gradient' and blocker is None and not _applied(unit, node.value):
+    return None
+  api = 'flax.optim API (a def\'s create)' if node.attr.value == 'create' else 'Optimizer API'
+  message = (f'{shown}: the legacy {api} on {node.value.value}, {origin}: migrate cannot tell '
+             'which optimizer it is, so the use is left as it is')
+  if blocker is not None:
+    return f'{message}, with {blocker}'
+  return (f'{message}. Migrate it with the code that calls it, or by hand (.target -> .params, '
+          '.apply_gradient(g) -> .apply_gradients(grads=g)) where the callers pass the '
+          'TrainState a rewritten create makes')
+
+
+def _applied(unit, name: cst.Name) -> bool:
+  """Whether the function that reads ``name`` also calls ``name.apply_gradient(...)``."""
+  scope = unit.scopes.get(name)
+  return scope is not None and any(
+      isinstance(unit.parent(read.node), cst.Attribute)
+      and unit.parent(read.node).attr.value == 'apply_gradient'
+      for read in scope.accesses[name.value])
+
+
+def _blocker(unit, fdef, refused, records) -> Optional[str]:
+  """What refused the value a use from out of sight may be, in words: the flax.optim defs the
+  function's decorator gives it (absl's ``parameterized.named_parameters``), else the file's
+  first refused object (its create, and its first refused site in the file). None if neither."""
+  codes = {r.line: r.code for r in records if r.path == unit.path and r.status == 'refused'}
+  defs = [unit.line(n) for d in (fdef.decorators if fdef is not None else ())
+          for n in _unit.walk(d) if isinstance(n, cst.Call) and unit.legacy(n.func) in DEFS]
+  if defs and defs[0] in codes:
+    lines = ', '.join(str(line) for line in defs)
+    return (f'the flax.optim defs its decorator gives it (lines {lines}), refused '
+            f'({codes[defs[0]]} at {os.path.basename(unit.path)}:{defs[0]})')
+  for sites in refused:
+    here = [s for s in sites if s.unit is unit]
+    if not here:
+      continue
+    create = next((s for s in here + sites if s.kind == 'create'), None)
+    made = (f'created at {_unit.at(create.unit, create.node)}' if create is not None
+            else f'used at {_unit.at(unit, here[0].node)}')
+    cause = next((s for s in here + sites if s.refusal is not None))
+    return (f'the optimizer {made}, refused ({cause.refusal.code} at '
+            f'{_unit.at(cause.unit, cause.node)}), which it may be')
+  return None
+
+
+def _origin(project, unit, node, seen=None, result_of=None) -> Optional[str]:
+  """Where the value of the name ``node`` comes from, in words, where that is out of sight: a
+  parameter (``_unsupplied``), or a name unpacked from such a value; every other binding of
+  the name in its function updates it (``name = name.apply_gradient(...)`` or
+  ``.create(...)``), is the result of a call of a function from out of sight (``optimizer =
+  p_train_step(optimizer, x)``), or, in a caller (``result_of``), the call that hands it on
+  (``optimizer, metrics = step(optimizer, ...)``). Else None."""
+  seen = {} if seen is None else seen   # id(name) -> its origin (None while looked for)
+  if not isinstance(node, cst.Name) or unit.scopes.get(node) is None:
+    return None
+  if id(node) not in seen:
+    seen[id(node)] = None
+    seen[id(node)] = _bindings_origin(project, unit, node, seen, result_of)
+  return seen[id(node)]
+
+
+def _bindings_origin(project, unit, node, seen, result_of) -> Optional[str]:
+  """``_origin`` of the name ``node``, from its bindings."""
+  params, origins = [], []
+  for binding in unit.scopes[node][node.value]:
+    target = getattr(binding, 'node', None)
+    if isinstance(target, cst.Param):
+      params.append(target)
+      continue
+    assign = unit.enclosing(target, (cst.Assign,)) if isinstance(target, cst.CSTNode) else None
+    value = assign.value if assign is not None else None
+    if value is None:
+      return None
+    if value is result_of or (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in _CALLED and isinstance(value.func.value, cst.Name)
+        and value.func.value.value == node.value):
+      continue
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and (
+        _unit.parameter(unit, value.func) is None) and _origin(
+            project, unit, value.func, seen) is not None:
+      continue   # a step unpacked from out of sight, called on it
+    unpacked = isinstance(value, cst.Name) and len(assign.targets) == 1 and isinstance(
+        assign.targets[0].target, (cst.Tuple, cst.List))
+    source = _origin(project, unit, value, seen) if unpacked else None
+    if source is None:
+      return None
+    origins.append(f'unpacked at {_unit.at(unit, assign)} from {value.value}, {source}')
+  if len(params) > 1:
+    return None
+  if params:
+    origins.insert(0, _unsupplied(project, unit, params[0], seen))
+  return origins[0] if origins and None not in origins else None
+
+
+def _unsupplied(project, unit, param: cst.Param, seen) -> Optional[str]:
+  """``param`` of a function, in words, where no call in the project supplies it, in a file
+  that names flax.optim: the function has no caller (its callers are out of sight), or every
+  call passes it a value from out of sight in turn (ladax's ``train_epoch(optimizer, ...)``
+  handing it to ``multi_sample_train_step``), or a decorator calls it. Else None."""
+  fdef = unit.enclosing(param, (cst.FunctionDef, cst.Lambda))
+  if not isinstance(fdef, cst.FunctionDef) or not unit.names_flax_optim:
+    return None
+  name = f'a parameter of {fdef.name.value}()'
+  callers = project.callers_of(unit, fdef)
+  if callers is None and fdef.decorators:   # a method's decorator, absl's parameterized
+    decorator = fdef.decorators[0].decorator
+    shown = short(unit.code(decorator.func if isinstance(decorator, cst.Call) else decorator), 40)
+    return (f'{name}, which its decorator @{shown}' + ('(...)' if isinstance(
+        decorator, cst.Call) else '') + f' at {_unit.at(unit, decorator)} calls')
+  if callers is None and isinstance(unit.enclosing(unit.parent(fdef), (
+      cst.ClassDef, cst.FunctionDef)), cst.ClassDef):
+    return None   # a method whose name others share: its calls may be in sight
+  if callers is None:   # ``jax.jit(functools.partial(train_step, ...))``
+    value = next((n for n in unit.nodes if isinstance(n, cst.Name) and n is not fdef.name
+                  and n.value == fdef.name.value and unit.parent(n) is not fdef), None)
+    where = f' at {_unit.at(unit, value)}' if value is not None else ''
+    return (f'{name}, which is passed on as a value{where} (the calls that supply it are not '
+            'in sight)')
+  for cunit, call, args, shift in callers:
+    arg = _flows.bound_argument(unit, fdef, args, shift, param)
+    if not isinstance(arg, cst.Name) or _origin(project, cunit, arg, seen, call) is None:
+      return None
+  return f'{name} that no call in the given files supplies'
+
+
+def _unbound(unit, node) -> bool:
+  """Whether ``node`` is a name that nothing binds (no assignment, import or builtin), in a
+  file that names flax.optim."""
+  scope = unit.scopes.get(node) if isinstance(node, cst.Name) else None
+  return scope is not None and not scope[node.value] and unit.names_flax_optim and not hasattr(
+      builtins, node.value)
+
+
+def _defines_apply_gradient(project) -> bool:
+  """Whether the project defines a function or method named ``apply_gradient`` (its own
+  protocol: a call of that name on an unknown value may be its own)."""
+  return any(isinstance(node, cst.FunctionDef) and node.name.value == 'apply_gradient'
+             for unit in project.units for node in unit.nodes)
+
+
+def _library_made(project, unit, node, seen) -> Optional[str]:
+  """``'call at file:line'`` where ``node``'s value is ``d.create(...)`` (or an update of it) of
+  a def ``d`` returned by a call the project does not resolve, reached through assignments,
+  the arguments a parameter's calls bind and the fields of ``self``; else None."""
+  if id(node) in seen:
+    return None
+  seen.add(id(node))
+  values = []
+  if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+    if node.func.attr.value in ('apply_gradient', 'replace'):
+      values = [(unit, node.func.value)]
+    elif node.func.attr.value == 'create':
+      made = node.func.value
+      made = _unit.assigned_value(unit, made) if isinstance(made, cst.Name) else made
+      if isinstance(made, cst.Call) and not unit.legacy(made.func) and (
+          project.resolve_callable(unit, made.func) is None):
+        return f'{_unit.short(unit.code(made), 40)} at {_unit.at(unit, made)}'
+  elif isinstance(node, cst.Name) and unit.scopes.get(node) is not None:
+    for binding in unit.scopes[node][node.value]:
+      assign = _unit.plain_assignment(unit, binding)
+      param = getattr(binding, 'node', None)
+      if assign is not None:
+        values.append((unit, assign.value))
+      elif isinstance(param, cst.Param):   # what the function's calls bind to it
+        fdef = unit.enclosing(param, (cst.FunctionDef,))
+        for cunit, _, args, shift in (project.callers_of(unit, fdef) or []) if fdef else []:
+          arg = _flows.bound_argument(unit, fdef, args, shift, param)
+          if isinstance(arg, cst.BaseExpression) and arg is not param.default:
+            values.append((cunit, arg))
+  elif isinstance(node, cst.Attribute) and project.receiver_class(unit, node.value):
+    values = [(u, v) for u, v in project.field_values(project.field_key(
+        project.receiver_class(unit, node.value), node.attr.value), node.attr.value)
+              if v is not None]
+  for u, value in values:
+    made = _library_made(project, u, value, seen)
+    if made is not None:
+      return made
+  return None
