@@ -186,10 +186,10 @@ def base_of(program: Program, unit: SourceFile, node: cst.CSTNode) -> Optional[t
   """The slot that holds the value of ``node``, an optimizer or not (where its parts are)."""
   if isinstance(node, cst.Name):
     return var_slot(unit, node)
-  if isinstance(node, cst.Attribute):
-    if _unit.is_module_like(unit, node.value):
-      return None
-    return field_slot(program, unit, node.value, node.attr.value)
+  got = (node.value, node.attr.value) if isinstance(node, cst.Attribute) else (
+      _unit.literal_getattr(unit, node))   # ``getattr(agent, 'optimizer')``
+  if got is not None:
+    return None if _unit.is_module_like(unit, got[0]) else field_slot(program, unit, *got)
   if isinstance(node, cst.Subscript):
     key = literal_key(node)
     return None if key is None else part(base_of(program, unit, node.value), (key,))
@@ -276,7 +276,9 @@ class _Joiner:
       if isinstance(fdef, cst.FunctionDef):
         self.value(return_slot(unit, fdef), node.value)
     elif isinstance(node, cst.Attribute):
-      self.field(node)
+      self.field(node.value, node.attr.value)
+    elif _unit.literal_getattr(unit, node) is not None:
+      self.field(*_unit.literal_getattr(unit, node))
     elif isinstance(node, cst.Call) and unit.names(node.func) & _calls.TREE_MAPS:
       slots = [self.slot_of(a.value) for a in node.args[1:] if a.keyword is None and not a.star]
       slots = [s for s in slots if s]
@@ -386,17 +388,17 @@ class _Joiner:
 
   # ---- fields, calls, loops
 
-  def field(self, node: cst.Attribute):
-    """Joins the attribute ``node`` of an unknown class with the same field of the classes
-    that hold an optimizer in it, where the file may see one there (``SourceFile.sees_field``:
-    a same-named attribute of a TensorFlow agent is not one of theirs); and ``self.<name>`` of
-    a class with the field of an unknown class that holds one."""
+  def field(self, receiver: cst.CSTNode, name: str):
+    """Joins the attribute ``receiver.<name>`` of an unknown class with the same field of the
+    classes that hold an optimizer in it, where the file may see one there
+    (``SourceFile.sees_field``: a same-named attribute of a TensorFlow agent is not one of
+    theirs); and ``self.<name>`` of a class with the field of an unknown class that holds one."""
     program, unit = self.program, self.unit
-    if (not unit.sees_field(node.attr.value) or _unit.is_module_like(unit, node.value)
-        or library_global(program, unit, node.value)):
+    if (not unit.sees_field(name) or _unit.is_module_like(unit, receiver)
+        or library_global(program, unit, receiver)):
       return
-    slot = field_slot(program, unit, node.value, node.attr.value)
-    unknown = ('field', None, node.attr.value)
+    slot = field_slot(program, unit, receiver, name)
+    unknown = ('field', None, name)
     if slot == unknown:
       for other in [s for s in self.known.slots
                     if s[0] == 'field' and s[2] == slot[2] and s != unknown]:

@@ -406,6 +406,9 @@ class Project(Program):
 
   def slot_of(self, unit: SourceFile, node: cst.CSTNode) -> Optional[tuple]:
     """The slot whose optimizer ``node`` evaluates to, or None if it is not one."""
+    got = _unit.literal_getattr(unit, node)
+    if got is not None:   # ``getattr(agent, 'optimizer')``: ``agent.optimizer``
+      return self._field_of(unit, node, *got)
     if isinstance(node, cst.Call):
       if self.is_create(unit, node):
         return _flows.create_slot(unit, node)
@@ -425,18 +428,23 @@ class Project(Program):
         return None
       return None if self.reads_its_def(unit, node) else slot
     if isinstance(node, cst.Attribute):
-      if _compared_with_a_string(unit, node):
-        return None   # ``config.optim.optimizer == 'Adam'``: a config field, not an optimizer
-      slot = _flows.field_slot(self, unit, node.value, node.attr.value)
-      if slot[1] is None and not unit.sees_field(node.attr.value):
-        return None   # an attribute of an unknown class, in a file that cannot see one there
-      if slot in self.optimizer_slots and not _unit.is_module_like(unit, node.value) and (
-          not _flows.library_global(self, unit, node.value)):
-        return slot
-      return None
+      return self._field_of(unit, node, node.value, node.attr.value)
     if isinstance(node, cst.Subscript):
       slot = _flows.base_of(self, unit, node)   # ``make()[0]``, ``carry[0]``
       return slot if slot in self.optimizer_slots else None
+    return None
+
+  def _field_of(self, unit: SourceFile, node: cst.CSTNode, receiver: cst.CSTNode,
+                name: str) -> Optional[tuple]:
+    """``slot_of`` the attribute ``node``, ``receiver.<name>``."""
+    if _compared_with_a_string(unit, node):
+      return None   # ``config.optim.optimizer == 'Adam'``: a config field, not an optimizer
+    slot = _flows.field_slot(self, unit, receiver, name)
+    if slot[1] is None and not unit.sees_field(name):
+      return None   # an attribute of an unknown class, in a file that cannot see one there
+    if slot in self.optimizer_slots and not _unit.is_module_like(unit, receiver) and (
+        not _flows.library_global(self, unit, receiver)):
+      return slot
     return None
 
   def dict_notes(self, root: tuple) -> List[str]:

@@ -195,8 +195,9 @@ class SourceFile:
         held = n.value
         if isinstance(held, cst.Name):   # ``opt = agent.optimizer``, then ``opt.target``
           held = assigned_value(self, held)
-        if isinstance(held, cst.Attribute):
-          self._optimizer_fields.add(held.attr.value)
+        got = literal_getattr(self, held)   # ``getattr(agent, 'optimizer').target``
+        if isinstance(held, cst.Attribute) or got is not None:
+          self._optimizer_fields.add(held.attr.value if got is None else got[1])
     return self.uses_jax_or_flax or name in self._optimizer_fields
 
   @property
@@ -373,6 +374,17 @@ def parameter(unit: SourceFile, name: cst.CSTNode) -> Optional[cst.Param]:
   if len(bindings) == 1 and isinstance(getattr(bindings[0], 'node', None), cst.Param):
     return bindings[0].node
   return None
+
+
+def literal_getattr(unit: SourceFile, node: cst.CSTNode):
+  """``(receiver, name)`` where ``node`` is ``getattr(receiver, 'name')`` (two arguments, the
+  name a literal identifier): the attribute ``receiver.name`` by another spelling; else None."""
+  if not (isinstance(node, cst.Call) and 'builtins.getattr' in unit.names(node.func)
+          and len(node.args) == 2 and all(a.keyword is None and not a.star for a in node.args)
+          and isinstance(node.args[1].value, cst.SimpleString)):
+    return None
+  name = node.args[1].value.evaluated_value
+  return (node.args[0].value, name) if isinstance(name, str) and name.isidentifier() else None
 
 
 def statement_of(unit: SourceFile, node: cst.CSTNode) -> cst.CSTNode:
