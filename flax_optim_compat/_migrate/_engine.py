@@ -270,7 +270,7 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False, unreadab
   failed = [_unparsed_record(bad) for bad in list(unreadable) + project.unparsed]
   changed: Dict[str, str] = {}
   records = sorted(plan.records + _leftovers.out_of_sight_uses(project, plan.refused,
-                                                                plan.records),
+                                                                plan.records, plan.files),
                    key=lambda r: (r.path, r.line))   # a file's records in line order
   for done, (path, file_plan) in enumerate(plan.files.items()):
     step(f'rewriting {os.path.basename(path)} ({done + 1} of {len(plan.files)})')

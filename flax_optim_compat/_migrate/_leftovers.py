@@ -140,9 +140,10 @@ _MEMBERS = ('apply_gradient', 'target', 'optimizer_def', 'state', 'create')
 _CALLED = ('apply_gradient', 'create')
 
 
-def out_of_sight_uses(project: _project.Project, refused, records) -> List[Record]:
+def out_of_sight_uses(project: _project.Project, refused, records, files) -> List[Record]:
   """A refusal (FOM107) at each legacy use that no record covers, on a value the analysis does
-  not tie to an object it follows; ``refused``: the sites of each refused object.
+  not tie to an object it follows; ``refused``: the sites of each refused object; ``files``:
+  the plans (``FilePlan``) that get a marker above each use that names what it may be.
 
   * ``x.apply_gradient(...)`` where ``x`` traces back, as an object (an assignment, the
     arguments a parameter's calls bind, a field of ``self``), to ``d.create(...)`` of a def
@@ -157,7 +158,7 @@ def out_of_sight_uses(project: _project.Project, refused, records) -> List[Recor
     optimizer it is, is decided out of sight. A use other than ``apply_gradient`` counts where
     the same name is also applied in its function, or where the file holds a refused object
     or def it may be; the record names that one (as a refused object's other uses name its
-    first refused site in their file).
+    first refused site in their file), and its statement gets a marker, as theirs do.
 
   Nothing where the project defines ``apply_gradient`` itself (its own protocol). The call
   stays legacy, so it is refused, never "nothing to change"."""
@@ -186,7 +187,12 @@ def out_of_sight_uses(project: _project.Project, refused, records) -> List[Recor
                    f'nowhere in {os.path.basename(unit.path)} (a NameError on flax 0.5.3 too), '
                    'so migrate cannot tell which optimizer it is; the call is left as it is')
       elif not own:
-        message = _out_of_sight(project, unit, node, shown, refused, records)
+        message, blocker = _out_of_sight(project, unit, node, shown, refused, records)
+        if blocker is not None:   # no line numbers: the markers move the lines
+          code = _refusals.ESCAPE.code
+          files[unit.path].mark(use, f'{_refusals.MARKER} {code} not rewritten: a value from '
+                                f'out of sight that may be a refused {blocker[1]}',
+                                unless=f'{_refusals.MARKER} {code} ')
       if message is not None:
         found.append(Record(unit.path, first, _refusals.ESCAPE.code, 'refused', '', message))
         covered.add((unit.path, first))
@@ -207,24 +213,25 @@ def _legacy_use(unit, node) -> Optional[cst.CSTNode]:
   return node
 
 
-def _out_of_sight(project, unit, node, shown, refused, records) -> Optional[str]:
-  """The message for the use ``node`` (``x.<member>``) where ``x`` comes from out of sight
-  (``_origin``), else None."""
+def _out_of_sight(project, unit, node, shown, refused, records):
+  """``(message, blocker)`` for the use ``node`` (``x.<member>``) where ``x`` comes from out
+  of sight (``_origin``), ``blocker`` what refused it may be (``_blocker``); else ``(None,
+  None)``."""
   origin = _origin(project, unit, node.value)
   if origin is None:
-    return None
+    return None, None
   fdef = unit.enclosing(node, (cst.FunctionDef,))
   blocker = _blocker(unit, fdef, refused, records)
   if node.attr.value != 'apply_gradient' and blocker is None and not _applied(unit, node.value):
-    return None
+    return None, None
   api = 'flax.optim API (a def\'s create)' if node.attr.value == 'create' else 'Optimizer API'
   message = (f'{shown}: the legacy {api} on {node.value.value}, {origin}: migrate cannot tell '
              'which optimizer it is, so the use is left as it is')
   if blocker is not None:
-    return f'{message}, with {blocker}'
+    return f'{message}, with {blocker[0]}, which it may be', blocker
   return (f'{message}. Migrate it with the code that calls it, or by hand (.target -> .params, '
           '.apply_gradient(g) -> .apply_gradients(grads=g)) where the callers pass the '
-          'TrainState a rewritten create makes')
+          'TrainState a rewritten create makes'), None
 
 
 def _applied(unit, name: cst.Name) -> bool:
@@ -236,17 +243,19 @@ def _applied(unit, name: cst.Name) -> bool:
       for read in scope.accesses[name.value])
 
 
-def _blocker(unit, fdef, refused, records) -> Optional[str]:
-  """What refused the value a use from out of sight may be, in words: the flax.optim defs the
-  function's decorator gives it (absl's ``parameterized.named_parameters``), else the file's
-  first refused object (its create, and its first refused site in the file). None if neither."""
+def _blocker(unit, fdef, refused, records):
+  """``(words, marker words)``: what refused the value a use from out of sight may be: the
+  flax.optim defs the function's decorator gives it (absl's ``parameterized.named_parameters``),
+  else the file's first refused object (its create, and its first refused site in the file).
+  None if neither."""
   codes = {r.line: r.code for r in records if r.path == unit.path and r.status == 'refused'}
   defs = [unit.line(n) for d in (fdef.decorators if fdef is not None else ())
           for n in _unit.walk(d) if isinstance(n, cst.Call) and unit.legacy(n.func) in DEFS]
   if defs and defs[0] in codes:
     lines = ', '.join(str(line) for line in defs)
     return (f'the flax.optim defs its decorator gives it (lines {lines}), refused '
-            f'({codes[defs[0]]} at {os.path.basename(unit.path)}:{defs[0]})')
+            f'({codes[defs[0]]} at {os.path.basename(unit.path)}:{defs[0]})',
+            f'def ({codes[defs[0]]} in {os.path.basename(unit.path)})')
   for sites in refused:
     here = [s for s in sites if s.unit is unit]
     if not here:
@@ -256,7 +265,8 @@ def _blocker(unit, fdef, refused, records) -> Optional[str]:
             else f'used at {_unit.at(unit, here[0].node)}')
     cause = next((s for s in here + sites if s.refusal is not None))
     return (f'the optimizer {made}, refused ({cause.refusal.code} at '
-            f'{_unit.at(cause.unit, cause.node)}), which it may be')
+            f'{_unit.at(cause.unit, cause.node)})',
+            f'optimizer ({cause.refusal.code} in {os.path.basename(cause.unit.path)})')
   return None
 
 
