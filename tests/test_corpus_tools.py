@@ -267,6 +267,25 @@ def test_driver_statements_take_the_assignments_up_to_stop(tmp_path):
     driver.statements(prog, 'main', ['missing'])
 
 
+def test_driver_statements_of_a_main_block(tmp_path):
+  # dngo-jax builds its optimizer in `if __name__ == "__main__":`, indented with tabs.
+  driver = _load_from(CORPUS_TOOLS / 'drivers', '_driver')
+  source = (
+      'def make(lr):\n'
+      '\treturn lr * 10\n'
+      'if __name__ == "__main__":\n'
+      '\tlr = 0.5\n'
+      '\topt = make(lr)\n'
+      '\topt, loss = train(opt)\n')
+  (tmp_path / 'script.py').write_text(source)
+  prog = _load_from(tmp_path, 'script')
+  assert driver.statements(prog, None, ['opt'], stop='loss') == 'opt = make(lr)'
+  assert driver.run_statements(prog, None, ['opt'], stop='loss', lr=0.25)['opt'] == 2.5
+  (tmp_path / 'plain.py').write_text('x = 1\n')
+  with pytest.raises(AssertionError, match='__main__ block'):
+    driver.statements(_load_from(tmp_path, 'plain'), None, ['x'])
+
+
 def test_driver_broadcast_to_takes_lists(monkeypatch):
   jnp = pytest.importorskip('jax.numpy')
   driver = _load_from(CORPUS_TOOLS / 'drivers', '_driver')

@@ -89,7 +89,8 @@ def params_of(state):
 
 def statements(module, function, names, stop=None):
   """Source of the top-level statements of ``module.function`` that assign one of ``names``,
-  up to the first one that assigns ``stop`` (when given).
+  up to the first one that assigns ``stop`` (when given). ``function=None``: the statements of
+  the module's ``if __name__ == '__main__':`` block (a script whose main code is there).
 
   Compound statements (``if``/``with``) are kept whole when they assign one inside. The text
   is the program's own (legacy, or as migrate rewrote it), dedented, to ``exec`` in a namespace
@@ -97,8 +98,13 @@ def statements(module, function, names, stop=None):
   """
   source = pathlib.Path(module.__file__).read_text()
   tree = ast.parse(source)
-  found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function]
-  assert found, f'{module.__name__} has no function {function}'
+  if function is None:
+    found = [n for n in tree.body if isinstance(n, ast.If)
+             and ast.unparse(n.test).replace('"', "'") == "__name__ == '__main__'"]
+  else:
+    found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function]
+  assert found, f'{module.__name__} has no ' + (f'function {function}' if function else
+                                                 '__main__ block')
   lines = source.splitlines()
   picked = []
   for stmt in found[0].body:

@@ -18,7 +18,7 @@ where jaxnerf has `1e10`; `_driver.broadcast_to_takes_lists`).
 """
 import _driver
 
-program, steps = _driver.setup('tensorflow', 'tensorboard', 'cv2', 'PIL', 'imageio')
+program, steps = _driver.setup('tensorflow', 'tensorboard', 'cv2', 'PIL', 'imageio', 'wandb')
 _driver.broadcast_to_takes_lists()
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
