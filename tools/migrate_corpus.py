@@ -369,7 +369,7 @@ def _alarm(signum, frame):
 
 def measure(folder, timeout):
   """One program's row (a dict)."""
-  sources, _, unreadable = _command.read([folder])
+  sources, _, unreadable, _ = _command.read([folder])
   row = {'files': len(sources), 'optim_files': sum(map(legacy_imports, sources.values())),
          'codes': [], 'jax_names_before': [], 'jax_names_left': [], 'seconds': 0.0}
   start = time.monotonic()

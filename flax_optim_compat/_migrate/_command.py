@@ -4,6 +4,7 @@ Exit status: 0 nothing to change, 1 changes proposed or written, 2 anything refu
 (even if other files changed). ``--check`` writes nothing and prints no diff. A short summary
 goes to stderr.
 """
+import dataclasses
 import difflib
 import errno
 import io
@@ -19,8 +20,10 @@ from . import _import_paths
 from . import _program
 
 
-def read(paths) -> Tuple[Dict[str, str], Dict[str, str], List[_program.Unparsed]]:
-  """The project's files as the interpreter reads them: ``(text, encoding, unreadable)``.
+def read(paths) -> Tuple[Dict[str, str], Dict[str, str], List[_program.Unparsed], Dict[str, int]]:
+  """The project's files as the interpreter reads them: ``(text, encoding, unreadable,
+  not_read)``, ``not_read`` the folders whose name starts with '.', with how many ``.py`` files
+  each holds (``_import_paths.python_files``).
 
   A file is decoded as Python decodes a source file (PEP 263: a UTF-8 BOM, else a coding
   cookie on its first two lines, else UTF-8), its line endings kept, and written back in the
@@ -30,7 +33,8 @@ def read(paths) -> Tuple[Dict[str, str], Dict[str, str], List[_program.Unparsed]
   ``unreadable``, by path, line and reason, and left as it is; the other files are migrated.
   """
   texts, encodings, unreadable = {}, {}, []
-  for path in _import_paths.python_files(paths):
+  files, not_read = _import_paths.python_files(paths)
+  for path in files:
     data, line, text = b'', 0, ''
     try:
       with open(path, 'rb') as f:
@@ -46,7 +50,7 @@ def read(paths) -> Tuple[Dict[str, str], Dict[str, str], List[_program.Unparsed]
       line, text = data[:e.start].count(b'\n') + 1, data.decode('latin-1')
       why = f'not decodable as {encoding}: byte {data[e.start:e.start + 1]!r} ({e.reason})'
     unreadable.append(_program.Unparsed(path, line, why, _program.names_legacy(text), text))
-  return texts, encodings, unreadable
+  return texts, encodings, unreadable, not_read
 
 
 def _label(side: str, path: str) -> str:
@@ -75,9 +79,10 @@ def run(args, out: TextIO, err: Optional[TextIO] = None,
   the last one ends, before the diff and the summary are printed."""
   err = err or sys.stderr
   step('reading the files')
-  sources, encodings, unreadable = read(args.paths)
+  sources, encodings, unreadable, not_read = read(args.paths)
   changed, report = _engine.migrate_sources(sources, plain_optax=args.plain_optax,
                                             unreadable=unreadable, step=step)
+  report = dataclasses.replace(report, not_read=not_read)
   step('writing' if args.write else 'comparing')
   new_bytes = {path: changed[path].encode(encodings[path]) for path in changed}
   diff = [] if args.write or args.check else [

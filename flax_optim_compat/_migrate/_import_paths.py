@@ -17,13 +17,21 @@ from libcst import metadata as meta
 from ._unit import SourceFile
 
 
-def python_files(paths: Sequence[str]) -> List[str]:
+def python_files(paths: Sequence[str]) -> Tuple[List[str], Dict[str, int]]:
   """The ``.py`` files under ``paths`` (files or directories), sorted, absolute; a link to a file
-  already found is left out, and a dangling one kept (reading it reports it)."""
-  found = []
+  already found is left out, and a dangling one kept (reading it reports it). Second, the
+  folders not read: a folder found in a directory whose name starts with '.' (Jupyter's
+  ``.ipynb_checkpoints`` autosaves, ``.git``, a ``.venv``) is not the program, so its files are
+  not read; each such outermost folder holding ``.py`` files no path names, with how many."""
+  found, hidden = [], {}
   for path in paths:
     if os.path.isdir(path):
       for folder, dirs, files in os.walk(path):
+        for d in dirs:
+          if d.startswith('.'):
+            top = os.path.abspath(os.path.join(folder, d))
+            hidden[top] = {os.path.join(f, n) for f, _, ns in os.walk(top) for n in ns
+                           if n.endswith('.py')}
         dirs[:] = sorted(d for d in dirs if not d.startswith('.') and d != '__pycache__')
         found.extend(os.path.join(folder, f) for f in sorted(files) if f.endswith('.py'))
     elif os.path.isfile(path):
@@ -34,7 +42,10 @@ def python_files(paths: Sequence[str]) -> List[str]:
   by_file = {}
   for p in sorted({os.path.abspath(p) for p in found}, key=lambda p: (os.path.islink(p), p)):
     by_file.setdefault(os.path.realpath(p), p)
-  return sorted(by_file.values())
+  read = set(by_file) | set(by_file.values())
+  not_read = {top: len({f for f in files if f not in read and os.path.realpath(f) not in read})
+              for top, files in hidden.items()}
+  return sorted(by_file.values()), {top: n for top, n in sorted(not_read.items()) if n}
 
 
 def root_of(files: Sequence[str], sources: Sequence[str]) -> str:

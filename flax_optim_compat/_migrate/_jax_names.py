@@ -24,14 +24,8 @@ name the table gives back as a function of ours, such as ``jax.random.shuffle``)
 is and marked FOM299: the file then still needs the runtime layer.
 """
 import dataclasses
-import functools
-import importlib
-import importlib.util
-import os
 import re
-import types
-from typing import Dict, List, NamedTuple, Optional, Tuple
-import warnings
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 import libcst.helpers
@@ -39,60 +33,12 @@ import libcst.helpers
 from .. import _legacy_jax
 from . import _edits
 from . import _unit
+from ._jax_table import (BY_NAME, CONFIG_MODULES, REMOVED_MODULES, TableName, jax_version,
+                         missing_today, module_entry, todays_spelling)
 from ._refusals import MARKER, MISSING_REASON, NN_ANNOTATION, UNREWRITTEN, UNREWRITTEN_REASON
 from ._report import Record
 from ._rule import Rule
 from ._unit import SourceFile, call_arg, plainly_imported
-
-
-class _Name(NamedTuple):
-  """One entry of ``_legacy_jax.NAMES`` as a use in source resolves it."""
-  name: str              # fully qualified, as the program's imports resolve it
-  kind: str              # the table's kind
-  target: str
-  keywords: tuple = ()
-  annotation_only: bool = False
-
-
-# Removed modules whose table names are all renames (``jax.lib.xla_bridge``'s functions, the
-# ``flax.nn`` functions flax.linen has): an import of one goes once every use of it is rewritten
-# (it cannot be imported today); a use of any other name of it is FOM299.
-REMOVED_MODULES = _legacy_jax.PARTIAL_MODULES
-
-
-def _by_name() -> Dict[str, _Name]:
-  names = {}
-  for e in _legacy_jax.NAMES:
-    if e.kind == 'config_module':   # ``from jax.config import config``: its one name
-      names[f'{e.qualname}.config'] = _Name(f'{e.qualname}.config', e.kind, e.target)
-    elif e.kind == 'config_attribute':   # ``jax.config.X`` and ``config.X`` of the import above
-      for name in (e.qualname, f'{e.module}.config.{e.name}'):
-        names[name] = _Name(name, e.kind, e.target)
-    elif e.kind == 'function' and '.' in e.target:
-      # A function entry whose target is a dotted path names the very object it was, or
-      # today's public function of the same result: ``xla_bridge.device_count`` is
-      # ``jax.device_count``, ``jax.partial`` was ``functools.partial`` itself, ``np.float`` is
-      # ``float``. Renamed like an alias wherever used (``@jax.partial(jax.jit, ...)`` too), so
-      # a removed module's import can go; a local target (``shuffle``) stays FOM299.
-      names[e.qualname] = _Name(e.qualname, 'alias', e.target)
-    elif e.kind == 'expression':   # the codemod writes what the function computes
-      names[e.qualname] = _Name(e.qualname, e.kind, e.replacement)
-    else:
-      names[e.qualname] = _Name(e.qualname, e.kind, e.target, e.keywords, e.annotation_only)
-  return names
-
-
-BY_NAME = _by_name()
-_MODULES = {e.qualname: e.target for e in _legacy_jax.NAMES if e.kind == 'module'}
-_CONFIG_MODULES = {e.qualname: e.target for e in _legacy_jax.NAMES if e.kind == 'config_module'}
-
-
-def module_entry(name: str) -> Optional[_Name]:
-  """The moved module ``name`` is (or lies under), else None."""
-  for old, new in _MODULES.items():
-    if name == old or name.startswith(old + '.'):
-      return _Name(old, 'module', new)
-  return None
 
 
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BaseNumber, cst.BaseString)
@@ -242,7 +188,7 @@ class FileResult:
   unused_imports: List[Tuple[str, str, Optional[str]]] = dataclasses.field(default_factory=list)
 
 
-def _entry(unit: SourceFile, node: cst.CSTNode) -> Optional[_Name]:
+def _entry(unit: SourceFile, node: cst.CSTNode) -> Optional[TableName]:
   """The table entry ``node`` refers to (its one qualified name), else None."""
   names = unit.names(node)
   if len(names) != 1:
@@ -252,7 +198,7 @@ def _entry(unit: SourceFile, node: cst.CSTNode) -> Optional[_Name]:
   return BY_NAME.get(name) or (moved if moved is not None and moved.name == name else None)
 
 
-def _new_import(entry: _Name, full: str, bound: str) -> Tuple[str, str]:
+def _new_import(entry: TableName, full: str, bound: str) -> Tuple[str, str]:
   """``(module, 'name [as bound]')`` importing what replaces ``full`` under ``bound``."""
   new = entry.target + full[len(entry.name):] if entry.kind == 'module' else entry.target
   module, name = _split(new)
@@ -260,7 +206,7 @@ def _new_import(entry: _Name, full: str, bound: str) -> Tuple[str, str]:
 
 
 def _import_texts(unit: SourceFile, stmt, kept_names,
-                  kept_modules=frozenset()) -> Optional[Tuple[List[str], List[_Name]]]:
+                  kept_modules=frozenset()) -> Optional[Tuple[List[str], List[TableName]]]:
   """The new import statements for one import, and the entries they replace; None if unchanged.
 
   A name in ``kept_names`` keeps its import (a use of it is left as it is); so does a removed
@@ -279,13 +225,13 @@ def _import_texts(unit: SourceFile, stmt, kept_names,
         entries.append(moved)
         text = moved.target + full[len(moved.name):] + (f' as {asname}' if asname else '')
       elif full in REMOVED_MODULES and full not in kept_modules:
-        entries.append(_Name(full, 'module', ''))
+        entries.append(TableName(full, 'module', ''))
         if asname:
           continue
         text = full.split('.')[0]   # ``import jax.lib.xla_bridge`` also bound ``jax``
-      elif full in _CONFIG_MODULES:   # ``import jax.config``: jax.config is jax's own object
+      elif full in CONFIG_MODULES:   # ``import jax.config``: jax.config is jax's own object
         entries.append(BY_NAME[f'{full}.config'])
-        parent, name = _split(_CONFIG_MODULES[full])
+        parent, name = _split(CONFIG_MODULES[full])
         if asname:
           added.setdefault(parent, []).append(f'{name} as {asname}')
           continue
@@ -312,7 +258,7 @@ def _import_texts(unit: SourceFile, stmt, kept_names,
     if entry is None or entry.kind not in ('alias', 'config_module') or full in kept_names:
       entry = module_entry(full)
     if entry is None and full in REMOVED_MODULES and full not in kept_modules:
-      entries.append(_Name(full, 'module', ''))
+      entries.append(TableName(full, 'module', ''))
       continue
     if entry is None:
       kept.append(_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)))
@@ -371,54 +317,6 @@ def _refuse(plan, result, node, name, reason=UNREWRITTEN_REASON):
                                f'{reason}: {name}'))
 
 
-@functools.lru_cache(maxsize=None)
-def missing_today(name: str) -> Optional[str]:
-  """The part of the dotted jax (or jaxlib) name ``name`` that today's jax lacks
-  (``'jax.mask'`` of ``jax.mask.f``, ``'jaxlib.xla_extension'`` of ``jaxlib.xla_extension.X``),
-  else None. Only a module's names are checked: past a function or a class
-  (``jax.random.split.x`` is an attribute of what ``split`` returns) nothing is. A submodule is
-  looked up, never imported."""
-  parts = name.split('.')
-  if parts[0] not in ('jax', 'jaxlib') or any(
-      '.'.join(parts[:i]) in BY_NAME for i in range(2, len(parts) + 1)):
-    return None
-  obj = importlib.import_module(parts[0])
-  for i in range(1, len(parts)):
-    if not isinstance(obj, types.ModuleType):
-      return None
-    with warnings.catch_warnings():
-      warnings.simplefilter('ignore')   # jax's own deprecation notices for names it still has
-      if hasattr(obj, parts[i]):
-        obj = getattr(obj, parts[i])
-        continue
-    prefix = '.'.join(parts[:i + 1])
-    try:
-      spec = importlib.util.find_spec(prefix)
-    except (ImportError, ValueError):
-      spec = None
-    if spec is None:
-      return prefix
-    if i + 1 < len(parts) and not _may_define(spec, parts[i + 1]):
-      return f'{prefix}.{parts[i + 1]}'
-    return None
-  return None
-
-
-def _may_define(spec, name: str) -> bool:
-  """Whether the source of the (not imported) module ``spec`` may define ``name``: it names it,
-  or it can bind names no text shows (``import *``, a module ``__getattr__``), or it has no
-  readable source. ``jax.test_util`` of today defines ``check_grads`` but no ``JaxTestCase``."""
-  for folder in spec.submodule_search_locations or ():   # a package's submodule
-    if os.path.exists(os.path.join(folder, name + '.py')) or os.path.isdir(
-        os.path.join(folder, name)):
-      return True
-  try:
-    with open(spec.origin, encoding='utf-8') as f:
-      text = f.read()
-  except (OSError, TypeError, ValueError):
-    return True
-  return bool(re.search(rf'\b{re.escape(name)}\b|import \*|__getattr__', text))
-
 
 # Old modules that held jax's public functions under another path: ``jax.api`` (jax's public
 # API module until jax moved it to ``jax._src.api``; ``jax.api.jit is jax.jit``). A use
@@ -465,7 +363,7 @@ def _plan_alias_use(unit, node, full, canonical, plan, result):
   new_name = entry.target if entry is not None else canonical
   missing = None if entry is not None else missing_today(canonical)
   if missing is not None:
-    _refuse(plan, result, node, f'{full} (it is {canonical}; {_jax_version()} has no '
+    _refuse(plan, result, node, f'{full} (it is {canonical}; {jax_version()} has no '
             f'{missing})', MISSING_REASON)
     return
   base = node
@@ -522,14 +420,14 @@ def _missing_names(unit: SourceFile):
       if not (isinstance(parent, cst.Attribute) and parent.value is node):
         names = sorted(unit.names(node))[:1] if len(unit.names(node)) == 1 else []
     for name in names:
-      if (name in BY_NAME or module_entry(name) is not None or name in _CONFIG_MODULES
+      if (name in BY_NAME or module_entry(name) is not None or name in CONFIG_MODULES
           or any(name == m or name.startswith(m + '.') for m in REMOVED_MODULES)):
         continue
       if isinstance(node, cst.Attribute) and _aliased(name) is not None:
         break   # ``jax.api.X``: planned as ``jax.X`` (``_plan_alias_use``)
       missing = missing_today(name)
       if missing is not None:
-        yield node, name, missing
+        yield node, todays_spelling(name), missing
         break
 
 
@@ -612,9 +510,6 @@ def _removed_module_uses(unit: SourceFile):
         yield node, module, name
 
 
-def _jax_version(name: str = 'jax') -> str:   # 'jax 0.10.2', or 'jaxlib ...' of a jaxlib name
-  return f"{name.split('.')[0]} {importlib.import_module(name.split('.')[0]).__version__}"
-
 
 def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
   """Adds the edits for the removed jax names of one file to its plan; returns its records."""
@@ -646,7 +541,7 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
              f"{_code(node)}: today's jax has no {missing}, and nothing in the file reads "
              'what it imports: the import goes')
       continue
-    _refuse(plan, result, statement, f'{name} ({_jax_version(missing)} has no {missing})',
+    _refuse(plan, result, statement, f'{name} ({jax_version(missing)} has no {missing})',
             MISSING_REASON)
   for node, full, canonical in _alias_uses(unit):
     _plan_alias_use(unit, node, full, canonical, plan, result)

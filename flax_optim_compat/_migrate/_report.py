@@ -1,11 +1,14 @@
 """The report: one record per site, one conversion per rewritten optimizer, a summary."""
 import dataclasses
-from typing import Callable, Iterable, List, Optional
+import os
+from typing import Callable, Dict, Iterable, List, Optional
 
 STATUSES = ('rewritten', 'flagged', 'refused')
 # A file that does not parse and can use no flax.optim object: named, left as it was, and no
 # reason for exit status 2 (nothing in it is legacy).
 SKIPPED = 'skipped'
+NOT_READ = ("migrate skips a folder whose name starts with '.' (Jupyter's autosaves, caches, a "
+            'virtualenv); name a file on the command line to migrate it')
 
 
 @dataclasses.dataclass
@@ -43,6 +46,8 @@ class Report:
   conversions: List[Conversion]
   changed: List[str]                  # files with a change (proposed or written)
   failed: List[Record]                # files left as they were: unparsable, not compiling
+  # folders whose name starts with '.' that the command did not read -> their .py files
+  not_read: Dict[str, int] = dataclasses.field(default_factory=dict)
 
   def relocate(self, shown: Callable[[str], str], paths: Iterable[str]) -> None:
     """Every path of the report as ``shown`` writes it: records, their messages, conversions.
@@ -61,6 +66,7 @@ class Report:
       conversion.path = shown(conversion.path)
       conversion.notes = [text(note) for note in conversion.notes]
     self.changed = [shown(p) for p in self.changed]
+    self.not_read = {shown(folder): n for folder, n in self.not_read.items()}
 
   def exit_status(self) -> int:
     """0 nothing to change, 1 changes proposed or written, 2 anything refused or failed."""
@@ -74,6 +80,7 @@ class Report:
         'optimizers': [dataclasses.asdict(c) for c in self.conversions],
         'changed_files': self.changed,
         'exit_status': self.exit_status(),
+        'not_read': [{'path': folder, 'py_files': n} for folder, n in self.not_read.items()],
     }
 
   def summary(self, written: Optional[bool]) -> str:
@@ -85,7 +92,12 @@ class Report:
              f'{failed} file(s) failed']
     if failed < len(self.failed):
       lines[0] += f', {len(self.failed) - failed} not parsed (no flax.optim in them)'
+    if self.not_read:
+      lines[0] += (f', {sum(self.not_read.values())} .py file(s) not read (in folders whose '
+                   "name starts with '.')")
     for r in self.records + self.failed:
       if r.status != 'rewritten':
         lines.append(f'  {r.path}:{r.line}: {r.code} {r.status}: {r.message}')
+    lines += [f'  {folder}{os.sep}: {n} .py file(s) not read: {NOT_READ}'
+              for folder, n in self.not_read.items()]
     return '\n'.join(lines)

@@ -338,6 +338,42 @@ def test_a_file_python_cannot_read_is_reported_by_name_and_the_rest_migrated(tmp
   assert b'optax.adam(' in (tmp_path / 'train.py').read_bytes()
 
 
+def test_files_under_a_dot_folder_are_not_read_and_the_summary_says_where(tmp_path, capsys):
+  """modax's ``.ipynb_checkpoints/`` held Jupyter's autosaves of files using flax.optim: a
+  folder whose name starts with '.' is not the program and stays unread, but the summary and
+  the report say how many .py files each such folder held (before: nothing, so
+  ``migrate src/ --check`` passed over a legacy file there). A file named on the command line
+  is read wherever it lies."""
+  legacy = 'from flax import optim\nopt = optim.Adam(learning_rate=0.01).create({"w": 1.0})\n'
+  (tmp_path / 'model.py').write_text('import jax.numpy as jnp\n')
+  for name in ('.ipynb_checkpoints/train-checkpoint.py', '.ipynb_checkpoints/sub/x.py',
+               'pkg/.cache/y.py', 'pkg/.cache/z.txt', '.git/hooks/pre-commit.sample'):
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_text(legacy)
+  (tmp_path / 'pkg' / '__init__.py').write_text('')
+  report_path = tmp_path / 'r.json'
+  status, out, err = _run(['--check', str(tmp_path), '--report', str(report_path)], capsys)
+  assert (status, out) == (0, '')   # still skipped: an autosave is not the program
+  first, *rest = err.splitlines()
+  assert first.endswith(", 3 .py file(s) not read (in folders whose name starts with '.')"), err
+  assert rest == [   # paths as the report writes them: here, relative to the argument
+      f"  .ipynb_checkpoints{os.sep}: 2 .py file(s) not read: migrate "
+      "skips a folder whose name starts with '.' (Jupyter's autosaves, caches, a virtualenv); "
+      'name a file on the command line to migrate it',
+      f"  {os.path.join('pkg', '.cache')}{os.sep}: 1 .py file(s) not read: migrate "
+      "skips a folder whose name starts with '.' (Jupyter's autosaves, caches, a virtualenv); "
+      'name a file on the command line to migrate it'], err
+  report = json.loads(report_path.read_text())
+  assert report['not_read'] == [
+      {'path': '.ipynb_checkpoints', 'py_files': 2},
+      {'path': os.path.join('pkg', '.cache'), 'py_files': 1}]
+  assert report['sites'] == [] and report['exit_status'] == 0
+  named = str(tmp_path / '.ipynb_checkpoints' / 'train-checkpoint.py')
+  status, _, err = _run(['--check', str(tmp_path), named], capsys)
+  assert status == 1 and ', 2 .py file(s) not read' in err.splitlines()[0], err
+  status, _, err = _run(['--check', str(tmp_path / 'model.py')], capsys)
+  assert status == 0 and 'not read' not in err
+
 def test_comment_lines_above_a_removed_import_stay():
   source = ('"""Optimizer helpers."""\n# Copyright 2021 The Flax Authors.\n'
             '# Optimizers live here.\nfrom flax import optim  # legacy API\nimport jax\n\n\n'

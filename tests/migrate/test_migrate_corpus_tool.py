@@ -58,7 +58,7 @@ def test_a_refused_object_beside_a_whole_one_is_refused_not_half(tool, tmp_path)
 
 def test_an_object_with_one_site_rewritten_and_another_refused_is_half(tool, tmp_path):
   folder = _program(tmp_path / 'p', {'b.py': WHOLE, 'a.py': REFUSED})
-  sources, _, _ = tool._command.read([str(folder)])
+  sources, _, _, _ = tool._command.read([str(folder)])
   at, _ = tool.objects_of(sources)
   b = str(folder / 'b.py')
   create, apply = (6, 7)
@@ -100,7 +100,7 @@ def test_a_legacy_member_read_on_a_value_migrate_rewrote_is_found(tool, tmp_path
   ``batch.target``, from a call the object never reaches, is not it. Migrate itself refuses
   this object (FOM107), so the tool's verdict on it is refused."""
   folder = _program(tmp_path / 'p', {'train.py': LEFT})
-  sources, _, _ = tool._command.read([str(folder)])
+  sources, _, _, _ = tool._command.read([str(folder)])
   at, holders = tool.objects_of(sources)
   records = [Record(p, line, 'FOM001', 'rewritten', 'bit-exact', '') for p, line in at]
   half, status = tool.half_objects(records, at)
@@ -135,7 +135,7 @@ def test_a_legacy_member_read_on_a_rewritten_field_in_any_file_is_found(tool, tm
   analysis is (as it was before 3fcd0b2): the field held only rewritten objects, so the read is
   left legacy beside them. ``model.params.target`` is not on such a field."""
   folder = _program(tmp_path / 'p', {'agent.py': AGENT, 'runner.py': RUNNER})
-  sources, _, _ = tool._command.read([str(folder)])
+  sources, _, _, _ = tool._command.read([str(folder)])
   at, holders = tool.objects_of(sources)
   runner = str(folder / 'runner.py')
   records = [Record(p, line, 'FOM001', 'rewritten', 'bit-exact', '') for p, line in at

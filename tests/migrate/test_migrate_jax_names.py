@@ -352,3 +352,26 @@ def test_a_linen_layer_modules_initializer_becomes_flax_linen_initializers(snipp
   assert 'intercept_init: object = flax.linen.initializers.zeros' in new, new
   assert {r.status for r in report.records} == {'rewritten'}
   assert _snippet_stdout(snippet_runs, 'linen_initializer', new).split() == ['0.0', 'True']
+
+
+
+@pytest.mark.parametrize('imports, base', [
+    ('from jax.config import config\n', 'config'), ('from jax import config\n', 'config'),
+    ('import jax\n', 'jax.config'), ('import jax as jx\n', 'jx.config')])
+def test_a_name_todays_jax_config_lacks_is_marked_not_left_silent(imports, base):
+  """hax's ``tpu.py`` set Cloud TPU flags through ``config.FLAGS`` (on jax 0.4.13 a namespace of
+  the flags; ``from jax.config import config`` gave the object that is ``jax.config`` today, an
+  object, not a module). Today's config object has no ``FLAGS``: each use is FOM299, naming
+  it, as for a missing module attribute; the config's own names (``update``) are left alone."""
+  assert not hasattr(jax.config, 'FLAGS')   # the premise, on the installed jax
+  source = (f'{imports}\n\ndef use_tpu_driver():\n'
+            f'  {base}.FLAGS.jax_xla_backend = "tpu_driver"\n'
+            f'  print({base}.FLAGS.jax_backend_target)\n'
+            f'  {base}.update("jax_enable_x64", {base}.jax_enable_x64)\n')
+  new, report = migrate_source(source)
+  refused = [r for r in report.records if r.code == 'FOM299']
+  assert [(r.status, r.line) for r in refused] == [('refused', 5), ('refused', 6)], (
+      report.summary(False))
+  assert all(f'jax {jax.__version__} has no jax.config.FLAGS' in r.message for r in refused)
+  assert new.count('FOM299') == 2 and report.exit_status() == 2
+  assert migrate_source(new)[0] == new
