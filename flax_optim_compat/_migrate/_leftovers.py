@@ -340,7 +340,8 @@ def _unsupplied(project, unit, param: cst.Param, seen) -> Optional[str]:
     return None   # a method whose name others share: its calls may be in sight
   if callers is None:   # ``jax.jit(functools.partial(train_step, ...))``
     value = next((n for n in unit.nodes if isinstance(n, cst.Name) and n is not fdef.name
-                  and n.value == fdef.name.value and unit.parent(n) is not fdef), None)
+                  and n.value == fdef.name.value and unit.parent(n) is not fdef
+                  and _reads_def(unit, n, fdef)), None)
     where = f' at {_unit.at(unit, value)}' if value is not None else ''
     return (f'{name}, which is passed on as a value{where} (the calls that supply it are not '
             'in sight)')
@@ -349,6 +350,14 @@ def _unsupplied(project, unit, param: cst.Param, seen) -> Optional[str]:
     if not isinstance(arg, cst.Name) or _origin(project, cunit, arg, seen, call) is None:
       return None
   return f'{name} that no call in the given files supplies'
+
+
+def _reads_def(unit, name: cst.Name, fdef: cst.FunctionDef) -> bool:
+  """Whether the name ``name`` may read the function ``fdef`` (a binding of it in its scope is
+  that def), not another function of the same name."""
+  scope = unit.scopes.get(name)
+  return scope is not None and any(getattr(a, 'node', None) is fdef
+                                   for a in scope[name.value])
 
 
 def _unbound(unit, node) -> bool:

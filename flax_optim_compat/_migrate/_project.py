@@ -62,7 +62,9 @@ class Project(Program):
     """The def nested in the project's function called by ``call`` that its every
     ``return`` that call can reach hands back (``_flows.reachable_returns``: a branch its
     literal arguments rule out is not), itself or compiled (``return jax.pmap(update_fn,
-    axis_name='batch')``, sezaiacers/diffusion), as ``resolve_callable`` gives it; else None."""
+    axis_name='batch')``, sezaiacers/diffusion), or partly applied (``return
+    jax.jit(partial(step, loss_fn=loss_fn))``, modax), as ``resolve_callable`` gives it; else
+    None."""
     target = self.resolve_callable(unit, call.func, 0, depth + 1)
     if target is None or not isinstance(target[1], cst.FunctionDef) or target[2]:
       return None
@@ -74,15 +76,18 @@ class Project(Program):
       if isinstance(value, cst.Call) and value.args and not value.args[0].keyword and (
           cunit.names(value.func) & COMPILERS):   # ``return jax.pmap(update_fn, ...)``
         value = value.args[0].value   # the compiled function: its pmap is read where made
+      # A name, or a call ``resolve_callable`` sees through: ``functools.partial(step,
+      # loss_fn=loss_fn)`` (modax's ``create_update``), the positional parameters it binds
+      # counted in the shift.
       inner = self.resolve_callable(cunit, value, 0, depth + 1) if isinstance(
-          value, cst.Name) else None
-      if inner is None or not isinstance(inner[1], cst.FunctionDef) or inner[2] or (
+          value, (cst.Name, cst.Call)) else None
+      if inner is None or not isinstance(inner[1], cst.FunctionDef) or (
           cunit.enclosing(cunit.parent(inner[1]), (cst.FunctionDef, cst.ClassDef)) is not fdef):
         return None
-      nested.add(id(inner[1]))
+      nested.add((id(inner[1]), inner[2]))
     if len(nested) != 1:
       return None
-    return cunit, inner[1], shift
+    return cunit, inner[1], shift + inner[2]
 
   def _passed_function(self, unit: SourceFile, param: cst.Param, depth: int):
     """``(unit, FunctionDef, shift)`` that every call site of the function of ``param``
@@ -137,7 +142,8 @@ class Project(Program):
       callee = self.resolve_callable(cunit, arg)
       if callee is None or not isinstance(callee[1], cst.FunctionDef):
         return f'the call at {at} passes {cunit.code(arg)}, ' + self._unresolved_value(cunit, arg)
-      found.setdefault((id(callee[1]), callee[2]), (callee[1].name.value, at))
+      found.setdefault((id(callee[1]), callee[2]), (
+          f'{callee[1].name.value}() of {_unit.at(callee[0], callee[1].name)}', at))
     return 'its call sites pass different functions: ' + ', '.join(
         f'{n} (at {at})' for n, at in found.values())
 

@@ -397,6 +397,12 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
       if _calls.differentiated(project, unit, call) is not None:
         return f'{what}: it is the argument the gradient is taken with respect to'
       return f'{what}: the analysis does not follow this argument into the call'
+    param = _unit.parameter(unit, call.func)
+    fdef = unit.enclosing(param, (cst.FunctionDef,)) if param is not None else None
+    if fdef is not None:   # modax's ``train(update_fn, optimizer, ...)``
+      return (f'{what}: {call.func.value} is a parameter of {fdef.name.value}(), which the '
+              f'analysis does not resolve to one function: '
+              f'{project.unresolved_why(unit, call.func)}')
     names = sorted(unit.names(call.func))
     if not names:
       return f'{what}: a computed callable, which the analysis does not resolve'

@@ -272,8 +272,16 @@ def accesses(unit: SourceFile, name: cst.Name) -> Optional[List[cst.CSTNode]]:
   for a in scope[name.value]:
     if not isinstance(a, meta.Assignment):
       return None
-    nodes.update((id(access.node), access.node) for access in a.references)
+    nodes.update((id(access.node), access.node) for access in reads_of(a))
   return list(nodes.values())
+
+
+def reads_of(binding: meta.BaseAssignment) -> List[meta.Access]:
+  """The reads of ``binding``: its references that may see it. LibCST's references of a
+  binding also hold a nested scope's reads of the same name where that scope binds the name
+  itself (``def train(optimizer)`` beside a module's ``optimizer = ...``); such a read's own
+  referents name the binding it sees."""
+  return [a for a in binding.references if any(r is binding for r in a.referents)]
 
 
 def _statement_in(unit: SourceFile, node: cst.CSTNode, body) -> Optional[int]:
@@ -290,8 +298,8 @@ def reaching(unit: SourceFile, read: cst.Name) -> Optional[meta.Assignment]:
   """The one binding of a variable that reaches ``read`` in straight-line code, else None.
 
   Decided only where every binding of the name is a statement of the body of the scope itself
-  (``name = value``, ``def name``, ``class name``; no branch, loop or ``with`` around any of
-  them) and the read is in that scope, after the first of them: the last binding before the
+  (``name = value``, ``a, name = value``, ``def name``, ``class name``; no branch, loop or
+  ``with`` around any of them) and the read is in that scope, after the first of them: the last binding before the
   statement that holds the read, as each runs once, in order (a binding's own value reads the
   one before it: ``optimizer = optim.Adam(lr)``, then ``optimizer = optimizer.create(params)``).
   A read in a nested function is not decided (it runs when called)."""
@@ -311,7 +319,7 @@ def reaching(unit: SourceFile, read: cst.Name) -> Optional[meta.Assignment]:
     if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
       line = node
     else:
-      assign = plain_assignment(unit, binding)
+      assign = _assigned_by(unit, node)
       line = unit.parent(assign) if assign is not None else None
     index = next((i for i, b in enumerate(body) if b is line), None)
     if index is None:
@@ -320,6 +328,16 @@ def reaching(unit: SourceFile, read: cst.Name) -> Optional[meta.Assignment]:
   at = _statement_in(unit, read, body)
   before = [(i, b) for i, b in placed if at is not None and i < at]
   return max(before, key=lambda p: p[0])[1] if before else None
+
+
+def _assigned_by(unit: SourceFile, target) -> Optional[cst.Assign]:
+  """The statement ``name = value`` or ``a, name = value`` (a part of a tuple or list target,
+  at any depth) whose target holds the name ``target``; else None."""
+  node = unit.parent(target) if isinstance(target, cst.Name) else None
+  while isinstance(node, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+    node = unit.parent(node)
+  assign = unit.parent(node) if isinstance(node, cst.AssignTarget) else None
+  return assign if isinstance(assign, cst.Assign) else None
 
 
 def bound_value(unit: SourceFile, binding: meta.Assignment) -> Optional[cst.CSTNode]:
@@ -338,7 +356,7 @@ def binding_reads(unit: SourceFile, read: cst.Name) -> Optional[List[cst.CSTNode
   if binding is None:
     return None
   reads = []
-  for access in binding.references:
+  for access in reads_of(binding):
     node = access.node
     if not isinstance(node, cst.Name) or unit.scopes.get(node) is not unit.scopes.get(read):
       return None

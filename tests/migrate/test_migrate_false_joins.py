@@ -291,3 +291,39 @@ def test_two_subclasses_of_a_base_without_the_field_each_have_their_own():
                                        '    return self.optimizer\n'})
   _, report = migrate_sources(shared)
   assert 'refused' in {r.status for r in report.records}, report.summary(False)
+
+
+# modax's examples: the def and the optimizer made from it in one module variable, handed to a
+# function of the same file whose parameter has the same name.
+REBOUND = '''import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+def train({name}, n):
+  for _ in range(n):
+    grad = jax.tree_util.tree_map(jnp.ones_like, {name}.target)
+    {name} = {name}.apply_gradient(grad)
+  return {name}
+
+
+params = {{'w': jnp.ones(3)}}
+optimizer = optim.Adam(learning_rate=2e-3, beta1=0.99, beta2=0.99)
+optimizer = optimizer.create(params)
+optimizer = train(optimizer, 5)
+print(optimizer.target)
+'''
+
+
+@pytest.mark.parametrize('name', ['optimizer', 'opt'])
+def test_a_parameter_named_like_a_rebound_def_variable_is_its_own_variable(name):
+  """``train``'s parameter ``optimizer`` holds the created optimizer passed to it: its reads
+  (lines 8, 9) are not reads of the module's def variable. Before, they were (LibCST lists an
+  inner scope's reads of the name among the module binding's references), and the whole object
+  was refused FOM112 ("also read at train.py:8"); with the parameter named ``opt`` it migrated
+  whole."""
+  new, report = migrate_source(REBOUND.format(name=name))
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert 'optimizer = optax.adam(' in new and 'optim.' not in new, new
+  assert f'{name} = {name}.apply_gradients(grads=grad)' in new
+  assert 'print(optimizer.params)' in new

@@ -729,7 +729,8 @@ def test_an_optimizer_def_annotation_on_an_optimizer_is_the_type_the_value_has()
 
 
 # tests/migrate/programs/out_of_sight/: two programs of the tenth held-out batch whose legacy
-# uses were left with no record (measured on 2a152a0 before these were written).
+# uses were left with no record (measured on 2a152a0 before these were written), and one of the
+# eleventh (returned_step, modax's shape; measured on d6fc683).
 OUT_OF_SIGHT = pathlib.Path(__file__).resolve().parent / 'programs' / 'out_of_sight'
 
 # What only a legacy optimizer (or def) is used for: a line holding one stays legacy.
@@ -805,3 +806,92 @@ def test_a_target_on_a_parameter_neither_applied_nor_beside_a_refused_object_is_
   new, report = migrate_source(source)
   assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
   assert 'batch.target.mean()' in new and 'flax.optim' not in new and 'optim.' not in new
+
+
+def _returned_step():
+  """The program returned_step migrated: its sources, ``(changed, report)``, and its records by
+  ``(file relative to it, line)``."""
+  folder = OUT_OF_SIGHT / 'returned_step'
+  sources = {str(p): p.read_text() for p in sorted(folder.rglob('*.py'))}
+  changed, report = _engine.migrate_sources(sources)
+  records = {(os.path.relpath(r.path, folder), r.line): r for r in report.records}
+  return sources, changed, report, records
+
+
+def test_a_read_after_a_def_variable_is_rebound_by_unpacking_is_no_read_of_the_def():
+  """modax's examples: ``optimizer = optim.Adam(...)``, ``optimizer = optimizer.create(params)``
+  (run.py:14-15), then ``optimizer, state = train(update_fn, optimizer, state, 5)`` (17) and
+  ``print(optimizer.target)`` (18): each read sees the last binding before it, an unpacking too.
+  ``train`` calls ``update_fn(optimizer, state)``, its parameter bound at its one call to what
+  ``create_update(loss_fn)`` returns, ``jax.jit(partial(step, loss_fn=loss_fn))``: that is
+  ``step`` (lib/utils.py), followed, so the program migrates whole. Before (d6fc683): FOM112 at
+  run.py:14, "also read at run.py:17" (the unpacking was no straight-line binding, so every
+  read of the name was taken for the def's), and with the def named ``opt_def``, FOM107 at
+  training.py:3 calling ``update_fn`` "a library call", ``step``'s uses left with no record."""
+  sources, changed, report, records = _returned_step()
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert sorted(records) == [('lib/utils.py', 8), ('lib/utils.py', 9), ('run.py', 15),
+                             ('run.py', 18)], report.summary(False)
+  utils = changed[next(p for p in sources if p.endswith('utils.py'))]
+  assert 'jax.value_and_grad(loss_fn)(opt.params, state)' in utils, utils
+  assert 'opt = opt.apply_gradients(grads=grad)' in utils
+  run = changed[next(p for p in sources if p.endswith('run.py'))]
+  assert 'optimizer = optax.adam(' in run and 'print(optimizer.params)' in run, run
+  assert not _uses_without_a_record(sources, report)
+
+
+TWO_STEPS = """from functools import partial
+
+import jax
+from flax import optim
+
+
+def create_update(loss_fn, positional):
+  def step(opt, loss_fn):
+    return opt.apply_gradient(jax.grad(loss_fn)(opt.target))
+
+  def step_first(loss_fn, opt):
+    return opt.apply_gradient(jax.grad(loss_fn)(opt.target))
+
+  return jax.jit(partial(step, loss_fn=loss_fn))
+
+
+def train(update_fn, optimizer):
+  return update_fn(optimizer)
+
+
+def loss_fn(params):
+  return (params['w'] ** 2).sum()
+
+
+def other(loss_fn):
+  def step(opt):
+    return opt.apply_gradient(jax.grad(loss_fn)(opt.target))
+
+  return step
+
+
+a = train(create_update(loss_fn, True), optim.Adam(1e-2).create({'w': 1.0}))
+b = train(other(loss_fn), optim.Adam(1e-2).create({'w': 2.0}))
+"""
+
+
+def test_a_step_parameter_bound_to_two_functions_is_refused_naming_them():
+  """A training function's step parameter, bound at its calls to two different functions
+  returned by factories, runs no one function the analysis knows: FOM107 where the optimizer
+  is passed to it, saying it is a parameter of train() and which calls bind what (before: "a
+  library call the analysis does not know"). The steps' own uses are each recorded."""
+  _, report = migrate_source(TWO_STEPS)
+  says = [r.message for r in report.records if r.line == 18]
+  assert says and says[0].startswith(
+      'optimizer is passed to update_fn(...) as argument 1 at script.py:18: update_fn is a '
+      'parameter of train(), which the analysis does not resolve to one function: its call '
+      'sites pass different functions: step() of script.py:8 (at script.py:32), step() of '
+      'script.py:26 (at script.py:33)'), says
+  assert 'library call' not in says[0]
+  assert {r.status for r in report.records} == {'refused'}, report.summary(False)
+  lines = {r.line: r.message for r in report.records}
+  assert {9, 12, 27} <= set(lines), report.summary(False)
+  assert 'a parameter of step(), which is passed on as a value at script.py:29' in lines[27]
+
+
