@@ -128,7 +128,8 @@ def aliases(root: str, files: Sequence[str],
   module or package of the project) and the prefix's first name no module this interpreter
   finds (``flax.training.checkpoints`` is flax's even beside a ``training/checkpoints.py``).
   And a sub-folder's module imported by its bare name, where the project has one module of that
-  name: the folder's dotted path (``_bare_imports``).
+  name: the folder's dotted path (``_bare_imports``); a package under ``src/`` (the src layout,
+  installed from there) by its bare name from any file.
 
   For each file: the bare names of its imports that are modules (or folders) of its own folder,
   which come first: ``import trainer`` in ``scripts/kitti/train_kitti_cnn.py`` is
@@ -156,6 +157,12 @@ def aliases(root: str, files: Sequence[str],
       per_file.setdefault(f, {})[name] = found
     if name not in project:  # a monorepo prefix of one name is that prefix
       targets.setdefault(name, set()).add(found)
+  for text in sources:   # the src layout: ``import pkg`` anywhere is ``src/pkg`` (setuptools)
+    for m in re.finditer(r'^\s*(?:from|import)\s+(\w+)', text, re.MULTILINE):
+      name = m.group(1)
+      if name not in tops and name not in project and f'src.{name}' in own and (
+          importlib.util.find_spec(name) is None):
+        targets.setdefault(name, set()).add(f'src.{name}')
   project.update({name: next(iter(found)) for name, found in sorted(targets.items())
                   if len(found) == 1})
   return project, per_file

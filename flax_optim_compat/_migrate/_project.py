@@ -150,6 +150,11 @@ class Project(Program):
   def _unresolved_value(self, unit: SourceFile, node: cst.CSTNode) -> str:
     """Why ``node`` (an argument) is resolved to no function of the project."""
     value = _unit.assigned_value(unit, node) if isinstance(node, cst.Name) else node
+    inner = value.args[0].value if isinstance(value, cst.Call) and value.args and (
+        unit.names(value.func) & COMPILERS) else value
+    if isinstance(inner, cst.Lambda):   # modax's ``val_fn = jit(lambda opt, state: ...)``
+      return (f'a lambda (at {_unit.at(unit, inner)}), whose body the analysis does not follow '
+              '(it follows functions defined with def)')
     target = self.resolve_callable(unit, value.func) if isinstance(value, cst.Call) else None
     if target is None or not isinstance(target[1], cst.FunctionDef):
       return 'which the analysis does not resolve to one function of the given files'
@@ -370,8 +375,9 @@ class Project(Program):
                 not isinstance(node.value, cst.Call) and u.names(node.value) & set(self._classes)):
               return None   # not a call, or ``Model.method(model, ...)``: self passed too
             found.append((u, call, list(call.args), 0))
-    else:
-      qualified = unit.names(fdef.name)
+    else:   # by its names and the names its package re-exports it by (``pkg.train``)
+      qualified = set(unit.names(fdef.name)) | {
+          name for name, (_, node) in self._functions.items() if node is fdef}
       for u in self.units:
         for node in u.nodes:
           if node is fdef.name or not isinstance(node, (cst.Name, cst.Attribute)) or not (

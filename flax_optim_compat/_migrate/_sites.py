@@ -403,6 +403,12 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
       return (f'{what}: {call.func.value} is a parameter of {fdef.name.value}(), which the '
               f'analysis does not resolve to one function: '
               f'{project.unresolved_why(unit, call.func)}')
+    made = _unit.assigned_value(unit, call.func) if isinstance(call.func, cst.Name) else None
+    made = project.resolve_callable(unit, made.func) if isinstance(made, cst.Call) else None
+    if made is not None and isinstance(made[1], cst.ClassDef):   # modax's mask_scheduler
+      return (f'{what}: {call.func.value} is an instance of {made[1].name.value} (a class of the '
+              f'given files, at {_unit.at(made[0], made[1].name)}), and the analysis does not '
+              'follow a call of an instance into its __call__')
     names = sorted(unit.names(call.func))
     if not names:
       return f'{what}: a computed callable, which the analysis does not resolve'

@@ -895,3 +895,51 @@ def test_a_step_parameter_bound_to_two_functions_is_refused_naming_them():
   assert 'a parameter of step(), which is passed on as a value at script.py:29' in lines[27]
 
 
+
+
+# modax's training loops (2021): what the loop calls with the optimizer besides its step.
+MODAX_LOOP = """import dataclasses
+
+import jax
+from flax import optim
+
+
+@dataclasses.dataclass
+class MaskScheduler:
+  patience: int = 5
+
+  def __call__(self, loss, optimizer):
+    self.best = optimizer
+    return False, optimizer
+
+
+def train(validation_fn, optimizer):
+  check = MaskScheduler(patience=3)
+  stop, optimizer = check(validation_fn(optimizer), optimizer)
+  return optimizer
+
+
+val_fn = jax.jit(lambda opt: (opt.target['w'] ** 2).sum())
+optimizer = train(val_fn, optim.Adam(1e-2).create({'w': 1.0}))
+"""
+
+
+def test_a_jitted_lambda_and_a_callable_instance_are_named_as_what_they_are():
+  """The loop passes the optimizer to ``validation_fn``, bound at its one call to a jitted
+  lambda, and to ``check``, an instance of the project's dataclass whose ``__call__`` stores and
+  returns it: neither is followed (the analysis follows functions defined with def, and no
+  call of an instance), so the object is refused, each site saying which of the two it is.
+  Before: the instance was "not a function or class of the given files (a library call ...)",
+  and the lambda "not resolved to one function of the given files"."""
+  _, report = migrate_source(MODAX_LOOP)
+  says = [r.message for r in report.records if r.line == 18]
+  assert (
+      'optimizer is passed to check(...) as argument 2 at script.py:18: check is an instance of '
+      'MaskScheduler (a class of the given files, at script.py:8), and the analysis does not '
+      'follow a call of an instance into its __call__') in says, report.summary(False)
+  assert (
+      'optimizer is passed to validation_fn(...) as argument 1 at script.py:18: validation_fn is '
+      'a parameter of train(), which the analysis does not resolve to one function: the call at '
+      'script.py:23 passes val_fn, a lambda (at script.py:22), whose body the analysis does not '
+      'follow (it follows functions defined with def)') in says, report.summary(False)
+  assert {r.status for r in report.records} == {'refused'}

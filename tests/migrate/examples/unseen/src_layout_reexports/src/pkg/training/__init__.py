@@ -1,0 +1,2 @@
+from .training import *
+from .utils import *
