@@ -62,16 +62,43 @@ def leftover_reason(project, unit, node):
     if 'builtins.isinstance' in unit.names(callee):
       why = (f'the type of an isinstance(...) check at {_unit.at(unit, node)}: an optax '
              'transformation has no class per optimizer, so the check has no optax form')
+    elif 'builtins.dict' in unit.names(callee):   # eve's dict(Eve=Eve, Adam=optim.Adam)[name]
+      why = (f'the class is put in {short(unit.code(unit.parent(parent)), 40)} at '
+             f'{_unit.at(unit, node)}, from which a class is chosen at run time: which one is '
+             'called, and so its optax form, cannot be decided here')
     else:
       why = (f'the class is passed to {short(unit.code(callee), 40)}(...) at '
              f'{_unit.at(unit, node)}: a def class passed as a value is called elsewhere, with '
              'arguments the analysis does not read, so its optax form cannot be decided here')
+  elif call is None and name in DEFS and isinstance(parent, cst.IfExp):   # eve's pixelcnn
+    why = (f'the class is a branch of {short(unit.code(parent), 40)} at '
+           f'{_unit.at(unit, node)}, which chooses the def class at run time: which one is '
+           'called, and so its optax form, cannot be decided here')
   elif call is None and name in DEFS and isinstance(parent, cst.Assign):   # sabertooth
     why = (f'the class is bound to {short(unit.code(parent.targets[0].target), 40)} at '
            f'{_unit.at(unit, node)} and called through it: migrate reads a def where the '
            'flax.optim class itself is called (optim.Adam(...)), so its optax form cannot be '
            'decided here')
   return _refusals.UNFOLLOWED, f'{shown}: ' + (why or _refusals.UNFOLLOWED.reason)
+
+
+def legacy_name(unit, node) -> bool:
+  """Whether ``node`` is a name (or attribute) a leftover record is about: a legacy name, a
+  private one of flax.optim's modules, or flax.optim itself."""
+  return isinstance(node, (cst.Name, cst.Attribute)) and bool(
+      unit.legacy(node) or private_legacy(unit, node) or _unit.the_module(unit, node))
+
+
+def opaque_create(project, unit, create):
+  """``(refusal, message)`` for a create whose def names flax.optim but is traced to no one def
+  call (``Project.opaque_def``): the expression it comes from, and why the flax.optim name in
+  it is not followed (``leftover_reason``), as that name's own record would say."""
+  value = project.opaque_def(unit, _unit.create_receiver(unit, create))
+  node = next(n for n in _unit.walk(value) if legacy_name(unit, n))
+  refusal, why = leftover_reason(project, unit, node)
+  return refusal, (f'{short(unit.code(create))}: its def comes from {short(unit.code(value))} '
+                   f'({_unit.at(unit, value)}), which the analysis does not trace to one '
+                   f'flax.optim def call: {why}')
 
 
 def _def_destination(project, unit, call):

@@ -93,7 +93,8 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
     if group.refused:
       for site in group.sites:
         refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
-        if site.kind == 'create':   # its def's variable: ``opt_def = optim.Adam(...)``
+        if site.kind == 'create' and project.opaque_def(   # its def: ``opt_def = optim.Adam()``
+            site.unit, _unit.create_receiver(site.unit, site.node)) is None:
           values = _def_values(project, site)
           refused_nodes.update(id(statement_of(site.unit, v)) for v in values)
           refused_nodes.update(
@@ -200,8 +201,7 @@ class _LeftoverVisitor(cst.CSTVisitor):
       return False
     if self._by_a_rule(node) or self.after_the_project:
       return self.after_the_project   # the second pass looks at every node's children
-    if isinstance(node, (cst.Name, cst.Attribute)) and (
-        unit.legacy(node) or _leftovers.private_legacy(unit, node) or _unit.the_module(unit, node)):
+    if _leftovers.legacy_name(unit, node):
       refusal, message = _leftovers.leftover_reason(self.project, unit, node)
       plan.mark(node, _refusals.marker_text(refusal))
       self.records.append(Record(unit.path, unit.line(node), refusal.code, 'refused', '',
@@ -293,7 +293,12 @@ def _branch_check(project, site):
   """A create whose def is built in branches or by a helper: each branch a built-in def whose
   arguments ``_optax_text`` reads (``site.branches``), or the object is refused."""
   site.branches = []
-  for unit, call in project.def_branches(site.unit, _unit.create_receiver(site.unit, site.node)):
+  receiver = _unit.create_receiver(site.unit, site.node)
+  branches = project.def_branches(site.unit, receiver)
+  if branches is None:   # ``opaque_def``: ``(partial(MyOpt, ...) if mine else optim.Adam)(...)``
+    site.refusal, site.message = _leftovers.opaque_create(project, site.unit, site.node)
+    return
+  for unit, call in branches:
     if id(call) in project.not_a_def:   # a call site passes its helper something else
       site.refusal, site.message = _refusals.UNKNOWN_DEF, project.not_a_def[id(call)]
       return

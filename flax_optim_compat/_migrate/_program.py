@@ -17,6 +17,8 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst import metadata as meta
 
+from . import _family
+from ._family import UnionFind
 from . import _import_paths
 from . import _unit
 from ._unit import SourceFile
@@ -91,26 +93,6 @@ def _parse_error(source: str, error: cst.ParserSyntaxError) -> Tuple[int, str]:
   except ValueError:   # a null byte
     pass
   return error.raw_line, error.message
-
-
-class UnionFind:
-
-  def __init__(self):
-    self.parent: Dict[tuple, tuple] = {}
-
-  def find(self, x):
-    self.parent.setdefault(x, x)
-    while self.parent[x] != x:
-      self.parent[x] = self.parent[self.parent[x]]
-      x = self.parent[x]
-    return x
-
-  def union(self, a, b) -> bool:
-    ra, rb = self.find(a), self.find(b)
-    if ra == rb:
-      return False
-    self.parent[rb] = ra
-    return True
 
 
 # The files the last ``Program`` parsed, by (path, project root, text). A project migrated and
@@ -239,9 +221,8 @@ class Program:
     return found
 
   def _compiled_functions(self) -> Set[int]:
-    """The ids of the FunctionDefs that run traced, under ``jax.jit`` / ``jax.pmap``: given to
-    one (``jax.jit(step)``, ``@jax.jit``, ``@functools.partial(jax.pmap, ...)``), or called
-    from one."""
+    """The ids of the FunctionDefs that run traced: given to ``jax.jit`` / ``jax.pmap``
+    (``jax.jit(step)``, ``@jax.jit``, ``@partial(jax.pmap, ...)``) or called from one such."""
     compiled: Set[int] = set()
     bodies = []
     for unit in self.units:
@@ -391,10 +372,8 @@ class Program:
   # -------------------------------------------------------------------- calls
 
   def resolve_callable(self, unit: SourceFile, func: cst.CSTNode, shift: int = 0, depth: int = 0):
-    """``(unit, FunctionDef | ClassDef, shift)`` that a call of ``func`` runs, else None.
-
-    ``shift``: how many leading positional parameters a ``functools.partial`` already bound.
-    """
+    """``(unit, FunctionDef | ClassDef, shift)`` that a call of ``func`` runs, else None;
+    ``shift``: how many leading positional parameters a ``functools.partial`` already bound."""
     if depth > 8:
       return None
     if isinstance(func, cst.Call):
@@ -453,35 +432,44 @@ class Program:
   def _own_method(self, unit: SourceFile, func: cst.Attribute, depth: int = 0):
     """``(unit, FunctionDef)`` of ``receiver.name``, the receiver a method's ``self`` or a
     variable bound once to an instance of the project's class (``m = Model(config)``): the one
-    method ``name`` of that class's family (no other class of the family defines it, so no
-    override may run instead), a plain method (not a property, static or class method, whose
-    call binds otherwise). The receiver is followed as an object, never matched by name."""
-    cls = self.receiver_class(unit, func.value)
-    if cls is None and isinstance(func.value, cst.Name):
-      cls = self.instance_class(unit, _unit.assigned_value(unit, func.value))
+    method ``name`` of that class's family, or of several the one no override can displace
+    (``_family.nearest``), a plain method (not a property, static or class method, whose call
+    binds otherwise). The receiver is followed as an object, never matched by name."""
+    cls, found = self.family_methods(unit, func)
     if cls is None:
       return None
-    family, name = self._families.find(cls), func.attr.value
-    found = {}
-    by_name = self.__dict__.get('_functions_by_name')
-    if by_name is None:   # asked per call of a method (faceclipnerf: 67,664 asks)
-      by_name = self.__dict__.setdefault('_functions_by_name', {})
-      for u, node in self._functions.values():
-        by_name.setdefault(node.name.value, []).append((u, node))
-    for u, node in by_name.get(name, ()):
-      owner = u.enclosing(u.parent(node), (cst.ClassDef, cst.FunctionDef))
-      if isinstance(owner, cst.ClassDef) and self.family(u, owner) == family:
-        found[id(node)] = (u, node)
+    name = func.attr.value
     if not found:
       return self._bound_field(self.field_key(cls, name), name, depth)
-    if len(found) != 1:
+    u, node = next(iter(found.values())) if len(found) == 1 else (
+        _family.nearest(self._classes, cls, found) or (None, None))
+    if node is None:
       return None
-    u, node = next(iter(found.values()))
     if any(u.code(d.decorator).split('.')[-1] in ('property', 'staticmethod', 'classmethod',
                                                   'setter', 'cached_property')
            for d in node.decorators):
       return None
     return u, node, 0
+
+  def family_methods(self, unit: SourceFile, func: cst.Attribute):
+    """``(class, {id: (unit, FunctionDef)})`` of ``receiver.name``: the receiver's class (as
+    ``_own_method`` names it) and the methods ``name`` its family defines; ``(None, {})``."""
+    cls = self.receiver_class(unit, func.value)
+    if cls is None and isinstance(func.value, cst.Name):
+      cls = self.instance_class(unit, _unit.assigned_value(unit, func.value))
+    if cls is None:
+      return None, {}
+    family, found = self._families.find(cls), {}
+    by_name = self.__dict__.get('_functions_by_name')
+    if by_name is None:   # asked per call of a method (faceclipnerf: 67,664 asks)
+      by_name = self.__dict__.setdefault('_functions_by_name', {})
+      for u, node in self._functions.values():
+        by_name.setdefault(node.name.value, []).append((u, node))
+    for u, node in by_name.get(func.attr.value, ()):
+      owner = u.enclosing(u.parent(node), (cst.ClassDef, cst.FunctionDef))
+      if isinstance(owner, cst.ClassDef) and self.family(u, owner) == family:
+        found[id(node)] = (u, node)
+    return cls, found
 
   def field_values(self, key: str,
                    name: str) -> List[Tuple[SourceFile, Optional[cst.BaseExpression]]]:

@@ -13,9 +13,9 @@ import libcst as cst
 from . import _calls
 from . import _flows
 from . import _unit
+from ._family import UnionFind
 from ._program import COMPILERS
 from ._program import Program
-from ._program import UnionFind
 from ._unit import SourceFile
 from ._unit import parameter
 
@@ -396,7 +396,9 @@ class Project(Program):
   def is_create(self, unit: SourceFile, node: cst.CSTNode) -> bool:
     """Whether ``node`` is ``<def>.create(...)``: its receiver evaluates to a def in every
     branch (``def_branches``), or is a variable that would, read elsewhere too
-    (``def_read_beside``: the create is an optimizer, which the plan refuses for it)."""
+    (``def_read_beside``: the create is an optimizer, which the plan refuses for it), or is
+    called as it is on a def that names flax.optim but is traced to no call (``opaque_def``:
+    refused too)."""
     if not (isinstance(node, cst.Call) and _unit.create_method(unit, node) is not None):
       return False
     receiver = _unit.create_receiver(unit, node)
@@ -404,7 +406,27 @@ class Project(Program):
       return True
     values = (self.assignment_values(unit, receiver) if isinstance(receiver, cst.Name)
               and parameter(unit, receiver) is None and def_read_beside(unit, receiver) else None)
-    return bool(values) and all(self.def_branches(unit, v) is not None for v in values)
+    if bool(values) and all(self.def_branches(unit, v) is not None for v in values):
+      return True
+    return _unit.create_method(unit, node) is node.func and (
+        self.opaque_def(unit, receiver) is not None)
+
+  def opaque_def(self, unit: SourceFile, receiver: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """Whether the def ``receiver`` (of a create) names flax.optim in its value but is traced
+    to no def call (``def_branches``): a variable bound to ``(partial(MyOpt, ...) if mine else
+    optim.Adam)(...)`` (eve's pixelcnn), ``Optimizer(1e-3)`` of ``Optimizer = dict(Eve=Eve,
+    Adam=optim.Adam)[name]`` (eve's cifar10), ``getattr(flax.optim, name)(...)`` (jft). Such a
+    create still makes an optimizer, which the plan refuses, so its uses are followed.
+    Returns the value that names flax.optim, else None."""
+    if isinstance(receiver, cst.Name) and parameter(unit, receiver) is not None or (
+        self.def_branches(unit, receiver) is not None):
+      return None
+    values = [receiver] + [   # and the values of the variables it reads (one step)
+        v for n in _unit.walk(receiver) if isinstance(n, cst.Name)
+        for v in self.assignment_values(unit, n) or []]
+    return next((v for v in values for n in _unit.walk(v)
+                 if isinstance(n, (cst.Name, cst.Attribute)) for name in unit.names(n)
+                 if (name + '.').startswith(_unit.LEGACY_PREFIXES)), None)
 
   # -------------------------------------------------------------------- what is an optimizer
 

@@ -163,12 +163,7 @@ def _compiled_create(project, unit: SourceFile, node: cst.CSTNode) -> Optional[S
   if not (isinstance(create, cst.Attribute) and create.attr.value == 'create'):
     return None
   receiver = create.value
-  values = [receiver]
-  if isinstance(receiver, cst.Name):
-    values += project.assignment_values(unit, receiver) or []
-  if project.def_branches(unit, receiver) is None and not any(
-      (name + '.').startswith(_unit.LEGACY_PREFIXES) for v in values for n in _unit.walk(v)
-      if isinstance(n, (cst.Name, cst.Attribute)) for name in unit.names(n)):
+  if project.def_branches(unit, receiver) is None and project.opaque_def(unit, receiver) is None:
     return None
   parent = unit.parent(node)
   slot = None
@@ -403,6 +398,14 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
       return (f'{what}: {call.func.value} is a parameter of {fdef.name.value}(), which the '
               f'analysis does not resolve to one function: '
               f'{project.unresolved_why(unit, call.func)}')
+    cls, methods = project.family_methods(unit, call.func) if isinstance(
+        call.func, cst.Attribute) else (None, {})
+    if len(methods) > 1:   # distml's register, overridden below the receiver's class
+      where = ', '.join(f'{_unit.at(u, m.name)}' for u, m in methods.values())
+      return (f'{what}: {call.func.attr.value}() is defined by {len(methods)} classes of the '
+              f'family of {cls.rsplit(".", 1)[-1]} (at {where}), and which one runs is not '
+              'decided (a subclass of the receiver\'s class overrides it, or the class has '
+              'several bases)')
     made = _unit.assigned_value(unit, call.func) if isinstance(call.func, cst.Name) else None
     made = project.resolve_callable(unit, made.func) if isinstance(made, cst.Call) else None
     if made is not None and isinstance(made[1], cst.ClassDef):   # modax's mask_scheduler

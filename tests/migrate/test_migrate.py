@@ -1088,7 +1088,14 @@ def test_a_legacy_name_left_as_it_is_names_why():
                      'analysis follows a def variable read only as the receiver of '
                      '.create(...)'),
       (18, 'FOM103', 'optim.WeightNorm(optimizer_def): WeightNorm reparameterises the params; '
-                     'optax has no equivalent')], refused
+                     'optax has no equivalent'),
+      # its create: an optimizer all the same, refused with the reason of the def it reads
+      (19, 'FOM112', 'optimizer_def.create(p): its def comes from optim.Adam(0.1) '
+                     '(script.py:16), which the analysis does not trace to one flax.optim def '
+                     'call: optim.Adam(0.1): assigned to optimizer_def, which is also read at '
+                     'script.py:18 (optimizer_def = optim.WeightNorm(optimizer_def)): the '
+                     'analysis follows a def variable read only as the receiver of '
+                     '.create(...)')], refused
   assert report.exit_status() == 2 and migrate_source(new)[0] == new
 
 
@@ -1100,8 +1107,10 @@ def test_a_name_flax_optim_never_had_is_named_as_such():
             '  a = optim.Sgd(0.1).create(p)\n  return a, getattr(optim, name)(0.1)\n')
   _, report = migrate_source(source)
   assert [(r.line, r.code, r.message) for r in report.records] == [
-      (5, 'FOM112', 'optim.Sgd: flax.optim (flax 0.5.3) has no Sgd; the program fails there on '
-                    'the legacy library too, so it was left as it is'),
+      (5, 'FOM112', 'optim.Sgd(0.1).create(p): its def comes from optim.Sgd(0.1) (script.py:5), '
+                    'which the analysis does not trace to one flax.optim def call: optim.Sgd: '
+                    'flax.optim (flax 0.5.3) has no Sgd; the program fails there on the legacy '
+                    'library too, so it was left as it is'),
       (6, 'FOM112', 'getattr(optim, name): flax.optim itself as a value (a def chosen by a name '
                     'read at run time): no optax form can be decided here')]
 

@@ -11,10 +11,14 @@ not one object (uncertainty-baselines' jft, whose every optimizer was refused th
 * ``x.optimizer`` of a variable bound to an instance of the project's class is that class's
   field, not a same-named field of another class (jaxfg's two ``CheckpointContents``).
 """
+import os
+import pathlib
+
 import pytest
 
 pytest.importorskip('libcst')
 
+from flax_optim_compat._migrate import _engine  # pylint: disable=g-import-not-at-top
 from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
 from flax_optim_compat._migrate import migrate_sources  # pylint: disable=g-import-not-at-top
 
@@ -327,3 +331,48 @@ def test_a_parameter_named_like_a_rebound_def_variable_is_its_own_variable(name)
   assert 'optimizer = optax.adam(' in new and 'optim.' not in new, new
   assert f'{name} = {name}.apply_gradients(grads=grad)' in new
   assert 'print(optimizer.params)' in new
+
+
+INHERITED = pathlib.Path(__file__).resolve().parent / 'programs' / 'inherited_method'
+
+
+def _inherited(extra=''):
+  sources = {str(p): p.read_text() for p in sorted(INHERITED.rglob('*.py'))}
+  example = str(INHERITED / 'examples' / 'mnist_example.py')
+  sources[example] += extra
+  _, report = _engine.migrate_sources(sources)
+  return {(os.path.relpath(r.path, INHERITED), r.line, r.code): r.message
+          for r in report.records}, report
+
+
+def test_a_method_its_base_declares_too_is_the_nearest_in_the_mro():
+  """distml: the user's operator calls ``self.register(optimizer=...)``; its base
+  FlaxTrainingOperator defines register (storing the optimizer), and that class's base an
+  abstract one. Python runs the nearest; so does the analysis now, following the optimizer into
+  the operator, where it is refused for its real limits (FOM104 / FOM107 at
+  flax_operator.py:26, ``self.optimizer.optimizer_def.create(...)``) with a record at each use.
+  Before (1ebb11e): FOM107 "self.register is not a function or class of the given files (a
+  library call ...)", false, and no record at flax_operator.py:21, 23, 26."""
+  records, report = _inherited()
+  assert {(path, line) for path, line, _ in records} == {
+      ('examples/mnist_example.py', 13), ('pkg/operator/flax_operator.py', 21),
+      ('pkg/operator/flax_operator.py', 23), ('pkg/operator/flax_operator.py', 26)}, (
+          report.summary(False))
+  assert ('pkg/operator/flax_operator.py', 26, 'FOM104') in records
+  assert not any('library call' in m for m in records.values()), report.summary(False)
+
+
+def test_a_method_a_subclass_overrides_too_is_refused_naming_the_classes():
+  """The same with a subclass of the user's operator overriding register: which one runs
+  depends on the instance, so the call is not followed, and the record says so, naming where
+  each is defined (before: "not a function or class of the given files")."""
+  records, report = _inherited('\n\nclass LoggingOperator(MnistOperator):\n'
+                               '  def register(self, **kwargs):\n'
+                               '    super().register(**kwargs)\n')
+  message = records['examples/mnist_example.py', 14, 'FOM107']
+  assert message == (
+      'optimizer is passed to self.register(...) as optimizer= at mnist_example.py:14: '
+      'register() is defined by 3 classes of the family of MnistOperator (at '
+      'mnist_example.py:18, base_operator.py:2, flax_operator.py:12), and which one runs is not '
+      "decided (a subclass of the receiver's class overrides it, or the class has several "
+      'bases)'), message

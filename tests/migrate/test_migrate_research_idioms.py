@@ -66,9 +66,11 @@ def test_a_def_class_passed_as_a_value_is_refused_naming_the_call_it_goes_to():
   new, refused = _refusals(source)
   assert 'optax' not in new
   assert [(line, code) for line, code, _ in refused] == [(8, 'FOM112')], refused
-  assert refused[0][2] == (
-      'optim.Adam: the class is passed to make(...) at train.py:8: a def class passed as a '
-      'value is called elsewhere, with arguments the analysis does not read, so its optax '
+  assert refused[0][2] == (   # the create, which makes an optimizer from what make returns
+      'make(optim.Adam, learning_rate=0.1).create(p): its def comes from make(optim.Adam, '
+      'learning_rate=0.1) (train.py:8), which the analysis does not trace to one flax.optim def '
+      'call: optim.Adam: the class is passed to make(...) at train.py:8: a def class passed as '
+      'a value is called elsewhere, with arguments the analysis does not read, so its optax '
       'form cannot be decided here')
 
 

@@ -620,10 +620,12 @@ def test_a_def_class_bound_to_a_variable_is_named_as_such():
   source = ('from flax import optim\n\n\ndef make(params):\n  optimizer_cls = optim.Adam\n'
             '  return optimizer_cls(learning_rate=0.1).create(params)\n')
   _, report = migrate_source(source)
-  (cls,) = report.records
+  cls, create = report.records   # and the create it makes, refused with it (its def untraced)
   assert cls.code == 'FOM112' and cls.message.startswith(
       'optim.Adam: the class is bound to optimizer_cls at script.py:5 and called through it'
   ), cls.message
+  assert (create.line, create.code) == (6, 'FOM112') and create.message.endswith(
+      cls.message), create.message
 
 
 SUBCLASS_IN_BRANCHES = '''import flax

@@ -1,0 +1,3 @@
+class TrainingOperator:
+  def register(self, *, model, optimizer, criterion, **kwargs):
+    raise NotImplementedError
