@@ -24,13 +24,6 @@ from ._unit import short
 DEFS = frozenset(_unit.BUILTIN_DEFS + ('MultiOptimizer', 'WeightNorm'))
 
 
-def private_legacy(unit, node) -> bool:
-  """``flax.optim.adam._AdamParamState``: a name of flax.optim's private modules or classes
-  (legacy internals), which no legacy name covers."""
-  return isinstance(node, cst.Attribute) and any(
-      n.startswith('flax.optim.') and '._' in n[len('flax.optim'):] for n in unit.names(node))
-
-
 def leftover_reason(project, unit, node):
   """``(refusal, message)`` for a legacy name left as it is: what it is and why no rule
   rewrites it there."""
@@ -82,19 +75,12 @@ def leftover_reason(project, unit, node):
   return _refusals.UNFOLLOWED, f'{shown}: ' + (why or _refusals.UNFOLLOWED.reason)
 
 
-def legacy_name(unit, node) -> bool:
-  """Whether ``node`` is a name (or attribute) a leftover record is about: a legacy name, a
-  private one of flax.optim's modules, or flax.optim itself."""
-  return isinstance(node, (cst.Name, cst.Attribute)) and bool(
-      unit.legacy(node) or private_legacy(unit, node) or _unit.the_module(unit, node))
-
-
 def opaque_create(project, unit, create):
   """``(refusal, message)`` for a create whose def names flax.optim but is traced to no one def
   call (``Project.opaque_def``): the expression it comes from, and why the flax.optim name in
   it is not followed (``leftover_reason``), as that name's own record would say."""
   value = project.opaque_def(unit, _unit.create_receiver(unit, create))
-  node = next(n for n in _unit.walk(value) if legacy_name(unit, n))
+  node = next(n for n in _unit.walk(value) if _unit.refers_to_legacy(unit, n))
   refusal, why = leftover_reason(project, unit, node)
   return refusal, (f'{short(unit.code(create))}: its def comes from {short(unit.code(value))} '
                    f'({_unit.at(unit, value)}), which the analysis does not trace to one '

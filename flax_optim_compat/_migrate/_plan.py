@@ -201,7 +201,7 @@ class _LeftoverVisitor(cst.CSTVisitor):
       return False
     if self._by_a_rule(node) or self.after_the_project:
       return self.after_the_project   # the second pass looks at every node's children
-    if _leftovers.legacy_name(unit, node):
+    if _unit.refers_to_legacy(unit, node):
       refusal, message = _leftovers.leftover_reason(self.project, unit, node)
       plan.mark(node, _refusals.marker_text(refusal))
       self.records.append(Record(unit.path, unit.line(node), refusal.code, 'refused', '',

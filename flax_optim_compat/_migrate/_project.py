@@ -412,21 +412,19 @@ class Project(Program):
         self.opaque_def(unit, receiver) is not None)
 
   def opaque_def(self, unit: SourceFile, receiver: cst.CSTNode) -> Optional[cst.CSTNode]:
-    """Whether the def ``receiver`` (of a create) names flax.optim in its value but is traced
-    to no def call (``def_branches``): a variable bound to ``(partial(MyOpt, ...) if mine else
+    """The value that names flax.optim where the def ``receiver`` (of a create) is traced to
+    no def call (``def_branches``), else None: a variable bound to ``(partial(MyOpt, ...) if mine else
     optim.Adam)(...)`` (eve's pixelcnn), ``Optimizer(1e-3)`` of ``Optimizer = dict(Eve=Eve,
     Adam=optim.Adam)[name]`` (eve's cifar10), ``getattr(flax.optim, name)(...)`` (jft). Such a
-    create still makes an optimizer, which the plan refuses, so its uses are followed.
-    Returns the value that names flax.optim, else None."""
+    create still makes an optimizer, which the plan refuses, so its uses are followed."""
     if isinstance(receiver, cst.Name) and parameter(unit, receiver) is not None or (
         self.def_branches(unit, receiver) is not None):
       return None
     values = [receiver] + [   # and the values of the variables it reads (one step)
         v for n in _unit.walk(receiver) if isinstance(n, cst.Name)
         for v in self.assignment_values(unit, n) or []]
-    return next((v for v in values for n in _unit.walk(v)
-                 if isinstance(n, (cst.Name, cst.Attribute)) for name in unit.names(n)
-                 if (name + '.').startswith(_unit.LEGACY_PREFIXES)), None)
+    return next((v for v in values
+                 if any(_unit.refers_to_legacy(unit, n) for n in _unit.walk(v))), None)
 
   # -------------------------------------------------------------------- what is an optimizer
 

@@ -68,6 +68,20 @@ def the_module(unit, node) -> bool:
   return bool(unit.names(node) & _MODULES)
 
 
+def private_legacy(unit, node) -> bool:
+  """``flax.optim.adam._AdamParamState``: a name of flax.optim's private modules or classes
+  (legacy internals), which no legacy name covers."""
+  return isinstance(node, cst.Attribute) and any(
+      n.startswith('flax.optim.') and '._' in n[len('flax.optim'):] for n in unit.names(node))
+
+
+def refers_to_legacy(unit, node) -> bool:
+  """Whether ``node`` is a name (or attribute) that refers to flax.optim: a legacy name, a
+  private one of its modules (``private_legacy``), or flax.optim itself (``the_module``)."""
+  return isinstance(node, (cst.Name, cst.Attribute)) and bool(
+      unit.legacy(node) or private_legacy(unit, node) or the_module(unit, node))
+
+
 def missing_member(unit, node) -> Optional[str]:
   """``'Sgd'`` where ``node`` is flax.optim (or one of its modules) and its parent reads a name
   that flax 0.5.3's module does not have (``optim.Sgd``: the legacy program fails there too);
