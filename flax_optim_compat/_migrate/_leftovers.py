@@ -13,15 +13,71 @@ from typing import List, Optional
 import libcst as cst
 
 from . import _flows
+from . import _program
 from . import _project
 from . import _refusals
 from . import _unit
-from ._edits import statement_of
+from . import rules
+from ._edits import FilePlan, statement_of
 from ._report import Record
 from ._unit import short
 
 # The legacy defs (FOM112 names where one goes when no create uses it).
 DEFS = frozenset(_unit.BUILTIN_DEFS + ('MultiOptimizer', 'WeightNorm'))
+
+
+class LeftoverVisitor(cst.CSTVisitor):
+  """Refuses every legacy name that no rule rewrites and no refusal covers, naming why: a def
+  that goes where the analysis does not follow it (FOM112: ``make(optim.Adam(0.1))``, a def
+  returned by a method of a value whose class it cannot name), ``WeightNorm`` (FOM103), legacy
+  internals built by hand (FOM104: ``OptimizerState(...)``, ``flax.optim.adam._AdamParamState``).
+  A silent leftover would pass ``--check``."""
+
+  def __init__(self, project, unit, plan, handled, records, after_the_project=False):
+    super().__init__()   # after_the_project: the second pass, only those rules
+    self.project, self.unit, self.plan, self.handled = project, unit, plan, handled
+    self.records, self.after_the_project = records, after_the_project
+    self.pre_linen = project.pre_linen(unit)   # why the file cannot run, or None
+    # A pre-Linen file: the rules plan into a plan that is dropped (one per file).
+    self.scratch = FilePlan(unit) if self.pre_linen else None
+
+  def _by_a_rule(self, node) -> bool:
+    if self.pre_linen:
+      # A pre-Linen file cannot run on today's flax whatever is rewritten: a legacy name a
+      # rule would rewrite (``optim.DynamicScale``) stays with the file's refused optimizers.
+      if any(rule.plan_name(self.unit, node, self.scratch, []) for rule in rules.ALL
+             if not rule.after_the_project):
+        self.plan.mark(node, _refusals.marker_text(_refusals.PRE_LINEN))
+        self.records.append(Record(self.unit.path, self.unit.line(node), _refusals.PRE_LINEN.code,
+                                   'refused', '', f'{self.unit.code(node)}: {self.pre_linen}'))
+        return True
+      return False
+    return any(rule.plan_name(self.unit, node, self.plan, self.records) for rule in rules.ALL
+               if rule.after_the_project == self.after_the_project)
+
+  def on_visit(self, node) -> bool:
+    if self.after_the_project and self.pre_linen:   # its rules plan into a dropped plan
+      return False
+    unit, plan = self.unit, self.plan
+    edit = plan.edits.get(id(node))
+    if isinstance(node, (cst.Import, cst.ImportFrom)):
+      self._by_a_rule(node)   # ``from flax.optim import dynamic_scale as dynamic_scale_lib``
+      return False
+    # A statement a rule rebuilds from its rewritten parts (FOM011, FOM012): look inside.
+    if id(node) in self.handled or (edit and not edit.rule.rebuilds_statement):
+      return False
+    if self._by_a_rule(node) or self.after_the_project:
+      return self.after_the_project   # the second pass looks at every node's children
+    if _unit.refers_to_legacy(unit, node):
+      refusal, message = leftover_reason(self.project, unit, node)
+      plan.mark(node, _refusals.marker_text(refusal))
+      self.records.append(Record(unit.path, unit.line(node), refusal.code, 'refused', '',
+                                 message))
+      return False
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
+        node.func.attr.value == 'optax_transform'):
+      return False   # the package's exact transform, kept on purpose (flagged FOM009)
+    return True
 
 
 def leftover_reason(project, unit, node):
@@ -176,7 +232,7 @@ def out_of_sight_uses(project: _project.Project, refused, records, files) -> Lis
   Nothing where the project defines ``apply_gradient`` itself (its own protocol). The call
   stays legacy, so it is refused, never "nothing to change"."""
   covered = {(r.path, r.line) for r in records}
-  found, own = [], None
+  found, own, library, pending = [], None, set(), []
   for unit in project.units:
     for node in unit.nodes:
       use = _legacy_use(unit, node)
@@ -193,8 +249,8 @@ def out_of_sight_uses(project: _project.Project, refused, records, files) -> Lis
       own = _defines_apply_gradient(project) if own is None else own
       message = None
       if made is not None:
-        message = (f'{shown}: the legacy Optimizer API on an object created from {made}, a def '
-                   'a library returned, which migrate cannot rewrite; the call is left as it is')
+        library.add(made)
+        message = _library_use(shown, made, 'call')
       elif apply and not own and _unbound(unit, node.value):   # multimodal-rl's typo
         message = (f'{shown}: the legacy Optimizer API on {node.value.value}, a name bound '
                    f'nowhere in {os.path.basename(unit.path)} (a NameError on flax 0.5.3 too), '
@@ -209,7 +265,23 @@ def out_of_sight_uses(project: _project.Project, refused, records, files) -> Lis
       if message is not None:
         found.append(Record(unit.path, first, _refusals.ESCAPE.code, 'refused', '', message))
         covered.add((unit.path, first))
+      elif not apply:
+        pending.append((unit, node, first, shown))
+  # ``x.target`` where ``x`` is such an object, one whose update is refused above (rcpm's
+  # ``self.optimizer.target`` beside ``optimizer.apply_gradient(grads)``): a library's other
+  # objects with a ``create`` are not named by an update.
+  for unit, node, first, shown in pending if library else ():
+    made = _library_made(project, unit, node.value, set())
+    if made in library and (unit.path, first) not in covered:
+      found.append(Record(unit.path, first, _refusals.ESCAPE.code, 'refused', '',
+                          _library_use(shown, made, 'use')))
+      covered.add((unit.path, first))
   return found
+
+
+def _library_use(shown, made, what):
+  return (f'{shown}: the legacy Optimizer API on an object created from {made}, a def a library '
+          f'returned, which migrate cannot rewrite; the {what} is left as it is')
 
 
 def _legacy_use(unit, node) -> Optional[cst.CSTNode]:
@@ -343,11 +415,15 @@ def _unsupplied(project, unit, param: cst.Param, seen) -> Optional[str]:
     return None
   name = f'a parameter of {fdef.name.value}()'
   callers = project.callers_of(unit, fdef)
-  if callers is None and fdef.decorators:   # a method's decorator, absl's parameterized
-    decorator = fdef.decorators[0].decorator
+  decorator = fdef.decorators[0].decorator if fdef.decorators else None
+  compiled = decorator is not None and bool(unit.names(
+      decorator.func if isinstance(decorator, cst.Call) else decorator) & _program.COMPILERS)
+  if callers is None and decorator is not None and not compiled:   # absl's parameterized
     shown = short(unit.code(decorator.func if isinstance(decorator, cst.Call) else decorator), 40)
     return (f'{name}, which its decorator @{shown}' + ('(...)' if isinstance(
         decorator, cst.Call) else '') + f' at {_unit.at(unit, decorator)} calls')
+  if compiled and callers is None:   # reprieve's ``@jax.jit def train_step_fn``, returned
+    name = f'{name}, compiled by @{short(unit.code(decorator), 40)} at {_unit.at(unit, decorator)}'
   if callers is None and isinstance(unit.enclosing(unit.parent(fdef), (
       cst.ClassDef, cst.FunctionDef)), cst.ClassDef):
     return None   # a method whose name others share: its calls may be in sight

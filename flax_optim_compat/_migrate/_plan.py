@@ -88,7 +88,7 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
         rules.claiming(site, obj).plan(site, obj)
       for conversion in conversions[planned:]:   # ``{'actor': opt_a, ...}`` saved as one file
         conversion.notes.extend(project.dict_notes(group.root))
-  refused_nodes = set()
+  refused_nodes, told = set(), set()
   for group in groups.values():
     if group.refused:
       for site in group.sites:
@@ -97,9 +97,12 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
             site.unit, _unit.create_receiver(site.unit, site.node)) is None:
           values = _def_values(project, site)
           refused_nodes.update(id(statement_of(site.unit, v)) for v in values)
-          refused_nodes.update(
-              id(statement_of(u, call)) for u, call in project.def_branches(
-                  site.unit, _unit.create_receiver(site.unit, site.node)) or ())
+          for u, call in project.def_branches(
+              site.unit, _unit.create_receiver(site.unit, site.node)) or ():
+            refused_nodes.add(id(statement_of(u, call)))
+            if u.path not in {s.unit.path for s in group.sites} and id(call) not in told:
+              told.add(id(call))   # a def a helper's create takes, in a file of its own
+              _tell_blocked(group, u, call, files, records)
           # the variables its def reads: ``t = optim.ModelParamTraversal(fn)`` of a group
           call = project.def_call(site.unit, _unit.create_receiver(site.unit, site.node))
           calls = [(site.unit, call)] if call is not None else list(project.def_branches(
@@ -115,8 +118,8 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
     if late and not any(r.status == 'rewritten' and r.code.startswith('FOM0') for r in records):
       break
     for unit in project.units:
-      unit.module.visit(_LeftoverVisitor(project, unit, files[unit.path], refused_nodes, records,
-                                         late))
+      unit.module.visit(_leftovers.LeftoverVisitor(project, unit, files[unit.path],
+                                                   refused_nodes, records, late))
   records.sort(key=lambda r: (r.path, r.line))
   return Plan(files, records, conversions,
               [g.sites for g in groups.values() if g.refused])
@@ -157,60 +160,6 @@ def _def_values(project, site):
   if isinstance(receiver, cst.Name):
     return project.assignment_values(site.unit, receiver) or []
   return []
-
-
-class _LeftoverVisitor(cst.CSTVisitor):
-  """Refuses every legacy name that no rule rewrites and no refusal covers, naming why: a def
-  that goes where the analysis does not follow it (FOM112: ``make(optim.Adam(0.1))``, a def
-  returned by a method of a value whose class it cannot name), ``WeightNorm`` (FOM103), legacy
-  internals built by hand (FOM104: ``OptimizerState(...)``, ``flax.optim.adam._AdamParamState``).
-  A silent leftover would pass ``--check``."""
-
-  def __init__(self, project, unit, plan, handled, records, after_the_project=False):
-    super().__init__()   # after_the_project: the second pass, only those rules
-    self.project, self.unit, self.plan, self.handled = project, unit, plan, handled
-    self.records, self.after_the_project = records, after_the_project
-    self.pre_linen = project.pre_linen(unit)   # why the file cannot run, or None
-    # A pre-Linen file: the rules plan into a plan that is dropped (one per file).
-    self.scratch = FilePlan(unit) if self.pre_linen else None
-
-  def _by_a_rule(self, node) -> bool:
-    if self.pre_linen:
-      # A pre-Linen file cannot run on today's flax whatever is rewritten: a legacy name a
-      # rule would rewrite (``optim.DynamicScale``) stays with the file's refused optimizers.
-      if any(rule.plan_name(self.unit, node, self.scratch, []) for rule in rules.ALL
-             if not rule.after_the_project):
-        self.plan.mark(node, _refusals.marker_text(_refusals.PRE_LINEN))
-        self.records.append(Record(self.unit.path, self.unit.line(node), _refusals.PRE_LINEN.code,
-                                   'refused', '', f'{self.unit.code(node)}: {self.pre_linen}'))
-        return True
-      return False
-    return any(rule.plan_name(self.unit, node, self.plan, self.records) for rule in rules.ALL
-               if rule.after_the_project == self.after_the_project)
-
-  def on_visit(self, node) -> bool:
-    if self.after_the_project and self.pre_linen:   # its rules plan into a dropped plan
-      return False
-    unit, plan = self.unit, self.plan
-    edit = plan.edits.get(id(node))
-    if isinstance(node, (cst.Import, cst.ImportFrom)):
-      self._by_a_rule(node)   # ``from flax.optim import dynamic_scale as dynamic_scale_lib``
-      return False
-    # A statement a rule rebuilds from its rewritten parts (FOM011, FOM012): look inside.
-    if id(node) in self.handled or (edit and not edit.rule.rebuilds_statement):
-      return False
-    if self._by_a_rule(node) or self.after_the_project:
-      return self.after_the_project   # the second pass looks at every node's children
-    if _unit.refers_to_legacy(unit, node):
-      refusal, message = _leftovers.leftover_reason(self.project, unit, node)
-      plan.mark(node, _refusals.marker_text(refusal))
-      self.records.append(Record(unit.path, unit.line(node), refusal.code, 'refused', '',
-                                 message))
-      return False
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
-        node.func.attr.value == 'optax_transform'):
-      return False   # the package's exact transform, kept on purpose (flagged FOM009)
-    return True
 
 
 def _refused_pre_linen(project, site, unit) -> bool:
@@ -629,14 +578,20 @@ def _refuse(group, files, records):
     files[site.unit.path].mark(site.node, _refusals.marker_text(site.refusal))
     records.append(Record.of(site, 'refused', message=site.message))
   for site in [s for s in group.sites if s.refusal is None]:
-    first = next((r for r in group.refused if r.unit is site.unit), group.refused[0])
-    code = first.refusal.code
-    where = os.path.relpath(first.unit.path, os.path.dirname(site.unit.path))
-    message = f'not rewritten: this optimizer is refused ({code} in {where})'
-    records.append(Record.of(site, 'refused', code=code,
-                             message=f'{message[:-1]}:{first.line})'))
-    files[site.unit.path].mark(site.node, f'{_refusals.MARKER} {code} {message}',
-                               unless=f'{_refusals.MARKER} {code} ')
+    _tell_blocked(group, site.unit, site.node, files, records)
+
+
+def _tell_blocked(group, unit, node, files, records):
+  """Records and marks ``node`` (a site of the refused ``group``, or a def its create takes
+  from another file) as blocked by the group's first refusal in its file, else the first."""
+  first = next((r for r in group.refused if r.unit is unit), group.refused[0])
+  code = first.refusal.code
+  where = os.path.relpath(first.unit.path, os.path.dirname(unit.path))
+  message = f'not rewritten: this optimizer is refused ({code} in {where})'
+  records.append(Record(unit.path, unit.line(node), code, 'refused', '',
+                        f'{message[:-1]}:{first.line})'))
+  files[unit.path].mark(node, f'{_refusals.MARKER} {code} {message}',
+                        unless=f'{_refusals.MARKER} {code} ')
 
 
 def _replication(project, group, applies):

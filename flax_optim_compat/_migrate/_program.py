@@ -587,10 +587,10 @@ class Program:
     that defines ``train_step`` and ``train_pstep = jax.pmap(train_step, ...)`` again for its
     next stage), the binding a read in that top-level code sees: the last of those statements
     before the read's own, as each runs once, in order. The ``FunctionDef`` / ``ClassDef``, or
-    the value of ``name = value``; None where ``name`` is bound once, a binding is not a
-    top-level statement of its own (in a branch, a loop, a tuple target), or the read is in a
-    function or class body (which runs when called, seeing whichever binding is current): the
-    top-level case of ``_unit.reaching``."""
+    the value of ``name = value``; None where ``name`` is bound once, where a binding inside a
+    branch, a loop or a ``with`` may run between that statement and the read, or the read is
+    in a function or class body (which runs when called, seeing whichever binding is current):
+    the top-level case of ``_unit.reaching``."""
     scope = unit.scopes.get(name)
     if not isinstance(scope, meta.GlobalScope) or len(list(scope[name.value])) < 2:
       return None

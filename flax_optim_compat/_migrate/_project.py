@@ -341,8 +341,12 @@ class Project(Program):
           continue
         if isinstance(node.func, cst.Attribute):
           names = u.names(node.func.value)
+          # A method's receiver is a value (a local one too); a module function's, a path of
+          # the project's modules (``util.create(...)``, never ``opt_def.create(...)``).
           named = node.func.attr.value == fdef.name.value and all(   # not a library module's
-              '<locals>' in n or n.split('.')[0] in tops for n in names) and (method or names)
+              ('<locals>' in n and method) or (
+                  n.split('.')[0] in tops and '<locals>' not in n) for n in names) and (
+                      method or names)
         else:
           named = not method and isinstance(node.func, cst.Name) and any(
               n.split('.')[0] in tops and n.endswith('.' + fdef.name.value)

@@ -300,7 +300,9 @@ def _classify(project, unit: SourceFile, node: cst.CSTNode, slot: tuple) -> List
     create = Site(unit, node, 'create', slot)
     return extra + [create] + ([_member(project, unit, node, slot, matched)] if member else [])
   if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
-      node.func.attr.value == 'create'):   # stored where an optimizer is (``State(opt=...)``)
+      node.func.attr.value == 'create') and project.resolve_callable(unit, node.func) is None:
+    # stored where an optimizer is (``State(opt=...)``); ``util.create(...)`` calls the
+    # project's function, whose optimizer is followed as a value
     return [Site(unit, node, 'escape', slot, _refusals.ESCAPE,
                  f'{short(unit.code(node), 40)} creates this optimizer from '
                  f'{short(unit.code(node.func.value), 40)}, a def the analysis does not trace to '

@@ -311,12 +311,35 @@ def _statement_in(unit: SourceFile, node: cst.CSTNode, body) -> Optional[int]:
 def reaching(unit: SourceFile, read: cst.Name) -> Optional[meta.Assignment]:
   """The one binding of a variable that reaches ``read`` in straight-line code, else None.
 
-  Decided only where every binding of the name is a statement of the body of the scope itself
-  (``name = value``, ``a, name = value``, ``def name``, ``class name``; no branch, loop or
-  ``with`` around any of them) and the read is in that scope, after the first of them: the last binding before the
-  statement that holds the read, as each runs once, in order (a binding's own value reads the
-  one before it: ``optimizer = optim.Adam(lr)``, then ``optimizer = optimizer.create(params)``).
-  A read in a nested function is not decided (it runs when called)."""
+  A binding placed as a statement of the scope's own body (``name = value``, ``a, name =
+  value``, ``def name``, ``class name``) runs once, in order; one inside a statement of that
+  body (a branch, a loop, a ``with``) may run or not. Decided where the read is in that scope,
+  after a placed binding: the last placed one before the statement that holds the read (a
+  binding's own value reads the one before it: ``optimizer = optim.Adam(lr)``, then
+  ``optimizer = optimizer.create(params)``), when no binding inside a statement lies between
+  it and the read, or in the read's own statement (a loop that rebinds the name). A binding in
+  a nested function (``global``, ``nonlocal``) leaves every read undecided; so does a read in
+  a nested function (it runs when called)."""
+  placed = _placed_bindings(unit, read)
+  if placed is None:
+    return None
+  at = _statement_in(unit, read, placed[0])
+  if at is None:
+    return None
+  before = [(i, b) for i, b, own in placed[1] if own and i < at]
+  if not before:
+    return None
+  last, binding = max(before, key=lambda p: p[0])
+  if any(not own and last <= i <= at for i, _, own in placed[1]):
+    return None
+  return binding
+
+
+def _placed_bindings(unit: SourceFile, read: cst.Name):
+  """``(body, [(index, binding, own)])`` for the bindings of ``read``'s variable in its scope:
+  the index in ``body`` (the scope's statements) of the statement that holds each binding,
+  ``own`` where that statement is the binding itself (``reaching``); None where ``read`` is a
+  target, or a binding lies outside the body's statements or in a nested function."""
   scope = unit.scopes.get(read)
   if scope is None or read.value not in scope:
     return None
@@ -328,7 +351,7 @@ def reaching(unit: SourceFile, read: cst.Name) -> Optional[meta.Assignment]:
   placed = []
   for binding in scope[read.value]:
     node = getattr(binding, 'node', None)
-    if node is read:
+    if node is read or node is None:
       return None   # a target, not a read
     if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
       line = node
@@ -336,12 +359,15 @@ def reaching(unit: SourceFile, read: cst.Name) -> Optional[meta.Assignment]:
       assign = _assigned_by(unit, node)
       line = unit.parent(assign) if assign is not None else None
     index = next((i for i, b in enumerate(body) if b is line), None)
-    if index is None:
+    if index is not None:
+      placed.append((index, binding, True))
+      continue
+    holder = unit.enclosing(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
+    index = _statement_in(unit, node, body)
+    if index is None or (holder is not None and holder is not owner):
       return None
-    placed.append((index, binding))
-  at = _statement_in(unit, read, body)
-  before = [(i, b) for i, b in placed if at is not None and i < at]
-  return max(before, key=lambda p: p[0])[1] if before else None
+    placed.append((index, binding, False))
+  return body, placed
 
 
 def _assigned_by(unit: SourceFile, target) -> Optional[cst.Assign]:
@@ -364,20 +390,25 @@ def bound_value(unit: SourceFile, binding: meta.Assignment) -> Optional[cst.CSTN
 
 
 def binding_reads(unit: SourceFile, read: cst.Name) -> Optional[List[cst.CSTNode]]:
-  """The reads of the binding that reaches ``read`` (``reaching``), where every read of the
-  variable is decided so; else None."""
+  """The reads that may see the binding that reaches ``read`` (``reaching``): each read of
+  the variable in the same scope, after that binding's statement, with no binding placed as a
+  statement of its own between them (which would run first); None where that binding is not
+  decided, or a read is in another scope."""
   binding = reaching(unit, read)
   if binding is None:
     return None
+  body, placed = _placed_bindings(unit, read)
+  start = next(i for i, b, _ in placed if b is binding)
   reads = []
   for access in reads_of(binding):
     node = access.node
     if not isinstance(node, cst.Name) or unit.scopes.get(node) is not unit.scopes.get(read):
       return None
-    other = reaching(unit, node)
-    if other is None:
+    at = _statement_in(unit, node, body)
+    if at is None:
       return None
-    if other is binding and all(node is not r for r in reads):
+    hidden = any(own and start < i < at for i, _, own in placed)
+    if start < at and not hidden and all(node is not r for r in reads):
       reads.append(node)
   return reads
 

@@ -121,15 +121,15 @@ def test_a_variable_holding_a_def_it_cannot_trace_and_its_optimizer_says_so():
 
 
 def test_a_step_bound_twice_is_named_and_the_learning_rate_refusal_says_why():
-  """A notebook-style script pmaps its step again under the same name, once in a branch: the
-  call is not followed (which binding it runs depends on the branch), so neither is the update
-  that sets the learning rate of a ``learning_rate=None`` def; both refusals name that. Bound
-  again by a plain top-level statement, the call runs the binding before it, and is followed
-  (tests/migrate/test_migrate_nerf_idioms.py)."""
+  """A notebook-style script pmaps its step again under the same name, once in a branch before
+  the call: the call is not followed (which binding it runs depends on the branch), so neither
+  is the update that sets the learning rate of a ``learning_rate=None`` def; both refusals name
+  that. Bound again by a plain top-level statement, or in a branch after the call, the call
+  runs the binding before it, and is followed (tests/migrate/test_migrate_nerf_idioms.py)."""
   source = _PRELUDE + (
       'import jax\n\ndef step(o, g, lr):\n  return o.apply_gradient(g, learning_rate=lr)\n\n'
-      'pstep = jax.jit(step)\nopt = optim.Adam().create(p)\nopt = pstep(opt, p, 0.1)\n'
-      'if p:\n  pstep = jax.jit(step)\n')
+      'pstep = jax.jit(step)\nif p:\n  pstep = jax.jit(step)\nopt = optim.Adam().create(p)\n'
+      'opt = pstep(opt, p, 0.1)\n')
   new, refused = _refusals(source)
   assert 'optax' not in new
   lines = source.splitlines()
@@ -139,9 +139,15 @@ def test_a_step_bound_twice_is_named_and_the_learning_rate_refusal_says_why():
       'learning_rate=None, and no apply site the analysis follows sets a learning_rate= (an '
       'update it does not follow may: see its FOM107)'), refused
   assert messages[(at_create + 1, 'FOM107')].endswith(
-      f'pstep is bound more than once in its scope (lines {at_create - 1}, {at_create + 3}), '
+      f'pstep is bound more than once in its scope (lines {at_create - 3}, {at_create - 1}), '
       'and the analysis follows a callee bound once'), refused
   new, refused = _refusals(source.replace('if p:\n  pstep', 'pstep'))
+  assert not refused and 'optax.inject_hyperparams(optax.adam' in new, refused
+  # The branch after the call (0f0c14e refused this too: any binding in a branch left every
+  # read of the name undecided).
+  branch = 'if p:\n  pstep = jax.jit(step)\n'
+  after = source.replace(branch, '') + branch
+  new, refused = _refusals(after)
   assert not refused and 'optax.inject_hyperparams(optax.adam' in new, refused
 
 
