@@ -416,8 +416,7 @@ def _unsupplied(project, unit, param: cst.Param, seen) -> Optional[str]:
   name = f'a parameter of {fdef.name.value}()'
   callers = project.callers_of(unit, fdef)
   decorator = fdef.decorators[0].decorator if fdef.decorators else None
-  compiled = decorator is not None and bool(unit.names(
-      decorator.func if isinstance(decorator, cst.Call) else decorator) & _program.COMPILERS)
+  compiled = decorator is not None and _program.compiling(unit, decorator)
   if callers is None and decorator is not None and not compiled:   # absl's parameterized
     shown = short(unit.code(decorator.func if isinstance(decorator, cst.Call) else decorator), 40)
     return (f'{name}, which its decorator @{shown}' + ('(...)' if isinstance(

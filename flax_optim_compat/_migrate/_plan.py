@@ -91,6 +91,7 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   refused_nodes, told = set(), set()
   for group in groups.values():
     if group.refused:
+      site_files = {s.unit.path for s in group.sites}
       for site in group.sites:
         refused_nodes.update({id(site.node), id(statement_of(site.unit, site.node))})
         if site.kind == 'create' and project.opaque_def(   # its def: ``opt_def = optim.Adam()``
@@ -100,7 +101,7 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
           for u, call in project.def_branches(
               site.unit, _unit.create_receiver(site.unit, site.node)) or ():
             refused_nodes.add(id(statement_of(u, call)))
-            if u.path not in {s.unit.path for s in group.sites} and id(call) not in told:
+            if u.path not in site_files and id(call) not in told:
               told.add(id(call))   # a def a helper's create takes, in a file of its own
               _tell_blocked(group, u, call, files, records)
           # the variables its def reads: ``t = optim.ModelParamTraversal(fn)`` of a group

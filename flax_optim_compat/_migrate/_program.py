@@ -36,6 +36,15 @@ COMPILERS = frozenset({'jax.jit', 'jax.pmap'})
 REBINDERS = frozenset({'jax.vmap'}) | PARTIAL
 
 
+def compiling(unit, decorator: cst.BaseExpression) -> bool:
+  """Whether ``decorator`` compiles the function it decorates: ``@jax.jit``, ``@jax.pmap(...)``,
+  ``@functools.partial(jax.jit, static_argnums=...)``."""
+  head = decorator.func if isinstance(decorator, cst.Call) else decorator
+  partial = isinstance(decorator, cst.Call) and unit.names(head) & PARTIAL and bool(
+      decorator.args and unit.names(decorator.args[0].value) & COMPILERS)
+  return bool(unit.names(head) & COMPILERS or partial)
+
+
 @dataclasses.dataclass
 class Unparsed:
   """A file that does not parse, left as it was: where, what the parser said, and whether it
@@ -233,12 +242,8 @@ class Program:
             compiled.add(id(callee[1]))
         elif isinstance(node, cst.FunctionDef):
           bodies.append((unit, node))
-          for d in node.decorators:
-            head = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
-            partial = isinstance(d.decorator, cst.Call) and unit.names(head) & PARTIAL and (
-                d.decorator.args and unit.names(d.decorator.args[0].value) & COMPILERS)
-            if unit.names(head) & COMPILERS or partial:
-              compiled.add(id(node))
+          if any(compiling(unit, d.decorator) for d in node.decorators):
+            compiled.add(id(node))
     for _ in range(8):   # what a compiled function calls runs traced too
       grown = False
       for unit, fdef in bodies:

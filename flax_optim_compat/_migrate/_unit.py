@@ -320,19 +320,23 @@ def reaching(unit: SourceFile, read: cst.Name) -> Optional[meta.Assignment]:
   it and the read, or in the read's own statement (a loop that rebinds the name). A binding in
   a nested function (``global``, ``nonlocal``) leaves every read undecided; so does a read in
   a nested function (it runs when called)."""
-  placed = _placed_bindings(unit, read)
-  if placed is None:
-    return None
-  at = _statement_in(unit, read, placed[0])
+  return _reaching(unit, read)[0]
+
+
+def _reaching(unit: SourceFile, read: cst.Name):
+  """``(binding, body, placed)`` of ``reaching`` (``_placed_bindings``'s two), or ``(None,
+  None, None)`` where it is not decided."""
+  found = _placed_bindings(unit, read)
+  at = _statement_in(unit, read, found[0]) if found is not None else None
   if at is None:
-    return None
-  before = [(i, b) for i, b, own in placed[1] if own and i < at]
+    return None, None, None
+  before = [(i, b) for i, b, own in found[1] if own and i < at]
   if not before:
-    return None
+    return None, None, None
   last, binding = max(before, key=lambda p: p[0])
-  if any(not own and last <= i <= at for i, _, own in placed[1]):
-    return None
-  return binding
+  if any(not own and last <= i <= at for i, _, own in found[1]):
+    return None, None, None
+  return (binding, *found)
 
 
 def _placed_bindings(unit: SourceFile, read: cst.Name):
@@ -394,10 +398,9 @@ def binding_reads(unit: SourceFile, read: cst.Name) -> Optional[List[cst.CSTNode
   the variable in the same scope, after that binding's statement, with no binding placed as a
   statement of its own between them (which would run first); None where that binding is not
   decided, or a read is in another scope."""
-  binding = reaching(unit, read)
+  binding, body, placed = _reaching(unit, read)
   if binding is None:
     return None
-  body, placed = _placed_bindings(unit, read)
   start = next(i for i, b, _ in placed if b is binding)
   reads = []
   for access in reads_of(binding):

@@ -1042,7 +1042,9 @@ def test_a_def_handed_to_a_refused_helper_create_from_another_file_is_told_so(tm
 # willwhitney/reprieve's algorithms/mlp.py (2021, the thirteenth held-out batch): a factory
 # returns ``(init_fn, train_step_fn, eval_fn)`` to the library that drives them; the steps are
 # nested functions compiled by ``@jax.jit``.
-JITTED_AND_RETURNED = '''import jax
+JITTED_AND_RETURNED = '''from functools import partial
+
+import jax
 from flax import optim
 
 
@@ -1059,14 +1061,17 @@ def make_algorithm(loss_and_grad_fn, params):
 '''
 
 
-def test_a_parameter_of_a_step_compiled_by_its_decorator_and_returned_says_so():
-  """Before (0f0c14e): "a parameter of train_step_fn(), which its decorator @jax.jit at a.py:9
+@pytest.mark.parametrize('decorator', ['@jax.jit', '@partial(jax.jit, donate_argnums=0)'])
+def test_a_parameter_of_a_step_compiled_by_its_decorator_and_returned_says_so(decorator):
+  """Before (0f0c14e): "a parameter of train_step_fn(), which its decorator @jax.jit at a.py:11
   calls" (jit compiles the function, it does not call it); the step's callers are where the
-  returned tuple goes, out of sight."""
-  _, report = migrate_source(JITTED_AND_RETURNED, path='a.py')
-  uses = [r for r in report.records if r.line in (11, 12)]
+  returned tuple goes, out of sight. The partial-of-jit form (meta-inf/qbdiv's
+  ``@functools.partial(jax.jit, static_argnums=(0,))``) is a compiling decorator too
+  (``_program.compiling``, as the traced-function analysis reads it)."""
+  _, report = migrate_source(JITTED_AND_RETURNED.replace('@jax.jit', decorator), path='a.py')
+  uses = [r for r in report.records if r.line in (13, 14)]
   assert len(uses) == 2 and {r.code for r in uses} == {'FOM107'}, report.summary(False)
   for r in uses:
-    assert ('a parameter of train_step_fn(), compiled by @jax.jit at a.py:9, which is passed '
-            'on as a value at a.py:14') in r.message, r.message
+    assert (f'a parameter of train_step_fn(), compiled by {decorator} at a.py:11, which is '
+            'passed on as a value at a.py:16') in r.message, r.message
     assert 'which its decorator' not in r.message
