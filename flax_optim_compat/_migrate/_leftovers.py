@@ -416,15 +416,18 @@ def _unsupplied(project, unit, param: cst.Param, seen) -> Optional[str]:
   name = f'a parameter of {fdef.name.value}()'
   callers = project.callers_of(unit, fdef)
   decorator = fdef.decorators[0].decorator if fdef.decorators else None
-  compiled = decorator is not None and _program.compiling(unit, decorator)
+  method = isinstance(unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef)),
+                      cst.ClassDef)
+  # A compiled method keeps the decorator's record (its calls are not followed: qbdiv's
+  # ``@functools.partial(jax.jit, ...)`` method); a compiled function is passed on as a value.
+  compiled = decorator is not None and not method and _program.compiling(unit, decorator)
   if callers is None and decorator is not None and not compiled:   # absl's parameterized
     shown = short(unit.code(decorator.func if isinstance(decorator, cst.Call) else decorator), 40)
     return (f'{name}, which its decorator @{shown}' + ('(...)' if isinstance(
         decorator, cst.Call) else '') + f' at {_unit.at(unit, decorator)} calls')
   if compiled and callers is None:   # reprieve's ``@jax.jit def train_step_fn``, returned
     name = f'{name}, compiled by @{short(unit.code(decorator), 40)} at {_unit.at(unit, decorator)}'
-  if callers is None and isinstance(unit.enclosing(unit.parent(fdef), (
-      cst.ClassDef, cst.FunctionDef)), cst.ClassDef):
+  if callers is None and method:
     return None   # a method whose name others share: its calls may be in sight
   if callers is None:   # ``jax.jit(functools.partial(train_step, ...))``
     value = next((n for n in unit.nodes if isinstance(n, cst.Name) and n is not fdef.name
