@@ -135,11 +135,11 @@ def opaque_create(project, unit, create):
   """``(refusal, message)`` for a create whose def names flax.optim but is traced to no one def
   call (``Project.opaque_def``): the expression it comes from, and why the flax.optim name in
   it is not followed (``leftover_reason``), as that name's own record would say."""
-  value = project.opaque_def(unit, _unit.create_receiver(unit, create))
-  node = next(n for n in _unit.walk(value) if _unit.refers_to_legacy(unit, n))
-  refusal, why = leftover_reason(project, unit, node)
-  return refusal, (f'{short(unit.code(create))}: its def comes from {short(unit.code(value))} '
-                   f'({_unit.at(unit, value)}), which the analysis does not trace to one '
+  vunit, value = project.opaque_def(unit, _unit.create_receiver(unit, create))
+  node = next(n for n in _unit.walk(value) if _unit.refers_to_legacy(vunit, n))
+  refusal, why = leftover_reason(project, vunit, node)
+  return refusal, (f'{short(unit.code(create))}: its def comes from {short(vunit.code(value))} '
+                   f'({_unit.at(vunit, value)}), which the analysis does not trace to one '
                    f'flax.optim def call: {why}')
 
 

@@ -415,20 +415,40 @@ class Project(Program):
     return _unit.create_method(unit, node) is node.func and (
         self.opaque_def(unit, receiver) is not None)
 
-  def opaque_def(self, unit: SourceFile, receiver: cst.CSTNode) -> Optional[cst.CSTNode]:
-    """The value that names flax.optim where the def ``receiver`` (of a create) is traced to
-    no def call (``def_branches``), else None: a variable bound to ``(partial(MyOpt, ...) if mine else
-    optim.Adam)(...)`` (eve's pixelcnn), ``Optimizer(1e-3)`` of ``Optimizer = dict(Eve=Eve,
-    Adam=optim.Adam)[name]`` (eve's cifar10), ``getattr(flax.optim, name)(...)`` (jft). Such a
-    create still makes an optimizer, which the plan refuses, so its uses are followed."""
+  def opaque_def(self, unit: SourceFile, receiver: cst.CSTNode
+                 ) -> Optional[Tuple[SourceFile, cst.CSTNode]]:
+    """The value, with its file, that names flax.optim where the def ``receiver`` (of a create)
+    is traced to no def call (``def_branches``), else None: a variable bound to
+    ``(partial(MyOpt, ...) if mine else optim.Adam)(...)`` (eve's pixelcnn), ``Optimizer(1e-3)``
+    of ``Optimizer = dict(Eve=Eve, Adam=optim.Adam)[name]`` (eve's cifar10),
+    ``getattr(flax.optim, name)(...)`` (jft), or such a value returned by the project's own
+    function the receiver calls (qbdiv's ``get_optim_spec(...)``). Such a create still makes an
+    optimizer, which the plan refuses, so its uses are followed."""
     if isinstance(receiver, cst.Name) and parameter(unit, receiver) is not None or (
         self.def_branches(unit, receiver) is not None):
       return None
-    values = [receiver] + [   # and the values of the variables it reads (one step)
-        v for n in _unit.walk(receiver) if isinstance(n, cst.Name)
+    return self._naming_legacy(unit, receiver, 0)
+
+  def _naming_legacy(self, unit: SourceFile, node: cst.CSTNode,
+                     depth: int) -> Optional[Tuple[SourceFile, cst.CSTNode]]:
+    """``opaque_def``'s search: ``node`` or a value of a variable it reads (one step) that names
+    flax.optim, else the same in the ``return`` values of the project's function it calls."""
+    values = [node] + [
+        v for n in _unit.walk(node) if isinstance(n, cst.Name)
         for v in self.assignment_values(unit, n) or []]
-    return next((v for v in values
-                 if any(_unit.refers_to_legacy(unit, n) for n in _unit.walk(v))), None)
+    for value in values:
+      if any(_unit.refers_to_legacy(unit, n) for n in _unit.walk(value)):
+        return unit, value
+    for value in values if depth < 4 else ():
+      target = self.resolve_callable(unit, value.func) if isinstance(value, cst.Call) else None
+      if target is None or not isinstance(target[1], cst.FunctionDef) or target[2]:
+        continue
+      for ret in _unit.returns_of(target[0], target[1]):
+        found = (self._naming_legacy(target[0], ret.value, depth + 1)
+                 if isinstance(ret, cst.Return) and ret.value is not None else None)
+        if found is not None:
+          return found
+    return None
 
   # -------------------------------------------------------------------- what is an optimizer
 

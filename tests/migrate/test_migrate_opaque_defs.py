@@ -97,3 +97,71 @@ def test_a_def_class_chosen_from_a_dict_at_run_time_is_refused_with_every_use_re
   assert all(records[line].message == 'not rewritten: this optimizer is refused (FOM112 in '
              'script.py:12)' for line in (16, 17, 23)), report.summary(False)
   assert 'optax.' not in new and new.count('# TODO(flax-optim-compat)') >= 4, new
+
+
+HELPER_TRAIN = '''import flax
+import jax
+import jax.numpy as jnp
+
+
+def get_optim_spec(optim_type, lr, **kw):
+  oname = optim_type.capitalize()
+  if hasattr(flax.optim, oname):
+    return getattr(flax.optim, oname)(lr, **kw)
+  raise NotImplementedError()
+
+
+class Trainer:
+
+  def __init__(self, name, params):
+    self.optim = get_optim_spec(name, 1e-3).create(params)
+
+  def step(self, batch):
+    grad = jax.grad(lambda p: jnp.sum((p['w'] * batch) ** 2))(self.optim.target)
+    self.optim = self.optim.apply_gradient(grad)
+    return jnp.sum(self.optim.target['w'])
+
+
+def main(name, params):
+  f_opt_def = get_optim_spec(name, 0.1)
+  state = {'f': f_opt_def.create(params)}
+  return state['f'].target
+'''
+
+HELPER_USE = '''from train import get_optim_spec
+
+
+def run(params):
+  optimizer = get_optim_spec('adam', 1e-2).create(params)
+  return optimizer.target
+'''
+
+
+def test_a_def_a_helper_returns_from_getattr_of_flax_optim_is_followed_into_its_creates():
+  """meta-inf/qbdiv (held-out): ``get_optim_spec(name, lr)`` returns ``getattr(flax.optim,
+  oname)(lr, **kw)``, and its callers, in its file and in another, create from it
+  (``get_optim_spec(...).create(p)``, ``f_opt_def = get_optim_spec(...)`` then
+  ``f_opt_def.create(p)``). Before (fb0ab0f): only the helper's ``hasattr``/``getattr`` lines had
+  a record; the creates, ``.target`` and ``.apply_gradient`` had none (no optimizer was seen).
+  Now each create is refused, naming the helper's return in its own file, and every use of its
+  optimizer is refused with it."""
+  changed, report = _engine.migrate_sources({'train.py': HELPER_TRAIN, 'use.py': HELPER_USE})
+  records = {(os.path.basename(r.path), r.line): r for r in report.records}
+  assert {r.status for r in report.records} == {'refused'}, report.summary(False)
+  assert sorted(records) == [('train.py', 8), ('train.py', 9), ('train.py', 16), ('train.py', 19),
+                             ('train.py', 20), ('train.py', 21), ('train.py', 26),
+                             ('train.py', 27), ('use.py', 5), ('use.py', 6)], report.summary(False)
+  helper = records['train.py', 9].message
+  assert helper.startswith('getattr(flax.optim, oname): flax.optim itself as a value'), helper
+  for at, create in ((('train.py', 16), 'get_optim_spec(name, 1e-3).create(params)'),
+                     (('train.py', 26), 'f_opt_def.create(params)'),
+                     (('use.py', 5), "get_optim_spec('adam', 1e-2).create(params)")):
+    assert records[at].code == 'FOM112' and records[at].message == (
+        f'{create}: its def comes from getattr(flax.optim, oname)(lr, **kw) (train.py:9), which '
+        'the analysis does not trace to one flax.optim def call: ' + helper), records[at].message
+  for at, create in ((('train.py', 19), 16), (('train.py', 20), 16), (('train.py', 21), 16),
+                     (('train.py', 27), 26), (('use.py', 6), None)):
+    where = f'train.py:{create}' if create else 'use.py:5'
+    assert records[at].message == f'not rewritten: this optimizer is refused (FOM112 in {where})', (
+        at, records[at].message)
+  assert not any('optax' in text for text in changed.values()), changed

@@ -462,9 +462,18 @@ def test_flax_optim_itself_as_a_value_is_refused_where_it_is_read(tmp_path, impo
   (tmp_path / 'nn_train.py').write_text(source)
   migration = harness.migrate_folder(tmp_path)
   refused = [r for r in migration.records(tmp_path / 'nn_train.py') if r['status'] == 'refused']
-  assert [(r['code'], r['line']) for r in refused] == [('FOM112', 7), ('FOM112', 9)], refused
+  # the helper's two reads of flax.optim (7, 9), the create from its def (13, followed since
+  # the helper's return is: qbdiv's gap), and the optimizer's three uses (14 twice, 15)
+  assert [(r['code'], r['line']) for r in refused] == [
+      ('FOM112', 7), ('FOM112', 9), ('FOM112', 13), ('FOM112', 14), ('FOM112', 14),
+      ('FOM112', 15)], refused
   assert 'flax.optim itself as a value' in refused[1]['message']
   assert 'getattr(' in refused[1]['message']
+  assert refused[2]['message'].startswith(
+      f"get_optim_spec('adam', 1e-3).create({{'w': jnp.ones(3)}}): its def comes from "
+      f'getattr({module}, name.capitalize())(lr) (nn_train.py:9)'), refused[2]['message']
+  assert all(r['message'] == 'not rewritten: this optimizer is refused (FOM112 in nn_train.py:13)'
+             for r in refused[3:]), refused
   code, _, _ = harness.run_command_line(['migrate', str(tmp_path), '--check'], cwd=tmp_path)
   assert code == 2
 
@@ -1078,11 +1087,12 @@ def test_a_parameter_of_a_step_compiled_by_its_decorator_and_returned_says_so(de
 
 
 # meta-inf/qbdiv's nn_train.py (2022, held-out): a method compiled by its decorator steps an
-# optimizer whose create the analysis does not take for one (its def comes from a helper that
-# returns ``getattr(flax.optim, name)(lr)``).
+# optimizer whose create the analysis does not see (here a library's; qbdiv's own comes from a
+# helper that returns ``getattr(flax.optim, name)(lr)``, followed since: below).
 COMPILED_METHOD = '''import functools
 import flax
 import jax
+import optimizers_lib
 
 
 def get_optim_spec(name, lr):
@@ -1091,7 +1101,7 @@ def get_optim_spec(name, lr):
 
 class Trainer:
   def __init__(self, params):
-    self.optim = get_optim_spec('Adam', 0.1).create(params)
+    self.optim = optimizers_lib.create(params)
 
   @jax.jit
   def _train_iter(self, optim, grad):
@@ -1106,11 +1116,30 @@ class Trainer:
 @pytest.mark.parametrize('decorator', [
     '@jax.jit', '@functools.partial(jax.jit, static_argnums=(0,))'])
 def test_an_update_in_a_method_compiled_by_its_decorator_keeps_its_record(decorator):
-  """The update at line 16 is refused (FOM107), naming the method's decorator: its calls are
+  """The update at line 17 is refused (FOM107), naming the method's decorator: its calls are
   not followed. e0ad1d8 (for ``@jax.jit``) and 3c14a8c (for the partial form too) took a
   compiled method for a function handed on as a value and fell through to "a method whose
   name others share", which gives no record: qbdiv's two FOM107 records vanished."""
   _, report = migrate_source(COMPILED_METHOD.replace('@jax.jit', decorator), path='qb.py')
-  at = [r for r in report.records if r.line == 16]
+  at = [r for r in report.records if r.line == 17]
   assert [r.code for r in at] == ['FOM107'], report.summary(False)
   assert 'a parameter of _train_iter(), which its decorator @' in at[0].message, at[0].message
+
+
+@pytest.mark.parametrize('decorator', [
+    '@jax.jit', '@functools.partial(jax.jit, static_argnums=(0,))'])
+def test_a_helper_def_stepped_in_a_compiled_method_is_refused_with_its_create(decorator):
+  """qbdiv's own shape: the create takes its def from ``get_optim_spec``, whose return names
+  flax.optim. Before: no record at the create; now the create is refused (FOM112) and the
+  update in the compiled method is refused with it (the object is followed through the call
+  at line 21 into the method's parameter)."""
+  source = COMPILED_METHOD.replace('@jax.jit', decorator).replace(
+      'optimizers_lib.create(params)', "get_optim_spec('Adam', 0.1).create(params)")
+  _, report = migrate_source(source, path='qb.py')
+  create = [r for r in report.records if r.line == 13]
+  assert [r.code for r in create] == ['FOM112'], report.summary(False)
+  assert create[0].message.startswith("get_optim_spec('Adam', 0.1).create(params): its def "
+                                      'comes from getattr(flax.optim, name)(lr) (qb.py:8)')
+  at = [r for r in report.records if r.line == 17]
+  assert at and all(r.message == 'not rewritten: this optimizer is refused (FOM112 in qb.py:13)'
+                    for r in at), report.summary(False)
