@@ -5,15 +5,19 @@ monorepo prefix the copy no longer has, a sub-folder's module by its bare name (
 folder is first on ``sys.path``), a clone folder no import can spell. These functions find the
 folder whose dotted sub-paths are the module names (:func:`root_of`) and the import prefixes that
 name the project's own modules (:func:`aliases`), which :func:`aliased` writes into a parsed
-file's qualified names, so ``_program.Program`` resolves every name to the given files.
+file's qualified names, so ``_program.Program`` resolves every name to the given files; and what
+a ``from X import *`` of the project's own module binds (:func:`star_names`), which LibCST leaves
+unnamed.
 """
 import importlib.util
 import os
 import re
 from typing import Dict, Iterator, List, Sequence, Set, Tuple
 
+import libcst as cst
 from libcst import metadata as meta
 
+from . import _unit
 from ._unit import SourceFile
 
 
@@ -192,15 +196,51 @@ def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: 
         yield f, name, '.'.join(parents[:depth] + [name]), depth == len(parents)
 
 
+def _own(name: str, aliases: Dict[str, str]) -> str:
+  """``name`` with the first of ``aliases``' prefixes it starts with replaced (``aliased``)."""
+  for prefix, replacement in aliases.items():
+    if name.startswith(prefix + '.'):
+      return (replacement + '.' if replacement else '') + name[len(prefix) + 1:]
+    if name == prefix and replacement:
+      return replacement
+  return name
+
+
 def aliased(unit: SourceFile, aliases: Dict[str, str]) -> None:
   """Names that ``aliases``' prefixes start become the project's own (the prefix replaced by
   its value: dropped for a monorepo path, the sub-folder's path for a bare sibling name)."""
-  def own(name: str) -> str:
-    for prefix, replacement in aliases.items():
-      if name.startswith(prefix + '.'):
-        return (replacement + '.' if replacement else '') + name[len(prefix) + 1:]
-      if name == prefix and replacement:
-        return replacement
-    return name
-  unit.fqnames = {node: {meta.QualifiedName(name=own(q.name), source=q.source) for q in qs}
-                  for node, qs in unit.fqnames.items()}
+  unit.fqnames = {node: {meta.QualifiedName(name=_own(q.name, aliases), source=q.source)
+                         for q in qs} for node, qs in unit.fqnames.items()}
+
+
+def import_source(unit: SourceFile, stmt: cst.ImportFrom) -> str:
+  """The module ``from X import ...`` names, relative imports resolved against the file's
+  module (a package's ``__init__.py`` is the package itself)."""
+  source = _unit.dotted(stmt.module) if stmt.module is not None else ''
+  if not stmt.relative:
+    return source
+  base = unit.module_name.split('.')
+  keep = len(base) - len(stmt.relative) + (os.path.basename(unit.path) == '__init__.py')
+  return '.'.join(base[:keep] + ([source] if source else []))
+
+
+def star_sources(unit: SourceFile, aliases: Dict[str, str]) -> List[str]:
+  """The modules the file's module-level ``from X import *`` statements name, in order, as the
+  project's module names (``aliases`` as ``aliased``)."""
+  return [_own(import_source(unit, stmt), aliases)
+          for line in unit.module.body if isinstance(line, cst.SimpleStatementLine)
+          for stmt in line.body
+          if isinstance(stmt, cst.ImportFrom) and isinstance(stmt.names, cst.ImportStar)]
+
+
+def star_names(sources: Sequence[str], tables: Sequence[Dict[str, tuple]]) -> Dict[str, str]:
+  """{name: the project's function or class it is} for what ``from X import *`` of each of
+  ``sources`` binds (its public names; a later import's name wins, as at run time)."""
+  found: Dict[str, str] = {}
+  for source in sources:
+    for table in tables:
+      for key in table:
+        rest = key[len(source) + 1:]
+        if key.startswith(source + '.') and rest and '.' not in rest and rest[0] != '_':
+          found[rest] = key
+  return found

@@ -147,6 +147,7 @@ class Program:
         unit = SourceFile(f, sources[f], wrapper)
         if file_aliases:
           _import_paths.aliased(unit, file_aliases)
+        unit.star_sources = _import_paths.star_sources(unit, file_aliases)
       parsed[key] = unit
       self.units.append(unit)
     _PARSED.clear()
@@ -162,6 +163,9 @@ class Program:
           for name in unit.names(node.name):
             self._classes[name] = (unit, node)
     reexported = self._reexports()
+    for unit in self.units:   # ``from .training import *``: what ``Trainer`` is (``_unit.names``)
+      unit.star_names = _import_paths.star_names(unit.star_sources,
+                                                 (self._classes, self._functions))
     # Classes related by inheritance share their fields: ``self.optimizer`` set in a base
     # class and read in a subclass is one field.
     self._families = UnionFind()
@@ -207,22 +211,15 @@ class Program:
           for stmt in line.body:
             if not isinstance(stmt, cst.ImportFrom):
               continue
-            source = _unit.dotted(stmt.module) if stmt.module is not None else ''
-            if stmt.relative:   # ``from .opt``: relative to the package itself
-              base = unit.module_name.split('.')
-              base = base[:len(base) - len(stmt.relative) + 1]
-              source = '.'.join(base + ([source] if source else []))
-            for table in (self._classes, self._functions):
-              if isinstance(stmt.names, cst.ImportStar):
-                pairs = [(k[len(source) + 1:], k) for k in list(table)
-                         if k.startswith(source + '.') and '.' not in k[len(source) + 1:]]
-              else:
-                pairs = [((a.asname.name.value if a.asname else _unit.dotted(a.name)),
-                          f'{source}.{_unit.dotted(a.name)}') for a in stmt.names]
-              for bound, target in pairs:
-                name = f'{unit.module_name}.{bound}'
-                if target in table and name not in table and not (
-                    isinstance(stmt.names, cst.ImportStar) and bound.startswith('_')):
+            source = _import_paths.import_source(unit, stmt)
+            pairs = _import_paths.star_names([source], (self._classes, self._functions)).items(
+            ) if isinstance(stmt.names, cst.ImportStar) else [
+                ((a.asname.name.value if a.asname else _unit.dotted(a.name)),
+                 f'{source}.{_unit.dotted(a.name)}') for a in stmt.names]
+            for bound, target in pairs:
+              name = f'{unit.module_name}.{bound}'
+              for table in (self._classes, self._functions):
+                if target in table and name not in table:
                   table[name] = table[target]
                   found[name] = found.get(target, target)
       if len(found) == before:
@@ -436,10 +433,10 @@ class Program:
 
   def _own_method(self, unit: SourceFile, func: cst.Attribute, depth: int = 0):
     """``(unit, FunctionDef)`` of ``receiver.name``, the receiver a method's ``self`` or a
-    variable bound once to an instance of the project's class (``m = Model(config)``): the one
-    method ``name`` of that class's family, or of several the one no override can displace
-    (``_family.nearest``), a plain method (not a property, static or class method, whose call
-    binds otherwise). The receiver is followed as an object, never matched by name."""
+    variable whose every binding is an instance of the project's class (``m = Model(config)``;
+    StatefulOdeNets binds its ``trainer`` again in a loop): the one method ``name`` of that
+    class's family, or of several the one no override can displace (``_family.nearest``), a
+    plain method (not a property, static or class method, whose call binds otherwise). The receiver is followed as an object, never matched by name."""
     cls, found = self.family_methods(unit, func)
     if cls is None:
       return None
@@ -461,7 +458,7 @@ class Program:
     ``_own_method`` names it) and the methods ``name`` its family defines; ``(None, {})``."""
     cls = self.receiver_class(unit, func.value)
     if cls is None and isinstance(func.value, cst.Name):
-      cls = self.instance_class(unit, _unit.assigned_value(unit, func.value))
+      cls = self._bound_class(unit, func.value)
     if cls is None:
       return None, {}
     family, found = self._families.find(cls), {}
@@ -657,6 +654,16 @@ class Program:
       named = [c for c in chain if _unit.names_field(*self._classes[c], name)]
       cache[(cls, name)] = named[-1] if named else self._families.find(cls)
     return cache[(cls, name)]
+
+  def _bound_class(self, unit: SourceFile, name: cst.Name) -> Optional[str]:
+    """The class each binding of the variable ``name`` (or the one that reaches it) makes an
+    instance of, else None; asked once per read (a binding that leads back to it finds none)."""
+    known = self.__dict__.setdefault('_bound_classes', {})
+    if id(name) not in known:
+      known[id(name)] = None
+      classes = {self.instance_class(unit, v) for v in self.assignment_values(unit, name) or [None]}
+      known[id(name)] = classes.pop() if len(classes) == 1 else None
+    return known[id(name)]
 
   def instance_class(self, unit: SourceFile, value: Optional[cst.CSTNode]) -> Optional[str]:
     """The project's class whose instance ``value`` makes where it calls the class

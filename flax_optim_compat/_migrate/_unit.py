@@ -180,6 +180,8 @@ class SourceFile:
     self._uses = None
     self._optimizer_fields = None
     self._names_legacy = None
+    self.star_sources: List[str] = []   # ``from X import *``: set by ``_program.Program``,
+    self.star_names: Dict[str, str] = {}   # with what they bind
     self._reads_legacy = None
 
   @property
@@ -235,7 +237,12 @@ class SourceFile:
         self.legacy(node) or the_module(self, node))
 
   def names(self, node: cst.CSTNode) -> Set[str]:
-    return {q.name for q in self.fqnames.get(node, ())}
+    found = {q.name for q in self.fqnames.get(node, ())}
+    if not found and isinstance(node, cst.Name) and node.value in self.star_names:
+      parent = self.parents.get(node)   # a free name ``from X import *`` binds: not a field
+      if all(node is not getattr(parent, f, None) for f in ('attr', 'keyword', 'name')):
+        found = {self.star_names[node.value]}
+    return found
 
   def legacy(self, node: cst.CSTNode) -> Optional[str]:
     return legacy_name(self.names(node))

@@ -1143,3 +1143,45 @@ def test_a_helper_def_stepped_in_a_compiled_method_is_refused_with_its_create(de
   at = [r for r in report.records if r.line == 17]
   assert at and all(r.message == 'not rewritten: this optimizer is refused (FOM112 in qb.py:13)'
                     for r in at), report.summary(False)
+
+
+_TWO_TRAINERS = '''import jax
+import jax.numpy as jnp
+from flax import optim
+
+
+class Trainer:
+  def step(self, optimizer, g):
+    return optimizer.apply_gradient(g)
+
+
+class Other:
+  def step(self, optimizer, g):
+    return optimizer
+
+
+def main(params, g, fast):
+  optimizer = optim.Adam(learning_rate=0.1).create(params)
+  trainer = Trainer()
+  if fast:
+    trainer = {other}()
+  optimizer = trainer.step(optimizer, g)
+  return optimizer.target
+'''
+
+
+@pytest.mark.parametrize('other, whole', [('Trainer', True), ('Other', False)])
+def test_a_receiver_bound_twice_is_followed_only_when_both_are_one_class(other, whole):
+  """``trainer`` bound twice (StatefulOdeNets rebinds its trainer in a loop): the call
+  ``trainer.step(...)`` runs ``Trainer.step`` when both bindings are a ``Trainer``; with an
+  ``Other`` in one branch the method is not decided, so the optimizer passed to it is refused
+  at the call (FOM107), never rewritten as if one of the two ran."""
+  new, report = migrate_source(_TWO_TRAINERS.format(other=other), 'train.py')
+  if whole:
+    assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+    assert 'optimizer.apply_gradients(grads=g)' in new and 'return optimizer.params' in new
+  else:
+    call = [r for r in report.records if r.line == 21]
+    assert [r.code for r in call] == ['FOM107'], report.summary(False)
+    assert 'trainer.step' in call[0].message, call[0].message
+    assert 'optax' not in new and 'optimizer.apply_gradient(g)' in new
