@@ -1185,3 +1185,27 @@ def test_a_receiver_bound_twice_is_followed_only_when_both_are_one_class(other, 
     assert [r.code for r in call] == ['FOM107'], report.summary(False)
     assert 'trainer.step' in call[0].message, call[0].message
     assert 'optax' not in new and 'optimizer.apply_gradient(g)' in new
+
+
+def test_a_star_import_binds_the_public_names_of_the_projects_module_only(tmp_path):
+  """``from X import *`` of the project's module binds X's public functions and classes where
+  the file binds nothing else by that name; a private name, a module outside the project, a
+  keyword and an attribute of the same spelling are not that name."""
+  from flax_optim_compat._migrate import _program  # pylint: disable=g-import-not-at-top
+  import libcst as cst  # pylint: disable=g-import-not-at-top
+  sources = harness.write_sources(tmp_path / 'prog', {
+      'pkg/__init__.py': '',
+      'pkg/a.py': 'class Trainer:\n  pass\n\n\ndef _hidden():\n  pass\n',
+      'run.py': ('from pkg.a import *\nfrom numpy import *\n\n'
+                 'Trainer()\n_hidden()\nf(Trainer=1)\nx.Trainer\narray(1)\n'),
+  })
+  program = _program.Program(sources)
+  (unit,) = [u for u in program.units if u.path.endswith('run.py')]
+  named = {}
+  for node in unit.nodes:
+    if isinstance(node, cst.Name) and node.value in ('Trainer', '_hidden', 'array'):
+      named.setdefault(node.value, []).append(
+          (type(unit.parent(node)).__name__, sorted(unit.names(node))))
+  assert named == {
+      'Trainer': [('Call', ['pkg.a.Trainer']), ('Arg', []), ('Attribute', [])],
+      '_hidden': [('Call', [])], 'array': [('Call', [])]}, named
