@@ -164,8 +164,7 @@ class Program:
             self._classes[name] = (unit, node)
     reexported = self._reexports()
     for unit in self.units:   # ``from .training import *``: what ``Trainer`` is (``_unit.names``)
-      unit.star_names = _import_paths.star_names(unit.star_sources,
-                                                 (self._classes, self._functions))
+      unit.star_names = _import_paths.star_names(unit.star_sources, (self._classes, self._functions))
     # Classes related by inheritance share their fields: ``self.optimizer`` set in a base
     # class and read in a subclass is one field.
     self._families = UnionFind()
@@ -436,7 +435,8 @@ class Program:
     variable whose every binding is an instance of the project's class (``m = Model(config)``;
     StatefulOdeNets binds its ``trainer`` again in a loop): the one method ``name`` of that
     class's family, or of several the one no override can displace (``_family.nearest``), a
-    plain method (not a property, static or class method, whose call binds otherwise). The receiver is followed as an object, never matched by name."""
+    plain method (not a property, static or class method, whose call binds otherwise). The
+    receiver is followed as an object, never matched by name."""
     cls, found = self.family_methods(unit, func)
     if cls is None:
       return None
