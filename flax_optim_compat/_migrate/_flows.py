@@ -82,16 +82,26 @@ def _instance_made(program: Program, unit: SourceFile, value: cst.CSTNode,
   if isinstance(value, cst.Name):
     return instance_of(program, unit, value, depth + 1)
   cls = program.instance_class(unit, value)
-  if cls is not None or depth > 4 or not isinstance(value, cst.Call):
+  called = returned_values(program, unit, value) if cls is None and depth <= 4 else None
+  if called is None:
     return cls
-  made = program.resolve_callable(unit, value.func)
+  made_in, _, values = called
+  classes = {_instance_made(program, made_in, v, depth + 1) if v is not None else None
+             for v in values}
+  return classes.pop() if len(classes) == 1 else None
+
+
+def returned_values(program: Program, unit: SourceFile, call: cst.CSTNode
+                    ) -> Optional[Tuple[SourceFile, cst.FunctionDef, List[Optional[cst.CSTNode]]]]:
+  """``(file, fdef, values)`` where ``call`` calls the project's plain function ``fdef`` (as
+  ``resolve_callable`` gives it, no positional argument bound by a ``partial``): the value of
+  each of its ``return`` and ``yield`` nodes, None for a bare ``return`` and for a ``yield``
+  (a call of a generator function hands back no value its ``return`` names); else None."""
+  made = program.resolve_callable(unit, call.func) if isinstance(call, cst.Call) else None
   if made is None or not isinstance(made[1], cst.FunctionDef) or made[2]:
     return None
-  made_in, fdef = made[0], made[1]
-  returns = _unit.returns_of(made_in, fdef)
-  classes = {_instance_made(program, made_in, r.value, depth + 1)
-             if isinstance(r, cst.Return) and r.value is not None else None for r in returns}
-  return classes.pop() if len(classes) == 1 else None
+  return made[0], made[1], [r.value if isinstance(r, cst.Return) else None
+                            for r in _unit.returns_of(made[0], made[1])]
 
 
 def library_global(program: Program, unit: SourceFile, node: cst.CSTNode) -> bool:

@@ -211,16 +211,13 @@ class Project(Program):
           return None
         branches.extend(found)
       return branches
-    if isinstance(node, cst.Call):
-      target = self.resolve_callable(unit, node.func)
-      if target is None or not isinstance(target[1], cst.FunctionDef) or target[2]:
+    called = _flows.returned_values(self, unit, node)
+    if called is not None:
+      cunit, fdef, values = called
+      if not values or any(v is None for v in values):
         return None
-      cunit, fdef, _ = target
-      returns = [r for r in _unit.returns_of(cunit, fdef) if isinstance(r, cst.Return)]
-      if not returns or any(r.value is None for r in returns):
-        return None
-      for r in returns:
-        found = self.def_branches(cunit, r.value, depth + 1)
+      for value in values:
+        found = self.def_branches(cunit, value, depth + 1)
         if found is None:
           return None
         branches.extend(found)
@@ -440,12 +437,9 @@ class Project(Program):
       if any(_unit.refers_to_legacy(unit, n) for n in _unit.walk(value)):
         return unit, value
     for value in values if depth < 4 else ():
-      target = self.resolve_callable(unit, value.func) if isinstance(value, cst.Call) else None
-      if target is None or not isinstance(target[1], cst.FunctionDef) or target[2]:
-        continue
-      for ret in _unit.returns_of(target[0], target[1]):
-        found = (self._naming_legacy(target[0], ret.value, depth + 1)
-                 if isinstance(ret, cst.Return) and ret.value is not None else None)
+      called = _flows.returned_values(self, unit, value)
+      for ret in called[2] if called is not None else ():
+        found = self._naming_legacy(called[0], ret, depth + 1) if ret is not None else None
         if found is not None:
           return found
     return None
