@@ -414,6 +414,10 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
       return (f'{what}: {call.func.value} is an instance of {made[1].name.value} (a class of the '
               f'given files, at {_unit.at(made[0], made[1].name)}), and the analysis does not '
               'follow a call of an instance into its __call__')
+    lam = project.lambda_of(unit, call.func)
+    if lam is not None:
+      return (f'{what}: {short(unit.code(call.func))} is the lambda at {_unit.at(unit, lam)}, '
+              'whose body the analysis does not follow (it follows functions defined with def)')
     names = sorted(unit.names(call.func))
     if not names:
       return f'{what}: a computed callable, which the analysis does not resolve'

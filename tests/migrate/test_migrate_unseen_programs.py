@@ -971,6 +971,36 @@ def test_a_jitted_lambda_and_a_callable_instance_are_named_as_what_they_are():
   assert {r.status for r in report.records} == {'refused'}
 
 
+LOCAL_LAMBDAS = '''import jax
+from flax import optim
+
+
+def main(params, x, loss_fn):
+  optimizer = optim.Adam(learning_rate=1e-2).create(params)
+  val_fn = jax.jit(lambda opt, x: loss_fn(opt.target, x))
+  for _ in range(3):
+    print(val_fn(optimizer, x), (lambda opt: opt.target)(optimizer))
+'''
+
+
+def test_a_local_lambda_callee_is_named_as_a_lambda_not_as_a_library_call():
+  """A call of a variable bound once in sight to a lambda (jitted or not), or of a lambda
+  itself: the record names the lambda and its line. Before: "val_fn is not a function or class
+  of the given files (a library call the analysis does not know, ...)", false for a lambda
+  defined two lines above."""
+  _, report = migrate_source(LOCAL_LAMBDAS)
+  says = [r.message for r in report.records if r.line == 9]
+  assert (
+      'optimizer is passed to val_fn(...) as argument 1 at script.py:9: val_fn is the lambda at '
+      'script.py:7, whose body the analysis does not follow (it follows functions defined with '
+      'def)') in says, report.summary(False)
+  assert (
+      'optimizer is passed to (lambda opt: opt.target)(...) as argument 1 at script.py:9: '
+      '(lambda opt: opt.target) is the lambda at script.py:9, whose body the analysis does not '
+      'follow (it follows functions defined with def)') in says, report.summary(False)
+  assert not any('library call' in m for m in says), says
+
+
 # verilylifesciences/site-selection-tool's bsst/optimization.py (2021): a def passed to
 # ``dict.get`` as its default, the optimizer made from it bound to the same variable, then a
 # loop that rebinds it.
