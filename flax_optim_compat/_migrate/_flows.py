@@ -521,8 +521,10 @@ def reachable_returns(unit: SourceFile, fdef: cst.FunctionDef, call_unit: Source
   p``, ``p == literal`` or ``p != literal``, and the call binds a literal to it (its default
   where the call passes none): ``optimization_manager(config)`` of ``def
   optimization_manager(config, deq_score_joint=False)`` reaches the ``return`` of its
-  ``else``, never that of ``if deq_score_joint:``. Any other test leaves both branches
-  reachable."""
+  ``else``, never that of ``if deq_score_joint:``. So is one after such an ``if`` whose taken
+  branch ends in a ``return`` or ``raise`` (``if joint: return joint_fn`` then ``return
+  step_fn``: a call binding ``joint=True`` never reaches the second). Any other test leaves
+  both branches reachable."""
   returns = _unit.returns_of(unit, fdef)
   if not call_unit.names(call.func) & unit.names(fdef.name):
     return returns
@@ -535,10 +537,30 @@ def reachable_returns(unit: SourceFile, fdef: cst.FunctionDef, call_unit: Source
         taken = _decided(unit, fdef, args, shift, node.test)
         if taken is not None and taken != (child is node.body):
           break
+      if isinstance(node, cst.IndentedBlock) and any(
+          isinstance(before, cst.If) and _leaves(unit, fdef, args, shift, before)
+          for before in node.body[:next(i for i, s in enumerate(node.body) if s is child)]):
+        break
       child, node = node, unit.parent(node)
     else:
       reachable.append(found)
   return reachable
+
+
+def _leaves(unit: SourceFile, fdef: cst.FunctionDef, args: List[cst.Arg], shift: int,
+            branch: cst.If) -> bool:
+  """Whether a call with ``args`` takes a branch of the ``if`` ``branch`` (``_decided``) that
+  ends in a ``return`` or ``raise``, so that no statement after the ``if`` runs."""
+  taken = _decided(unit, fdef, args, shift, branch.test)
+  if taken is None:
+    return False
+  block = branch.body if taken else branch.orelse
+  if isinstance(block, cst.If):   # ``elif``
+    return _leaves(unit, fdef, args, shift, block)
+  block = block.body if isinstance(block, cst.Else) else block
+  last = block.body[-1] if isinstance(block, cst.IndentedBlock) and block.body else None
+  return isinstance(last, cst.SimpleStatementLine) and isinstance(
+      last.body[-1], (cst.Return, cst.Raise))
 
 
 _UNDECIDED = object()

@@ -46,7 +46,7 @@ class DefCall(NamedTuple):
 def def_call(name: str, call: cst.Call, unit: _unit.SourceFile) -> Optional[DefCall]:
   """Normalises ``optim.Adam(1e-3, beta2=0.99)`` to keywords; None if it cannot.
 
-  ``**kw`` is read where ``_unit.dict_keywords`` reads it (a dict assigned once, changed only
+  ``**kw`` is read where ``dict_keywords`` reads it (a dict assigned once, changed only
   by ``kw['key'] = value`` statements, a key only those set passing the def's default where
   absent). Arguments unpacked from a parameter of the function (``**kw``, ``*args``) give the
   DefCall of ``from_parameter``.
@@ -62,7 +62,7 @@ def def_call(name: str, call: cst.Call, unit: _unit.SourceFile) -> Optional[DefC
     if arg.star == '**':
       defaults = {k: repr(p.default) for k, p in inspect.signature(cls).parameters.items()
                   if p.default is not inspect.Parameter.empty}
-      passed = _unit.dict_keywords(unit, arg.value, defaults) if isinstance(
+      passed = dict_keywords(unit, arg.value, defaults) if isinstance(
           arg.value, cst.Name) else None
       if passed is None:
         return from_parameter(cls, name, call, unit)
@@ -308,3 +308,69 @@ def optim_alias(unit, call: cst.Call) -> str:
   if isinstance(func, cst.Attribute):
     return unit.code(func.value)
   return 'optim'
+
+
+def dict_keywords(unit: _unit.SourceFile, name: cst.Name,
+                  defaults: Optional[Dict[str, str]] = None) -> Optional[Dict[str, str]]:
+  """The keywords ``**name`` passes, as source texts valid where it is passed, or None.
+
+  Only for a variable assigned once, to a dict literal with string keys (``{'beta1': 0.9}``)
+  or to ``dict(beta1=0.9)``, and read nowhere but as ``**name``: nothing can change the dict
+  between its assignment and the call. A literal value is its own text; any other value is
+  ``name['key']``, the value the dict holds (its expression ran once, at the assignment).
+
+  ``defaults`` (keyword -> the def's default, as text) also admits items set by statements
+  ``name['key'] = value`` (``optimizer_kwargs['weight_decay'] = wd`` under an ``if``): a key
+  only such a statement sets may be absent, so it passes ``name.get('key', default)``, what the
+  def gets either way; every key of the literal is then ``name['key']`` (a statement may have
+  set it again). The texts are read where ``**name`` is, so they see the dict as the call did.
+  """
+  value = _unit.assigned_value(unit, name)
+  reads = _unit.accesses(unit, name) if value is not None else None
+  if reads is None:
+    return None
+  set_later = []
+  for r in reads:
+    parent = unit.parent(r)
+    if isinstance(parent, cst.Arg) and parent.star == '**':
+      continue
+    target = unit.parent(parent) if isinstance(parent, cst.Subscript) else None
+    key = _set_key(parent) if isinstance(target, cst.AssignTarget) and defaults else None
+    if key is None:
+      return None
+    set_later.append(key)
+  if isinstance(value, cst.Dict) and all(
+      isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+      for e in value.elements):
+    items = [(e.key.evaluated_value, e.value) for e in value.elements]
+  elif isinstance(value, cst.Call) and 'builtins.dict' in unit.names(value.func) and all(
+      a.keyword is not None for a in value.args):
+    items = [(a.keyword.value, a.value) for a in value.args]
+  else:
+    return None
+  keys = [k for k, _ in items]
+  if len(set(keys)) != len(keys) or not all(isinstance(k, str) and k.isidentifier()
+                                            for k in keys + set_later):
+    return None
+  out = {}
+  for key, node in items:
+    text = unit.code(node)
+    try:
+      ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+      text = f'{name.value}[{key!r}]'
+    out[key] = f'{name.value}[{key!r}]' if set_later else text
+  for key in set_later:
+    if key not in out:
+      if key not in defaults:
+        return None
+      out[key] = f'{name.value}.get({key!r}, {defaults[key]})'
+  return out
+
+
+def _set_key(subscript: cst.Subscript) -> Optional[str]:
+  """The literal string key of ``name['key']``, else None."""
+  if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+    return None
+  index = subscript.slice[0].slice.value
+  return index.evaluated_value if isinstance(index, cst.SimpleString) else None

@@ -635,7 +635,7 @@ def _replication(project, group, applies):
     if fdef is not None and axis in project.pmap_axes.get(id(fdef), ()):
       grads = next((a.value for a in site.node.args if a.keyword is None), None) if (
           site.kind == 'apply') else None   # optimize's gradient is the rewrite's own
-      if _unit.averaged(site.unit, fdef, grads, axis):
+      if _averaged(site.unit, fdef, grads, axis):
         averaged_here.add(id(site))
       else:
         pmeans[id(site)] = axis
@@ -652,3 +652,16 @@ def _members(project, root):
   return [s for s in project.optimizer_slots if project.groups.find(s) == root]
 
 
+def _averaged(unit, fdef, grads, axis) -> bool:
+  """Whether ``grads`` (a name) is assigned ``jax.lax.pmean(..., axis_name=axis)`` in ``fdef``."""
+  if not isinstance(grads, cst.Name):
+    return False
+  for node in _unit.walk(fdef):
+    if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
+        isinstance(t.target, cst.Name) and t.target.value == grads.value for t in node.targets):
+      call = node.value
+      if 'jax.lax.pmean' in unit.names(call.func) or 'jax.lax.pmean' in unit.names(call):
+        name = _unit.call_arg(call, 1, 'axis_name')
+        if isinstance(name, cst.SimpleString) and name.evaluated_value == axis:
+          return True
+  return False

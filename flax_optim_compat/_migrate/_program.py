@@ -402,8 +402,7 @@ class Program:
         u, node = self._classes[name]
         return u, node, shift
     if isinstance(func, cst.Name):
-      # A variable bound once to a wrapped function: ``p_step = jax.pmap(step, ...)``.
-      value = _unit.assigned_value(unit, func)
+      value = _unit.value_of(unit, func)   # ``p_step = jax.pmap(step, ...)``
       if value is not None:
         return self.resolve_callable(unit, value, shift, depth + 1)
     if isinstance(func, cst.Attribute):

@@ -141,7 +141,7 @@ class Project(Program):
         return f'the call at {at} passes no function for it'
       callee = self.resolve_callable(cunit, arg)
       if callee is None or not isinstance(callee[1], cst.FunctionDef):
-        return f'the call at {at} passes {cunit.code(arg)}, ' + self._unresolved_value(cunit, arg)
+        return f'the call at {at} passes {cunit.code(arg)}, ' + self.unresolved_value(cunit, arg)
       found.setdefault((id(callee[1]), callee[2]), (
           f'{callee[1].name.value}() of {_unit.at(callee[0], callee[1].name)}', at))
     return 'its call sites pass different functions: ' + ', '.join(
@@ -151,14 +151,14 @@ class Project(Program):
   def lambda_of(unit: SourceFile, node: cst.CSTNode) -> Optional[cst.Lambda]:
     """The lambda that ``node`` is, or a variable bound once to, itself or compiled
     (``val_fn = jit(lambda opt, state: ...)``), else None."""
-    value = _unit.assigned_value(unit, node) if isinstance(node, cst.Name) else node
+    value = _unit.value_of(unit, node) if isinstance(node, cst.Name) else node
     inner = value.args[0].value if isinstance(value, cst.Call) and value.args and (
         unit.names(value.func) & COMPILERS) else value
     return inner if isinstance(inner, cst.Lambda) else None
 
-  def _unresolved_value(self, unit: SourceFile, node: cst.CSTNode) -> str:
+  def unresolved_value(self, unit: SourceFile, node: cst.CSTNode) -> str:
     """Why ``node`` (an argument) is resolved to no function of the project."""
-    value = _unit.assigned_value(unit, node) if isinstance(node, cst.Name) else node
+    value = _unit.value_of(unit, node) if isinstance(node, cst.Name) else node
     inner = self.lambda_of(unit, node)
     if inner is not None:   # modax's ``val_fn = jit(lambda opt, state: ...)``
       return (f'a lambda (at {_unit.at(unit, inner)}), whose body the analysis does not follow '
@@ -328,14 +328,41 @@ class Project(Program):
     followed. For a module's function, the calls of its name through a path of the project's
     own modules that does not resolve to it (``pkg.make_optimizer(...)``, ``make_optimizer``
     imported from ``pkg``, where ``pkg`` re-exports it by a form the analysis does not read).
-    ``[]`` for a nested function."""
+    For a nested function its factory hands back, the calls of what a call of the factory
+    returns that do not resolve to one function (``_handed_back_calls``)."""
     owner = unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef))
-    if isinstance(owner, cst.FunctionDef):
-      return []
     known = self.__dict__.setdefault('_unresolved_calls', {})
     if id(fdef) not in known:
-      known[id(fdef)] = self._unresolved_method_calls(fdef, isinstance(owner, cst.ClassDef))
+      known[id(fdef)] = (self._handed_back_calls(unit, fdef, owner)
+                         if isinstance(owner, cst.FunctionDef) else
+                         self._unresolved_method_calls(fdef, isinstance(owner, cst.ClassDef)))
     return known[id(fdef)]
+
+  def _handed_back_calls(self, unit: SourceFile, fdef: cst.FunctionDef,
+                         factory: cst.FunctionDef):
+    """Where a ``return`` of ``factory`` names its nested function ``fdef`` (itself, compiled
+    or partly applied): the calls of the project whose callee is what a call of ``factory``
+    returns (``step(state)`` of ``step = make_step(joint=flag)``, or ``make_step(...)(state)``)
+    and that ``resolve_callable`` does not resolve (``make_step`` returns ``step`` or
+    ``joint_step`` by an ``if`` that call does not decide): either may run there. ``[]`` where
+    no ``return`` names it: its calls are those in sight, by its name."""
+    names = [n for r in _unit.returns_of(unit, factory) if isinstance(r, cst.Return)
+             for n in _unit.walk(r.value or cst.Name('None')) if isinstance(n, cst.Name)
+             and n.value == fdef.name.value and unit.scopes.get(n) is not None]
+    if not any((self.resolve_callable(unit, n) or (None, None))[1] is fdef for n in names):
+      return []
+    found = []
+    for u in self.units:
+      for node in u.nodes:
+        made = node.func if isinstance(node, cst.Call) else None
+        made = _unit.value_of(u, made) if isinstance(made, cst.Name) else made
+        if isinstance(made, cst.Call) and made.args and u.names(made.func) & COMPILERS:
+          made = made.args[0].value   # ``jax.jit(make_step(...))``
+        if isinstance(made, cst.Call) and u.code(made.func).endswith(factory.name.value) and (
+            self.resolve_callable(u, made.func) or (None, None))[1] is factory and (
+                self.resolve_callable(u, node.func) is None):
+          found.append((u, node))
+    return found
 
   def _unresolved_method_calls(self, fdef: cst.FunctionDef, method: bool):
     tops = {name.split('.')[0] for name in (*self._functions, *self._classes)}

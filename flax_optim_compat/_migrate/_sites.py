@@ -438,7 +438,14 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
   if calls:
     fdef = unit.enclosing(returned, (cst.FunctionDef,))
     shown = ', '.join(f'{_unit.at(u, c)} ({short(u.code(c), 40)})' for u, c in calls[:3])
-    if unit.enclosing(unit.parent(fdef), (cst.ClassDef,)) is None:
+    factory = unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef))
+    if isinstance(factory, cst.FunctionDef):   # a nested function its factory hands back
+      u, c = calls[0]
+      return (f'is returned at {where} by the function {fdef.name.value}(), which '
+              f'{factory.name.value}() hands back; the call at {shown} runs '
+              f'{project.unresolved_value(u, c.func)}, so what that call returns is not '
+              'followed')
+    if factory is None:
       return (f'is returned at {where} by the function {fdef.name.value}(), which is called at '
               f'{shown} by a path of the project\'s modules that the analysis does not resolve '
               'to it, so what that call returns is not followed')

@@ -7,7 +7,6 @@ and positions. ``legacy_name`` says which names are flax.optim's own, however th
 ``flax_optim_compat.Adam``). The small helpers below read one node of a file; the analysis,
 the classification of sites, the plan and the rules share them.
 """
-import ast
 import importlib
 import os
 import pkgutil
@@ -332,30 +331,48 @@ def reaching(unit: SourceFile, read: cst.Name) -> Optional[meta.Assignment]:
 
 def _reaching(unit: SourceFile, read: cst.Name):
   """``(binding, body, placed)`` of ``reaching`` (``_placed_bindings``'s two), or ``(None,
-  None, None)`` where it is not decided."""
+  None, None)`` where it is not decided. The blocks holding the read are asked innermost first:
+  a binding placed in a branch's (or loop's) block before the read in that block reaches it as
+  in the scope's body (``step = make(joint=True)`` then ``step(state)`` in one branch, ``step
+  = make()`` in the other); a block with no binding before the read leaves it to the next."""
   found = _placed_bindings(unit, read)
-  at = _statement_in(unit, read, found[0]) if found is not None else None
-  if at is None:
-    return None, None, None
-  before = [(i, b) for i, b, own in found[1] if own and i < at]
-  if not before:
-    return None, None, None
-  last, binding = max(before, key=lambda p: p[0])
-  if any(not own and last <= i <= at for i, _, own in found[1]):
-    return None, None, None
-  return (binding, *found)
+  blocks = [] if found is None else [b.body for b in _ancestors_to(unit, read, found[0])
+                                     if isinstance(b, cst.IndentedBlock)] + [found[0]]
+  for body, placed in ((b, (found if b is found[0] else _placed_bindings(unit, read, b))[1])
+                       for b in blocks):
+    at = _statement_in(unit, read, body)
+    if at is None or not any(i <= at for i, _, _ in placed):
+      continue
+    before = [(i, b) for i, b, own in placed if own and i < at]
+    if not before:
+      break
+    last, binding = max(before, key=lambda p: p[0])
+    if any(not own and last <= i <= at for i, _, own in placed):
+      break
+    return binding, body, placed
+  return None, None, None
 
 
-def _placed_bindings(unit: SourceFile, read: cst.Name):
+def _ancestors_to(unit: SourceFile, node: cst.CSTNode, body) -> List[cst.CSTNode]:
+  """The nodes above ``node``, innermost first, up to the one whose statements are ``body``."""
+  found, node = [], unit.parent(node)
+  while node is not None and getattr(node, 'body', None) is not body:
+    found.append(node)
+    node = unit.parent(node)
+  return found
+
+
+def _placed_bindings(unit: SourceFile, read: cst.Name, body=None):
   """``(body, [(index, binding, own)])`` for the bindings of ``read``'s variable in its scope:
-  the index in ``body`` (the scope's statements) of the statement that holds each binding,
-  ``own`` where that statement is the binding itself (``reaching``); None where ``read`` is a
-  target, or a binding lies outside the body's statements or in a nested function."""
+  the index in ``body`` (the scope's statements, or those of a block given) of the statement
+  that holds each binding, ``own`` where that statement is the binding itself (``reaching``;
+  a binding outside a block given is left out); None where ``read`` is a target, or a binding
+  lies outside the scope body's statements or in a nested function."""
   scope = unit.scopes.get(read)
   if scope is None or read.value not in scope:
     return None
   owner = unit.module if isinstance(scope, meta.GlobalScope) else getattr(scope, 'node', None)
-  body = getattr(owner, 'body', None)
+  inner, body = body, body if body is not None else getattr(owner, 'body', None)
   body = getattr(body, 'body', body)
   if not isinstance(body, (list, tuple)):
     return None
@@ -375,6 +392,8 @@ def _placed_bindings(unit: SourceFile, read: cst.Name):
       continue
     holder = unit.enclosing(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
     index = _statement_in(unit, node, body)
+    if index is None and inner is not None:
+      continue
     if index is None or (holder is not None and holder is not owner):
       return None
     placed.append((index, binding, False))
@@ -468,6 +487,14 @@ def statement_of(unit: SourceFile, node: cst.CSTNode) -> cst.CSTNode:
   return node
 
 
+def value_of(unit: SourceFile, name: cst.CSTNode) -> Optional[cst.BaseExpression]:
+  """The value of the ``name = value`` that binds the variable ``name``: its one binding
+  (``assigned_value``), or the one that reaches the read ``name`` in straight-line code
+  (``reaching``); else None."""
+  assign = plain_assignment(unit, reaching(unit, name)) if isinstance(name, cst.Name) else None
+  return assigned_value(unit, name) or (assign.value if assign is not None else None)
+
+
 def assigned_value(unit: SourceFile, name: cst.CSTNode,
                    annotated: bool = False) -> Optional[cst.BaseExpression]:
   """The value of the one ``name = value`` (``plain_assignment``) that binds the variable
@@ -483,72 +510,6 @@ def assigned_value(unit: SourceFile, name: cst.CSTNode,
       return owner.value
   assign = plain_assignment(unit, bindings[0]) if len(bindings) == 1 else None
   return None if assign is None else assign.value
-
-
-def dict_keywords(unit: SourceFile, name: cst.Name,
-                  defaults: Optional[Dict[str, str]] = None) -> Optional[Dict[str, str]]:
-  """The keywords ``**name`` passes, as source texts valid where it is passed, or None.
-
-  Only for a variable assigned once, to a dict literal with string keys (``{'beta1': 0.9}``)
-  or to ``dict(beta1=0.9)``, and read nowhere but as ``**name``: nothing can change the dict
-  between its assignment and the call. A literal value is its own text; any other value is
-  ``name['key']``, the value the dict holds (its expression ran once, at the assignment).
-
-  ``defaults`` (keyword -> the def's default, as text) also admits items set by statements
-  ``name['key'] = value`` (``optimizer_kwargs['weight_decay'] = wd`` under an ``if``): a key
-  only such a statement sets may be absent, so it passes ``name.get('key', default)``, what the
-  def gets either way; every key of the literal is then ``name['key']`` (a statement may have
-  set it again). The texts are read where ``**name`` is, so they see the dict as the call did.
-  """
-  value = assigned_value(unit, name)
-  reads = accesses(unit, name) if value is not None else None
-  if reads is None:
-    return None
-  set_later = []
-  for r in reads:
-    parent = unit.parent(r)
-    if isinstance(parent, cst.Arg) and parent.star == '**':
-      continue
-    target = unit.parent(parent) if isinstance(parent, cst.Subscript) else None
-    key = _set_key(parent) if isinstance(target, cst.AssignTarget) and defaults else None
-    if key is None:
-      return None
-    set_later.append(key)
-  if isinstance(value, cst.Dict) and all(
-      isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
-      for e in value.elements):
-    items = [(e.key.evaluated_value, e.value) for e in value.elements]
-  elif isinstance(value, cst.Call) and 'builtins.dict' in unit.names(value.func) and all(
-      a.keyword is not None for a in value.args):
-    items = [(a.keyword.value, a.value) for a in value.args]
-  else:
-    return None
-  keys = [k for k, _ in items]
-  if len(set(keys)) != len(keys) or not all(isinstance(k, str) and k.isidentifier()
-                                            for k in keys + set_later):
-    return None
-  out = {}
-  for key, node in items:
-    text = unit.code(node)
-    try:
-      ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-      text = f'{name.value}[{key!r}]'
-    out[key] = f'{name.value}[{key!r}]' if set_later else text
-  for key in set_later:
-    if key not in out:
-      if key not in defaults:
-        return None
-      out[key] = f'{name.value}.get({key!r}, {defaults[key]})'
-  return out
-
-
-def _set_key(subscript: cst.Subscript) -> Optional[str]:
-  """The literal string key of ``name['key']``, else None."""
-  if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
-    return None
-  index = subscript.slice[0].slice.value
-  return index.evaluated_value if isinstance(index, cst.SimpleString) else None
 
 
 def call_arg(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
@@ -678,18 +639,3 @@ def short(text: str, width: int = 60) -> str:
   """``text`` on one line, cut to ``width`` characters with ``...`` (for messages)."""
   text = ' '.join(text.split())
   return text if len(text) <= width else text[:width - 3] + '...'
-
-
-def averaged(unit, fdef, grads, axis) -> bool:
-  """Whether ``grads`` (a name) is assigned ``jax.lax.pmean(..., axis_name=axis)`` in ``fdef``."""
-  if not isinstance(grads, cst.Name):
-    return False
-  for node in walk(fdef):
-    if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
-        isinstance(t.target, cst.Name) and t.target.value == grads.value for t in node.targets):
-      call = node.value
-      if 'jax.lax.pmean' in unit.names(call.func) or 'jax.lax.pmean' in unit.names(call):
-        name = call_arg(call, 1, 'axis_name')
-        if isinstance(name, cst.SimpleString) and name.evaluated_value == axis:
-          return True
-  return False

@@ -109,13 +109,23 @@ def test_a_branch_the_call_does_not_decide_refuses_the_result_used_as_an_optimiz
           f'at train.py:{line}, which that call does not decide') in message, message
 
 
-def test_a_return_after_the_if_is_reachable_whichever_branch_the_call_takes():
-  """``if not joint: return a`` then ``return b``, the call taking the ``if``: only ``a`` runs,
-  but the analysis does not follow that the ``if`` always returns; it keeps both, and
-  refuses."""
+def test_a_return_after_an_if_the_call_takes_and_that_returns_is_never_reached():
+  """``if not joint: return optimize_joint_fn`` then ``return optimize_fn``: a call taking the
+  ``if`` (``joint`` left to its default ``False``) returns there, so the last ``return`` is
+  never reached and the call runs ``optimize_joint_fn``, rewritten whole. Before, both
+  ``return``s counted for it, the call resolved to no function, and it was refused. Where the
+  call does not decide the test, both still count, and the result is refused."""
   source = _FACTORY.format(test='not joint', call='optimization_manager(1.0)', rebind='')
-  source = source.replace('  else:\n    return optimize_fn\n', '  return optimize_fn\n')
-  _, report = migrate_source(source, 'train.py')
+  source = source.replace('  else:\n    return optimize_fn\n', '  return optimize_fn\n').replace(
+      "(state.deq_optimizer.apply_gradient(grad['deq']),\n"
+      "            state.score_optimizer.apply_gradient(grad['score']))",
+      'state.optimizer.apply_gradient(grad)')
+  new, report = migrate_source(source, 'train.py')
+  assert report.exit_status() == 1 and all(r.status == 'rewritten' for r in report.records), (
+      report.summary(False))
+  assert 'return state.optimizer.apply_gradients(grads=grad)' in new, new
+  assert 'new_optimizer.params' in new, new
+  _, report = migrate_source(source.replace('(1.0)', '(1.0, joint=flag)'), 'train.py')
   assert report.exit_status() == 2
   assert {r.code for r in report.records if r.status == 'refused'} == {'FOM107'}
 

@@ -1001,6 +1001,72 @@ def test_a_local_lambda_callee_is_named_as_a_lambda_not_as_a_library_call():
   assert not any('library call' in m for m in says), says
 
 
+# mle_score_ode's ``optimization_manager`` shape, its ``if`` decided by no literal: either
+# nested step may be what the call returns.
+FLAG_FACTORY = '''import flax
+import jax.numpy as jnp
+
+
+@flax.struct.dataclass
+class JointState:
+  a_opt: flax.optim.Optimizer
+  b_opt: flax.optim.Optimizer
+
+
+def make_step(joint=False):
+  def step(state, g):
+    return state.opt.apply_gradient(g)
+
+  def joint_step(state, g):
+    return state.a_opt.apply_gradient(g), state.b_opt.apply_gradient(g)
+
+  if joint:
+    return joint_step
+  return step
+
+
+def main(p, flag):
+  state = JointState(a_opt=flax.optim.Adam(0.1).create(p), b_opt=flax.optim.Adam(0.1).create(p))
+  joint_step = make_step(joint=flag)
+  a2, b2 = joint_step(state, p)
+  return a2.target, b2.target
+'''
+
+
+def test_a_nested_step_its_factory_hands_back_to_an_unresolved_call_is_refused():
+  """``make_step(joint=flag)`` returns ``step`` or ``joint_step`` by an ``if`` the call does
+  not decide, so the call ``joint_step(state, p)`` resolves to no function and what it returns
+  is not followed: the optimizers ``joint_step`` returns are refused (FOM107) at its
+  ``return``, naming the call, the factory and its ``if``; the creates and ``a2.target`` stay
+  legacy with them. Before: the fields' ``apply_gradient`` were rewritten and ``a2.target``
+  left (no record): the migrated program failed with AttributeError, reported whole (a
+  nested function's returns were taken as followed, its calls being in sight by name)."""
+  changed, report = migrate_source(FLAG_FACTORY)
+  says = [r.message for r in report.records if r.line == 16]
+  assert any(
+      'is returned at script.py:16 by the function joint_step(), which make_step() hands back; '
+      'the call at script.py:26 (joint_step(state, p)) runs what make_step(joint=flag) at '
+      'script.py:25 returns: make_step() returns a different function in each branch of `if '
+      'joint:` at script.py:18' in m for m in says), report.summary(False)
+  assert {r.status for r in report.records} == {'refused'}, report.summary(False)
+  assert report.exit_status() == 2
+  assert 'a2.target, b2.target' in changed and 'apply_gradient(g)' in changed
+
+
+def test_a_decided_factory_runs_its_first_return_and_leaves_the_other_step_unreached():
+  """``make_step(joint=True)``: ``if joint: return joint_step`` is taken, so the ``return
+  step`` after it is never reached (before: both counted, the call resolved to nothing, and
+  ``a2.target`` was left with no record). The call is followed into ``joint_step``: all is
+  rewritten; ``step``, which no call in sight reaches, is left as it was, as a branch not
+  taken is (test_migrate_factories.py): no optimizer flows there."""
+  changed, report = migrate_source(FLAG_FACTORY.replace('joint=flag', 'joint=True'))
+  status = {(r.line, r.code, r.status) for r in report.records}
+  assert (27, 'FOM002', 'rewritten') in status, report.summary(False)
+  assert all(r.status == 'rewritten' for r in report.records), report.summary(False)
+  assert 'state.opt.apply_gradient(g)' in changed
+  assert 'a2.params, b2.params' in changed
+
+
 # verilylifesciences/site-selection-tool's bsst/optimization.py (2021): a def passed to
 # ``dict.get`` as its default, the optimizer made from it bound to the same variable, then a
 # loop that rebinds it.
