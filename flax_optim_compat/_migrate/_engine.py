@@ -88,7 +88,9 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
       asname = alias
     # Only what the new code reads: a create whose def another file builds names no optax here
     # (score_sde's run_lib.py: tx=losses.get_optimizer(...)), so no ``import optax`` is added.
-    if (asname or needed.name or needed.module.split('.')[0]) in read:
+    bound = asname or needed.name or needed.module.split('.')[0]
+    if bound in read and (bound, needed.module + ('.' + needed.name if needed.name else '')
+                          if asname or needed.name else bound) not in _import_bindings(module):
       visitors.AddImportsVisitor.add_needed_import(ctx, needed.module, needed.name, asname)
   module = visitors.AddImportsVisitor(ctx).transform_module(module)
   for base, name, asname in unused_imports:   # removed jax names whose calls were rewritten
@@ -112,6 +114,23 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, full, None, asname)
   return _drop_dotted_legacy_imports(_remove_imports(module, ctx)).code
 
+
+
+def _import_bindings(module: cst.Module) -> set:
+  """``(name, object)`` for each name a module-level import binds: ``from jax import numpy as
+  jnp`` binds ``jnp`` to ``jax.numpy``, as ``import jax.numpy as jnp`` does (an import the
+  rewrite needs is not added again where the file already binds its name to it)."""
+  found = set()
+  for statement in module.body:
+    for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+      if isinstance(small, cst.Import):
+        found |= {(a.asname.name.value, _unit.dotted(a.name)) if a.asname else (
+            _unit.dotted(a.name).split('.')[0],) * 2 for a in small.names}
+      elif isinstance(small, cst.ImportFrom) and small.module and not small.relative and (
+          not isinstance(small.names, cst.ImportStar)):
+        found |= {((a.asname.name if a.asname else a.name).value,
+                   f'{_unit.dotted(small.module)}.{_unit.dotted(a.name)}') for a in small.names}
+  return found
 
 
 def _drop_dotted_legacy_imports(module: cst.Module) -> cst.Module:

@@ -1067,6 +1067,23 @@ def test_a_decided_factory_runs_its_first_return_and_leaves_the_other_step_unrea
   assert 'a2.params, b2.params' in changed
 
 
+def test_an_import_the_rewrite_needs_is_not_added_where_the_file_binds_its_name_already():
+  """A nerfies fork (Sulwon-0516/nerfies' ``train.py``) imports ``from jax import numpy as
+  jnp``; the rewrite's injected learning rate reads ``jnp.float32``. Before: ``import jax.numpy
+  as jnp`` was added beside it (pyflakes: "redefinition of unused 'jnp'")."""
+  source = (
+      'from flax import optim\nfrom jax import numpy as jnp\n\n\n'
+      'def main(params, lr_fn):\n  opt = optim.Adam(lr_fn(0)).create(params)\n'
+      '  for i in range(3):\n    opt = opt.apply_gradient(params, learning_rate=lr_fn(i))\n'
+      '  return opt.target\n')
+  new, report = migrate_source(source)
+  assert all(r.status == 'rewritten' for r in report.records), report.summary(False)
+  assert 'hyperparam_dtype=jnp.float32' in new, new
+  imports = [line for line in new.splitlines() if 'import' in line]
+  assert imports == ['from jax import numpy as jnp', 'import optax',
+                     'from flax.training import train_state'], imports
+
+
 # verilylifesciences/site-selection-tool's bsst/optimization.py (2021): a def passed to
 # ``dict.get`` as its default, the optimizer made from it bound to the same variable, then a
 # loop that rebinds it.

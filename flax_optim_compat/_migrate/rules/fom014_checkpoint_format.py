@@ -55,7 +55,8 @@ class CheckpointFormat(_rule.Rule):
         break
     line = cst.parse_statement(f'{STATEMENT}\n').with_changes(leading_lines=[
         cst.EmptyLine(comment=cst.Comment(
-            '# Checkpoints as flax.optim wrote them: one msgpack file, relative paths.'))])
+            '# Checkpoints as the legacy program wrote them (flax.optim imported): msgpack, '
+            'relative paths.'))])
     return updated.with_changes(body=[*body[:index], line, *body[index:]])
 
 

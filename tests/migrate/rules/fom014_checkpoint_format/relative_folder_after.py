@@ -8,7 +8,7 @@ from flax.training import train_state, checkpoints
 import flax
 import optax
 
-# Checkpoints as flax.optim wrote them: one msgpack file, relative paths.
+# Checkpoints as the legacy program wrote them (flax.optim imported): msgpack, relative paths.
 flax.config.update('flax_use_orbax_checkpointing', False)
 
 
