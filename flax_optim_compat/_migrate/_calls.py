@@ -12,6 +12,7 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from . import _unit
+from ._program import COMPILERS
 from ._program import Program
 from ._unit import SourceFile
 
@@ -192,3 +193,26 @@ def loop(program: Program, unit: SourceFile, call: cst.Call):
   if init is None or callee is None or not isinstance(callee[1], cst.FunctionDef):
     return None
   return callee, param_at, init, path
+
+
+def lambda_of(unit: SourceFile, node: cst.CSTNode) -> Optional[cst.Lambda]:
+  """The lambda that ``node`` is, or a variable holds (``_unit.value_of``), itself or compiled
+  (``val_fn = jax.jit(lambda opt, state: ...)``), else None."""
+  value = _unit.value_of(unit, node) if isinstance(node, cst.Name) else node
+  inner = value.args[0].value if isinstance(value, cst.Call) and value.args and (
+      unit.names(value.func) & COMPILERS) else value
+  return inner if isinstance(inner, cst.Lambda) else None
+
+
+def called_lambda(unit: SourceFile, func: cst.CSTNode) -> Optional[cst.Lambda]:
+  """The lambda a call of ``func`` runs where every call of it is in sight, as a function's
+  parameters and result are followed: ``func`` is the lambda (``(lambda o: o.target)(opt)``,
+  compiled or not), or a variable bound once to one whose every read is the callee of a call
+  (``step = jax.jit(lambda o, g: o.apply_gradient(g))``, then ``step(opt, g)``). Else None: a
+  lambda also handed on as a value may run where its arguments and result are not seen."""
+  if isinstance(func, cst.Name):
+    reads = _unit.accesses(unit, func) if _unit.assigned_value(unit, func) is not None else None
+    if not reads or any(not isinstance(unit.parent(r), cst.Call) or unit.parent(r).func is not r
+                        for r in reads):
+      return None
+  return lambda_of(unit, func)

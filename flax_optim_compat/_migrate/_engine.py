@@ -90,7 +90,7 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
     # (score_sde's run_lib.py: tx=losses.get_optimizer(...)), so no ``import optax`` is added.
     bound = asname or needed.name or needed.module.split('.')[0]
     if bound in read and (bound, needed.module + ('.' + needed.name if needed.name else '')
-                          if asname or needed.name else bound) not in _import_bindings(module):
+                          ) not in _import_bindings(module):
       visitors.AddImportsVisitor.add_needed_import(ctx, needed.module, needed.name, asname)
   module = visitors.AddImportsVisitor(ctx).transform_module(module)
   for base, name, asname in unused_imports:   # removed jax names whose calls were rewritten
@@ -124,8 +124,8 @@ def _import_bindings(module: cst.Module) -> set:
   for statement in module.body:
     for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
       if isinstance(small, cst.Import):
-        found |= {(a.asname.name.value, _unit.dotted(a.name)) if a.asname else (
-            _unit.dotted(a.name).split('.')[0],) * 2 for a in small.names}
+        found |= {(a.asname.name.value if a.asname else _unit.dotted(a.name).split('.')[0],
+                   _unit.dotted(a.name)) for a in small.names}   # ``import a.b``: a, a.b loaded
       elif isinstance(small, cst.ImportFrom) and small.module and not small.relative and (
           not isinstance(small.names, cst.ImportStar)):
         found |= {((a.asname.name if a.asname else a.name).value,

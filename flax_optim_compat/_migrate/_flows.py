@@ -40,6 +40,10 @@ def var_slot(unit: SourceFile, name: cst.CSTNode) -> Optional[tuple]:
   names = unit.names(name)
   if len(names) != 1 or next(iter(names)).startswith('builtins.'):
     return None
+  param = _unit.parameter(unit, name) if '<locals>.<locals>' in next(iter(names)) else None
+  lam = unit.enclosing(param, (cst.FunctionDef, cst.Lambda)) if param is not None else None
+  if isinstance(lam, cst.Lambda):   # LibCST names every lambda's ``opt`` alike: one per lambda
+    return ('var', next(iter(names)), id(lam))
   return ('var', next(iter(names)))
 
 
@@ -126,8 +130,10 @@ def part(slot: Optional[tuple], path: Tuple[int, ...]) -> Optional[tuple]:
 
 
 def return_slot(unit: SourceFile, fdef: cst.FunctionDef, path: Tuple[int, ...] = ()) -> tuple:
-  """The slot of what ``fdef`` returns (the part at ``path`` where it returns a tuple)."""
-  return part(('return', unit.path, fdef.name.value, id(fdef)), path)
+  """The slot of what ``fdef`` (or a lambda) returns (the part at ``path`` where it returns a
+  tuple)."""
+  name = fdef.name.value if isinstance(fdef, cst.FunctionDef) else '<lambda>'
+  return part(('return', unit.path, name, id(fdef)), path)
 
 
 def call_slot(unit: SourceFile, call: cst.Call) -> tuple:
@@ -216,6 +222,9 @@ def base_of(program: Program, unit: SourceFile, node: cst.CSTNode) -> Optional[t
       if _calls.returned_parameter(program, callee[0], callee[1]) is not None:
         return call_slot(unit, node)   # what this call passes (``_Joiner.per_call``)
       return return_slot(callee[0], callee[1])
+    lam = _calls.called_lambda(unit, node.func) if callee is None else None
+    if lam is not None:
+      return return_slot(unit, lam)
     if callee is None and _unit.create_method(unit, node) is not None:
       return create_slot(unit, node)   # a def's create, traced to a flax.optim def or not
   return None
@@ -285,6 +294,8 @@ class _Joiner:
       fdef = unit.enclosing(node, (cst.FunctionDef, cst.Lambda))
       if isinstance(fdef, cst.FunctionDef):
         self.value(return_slot(unit, fdef), node.value)
+    elif isinstance(node, cst.Lambda):
+      self.value(return_slot(unit, node), node.body)
     elif isinstance(node, cst.Attribute):
       self.field(node.value, node.attr.value)
     elif _unit.literal_getattr(unit, node) is not None:
@@ -314,6 +325,8 @@ class _Joiner:
           self.copy(part(call_slot(unit, node), aux), return_slot(callee[0], callee[1], (1,)))
       elif loop is not None:
         self.loop(node, *loop)
+      elif _calls.called_lambda(unit, node.func) is not None:
+        self.call(node.args, (unit, _calls.called_lambda(unit, node.func), 0))
       elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ('replace',
                                                                          '_replace'):
         if self.slot_of(node.func.value) is None:

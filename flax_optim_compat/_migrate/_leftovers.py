@@ -151,6 +151,12 @@ def _def_destination(project, unit, call):
   if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
       parent.targets[0].target, cst.Name):
     variable = parent.targets[0].target
+    if _unit.accesses(unit, variable) == [] and not any(   # rff-mrf-jax's lm.py
+        isinstance(n, (cst.Global, cst.Nonlocal)) for n in unit.nodes) and not any(
+            u is not unit and variable.value in u.source for u in project.units):
+      return (f'assigned to {variable.value}, which nothing reads: no optimizer is created from '
+              'it, so migrate has no object to rewrite it with; remove the line, or write its '
+              'optax form by hand')
     for use in _project.reads_beside_create(unit, variable)[:1]:
       return (f'assigned to {variable.value}, which is also read at {_unit.at(unit, use)} '
               f'({short(unit.code(statement_of(unit, use)))}): the analysis follows a def '

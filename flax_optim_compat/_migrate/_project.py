@@ -147,22 +147,13 @@ class Project(Program):
     return 'its call sites pass different functions: ' + ', '.join(
         f'{n} (at {at})' for n, at in found.values())
 
-  @staticmethod
-  def lambda_of(unit: SourceFile, node: cst.CSTNode) -> Optional[cst.Lambda]:
-    """The lambda that ``node`` is, or a variable bound once to, itself or compiled
-    (``val_fn = jit(lambda opt, state: ...)``), else None."""
-    value = _unit.value_of(unit, node) if isinstance(node, cst.Name) else node
-    inner = value.args[0].value if isinstance(value, cst.Call) and value.args and (
-        unit.names(value.func) & COMPILERS) else value
-    return inner if isinstance(inner, cst.Lambda) else None
-
   def unresolved_value(self, unit: SourceFile, node: cst.CSTNode) -> str:
     """Why ``node`` (an argument) is resolved to no function of the project."""
     value = _unit.value_of(unit, node) if isinstance(node, cst.Name) else node
-    inner = self.lambda_of(unit, node)
+    inner = _calls.lambda_of(unit, node)
     if inner is not None:   # modax's ``val_fn = jit(lambda opt, state: ...)``
-      return (f'a lambda (at {_unit.at(unit, inner)}), whose body the analysis does not follow '
-              '(it follows functions defined with def)')
+      return (f'a lambda (at {_unit.at(unit, inner)}), which the analysis follows where the '
+              'variable bound to it is called, not where it is passed on as a value')
     target = self.resolve_callable(unit, value.func) if isinstance(value, cst.Call) else None
     if target is None or not isinstance(target[1], cst.FunctionDef):
       return 'which the analysis does not resolve to one function of the given files'

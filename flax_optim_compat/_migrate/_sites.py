@@ -13,6 +13,8 @@ from typing import Dict, List, Optional, Set
 import libcst as cst
 from libcst import metadata as meta
 
+import flax_optim_compat as _optim
+
 from . import _calls
 from . import _flows
 from . import _project
@@ -336,6 +338,10 @@ def _member(project, unit: SourceFile, node: cst.CSTNode, group: tuple, matched)
   if parent.attr.value in _READS:
     return Site(unit, parent, 'read', group, _refusals.READ, _read_message(unit, parent))
   message = f'uses {unit.code(parent)}, which a TrainState does not have'
+  # ShoeGAN's ``opt_d.apply_gradients(grad_D)``: a typo the legacy program fails at too.
+  if parent.attr.value != 'create' and not _legacy_member(parent.attr.value):
+    message = (f'uses {unit.code(parent)}, which flax 0.5.3\'s Optimizer does not have either: '
+               'the program fails there as it is (AttributeError), so it is left as it is')
   if parent.attr.value == 'create':   # a def's method: one variable holds a def and an optimizer
     message += (f': create is a def\'s method, so {short(unit.code(node), 40)} holds a def here, '
                 'one the analysis does not trace to a flax.optim def call, and an optimizer '
@@ -414,10 +420,11 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
       return (f'{what}: {call.func.value} is an instance of {made[1].name.value} (a class of the '
               f'given files, at {_unit.at(made[0], made[1].name)}), and the analysis does not '
               'follow a call of an instance into its __call__')
-    lam = project.lambda_of(unit, call.func)
+    lam = _calls.lambda_of(unit, call.func)
     if lam is not None:
       return (f'{what}: {short(unit.code(call.func))} is the lambda at {_unit.at(unit, lam)}, '
-              'whose body the analysis does not follow (it follows functions defined with def)')
+              'which is also bound elsewhere or read other than as the callee of a call, so not '
+              'all its calls are in sight (a lambda is followed where they are)')
     names = sorted(unit.names(call.func))
     if not names:
       return f'{what}: a computed callable, which the analysis does not resolve'
@@ -485,6 +492,9 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
     return True
   if isinstance(parent, cst.Return):
     return not _unresolved_callers(project, unit, parent)
+  if isinstance(parent, cst.Lambda) and parent.body is node:   # what the lambda returns
+    callee = _lambda_callee(unit, parent)
+    return callee is not None and _calls.called_lambda(unit, callee) is parent
   if isinstance(parent, (cst.Element,)):
     container = unit.parent(parent)
     outer = unit.parent(container)
@@ -580,6 +590,11 @@ def _bound_by(project, unit: SourceFile, call: cst.Call, arg: cst.Arg) -> bool:
   differentiates), or is the initial carry of a ``lax`` loop."""
   if project.resolve_callable(unit, call.func) is not None:
     return True
+  lam = _calls.called_lambda(unit, call.func)
+  if lam is not None and not arg.star:   # binds one of its parameters
+    params = [*lam.params.posonly_params, *lam.params.params]
+    return (any(p.name.value == arg.keyword.value for p in [*params, *lam.params.kwonly_params])
+            if arg.keyword is not None else call.args.index(arg) < len(params))
   if project.partial_callee(unit, call) is not None and call.args[0] is not arg:
     return True   # ``functools.partial(loss_fn, opt)``: a parameter of loss_fn
   loop = _calls.loop(project, unit, call)
@@ -599,6 +614,28 @@ def _bound_by(project, unit: SourceFile, call: cst.Call, arg: cst.Arg) -> bool:
       return False
     return call.args.index(arg) not in wrt
   return False
+
+
+def _legacy_member(name: str) -> bool:
+  """Whether the legacy ``Optimizer`` has the attribute ``name`` (a field or a method)."""
+  return name in {f.name for f in dataclasses.fields(_optim.Optimizer)} or hasattr(
+      _optim.Optimizer, name)
+
+
+def _lambda_callee(unit: SourceFile, lam: cst.Lambda) -> Optional[cst.CSTNode]:
+  """What the calls of ``lam`` name: the lambda (or the call compiling it) where it is called
+  where it is written, or the variable it is bound to (so); else None."""
+  node, parent = lam, unit.parent(lam)
+  if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call) and (
+      unit.parent(parent).args[0] is parent):
+    node = unit.parent(parent)   # ``jax.jit(lambda ...)``
+    parent = unit.parent(node)
+  if isinstance(parent, cst.Call) and parent.func is node:
+    return node
+  if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1 and (
+      isinstance(parent.targets[0].target, cst.Name)):
+    return parent.targets[0].target
+  return None
 
 
 def _tuple_destination_ok(project, unit: SourceFile, call: cst.Call, container) -> bool:

@@ -33,10 +33,10 @@ def _records(def_):
 def test_a_def_whose_fields_are_not_rebuilt_stays_a_read_naming_it():
   records = [r for r in _records('RMSProp(0.1)') if r.code == 'FOM104']
   expected = 'Adam, Momentum: its def optim.RMSProp(...) at script.py:10 is none of them'
-  assert records and expected in records[0].message, records
+  assert any(expected in r.message for r in records if r.line == 12), records
 
 
 def test_a_multi_optimizer_is_refused_at_the_read():
   def_ = ('MultiOptimizer((optim.ModelParamTraversal(lambda p, _: True), optim.Adam(0.1)))')
   records = [r for r in _records(def_) if r.code == 'FOM104']
-  assert records and 'optim.MultiOptimizer(...)' in records[0].message, records
+  assert any('optim.MultiOptimizer(...)' in r.message for r in records if r.line == 12), records
