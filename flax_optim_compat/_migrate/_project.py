@@ -46,17 +46,32 @@ class Project(Program):
     (``optimize_fn(state, grad)``) where every call site of its function binds it to the
     same function of the project, and a call of what the project's function returns where
     its every ``return`` hands back one def nested in it (``optimization_manager(config)``
-    returning its ``optimize_fn``): a call of either runs that function."""
+    returning its ``optimize_fn``): a call of either runs that function; so is a call of an
+    instance of the project's class, its ``__call__`` (``_instance_call``)."""
     found = super().resolve_callable(unit, func, shift, depth)
     if found is not None or depth > 8 or getattr(self, '_passed_functions', None) is None:
       return found   # (while the parsed program is being built: its own resolution only)
     if isinstance(func, cst.Call):
-      return self._returned_def(unit, func, shift, depth)
+      return self._returned_def(unit, func, shift, depth) or self._instance_call(
+          unit, func, shift, depth)
     if isinstance(func, cst.Name) and parameter(unit, func) is not None:
       passed = self._passed_function(unit, parameter(unit, func), depth)
       if passed is not None:
         return passed[0], passed[1], passed[2] + shift
     return None
+
+  def _instance_call(self, unit: SourceFile, call: cst.Call, shift: int, depth: int):
+    """The ``__call__`` that a call of the instance ``call`` makes runs, where ``call`` calls
+    the project's class and the class itself defines ``__call__``, undecorated (modax's
+    ``check_early_stop = mask_scheduler(patience=...)``, then ``check_early_stop(loss,
+    optimizer)``: a dataclass whose ``__call__`` stores the optimizer and returns it); else
+    None (one inherited from a base is not looked for)."""
+    made = self.resolve_callable(unit, call.func, 0, depth + 1)
+    if made is None or not isinstance(made[1], cst.ClassDef) or made[2]:
+      return None
+    method = next((s for s in made[1].body.body if isinstance(s, cst.FunctionDef) and (
+        s.name.value == '__call__') and not s.decorators), None)
+    return (made[0], method, shift) if method is not None else None
 
   def _returned_def(self, unit: SourceFile, call: cst.Call, shift: int, depth: int):
     """The def nested in the project's function called by ``call`` that its every

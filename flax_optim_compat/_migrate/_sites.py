@@ -418,8 +418,9 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
     made = project.resolve_callable(unit, made.func) if isinstance(made, cst.Call) else None
     if made is not None and isinstance(made[1], cst.ClassDef):   # modax's mask_scheduler
       return (f'{what}: {call.func.value} is an instance of {made[1].name.value} (a class of the '
-              f'given files, at {_unit.at(made[0], made[1].name)}), and the analysis does not '
-              'follow a call of an instance into its __call__')
+              f'given files, at {_unit.at(made[0], made[1].name)}), and the analysis follows a '
+              'call of an instance into a __call__ its class defines itself, undecorated, not '
+              'one it inherits')
     lam = _calls.lambda_of(unit, call.func)
     if lam is not None:
       return (f'{what}: {short(unit.code(call.func))} is the lambda at {_unit.at(unit, lam)}, '

@@ -950,26 +950,37 @@ optimizer = train(val_fn, optim.Adam(1e-2).create({'w': 1.0}))
 """
 
 
-def test_a_jitted_lambda_and_a_callable_instance_are_named_as_what_they_are():
+def test_a_jitted_lambda_passed_on_is_named_and_a_callable_instance_is_followed():
   """The loop passes the optimizer to ``validation_fn``, bound at its one call to a jitted
   lambda, and to ``check``, an instance of the project's dataclass whose ``__call__`` stores and
-  returns it: neither is followed (the analysis follows functions defined with def, and no
-  call of an instance), so the object is refused, each site saying which of the two it is.
-  Before: the instance was "not a function or class of the given files (a library call ...)",
-  and the lambda "not resolved to one function of the given files"."""
+  returns it. The instance's call is followed into its ``__call__`` (before: refused, "the
+  analysis does not follow a call of an instance into its __call__"); the lambda, passed on as
+  a value into a parameter, is not, so the object is refused at that call, saying why. Without
+  the lambda the program is rewritten whole. A ``__call__`` the class inherits is not looked
+  for: refused, saying so."""
   _, report = migrate_source(MODAX_LOOP)
   says = [r.message for r in report.records if r.line == 18]
-  assert (
-      'optimizer is passed to check(...) as argument 2 at script.py:18: check is an instance of '
-      'MaskScheduler (a class of the given files, at script.py:8), and the analysis does not '
-      'follow a call of an instance into its __call__') in says, report.summary(False)
-  assert (
+  assert says == [
       'optimizer is passed to validation_fn(...) as argument 1 at script.py:18: validation_fn is '
       'a parameter of train(), which the analysis does not resolve to one function: the call at '
       'script.py:23 passes val_fn, a lambda (at script.py:22), which the analysis follows where '
-      'the variable bound to it is called, not where it is passed on as a value') in says, (
+      'the variable bound to it is called, not where it is passed on as a value'], (
           report.summary(False))
   assert {r.status for r in report.records} == {'refused'}
+  new, report = migrate_source(MODAX_LOOP.replace('validation_fn(optimizer)', '0.0'))
+  assert report.exit_status() == 1 and all(r.status == 'rewritten' for r in report.records), (
+      report.summary(False))
+  assert 'stop, optimizer = check(0.0, optimizer)' in new and 'TrainState.create' in new, new
+  inherited = MODAX_LOOP.replace('validation_fn(optimizer)', '0.0').replace(
+      'class MaskScheduler:', 'class Base:').replace(
+          '    return False, optimizer\n', '    return False, optimizer\n\n\n'
+          'class MaskScheduler(Base):\n  pass\n')
+  line = inherited.splitlines().index('class MaskScheduler(Base):') + 1
+  _, report = migrate_source(inherited)
+  assert any(f'check is an instance of MaskScheduler (a class of the given files, at '
+             f'script.py:{line}), and the analysis follows a call of an instance into a __call__ '
+             'its class defines itself, undecorated, not one it inherits' in r.message
+             for r in report.records), report.summary(False)
 
 
 LOCAL_LAMBDAS = '''import jax
