@@ -222,9 +222,10 @@ def base_of(program: Program, unit: SourceFile, node: cst.CSTNode) -> Optional[t
       if _calls.returned_parameter(program, callee[0], callee[1]) is not None:
         return call_slot(unit, node)   # what this call passes (``_Joiner.per_call``)
       return return_slot(callee[0], callee[1])
-    lam = _calls.called_lambda(unit, node.func) if callee is None else None
+    lam = _calls.called_lambda(unit, node.func) if callee is None else (
+        callee[1] if isinstance(callee[1], cst.Lambda) else None)   # a parameter bound to one
     if lam is not None:
-      return return_slot(unit, lam)
+      return return_slot(callee[0] if callee else unit, lam)
     if callee is None and _unit.create_method(unit, node) is not None:
       return create_slot(unit, node)   # a def's create, traced to a flax.optim def or not
   return None

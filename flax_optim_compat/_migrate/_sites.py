@@ -495,7 +495,8 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
     return not _unresolved_callers(project, unit, parent)
   if isinstance(parent, cst.Lambda) and parent.body is node:   # what the lambda returns
     callee = _lambda_callee(unit, parent)
-    return callee is not None and _calls.called_lambda(unit, callee) is parent
+    return callee is not None and (_calls.called_lambda(unit, callee) is parent or (
+        project.passed_lambda(unit, callee, parent)))
   if isinstance(parent, (cst.Element,)):
     container = unit.parent(parent)
     outer = unit.parent(container)
