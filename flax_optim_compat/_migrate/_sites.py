@@ -36,8 +36,10 @@ _SINKS = {
     'flax.training.checkpoints.save_checkpoint': (1, 'target'),
     'jax.tree_util.tree_leaves': (0, 'tree'),
     'jax.tree.leaves': (0, 'tree'),
+    'jax.tree_leaves': (0, 'tree'),   # its removed alias, renamed by FOM201 in the same run
     'jax.tree_util.tree_structure': (0, 'tree'),
     'jax.tree.structure': (0, 'tree'),
+    'jax.tree_structure': (0, 'tree'),
 }
 
 

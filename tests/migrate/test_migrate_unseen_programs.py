@@ -1164,6 +1164,27 @@ def test_a_def_nothing_reads_is_refused_saying_so(tmp_path):
   assert not any('nothing reads' in r.message for r in report.records), report.summary(False)
 
 
+@pytest.mark.parametrize('leaves', ['jax.tree_leaves', 'jax.tree_util.tree_leaves'])
+def test_a_removed_tree_alias_reads_the_optimizer_as_its_new_name_does(leaves):
+  """d3pm's update skip (a course project's copy, carat-keeeehun/nlp-final ``gm.py``):
+  ``jnp.all(jnp.asarray([jnp.all(jnp.isfinite(p)) for p in jax.tree_leaves(new_optimizer)]))``.
+  ``jax.tree_leaves`` is ``jax.tree_util.tree_leaves`` (renamed by FOM201 in the same run), a
+  read of any pytree, so the optimizer is rewritten under either name. Before: refused FOM107
+  under the old name, and rewritten by a second run of migrate on its own output, where FOM201
+  had renamed it (the corpus tool's "not idempotent")."""
+  source = (
+      'import jax\nimport jax.numpy as jnp\nfrom flax import optim\n\n\n'
+      'def step(params, g):\n  opt = optim.Adam(0.1).create(params)\n'
+      '  new = opt.apply_gradient(g)\n'
+      f'  ok = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(p)) for p in {leaves}(new)]))\n'
+      '  return new.target, ok\n')
+  new, report = migrate_source(source)
+  assert all(r.status == 'rewritten' for r in report.records), report.summary(False)
+  assert 'jax.tree_util.tree_leaves(new)' in new and 'new.params' in new, new
+  again, report = migrate_source(new)
+  assert again == new and not report.records, report.summary(False)
+
+
 # verilylifesciences/site-selection-tool's bsst/optimization.py (2021): a def passed to
 # ``dict.get`` as its default, the optimizer made from it bound to the same variable, then a
 # loop that rebinds it.
