@@ -218,7 +218,51 @@ class Project(Callees):
             self.resolve_callable(u, made.func) or (None, None))[1] is factory and (
                 self.resolve_callable(u, node.func) is None):
           found.append((u, node))
+    calls = [(u, c) for u, c, _, _ in self.callers_of(unit, factory) or ()] or [
+        (u, n) for u in self.units for n in u.nodes if isinstance(n, cst.Call) and (
+            self.resolve_callable(u, n.func) or (None, None))[1] is factory]
+    for u, call in calls:   # (by name, or where it is referred to otherwise: a partial of it)
+      found += self._result_escapes(u, call)
     return found
+
+  def _result_escapes(self, unit: SourceFile, call: cst.Call):
+    """``[(unit, node)]``: where what the factory call ``call`` returns goes other than to a
+    call of it (``_handed_back_calls`` asks those) or to a parameter of the project's function
+    (score_sde's ``get_step_fn(..., optimize_fn=optimize_fn)``, ``_bound_to_a_parameter``): put
+    in a container, subscripted (``fns['joint'](state)``),
+    returned, stored. Such a use may call the nested function where its result is not
+    followed."""
+    value, parent = call, unit.parent(call)
+    if isinstance(parent, cst.Arg) and isinstance(unit.parent(parent), cst.Call) and (
+        unit.names(unit.parent(parent).func) & COMPILERS):   # ``jax.jit(make_step(...))``
+      value = unit.parent(parent)
+      parent = unit.parent(value)
+    if isinstance(parent, cst.Call) and parent.func is value or self._bound_to_a_parameter(
+        unit, value):
+      return []
+    target = parent.targets[0].target if isinstance(parent, cst.Assign) and len(
+        parent.targets) == 1 else None
+    reads = _unit.accesses(unit, target) if isinstance(target, cst.Name) else None
+    if reads is None:
+      return [(unit, value)]
+    return [(unit, read) for read in reads if not (
+        isinstance(unit.parent(read), cst.Call) and unit.parent(read).func is read) and (
+            not self._bound_to_a_parameter(unit, read))]
+
+  def _bound_to_a_parameter(self, unit: SourceFile, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is an argument that binds a parameter of the project's function: its
+    calls there run what every call site binds to it (``_passed_function``), or are not
+    resolved, and then what they return is refused where it is used (``unresolved_why``)."""
+    arg, call = unit.parent(node), unit.parent(unit.parent(node))
+    callee = self.resolve_callable(unit, call.func) if isinstance(arg, cst.Arg) and (
+        isinstance(call, cst.Call)) else None
+    if callee is None or not isinstance(callee[1], cst.FunctionDef):
+      return False
+    params = [*callee[1].params.posonly_params, *callee[1].params.params,
+              *callee[1].params.kwonly_params]
+    param = next((p for p in params if _flows.bound_argument(
+        callee[0], callee[1], call.args, callee[2], p) is node), None)
+    return param is not None
 
   def _unresolved_method_calls(self, fdef: cst.FunctionDef, method: bool):
     tops = {name.split('.')[0] for name in (*self._functions, *self._classes)}

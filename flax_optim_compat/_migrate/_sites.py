@@ -451,6 +451,13 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
     factory = unit.enclosing(unit.parent(fdef), (cst.ClassDef, cst.FunctionDef))
     if isinstance(factory, cst.FunctionDef):   # a nested function its factory hands back
       u, c = calls[0]
+      if not isinstance(c, cst.Call) or (   # the factory's own call, its result not called
+          project.resolve_callable(u, c.func) or (None, None))[1] is factory:
+        return (f'is returned at {where} by the function {fdef.name.value}(), which '
+                f'{factory.name.value}() hands back; what {factory.name.value}() returns is '
+                f'used at {_unit.at(u, c)} ({short(u.code(c), 40)}) other than as a call the '
+                'analysis resolves, so what the function returns where it is called is not '
+                'followed')
       return (f'is returned at {where} by the function {fdef.name.value}(), which '
               f'{factory.name.value}() hands back; the call at {shown} runs '
               f'{project.unresolved_value(u, c.func)}, so what that call returns is not '

@@ -1100,6 +1100,25 @@ def test_a_nested_step_its_factory_hands_back_to_an_unresolved_call_is_refused()
   assert 'a2.target, b2.target' in changed and 'apply_gradient(g)' in changed
 
 
+def test_a_nested_step_handed_back_in_a_dict_is_refused_where_it_is_called():
+  """The factory hands both steps back in a dict and the caller calls ``fns['joint'](state,
+  p)``: a use of the factory's result other than a call the analysis resolves, so what
+  ``joint_step`` returns is not followed there, and its optimizers are refused at its
+  ``return``, naming that use. Before: rewritten, with ``a2.target`` left (AttributeError in the
+  migrated program, reported whole)."""
+  source = FLAG_FACTORY.replace('def make_step(joint=False):', 'def make_steps():').replace(
+      '  if joint:\n    return joint_step\n  return step\n',
+      "  return {'step': step, 'joint': joint_step}\n").replace(
+          '  joint_step = make_step(joint=flag)\n  a2, b2 = joint_step(state, p)\n',
+          "  fns = make_steps()\n  a2, b2 = fns['joint'](state, p)\n")
+  changed, report = migrate_source(source)
+  assert any('by the function joint_step(), which make_steps() hands back; what make_steps() '
+             'returns is used at script.py:24 (fns) other than as a call the analysis '
+             'resolves' in r.message for r in report.records), report.summary(False)
+  assert {r.status for r in report.records} == {'refused'} and report.exit_status() == 2
+  assert 'a2.target, b2.target' in changed
+
+
 def test_a_decided_factory_runs_its_first_return_and_leaves_the_other_step_unreached():
   """``make_step(joint=True)``: ``if joint: return joint_step`` is taken, so the ``return
   step`` after it is never reached (before: both counted, the call resolved to nothing, and
