@@ -228,8 +228,9 @@ class Callees(Program):
     """``[(unit, call, args, shift)]``: every call of the project's function or method
     ``fdef``, with the arguments it passes; None where ``fdef`` is referred to other than as
     the callee of a call (``jax.jit(f)``, ``functools.partial(f, ...)``, ``g = f``), or is a
-    decorated method: then not all its call sites are in sight. A method is called as ``x.<name>(...)``: its name must be no other
-    method's or function's in the project, and every attribute of that name a call."""
+    decorated method: then not all its call sites are in sight. A method is called as
+    ``x.<name>(...)``: its name must be no other method's or function's in the project, and
+    every attribute of that name a call."""
     if id(fdef) in self._callers:
       return self._callers[id(fdef)]
     self._callers[id(fdef)] = None
