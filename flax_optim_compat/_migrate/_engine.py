@@ -82,6 +82,7 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
     return module.code
   ctx = codemod.CodemodContext()
   read = _bound_names(module)   # every name the rewritten code has
+  imported = _import_bindings(module)
   for needed in sorted(plan.needs, key=lambda i: (i.module, i.name or '', i.asname or '')):
     asname = needed.asname
     if needed == _edits.TRAIN_STATE and alias != 'train_state':
@@ -90,7 +91,7 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
     # (score_sde's run_lib.py: tx=losses.get_optimizer(...)), so no ``import optax`` is added.
     bound = asname or needed.name or needed.module.split('.')[0]
     if bound in read and (bound, needed.module + ('.' + needed.name if needed.name else '')
-                          ) not in _import_bindings(module):
+                          ) not in imported:
       visitors.AddImportsVisitor.add_needed_import(ctx, needed.module, needed.name, asname)
   module = visitors.AddImportsVisitor(ctx).transform_module(module)
   for base, name, asname in unused_imports:   # removed jax names whose calls were rewritten

@@ -313,6 +313,8 @@ class _Joiner:
       bound = program.partial_callee(unit, node)
       differentiated = _calls.differentiated(program, unit, node)
       loop = _calls.loop(program, unit, node)
+      lam = _calls.called_lambda(unit, node.func) if all(
+          x is None for x in (callee, bound, differentiated, loop)) else None
       if callee is not None:
         self.call(node.args, callee)
         if isinstance(callee[1], cst.FunctionDef):
@@ -326,8 +328,8 @@ class _Joiner:
           self.copy(part(call_slot(unit, node), aux), return_slot(callee[0], callee[1], (1,)))
       elif loop is not None:
         self.loop(node, *loop)
-      elif _calls.called_lambda(unit, node.func) is not None:
-        self.call(node.args, (unit, _calls.called_lambda(unit, node.func), 0))
+      elif lam is not None:
+        self.call(node.args, (unit, lam, 0))
       elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ('replace',
                                                                          '_replace'):
         if self.slot_of(node.func.value) is None:

@@ -220,7 +220,8 @@ class Project(Callees):
           found.append((u, node))
     calls = [(u, c) for u, c, _, _ in self.callers_of(unit, factory) or ()] or [
         (u, n) for u in self.units for n in u.nodes if isinstance(n, cst.Call) and (
-            self.resolve_callable(u, n.func) or (None, None))[1] is factory]
+            factory.name.value in u.code(n.func)) and (
+                self.resolve_callable(u, n.func) or (None, None))[1] is factory]
     for u, call in calls:   # (by name, or where it is referred to otherwise: a partial of it)
       found += self._result_escapes(u, call)
     return found
