@@ -104,6 +104,11 @@ def leftover_reason(project, unit, node):
   if name == 'OptimizerDef' and unit.enclosing(node, (cst.Annotation,)) is not None:
     return _refusals.UNFOLLOWED, (f'{shown}: the annotation of a def that is not rewritten, '
                                   'left as it is with it')
+  wrapper = _weight_norm_of(unit, call) if call is not None and name in DEFS else None
+  if wrapper is not None:   # hypernerf: `optimizer_def = optim.WeightNorm(optimizer_def)`
+    return _refusals.WEIGHT_NORM, (
+        f'{shown}: wrapped by {short(unit.code(wrapper), 40)} at {_unit.at(unit, wrapper)}: '
+        f'{_refusals.WEIGHT_NORM.reason}, so this def has none either')
   why = _def_destination(project, unit, call) if call is not None and name in DEFS else None
   if call is None and name in DEFS and isinstance(parent, cst.Arg) and isinstance(
       unit.parent(parent), cst.Call):   # the class itself as a value: make(optim.Adam, lr=...)
@@ -141,6 +146,22 @@ def opaque_create(project, unit, create):
   return refusal, (f'{short(unit.code(create))}: its def comes from {short(vunit.code(value))} '
                    f'({_unit.at(vunit, value)}), which the analysis does not trace to one '
                    f'flax.optim def call: {why}')
+
+
+def _weight_norm_of(unit, call) -> Optional[cst.Call]:
+  """The ``optim.WeightNorm(...)`` call that wraps the def ``call``: its argument directly, or
+  through the variable ``call`` is assigned to (a read of it beside its creates); else None."""
+  parent = unit.parent(call)
+  reads = [call]
+  if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
+      parent.targets[0].target, cst.Name):
+    reads = _project.reads_beside_create(unit, parent.targets[0].target)
+  for read in reads:
+    arg = unit.parent(read)
+    wrapper = unit.parent(arg) if isinstance(arg, cst.Arg) else None
+    if isinstance(wrapper, cst.Call) and unit.legacy(wrapper.func) == 'WeightNorm':
+      return wrapper
+  return None
 
 
 def _def_destination(project, unit, call):
