@@ -1,11 +1,12 @@
 """FOM006: ``optim.Optimizer`` annotations and dataclass fields -> ``train_state.TrainState``.
 
 A type names what the rewritten value is, so it is rewritten with it: ``optim.Optimizer``
-anywhere in an annotation, and as the ``bound=`` of a ``typing.TypeVar`` (jaxfg's
-``TypeVar('OptimizerType', bound=flax.optim.Optimizer)``), becomes ``train_state.TrainState``;
-a def class in an annotation (``-> Tuple[MLP, flax.optim.Adam]``) becomes the type the
-rewritten def is, ``optax.GradientTransformation``; in a module-level type alias
-(``OptimizerType = Union[optim.Optimizer, Optimizer]``) ``OptimizerState`` becomes
+anywhere in an annotation, as the ``bound=`` of a ``typing.TypeVar`` (jaxfg's
+``TypeVar('OptimizerType', bound=flax.optim.Optimizer)``), and bound alone to a module-level
+name that its file reads only in annotations (t5x's ``Optimizer = optim.Optimizer``), becomes
+``train_state.TrainState``; a def class in an annotation (``-> Tuple[MLP, flax.optim.Adam]``)
+becomes the type the rewritten def is, ``optax.GradientTransformation``; in a module-level type
+alias (``OptimizerType = Union[optim.Optimizer, Optimizer]``) ``OptimizerState`` becomes
 ``optax.OptState`` and ``OptimizerDef`` ``optax.GradientTransformation`` too. Python evaluates
 an annotation and a TypeVar's bound when the ``def`` (or the module) runs, so a name left legacy
 there would stop the migrated module from importing once ``flax.optim`` is gone.
@@ -46,7 +47,8 @@ class Annotation(_rule.Rule):
     name = unit.legacy(node)
     aliased = _in_type_alias(unit, node)
     annotated = aliased or unit.enclosing(node, (cst.Annotation,)) is not None
-    if name == 'Optimizer' and (annotated or _typevar_bound(unit, node)):
+    if name == 'Optimizer' and (
+        annotated or _typevar_bound(unit, node) or _class_alias(unit, node)):
       plan.edits[id(node)] = _rule.Edit(self)
       plan.needs.add(_edits.TRAIN_STATE)
     elif (name in _unit.BUILTIN_DEFS and annotated) or (name in _ALIASED and aliased):
@@ -81,6 +83,22 @@ def _in_type_alias(unit, node) -> bool:
   return (isinstance(inner, cst.Subscript) and isinstance(parent, cst.Assign)
           and parent.value is inner and unit.parent(unit.parent(parent)) is unit.module
           and any(n.startswith('typing.') for n in unit.names(inner.value)))
+
+
+def _class_alias(unit, node) -> bool:
+  """Whether ``node`` is the whole value of a module-level ``Name = optim.Optimizer`` that its
+  file reads only in annotations, if at all (unified-io-inference's ``uio/model.py``, from t5x:
+  ``Optimizer = optim.Optimizer``, read nowhere). Another file that imports the name reads the
+  class the rewritten optimizers are; one that calls it as legacy's constructor
+  (``Optimizer(opt_def, state, target)``) fails there with a ``TypeError``."""
+  assign = unit.parent(node)
+  if not (isinstance(assign, cst.Assign) and assign.value is node and len(assign.targets) == 1
+          and isinstance(assign.targets[0].target, cst.Name)
+          and unit.parent(unit.parent(assign)) is unit.module):
+    return False
+  reads = _unit.accesses(unit, assign.targets[0].target)
+  return reads is not None and all(
+      unit.enclosing(read, (cst.Annotation,)) is not None for read in reads)
 
 
 def _typevar_bound(unit, node) -> bool:

@@ -55,6 +55,13 @@ EVALUATED_TYPES = {
         'OptimizerType = Optional[train_state.TrainState]\n'
         'OptimizerStateType = Union[optax.OptState, OptimizerState]\n'
         'OptimizerDefType = Union[optax.GradientTransformation, OptimizerDef]\n'),
+    # unified-io-inference's uio/model.py (from t5x): the class bound alone to a module-level
+    # name, read nowhere or in annotations (it was refused FOM112, "a def passed to a function",
+    # and the file kept `from flax import optim`).
+    'bare_alias': (
+        'from flax import optim\n\nOptimizer = optim.Optimizer\n\n\n'
+        'def run(opt: Optimizer) -> Optimizer:\n  return opt\n',
+        'Optimizer = train_state.TrainState\n'),
 }
 
 
@@ -81,3 +88,15 @@ def test_legacy_internals_outside_a_type_alias_stay_refused():
   _, report = migrate_source(source)
   assert [(r.line, r.code, r.status) for r in report.records] == [
       (5, 'FOM104', 'refused'), (8, 'FOM104', 'refused'), (9, 'FOM104', 'refused')]
+
+
+@pytest.mark.parametrize('use', ['Optimizer(opt_def, state, target)', 'isinstance(x, Optimizer)'])
+def test_a_bare_alias_read_outside_annotations_stays_refused(use):
+  """Legacy's constructor (``Optimizer(opt_def, state, target)``) has no TrainState form, and a
+  read that is no annotation is left with the name it reads: the alias stays legacy, refused."""
+  source = ('from flax import optim\n\nOptimizer = optim.Optimizer\n\n\n'
+            f'def run(opt_def, state, target, x):\n  return {use}\n')
+  new, report = migrate_source(source)
+  assert [(r.line, r.code, r.status) for r in report.records] == [(3, 'FOM112', 'refused')], (
+      report.summary(written=False))
+  assert 'Optimizer = optim.Optimizer\n' in new
