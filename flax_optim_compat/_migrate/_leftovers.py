@@ -157,9 +157,8 @@ def _weight_norm_of(unit, call) -> Optional[cst.Call]:
       parent.targets[0].target, cst.Name):
     reads = _project.reads_beside_create(unit, parent.targets[0].target)
   for read in reads:
-    arg = unit.parent(read)
-    wrapper = unit.parent(arg) if isinstance(arg, cst.Arg) else None
-    if isinstance(wrapper, cst.Call) and unit.legacy(wrapper.func) == 'WeightNorm':
+    wrapper = _project.legacy_call_around(unit, read)
+    if wrapper is not None and unit.legacy(wrapper.func) == 'WeightNorm':
       return wrapper
   return None
 

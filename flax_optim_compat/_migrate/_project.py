@@ -475,15 +475,15 @@ def reads_beside_create(unit: SourceFile, name: cst.Name) -> List[cst.CSTNode]:
   return found
 
 
-def _in_legacy_call(unit: SourceFile, node: cst.CSTNode) -> bool:
-  """Whether ``node`` is an argument of a flax.optim call (``optim.WeightNorm(opt_def)``, a
-  group of ``MultiOptimizer``), whose own record names it."""
+def legacy_call_around(unit: SourceFile, node: cst.CSTNode) -> Optional[cst.Call]:
+  """The flax.optim call that ``node`` is an argument of (``optim.WeightNorm(opt_def)``, a
+  group of ``MultiOptimizer``), whose own record names it; else None."""
   while isinstance(unit.parent(node), (cst.Arg, cst.Element, cst.Tuple)):
     node = unit.parent(node)
     if isinstance(node, cst.Arg):
       call = unit.parent(node)
-      return isinstance(call, cst.Call) and unit.legacy(call.func) is not None
-  return False
+      return call if isinstance(call, cst.Call) and unit.legacy(call.func) is not None else None
+  return None
 
 
 def only_created(unit: SourceFile, name: cst.Name) -> bool:
@@ -499,7 +499,7 @@ def def_read_beside(unit: SourceFile, name: cst.Name) -> Optional[str]:
   ``opt_def.create(params)``), as a clause; else None."""
   if len(_def_reads(unit, name)) < 2:
     return None
-  beside = [r for r in reads_beside_create(unit, name) if not _in_legacy_call(unit, r)]
+  beside = [r for r in reads_beside_create(unit, name) if legacy_call_around(unit, r) is None]
   if not beside:
     return None
   return (f'{name.value}, which is also read at {_unit.at(unit, beside[0])} '
