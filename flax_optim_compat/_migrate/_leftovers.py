@@ -153,9 +153,9 @@ def _weight_norm_of(unit, call) -> Optional[cst.Call]:
   through the variable ``call`` is assigned to (a read of it beside its creates); else None."""
   parent = unit.parent(call)
   reads = [call]
-  if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
-      parent.targets[0].target, cst.Name):
-    reads = _project.reads_beside_create(unit, parent.targets[0].target)
+  target = _unit.sole_target(parent)
+  if isinstance(target, cst.Name):
+    reads = _project.reads_beside_create(unit, target)
   for read in reads:
     wrapper = _project.legacy_call_around(unit, read)
     if wrapper is not None and unit.legacy(wrapper.func) == 'WeightNorm':
@@ -168,9 +168,8 @@ def _def_destination(project, unit, call):
   return value of a function no resolved call creates from, an argument, an element of a
   container passed to a call (a decorator's). None if neither."""
   parent = unit.parent(call)
-  if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
-      parent.targets[0].target, cst.Name):
-    variable = parent.targets[0].target
+  variable = _unit.sole_target(parent)
+  if isinstance(variable, cst.Name):
     if _unit.accesses(unit, variable) == [] and not any(   # rff-mrf-jax's lm.py
         isinstance(n, (cst.Global, cst.Nonlocal)) for n in unit.nodes) and not any(
             u is not unit and variable.value in u.source for u in project.units):
@@ -418,8 +417,8 @@ def _bindings_origin(project, unit, node, seen, result_of) -> Optional[str]:
         _unit.parameter(unit, value.func) is None) and _origin(
             project, unit, value.func, seen) is not None:
       continue   # a step unpacked from out of sight, called on it
-    unpacked = isinstance(value, cst.Name) and len(assign.targets) == 1 and isinstance(
-        assign.targets[0].target, (cst.Tuple, cst.List))
+    unpacked = isinstance(value, cst.Name) and isinstance(
+        _unit.sole_target(assign), (cst.Tuple, cst.List))
     source = _origin(project, unit, value, seen) if unpacked else None
     if source is None:
       return None

@@ -322,8 +322,9 @@ class Program:
           return True
         rebound = rebound and bool(unit.names(parent.func) & REBINDERS)
       elif isinstance(parent, cst.Assign) and child is parent.value:
-        if rebound and len(parent.targets) == 1:
-          return self._reads_compiled(unit, parent.targets[0].target, compiled, depth + 1)
+        target = _unit.sole_target(parent)
+        if rebound and target is not None:
+          return self._reads_compiled(unit, target, compiled, depth + 1)
         rebound = False
       elif not isinstance(parent, cst.Arg):
         rebound = False
@@ -486,8 +487,7 @@ class Program:
                 self.field_key(self.receiver_class(u, node.value), name) == key):
           target = u.parent(node)
           assign = u.parent(target) if isinstance(target, cst.AssignTarget) else None
-          plain = isinstance(assign, cst.Assign) and len(assign.targets) == 1
-          values.append((u, assign.value if plain else None))
+          values.append((u, assign.value if _unit.sole_target(assign) is not None else None))
     return values
 
   def _bound_field(self, key: str, name: str, depth: int):

@@ -106,8 +106,7 @@ class Project(Callees):
         if why:
           return why
         continue
-      target = parent.targets[0].target if isinstance(parent, cst.Assign) and len(
-          parent.targets) == 1 else None
+      target = _unit.sole_target(parent)
       reads = ([call] if not isinstance(target, cst.Name) else
                _unit.binding_reads(u, target) or _unit.accesses(u, target) or [])
       for read in reads:
@@ -241,8 +240,7 @@ class Project(Callees):
     if isinstance(parent, cst.Call) and parent.func is value or self._bound_to_a_parameter(
         unit, value):
       return []
-    target = parent.targets[0].target if isinstance(parent, cst.Assign) and len(
-        parent.targets) == 1 else None
+    target = _unit.sole_target(parent)
     reads = _unit.accesses(unit, target) if isinstance(target, cst.Name) else None
     if reads is None:
       return [(unit, value)]
@@ -419,14 +417,13 @@ class Project(Callees):
     # Variables bound to a legacy def: ``opt_def = optim.Adam(...)``.
     for unit in self.units:
       for node in unit.nodes:
-        if isinstance(node, cst.Assign) and len(node.targets) == 1:
-          target = node.targets[0].target
-          if isinstance(target, cst.Name) and isinstance(node.value, cst.Call) and (
-              unit.legacy(node.value.func) not in (None, 'Optimizer')
-              or self.is_user_def(unit, node.value.func)):
-            slot = _flows.var_slot(unit, target)
-            if slot:
-              self.def_slots.add(slot)
+        target = _unit.sole_target(node)
+        if isinstance(target, cst.Name) and isinstance(node.value, cst.Call) and (
+            unit.legacy(node.value.func) not in (None, 'Optimizer')
+            or self.is_user_def(unit, node.value.func)):
+          slot = _flows.var_slot(unit, target)
+          if slot:
+            self.def_slots.add(slot)
     # Annotations name optimizer slots directly.
     for unit in self.units:
       for node in unit.nodes:

@@ -171,9 +171,9 @@ def _compiled_create(project, unit: SourceFile, node: cst.CSTNode) -> Optional[S
     return None
   parent = unit.parent(node)
   slot = None
-  if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
-      parent.targets[0].target, cst.Name):
-    slot = _flows.var_slot(unit, parent.targets[0].target)
+  target = _unit.sole_target(parent)
+  if isinstance(target, cst.Name):
+    slot = _flows.var_slot(unit, target)
     slot = slot if slot in project.optimizer_slots else None
   return Site(unit, node, 'escape', slot, _refusals.ESCAPE,
               f'{short(unit.code(node))} at {_unit.at(unit, node)} creates the optimizer '
@@ -215,9 +215,9 @@ def _unresolved_result(project, unit: SourceFile, node: cst.CSTNode):
     return None
   parent = unit.parent(node)
   reads = [node]
-  if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(
-      parent.targets[0].target, cst.Name):
-    reads = _unit.accesses(unit, parent.targets[0].target) or []
+  target = _unit.sole_target(parent)
+  if isinstance(target, cst.Name):
+    reads = _unit.accesses(unit, target) or []
   for read in reads:
     use = unit.parent(read)
     stored = None
@@ -643,10 +643,8 @@ def _lambda_callee(unit: SourceFile, lam: cst.Lambda) -> Optional[cst.CSTNode]:
     parent = unit.parent(node)
   if isinstance(parent, cst.Call) and parent.func is node:
     return node
-  if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1 and (
-      isinstance(parent.targets[0].target, cst.Name)):
-    return parent.targets[0].target
-  return None
+  target = _unit.sole_target(parent, value=node)
+  return target if isinstance(target, cst.Name) else None
 
 
 def _tuple_destination_ok(project, unit: SourceFile, call: cst.Call, container) -> bool:
@@ -661,11 +659,9 @@ def _tuple_destination_ok(project, unit: SourceFile, call: cst.Call, container) 
     parent = unit.parent(node)
   if isinstance(parent, cst.Return):
     return True
-  if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-    target = parent.targets[0].target
-    return isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(
-        container.elements)
-  return False
+  target = _unit.sole_target(parent)
+  return isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(
+      container.elements)
 
 
 def _target_ok(project, unit: SourceFile, target) -> bool:

@@ -149,9 +149,7 @@ def names_field(unit: "SourceFile", classdef: cst.ClassDef, name: str) -> bool:
              and node.value.value == 'self'}
     for statement in classdef.body.body:
       for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-        target = small.target if isinstance(small, cst.AnnAssign) else (
-            small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1
-            else None)
+        target = small.target if isinstance(small, cst.AnnAssign) else sole_target(small)
         if isinstance(target, cst.Name):
           found.add(target.value)
     named[id(classdef)] = found
@@ -442,6 +440,17 @@ def binding_reads(unit: SourceFile, read: cst.Name) -> Optional[List[cst.CSTNode
   return reads
 
 
+def sole_target(node: Optional[cst.CSTNode], value: Optional[cst.CSTNode] = None):
+  """The target of ``node`` where it is an ``Assign`` with one target (``t = ...``, not
+  ``a = b = ...``) and, when ``value`` is given, ``value`` is what it assigns; else None. The
+  one test of "a statement that binds one target" for the whole wing."""
+  if not (isinstance(node, cst.Assign) and len(node.targets) == 1):
+    return None
+  if value is not None and node.value is not value:
+    return None
+  return node.targets[0].target
+
+
 def plain_assignment(unit: SourceFile, binding: meta.BaseAssignment) -> Optional[cst.Assign]:
   """The statement ``name = value`` whose one target is the name that ``binding`` (one
   binding of a scope) binds; None for any other binding: a parameter, an import, ``for name
@@ -450,8 +459,7 @@ def plain_assignment(unit: SourceFile, binding: meta.BaseAssignment) -> Optional
     return None
   target = unit.parent(binding.node)
   assign = unit.parent(target) if isinstance(target, cst.AssignTarget) else None
-  if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-          and assign.targets[0].target is binding.node):
+  if sole_target(assign) is not binding.node:
     return None
   return assign
 

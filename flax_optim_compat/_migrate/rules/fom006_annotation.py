@@ -92,11 +92,10 @@ def _class_alias(unit, node) -> bool:
   class the rewritten optimizers are; one that calls it as legacy's constructor
   (``Optimizer(opt_def, state, target)``) fails there with a ``TypeError``."""
   assign = unit.parent(node)
-  if not (isinstance(assign, cst.Assign) and assign.value is node and len(assign.targets) == 1
-          and isinstance(assign.targets[0].target, cst.Name)
-          and unit.parent(unit.parent(assign)) is unit.module):
+  target = _unit.sole_target(assign, value=node)
+  if not (isinstance(target, cst.Name) and unit.parent(unit.parent(assign)) is unit.module):
     return False
-  reads = _unit.accesses(unit, assign.targets[0].target)
+  reads = _unit.accesses(unit, target)
   return reads is not None and all(
       unit.enclosing(read, (cst.Annotation,)) is not None for read in reads)
 

@@ -76,8 +76,7 @@ def chosen_def(unit, name, values):
   for value in values:
     assign = unit.parent(value)
     legacy = unit.legacy(value.func) if isinstance(value, cst.Call) else None
-    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-            and isinstance(assign.targets[0].target, cst.Name)) or (
+    if not isinstance(_unit.sole_target(assign), cst.Name) or (
                 legacy not in _unit.BUILTIN_DEFS):
       return None, (f'the def {unit.code(name)} is chosen at run time (assigned at lines '
                     f'{lines}), and {unit.code(value)} is not a built-in def')

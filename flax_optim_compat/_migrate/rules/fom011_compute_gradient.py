@@ -8,6 +8,7 @@ import libcst as cst
 
 from .. import _edits
 from .. import _rule
+from .. import _unit
 from .._report import Record
 
 
@@ -23,10 +24,9 @@ class ComputeGradient(_rule.Rule):
     if call is None:
       return None
     assign = unit.parent(call)
-    if (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-        and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
-        and len(assign.targets[0].target.elements) in (2, 3) and len(call.args) == 1
-        and call.args[0].keyword is None):
+    target = _unit.sole_target(assign)
+    if (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) in (2, 3)
+        and len(call.args) == 1 and call.args[0].keyword is None):
       return _rule.Match(self.kind, call)
     return None
 

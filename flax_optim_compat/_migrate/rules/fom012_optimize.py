@@ -97,11 +97,11 @@ def optimize_shape(unit: SourceFile, call: cst.CSTNode) -> Optional[str]:
     return f'{code}: the optimizer is not a name or attribute'
   assign = unit.parent(call)
   line = unit.parent(assign)
-  if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-          and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
+  target = _unit.sole_target(assign)
+  if not (isinstance(target, (cst.Tuple, cst.List))
           and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
     return f'{code}: not the value of a statement new, loss[, aux] = ... of its own'
-  elements = assign.targets[0].target.elements
+  elements = target.elements
   if any(isinstance(e, cst.StarredElement) for e in elements):
     return f'{code}: assigned to starred targets, not new, loss[, aux]'
   if len(elements) not in (2, 3):

@@ -40,14 +40,14 @@ class GroupHyperParams(Rule):
     if _element_index(unit, read) is not None:   # ``r.optimizer_def.hyper_params[i]`` inline
       return Match(self.kind, read)
     statement = unit.parent(parent) if isinstance(parent, cst.Assign) else None
-    if not (isinstance(parent, cst.Assign) and parent.value is read and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)
+    variable = _unit.sole_target(parent, value=read)
+    if not (isinstance(variable, cst.Name)
             and isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
       return None
     block = unit.parent(statement)
     if not isinstance(block, (cst.IndentedBlock, cst.Module)) or len(block.body) < 2:
       return None   # the statement goes: its block must keep one
-    uses = accesses(unit, parent.targets[0].target)
+    uses = accesses(unit, variable)
     if not uses or any(_element_index(unit, u) is None for u in uses):
       return None
     return Match(self.kind, statement)

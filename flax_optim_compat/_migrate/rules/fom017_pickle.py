@@ -180,9 +180,7 @@ def load_site(project, unit, node) -> Optional[tuple]:
     return None
   loaded = f'{unit.code(node.func)}(...) at {_unit.at(unit, node)}'
   value, assign = _passed_on(project, unit, node)
-  target = None
-  if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
-    target = assign.targets[0].target
+  target = _unit.sole_target(assign)
   slot = project.slot_of(unit, target) if target is not None else None
   if slot is None and value is node and isinstance(target, cst.Name):
     uses = [_use(project, unit, read) for read in _unit.accesses(unit, target) or ()]
@@ -268,10 +266,11 @@ def _use(project, unit, read) -> tuple:
   if isinstance(parent, cst.Attribute) and parent.value is value and (
       parent.attr.value in _READS):
     return None, f'read as {_rule.text_of(parent)}'
-  if isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1:
-    slot = project.slot_of(unit, parent.targets[0].target)
+  target = _unit.sole_target(parent, value=value)
+  if target is not None:
+    slot = project.slot_of(unit, target)
     if slot is not None:
-      return slot, f'assigned to {unit.code(parent.targets[0].target)}'
+      return slot, f'assigned to {unit.code(target)}'
   return None, ''
 
 
@@ -331,9 +330,9 @@ def _last_bound(unit, statements, same, me) -> Optional[str]:
   found = None
   for statement in statements:
     for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-      if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+      target = _unit.sole_target(small)
+      if target is None:
         continue
-      target = small.targets[0].target
       plain = isinstance(target, cst.Name) or (
           isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
           and target.value.value == me)

@@ -60,11 +60,9 @@ def _method(unit, node):
     if _a_plain_dict(unit, node.func.value):
       return None   # its pair of a value is unpacked: legacy gave the same (no FrozenDict)
     assign = unit.parent(node)
-    if (isinstance(assign, cst.Assign) and assign.value is node and len(assign.targets) == 1
-        and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
-        and len(assign.targets[0].target.elements) == 2
-        and not any(isinstance(e, cst.StarredElement)
-                    for e in assign.targets[0].target.elements)):
+    target = _unit.sole_target(assign, value=node)
+    if (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2
+        and not any(isinstance(e, cst.StarredElement) for e in target.elements)):
       return name
     return None
   if name == 'copy' and len(args) == 1 and (
