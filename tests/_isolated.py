@@ -55,7 +55,10 @@ def waited_child_cache() -> dict:
     return {}
   return {'JAX_COMPILATION_CACHE_DIR': directory,
           'JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS': '0',
-          'JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES': '0'}
+          'JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES': '0',
+          # what goes into a program's key, as in this process (conftest.py)
+          'JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES':
+              jax.config.jax_persistent_cache_enable_xla_caches or ''}
 
 
 def prelude() -> str:
