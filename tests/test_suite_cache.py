@@ -49,3 +49,18 @@ def test_an_entry_both_workers_compiled_keeps_each_workers_own_file(tmp_path):
   _finish(_run_one_test(gw1))
   assert (shared / 'key-b-cache').read_bytes() == b'from gw0'
   assert (tmp_path / 'gw1' / 'key-b-cache').read_bytes() == b'from gw1'
+
+
+def test_without_hard_links_a_whole_copy_is_renamed_into_place(tmp_path, monkeypatch):
+  def no_links(src, dst):
+    raise PermissionError(1, 'Operation not permitted', dst)
+  monkeypatch.setattr(conftest.os, 'link', no_links)
+  shared = tmp_path / 'shared'
+  gw0 = conftest._SharedCache(str(tmp_path / 'gw0'), str(shared))
+  gw1 = conftest._SharedCache(str(tmp_path / 'gw1'), str(shared))
+  test = _run_one_test(gw0)
+  (tmp_path / 'gw0' / 'key-c-cache').write_bytes(b'executable c')
+  _finish(test)
+  _finish(_run_one_test(gw1))
+  assert (tmp_path / 'gw1' / 'key-c-cache').read_bytes() == b'executable c'
+  assert sorted(os.listdir(shared)) == ['key-c-cache']   # no partial copy left
