@@ -8,13 +8,13 @@ program through a different ``jax.jit`` object: the dict and FrozenDict variants
 trajectory, the routes of a pmap case, a checkpoint case before and after its restore. jax's
 in-memory cache is per jitted function; its persistent cache is keyed by the compiled program,
 so with it each distinct program is compiled once per process, and about once per run: the
-two pytest-xdist workers share their finished entries (``_SharedCache``; the README's test
-command on 2 idle cores, the same machine and tree: 593 s of pytest's clock and 1064 CPU s with
-a cache per worker, 510 s and 899 CPU s shared). A child a test waits on may share its
-process's cache (``tests/_isolated.waited_child_cache``: the both-ways runs, the legacy-name
-programs, the docs' blocks); other children keep jax's defaults. The directory is removed at
-the end of the run (nothing outlives the session). Set ``FLAX_OPTIM_COMPAT_TEST_CACHE=0`` to run
-the suite without the compilation cache.
+two pytest-xdist workers share their finished entries (``tests/_shared_cache.py``; the
+README's test command on 2 idle cores, the same machine and tree: 593 s of pytest's clock and
+1064 CPU s with a cache per worker, 510 s and 899 CPU s shared). A child a test waits on may
+share its process's cache (``tests/_isolated.waited_child_cache``: the both-ways runs, the
+legacy-name programs, the docs' blocks); other children keep jax's defaults. The directory is
+removed at the end of the run (nothing outlives the session). Set
+``FLAX_OPTIM_COMPAT_TEST_CACHE=0`` to run the suite without the compilation cache.
 """
 import os
 import shutil
@@ -50,7 +50,7 @@ def pytest_configure(config):
   # One cache directory per process: jax writes an entry in place and without a lock (no
   # eviction), so a process could read another's half-written executable; a first clean-clone
   # run with one directory shared by every process aborted inside jaxlib. The workers share
-  # their entries through _SharedCache instead, whole files only.
+  # their entries through tests/_shared_cache.py instead, whole files only.
   worker = os.environ.get('PYTEST_XDIST_WORKER', 'main')
   own = os.path.join(directory, 'jax_cache', worker)
   jax.config.update('jax_compilation_cache_dir', own)
@@ -60,48 +60,10 @@ def pytest_configure(config):
   # key, so two directories never share a key; on a CPU the folder is unused.
   jax.config.update('jax_persistent_cache_enable_xla_caches', 'none')
   if worker != 'main':
+    from tests import _shared_cache  # pylint: disable=g-import-not-at-top
     config.pluginmanager.register(
-        _SharedCache(own, os.path.join(directory, 'jax_cache', 'shared')), 'shared_jax_cache')
-
-
-class _SharedCache:
-  """The pytest-xdist workers' compilation caches, shared between tests.
-
-  Test files on the two workers compile many of the same programs (the same optimizer steps
-  in the golden, compiled, probe and conversion tests). After each test, when nothing in this
-  process compiles, this worker hard-links the entries jax finished in its own directory into
-  a shared one; before each test it hard-links into its own directory those the other worker
-  put there. A link is made whole or not at all (where the file system has none, a copy is
-  renamed into place), and only finished files are linked, so jax never meets a half-written
-  entry; an entry is never written again (jax skips a key it has).
-  """
-
-  def __init__(self, own, shared):
-    self.own, self.shared = own, shared
-    os.makedirs(own, exist_ok=True)
-    os.makedirs(shared, exist_ok=True)
-    self.known = set()   # names in both directories
-
-  def _link_missing(self, source, target):
-    names = {name for name in os.listdir(source) if not name.endswith('.partial')} - self.known
-    for name in names:
-      src, dst = os.path.join(source, name), os.path.join(target, name)
-      try:
-        os.link(src, dst)
-      except FileExistsError:
-        pass
-      except OSError:   # a file system without hard links: a whole copy, renamed into place
-        if not os.path.exists(dst):
-          partial = f'{dst}.{os.getpid()}.partial'
-          shutil.copyfile(src, partial)
-          os.replace(partial, dst)
-    self.known |= names
-
-  @pytest.hookimpl(hookwrapper=True)
-  def pytest_runtest_protocol(self, item, nextitem):
-    self._link_missing(self.shared, self.own)
-    yield
-    self._link_missing(self.own, self.shared)
+        _shared_cache.SharedCache(own, os.path.join(directory, 'jax_cache', 'shared')),
+        'shared_jax_cache')
 
 
 # The test files that cost the most, heaviest first: CPU seconds of each file alone (pytest and

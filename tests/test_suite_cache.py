@@ -1,8 +1,8 @@
-"""The suite's shared compilation cache (conftest.py's ``_SharedCache``): what one pytest-xdist
+"""The suite's shared compilation cache (``tests/_shared_cache.py``): what one pytest-xdist
 worker finished reaches the other's directory before its next test, as the same file."""
 import os
 
-import conftest
+from tests import _shared_cache
 
 
 def _run_one_test(cache):
@@ -22,8 +22,8 @@ def _finish(protocol):
 
 def test_a_finished_entry_reaches_the_other_worker_before_its_next_test(tmp_path):
   shared = tmp_path / 'shared'
-  gw0 = conftest._SharedCache(str(tmp_path / 'gw0'), str(shared))
-  gw1 = conftest._SharedCache(str(tmp_path / 'gw1'), str(shared))
+  gw0 = _shared_cache.SharedCache(str(tmp_path / 'gw0'), str(shared))
+  gw1 = _shared_cache.SharedCache(str(tmp_path / 'gw1'), str(shared))
 
   test = _run_one_test(gw0)
   (tmp_path / 'gw0' / 'key-a-cache').write_bytes(b'executable a')   # jax, during the test
@@ -39,8 +39,8 @@ def test_a_finished_entry_reaches_the_other_worker_before_its_next_test(tmp_path
 
 def test_an_entry_both_workers_compiled_keeps_each_workers_own_file(tmp_path):
   shared = tmp_path / 'shared'
-  gw0 = conftest._SharedCache(str(tmp_path / 'gw0'), str(shared))
-  gw1 = conftest._SharedCache(str(tmp_path / 'gw1'), str(shared))
+  gw0 = _shared_cache.SharedCache(str(tmp_path / 'gw0'), str(shared))
+  gw1 = _shared_cache.SharedCache(str(tmp_path / 'gw1'), str(shared))
   first, second = _run_one_test(gw0), _run_one_test(gw1)
   (tmp_path / 'gw0' / 'key-b-cache').write_bytes(b'from gw0')
   (tmp_path / 'gw1' / 'key-b-cache').write_bytes(b'from gw1')
@@ -54,10 +54,10 @@ def test_an_entry_both_workers_compiled_keeps_each_workers_own_file(tmp_path):
 def test_without_hard_links_a_whole_copy_is_renamed_into_place(tmp_path, monkeypatch):
   def no_links(src, dst):
     raise PermissionError(1, 'Operation not permitted', dst)
-  monkeypatch.setattr(conftest.os, 'link', no_links)
+  monkeypatch.setattr(_shared_cache.os, 'link', no_links)
   shared = tmp_path / 'shared'
-  gw0 = conftest._SharedCache(str(tmp_path / 'gw0'), str(shared))
-  gw1 = conftest._SharedCache(str(tmp_path / 'gw1'), str(shared))
+  gw0 = _shared_cache.SharedCache(str(tmp_path / 'gw0'), str(shared))
+  gw1 = _shared_cache.SharedCache(str(tmp_path / 'gw1'), str(shared))
   test = _run_one_test(gw0)
   (tmp_path / 'gw0' / 'key-c-cache').write_bytes(b'executable c')
   _finish(test)
