@@ -6,14 +6,16 @@ and takes a relative folder. Once the program no longer imports it, flax's defau
 (orbax: a directory per step, and ``ValueError: Checkpoint path should be absolute`` for
 ``'ckpt'``). So a file that calls ``save_checkpoint`` / ``restore_checkpoint``, in a project
 where a use of flax.optim is rewritten (any file, any rule: ``Rule.after_the_project``), gets
-``flax.config.update('flax_use_orbax_checkpointing', False)`` after its imports (once), and the
-report names each call it keeps. Where part of the program still imports flax.optim, the line
+``flax.config.update('flax_use_orbax_checkpointing', False)`` after its imports (once; after its
+module-level ``import flax`` where code comes before that import, as in a notebook's export),
+and the report names each call it keeps. Where part of the program still imports flax.optim, the line
 sets what that import sets.
 """
 import libcst as cst
 
 from .. import _edits
 from .. import _rule
+from .. import _unit
 from .._report import Record
 
 FLAG = 'flax_use_orbax_checkpointing'
@@ -53,11 +55,44 @@ class CheckpointFormat(_rule.Rule):
         index = i + 1
       else:
         break
+    # A module whose first import of flax comes after other statements (a notebook export
+    # whose first cell runs code): the line goes after that import, where ``flax`` is bound.
+    binding = next((i for i, statement in enumerate(body) if _binds_flax(statement)), None)
+    if binding is not None and binding >= index:
+      index = binding + 1
     line = cst.parse_statement(f'{STATEMENT}\n').with_changes(leading_lines=[
         cst.EmptyLine(comment=cst.Comment(
             '# Checkpoints as the legacy program wrote them (flax.optim imported): msgpack, '
             'relative paths.'))])
     return updated.with_changes(body=[*body[:index], line, *body[index:]])
+
+
+def _binds_flax(statement) -> bool:
+  """Whether a module-level statement binds ``flax`` (``import flax``, ``import flax.training``,
+  at its level or in its blocks, outside functions and classes)."""
+  found = []
+
+  class _Imports(cst.CSTVisitor):
+    def visit_FunctionDef(self, node):
+      return False
+
+    def visit_ClassDef(self, node):
+      return False
+
+    def visit_Import(self, node):
+      found.extend(_bound(a) == 'flax' for a in node.names)
+
+    def visit_ImportFrom(self, node):
+      if not isinstance(node.names, cst.ImportStar):
+        found.extend(_bound(a) == 'flax' for a in node.names)
+
+  statement.visit(_Imports())
+  return any(found)
+
+
+def _bound(alias: cst.ImportAlias) -> str:
+  """The name an import alias binds (``import flax.training``: ``flax``)."""
+  return _unit.dotted(alias.asname.name if alias.asname else alias.name).split('.')[0]
 
 
 def _sets_the_flag(unit) -> bool:

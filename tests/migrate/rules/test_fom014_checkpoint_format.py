@@ -55,3 +55,18 @@ def test_a_file_that_sets_the_flag_itself_is_left_as_it_is():
   new, report = migrate_source(source)
   assert new.count('flax_use_orbax_checkpointing') == 1
   assert 'FOM014' not in {r.code for r in report.records}
+
+
+@pytest.mark.parametrize('flax_import', ['import flax\n', ''])
+def test_code_before_the_imports_keeps_the_flag_after_flax_is_bound(flax_import):
+  """A notebook export whose first cell runs code before the imports: the line that sets the
+  flag comes where ``flax`` is bound (it was put above the first statement: a NameError on
+  import, EditableNeRF's HyperNeRF_Training.py)."""
+  source = ('STEPS = 3\n\n' + flax_import + 'import jax.numpy as jnp\nfrom flax import optim\n'
+            'from flax.training import checkpoints\n\n\n'
+            'def run():\n  opt = optim.Adam(0.1).create({"w": jnp.zeros(2)})\n'
+            '  checkpoints.save_checkpoint("ckpt", opt, 0)\n')
+  new, report = migrate_source(source)
+  assert 'FOM014' in {r.code for r in report.records}
+  exec(compile(new, 'migrated.py', 'exec'), {'__name__': 'migrated'})   # binds flax first
+  assert new.index('import flax\n') < new.index("flax.config.update(")
