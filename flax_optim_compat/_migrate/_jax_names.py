@@ -565,6 +565,11 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
     elif entry.kind in ('alias', 'module', 'config_module') and not unwrapped:
       if isinstance(node, cst.Attribute):   # a Name was imported: its import is rewritten
         _plan_rename(node, entry, plan, result)
+      elif entry.kind == 'config_module':
+        # ``from jax.config import config`` became ``from jax import config``: once its only
+        # use, ``config.enable_omnistaging()``, is dropped (FOM206), that import goes too.
+        module, name = _split(entry.target)
+        result.unused_imports.append((module, name, node.value if node.value != name else None))
     elif not (called.get(id(node), False) or unwrapped):
       _refuse(plan, result, node, f'{entry.name} (not called as the rule rewrites it, or a '
               'function only the runtime layer gives back)')

@@ -375,3 +375,18 @@ def test_a_name_todays_jax_config_lacks_is_marked_not_left_silent(imports, base)
   assert all(f'jax {jax.__version__} has no jax.config.FLAGS' in r.message for r in refused)
   assert new.count('FOM299') == 2 and report.exit_status() == 2
   assert migrate_source(new)[0] == new
+
+
+@pytest.mark.parametrize('more, kept', [('', False), ("config.update('jax_enable_x64', False)\n",
+                                                      True)])
+def test_the_config_import_goes_once_omnistaging_was_its_only_use(more, kept):
+  """``from jax.config import config`` becomes ``from jax import config``; with its only use,
+  ``config.enable_omnistaging()``, dropped (FOM206), the import goes too (it was left unused:
+  six files of held-out batch 14); a use left keeps it."""
+  source = ('from jax.config import config\nconfig.enable_omnistaging()\n' + more +
+            '\nfrom flax import optim\n\n\ndef make(p):\n'
+            '  return optim.Adam(learning_rate=1e-3).create(p)\n')
+  new, _ = migrate_source(source)
+  assert 'enable_omnistaging' not in new and 'jax.config' not in new
+  assert ('from jax import config' in new) == kept
+  compile(new, 'migrated.py', 'exec')
