@@ -21,6 +21,7 @@ from . import _project
 from . import _refusals
 from . import _unit
 from . import rules
+from .rules import fom005_replace
 from .rules import fom017_pickle
 from ._edits import statement_of
 from ._program import COMPILERS
@@ -312,6 +313,8 @@ def _classify(project, unit: SourceFile, node: cst.CSTNode, slot: tuple) -> List
                  f'{short(unit.code(node.func.value), 40)}, a def the analysis does not trace to '
                  'a flax.optim def call, so its optax form cannot be decided here')]
   if member:
+    if fom005_replace.unchanged_field(unit, parent):
+      return extra   # passed back to its own replace: the keyword goes with FOM005's rewrite
     return [_member(project, unit, node, slot, matched)]
   if isinstance(node, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
     if isinstance(parent, cst.Attribute) and parent.attr is node:

@@ -26,6 +26,7 @@ TREE_MAPS = ('jax.tree_util.tree_map', 'jax.tree_map', 'jax.tree.map')
 @dataclasses.dataclass(frozen=True)
 class ReplaceData:
   restructure: bool   # put the new params in the state's own containers
+  kept: tuple = ()    # the keywords that pass a field back as it is (``unchanged_field``)
 
 
 def _receiver(node: cst.CSTNode) -> bool:
@@ -45,6 +46,26 @@ def _same_containers(unit, receiver: cst.CSTNode, value: cst.CSTNode) -> bool:
           and unit.code(positional[1].value) == f'{unit.code(receiver)}.target')
 
 
+def unchanged_field(unit, read: cst.CSTNode) -> bool:
+  """Whether ``read`` is ``R.state`` (or ``R.optimizer_def``) passed as that same keyword to
+  ``R.replace(...)``, ``R`` a name or an attribute of one: legacy's replace then keeps the field
+  as it was (nerf-object-removal's ``optimizer_.replace(target=latent_codes,
+  state=optimizer_.state)``, a new target with the same Adam moments and step), which a
+  TrainState's ``replace(params=...)`` does with its own ``step`` and ``opt_state``; the
+  keyword goes with the rewrite."""
+  if not (isinstance(read, cst.Attribute) and read.attr.value in ('state', 'optimizer_def')
+          and _receiver(read.value)):
+    return False
+  arg = unit.parent(read)
+  if not (isinstance(arg, cst.Arg) and arg.keyword is not None
+          and arg.keyword.value == read.attr.value):
+    return False
+  call = unit.parent(arg)
+  return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+          and call.func.attr.value == 'replace'
+          and unit.code(call.func.value) == unit.code(read.value))
+
+
 class Replace(_rule.Rule):
   code = 'FOM005'
   title = 'optimizer.replace(target=p) -> state.replace(params=p)'
@@ -59,7 +80,8 @@ class Replace(_rule.Rule):
     # target has a TrainState field to go to (``TrainState.replace(state=...)`` raises).
     internal = [f'{a.keyword.value}=...' if a.keyword is not None else
                 f'{a.star}{unit.code(a.value)}' for a in call.args
-                if a.keyword is None or a.keyword.value != 'target']
+                if (a.keyword is None or a.keyword.value != 'target')
+                and not unchanged_field(unit, a.value)]
     if internal:
       return _rule.Match(self.kind, call, _refusals.READ,
                          f'replace({", ".join(internal)}) sets legacy internals a TrainState '
@@ -69,7 +91,9 @@ class Replace(_rule.Rule):
   def plan(self, site, plan):
     unit, call = site.unit, site.node
     receiver = call.func.value
-    value = next((a.value for a in call.args if a.keyword is not None), None)
+    value = next((a.value for a in call.args
+                  if a.keyword is not None and a.keyword.value == 'target'), None)
+    kept = tuple(a.keyword.value for a in call.args if unchanged_field(unit, a.value))
     restructure = value is not None and not _same_containers(unit, receiver, value)
     file_plan = plan.files[unit.path]
     status, exact, message = 'rewritten', None, unit.code(call)
@@ -85,7 +109,7 @@ class Replace(_rule.Rule):
       file_plan.mark(call, f'{_refusals.MARKER} {flag}')
     if restructure:
       file_plan.needs.add(_edits.JAX)
-    file_plan.edits[id(call)] = _rule.Edit(self, ReplaceData(restructure))
+    file_plan.edits[id(call)] = _rule.Edit(self, ReplaceData(restructure, kept))
     plan.records.append(Record.of(site, status, code=self.code, exact=exact,
                                   message=message))
 
@@ -99,7 +123,10 @@ class Replace(_rule.Rule):
           f'jax.tree_util.tree_unflatten(jax.tree_util.tree_structure({receiver}.params), '
           f'jax.tree_util.tree_leaves({_rule.text_of(value)}))')
     args = [a.with_changes(keyword=cst.Name('params'), value=params(a.value))
-            if a.keyword is not None and a.keyword.value == 'target' else a for a in updated.args]
+            if a.keyword is not None and a.keyword.value == 'target' else a for a in updated.args
+            if a.keyword is None or a.keyword.value not in data.kept]
+    if args and data.kept:
+      args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     return updated.with_changes(args=args)
 
 

@@ -5,6 +5,7 @@ this file (run both ways by tests/migrate/test_migrate_equivalence.py), and its 
 EXAMPLES = {
     'replace_target': '1e-6',
     'replace_frozendict': 'bit-exact',
+    'replace_same_state': '1e-6',
 }
 
 import pytest  # noqa: E402
@@ -56,3 +57,24 @@ def test_a_replace_on_a_call_is_renamed_and_flagged_with_what_to_write():
   assert 'jax.tree_util.tree_leaves(q))) with the state bound to a name' in new
   [record] = [r for r in report.records if r.code == 'FOM005']
   assert (record.status, record.exactness) == ('flagged', 'not exact')
+
+
+@pytest.mark.parametrize('state, kept', [
+    ('o.state', True), ('o.optimizer_def', True), ('other.state', False),
+    ('o.state.param_states', False)])
+def test_a_field_passed_back_to_its_own_replace_goes_with_the_rewrite(state, kept):
+  """``o.replace(target=t, state=o.state)`` is legacy's ``o.replace(target=t)`` (the field as it
+  was); another optimizer's state, or a part of it, is not."""
+  keyword = state.split('.')[1]
+  source = ('from flax import optim\n\n\ndef f(p, t, other):\n'
+            '  o = optim.Adam(0.1).create(p)\n'
+            f'  return o.replace(target=t, {keyword}={state})\n')
+  new, report = migrate_source(source)
+  refused = [r for r in report.records if r.status == 'refused']
+  if kept:
+    assert not refused, refused
+    assert 'return o.replace(params=jax.tree_util.tree_unflatten(' in new
+    assert f'{keyword}=' not in new
+  else:
+    assert refused and f'return o.replace(target=t, {keyword}={state})' in new
+    assert 'optax' not in new
