@@ -17,10 +17,10 @@ from typing import Callable, Dict, List, Optional, TextIO, Tuple
 from .._checkpoint import _outputs
 from . import _engine
 from . import _import_paths
-from . import _program
+from . import _unparsed
 
 
-def read(paths) -> Tuple[Dict[str, str], Dict[str, str], List[_program.Unparsed], Dict[str, int]]:
+def read(paths) -> Tuple[Dict[str, str], Dict[str, str], List[_unparsed.Unparsed], Dict[str, int]]:
   """The project's files as the interpreter reads them: ``(text, encoding, unreadable,
   not_read)``, ``not_read`` the folders whose name starts with '.', with how many ``.py`` files
   each holds (``_import_paths.python_files``).
@@ -49,7 +49,7 @@ def read(paths) -> Tuple[Dict[str, str], Dict[str, str], List[_program.Unparsed]
     except UnicodeDecodeError as e:
       line, text = data[:e.start].count(b'\n') + 1, data.decode('latin-1')
       why = f'not decodable as {encoding}: byte {data[e.start:e.start + 1]!r} ({e.reason})'
-    unreadable.append(_program.Unparsed(path, line, why, _program.names_legacy(text), text))
+    unreadable.append(_unparsed.Unparsed(path, line, why, _unparsed.names_legacy(text), text))
   return texts, encodings, unreadable, not_read
 
 

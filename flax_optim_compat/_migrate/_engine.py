@@ -295,35 +295,25 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False, unreadab
   for done, (path, file_plan) in enumerate(plan.files.items()):
     step(f'rewriting {os.path.basename(path)} ({done + 1} of {len(plan.files)})')
     jax_names = _jax_names.plan_file(file_plan.unit, file_plan)
-    records += jax_names.records
     try:
       new = _rewrite(file_plan, jax_names.unused_imports)
       compile(new, path, 'exec', dont_inherit=True)
     except (SyntaxError, ValueError, cst.ParserSyntaxError, codemod.SkipFile) as e:
-      refusal = _refusals.FAILED if _compiles(sources[path], path) else _refusals.NOT_COMPILED
-      failed.append(Record(path, getattr(e, 'lineno', 0) or 0, refusal.code, 'refused',
-                           '', f'{refusal.reason}: {type(e).__name__}: {e}'))
-      continue
+      failed.append(Record(path, getattr(e, 'lineno', 0) or 0, _refusals.FAILED.code,
+                           'refused', '', f'{_refusals.FAILED.reason}: {type(e).__name__}: {e}'))
+      continue   # left as it was: no record of a removed jax name says it was rewritten
+    records += jax_names.records
     if new != sources[path]:
       changed[path] = new
   report = Report(records, plan.conversions, sorted(changed), failed)
   return changed, report
 
 
-def _compiles(source: str, path: str) -> bool:
-  """Whether Python compiles the file as given (LibCST parses ``from __future__ import
-  REDACTED``, which Python's compiler refuses: mlcommons' BERT)."""
-  try:
-    compile(source, path, 'exec', dont_inherit=True)
-  except (SyntaxError, ValueError):
-    return False
-  return True
-
-
 def _unparsed_record(bad) -> Record:
   """A file that does not parse: ``skipped`` where it can use no flax.optim object (it names
   none, and imports no file of the project that holds one), else ``refused``."""
-  message = f'{_refusals.NOT_PARSED.reason}: {bad.path}:{bad.line}: {bad.error}'
+  reason = (_refusals.NOT_COMPILED if bad.parsed else _refusals.NOT_PARSED).reason
+  message = f'{reason}: {bad.path}:{bad.line}: {bad.error}'
   if bad.names_legacy is not None:
     message += (f'; it names flax.optim (line {bad.names_legacy}), so its own uses stay legacy')
   if bad.reached:

@@ -8,10 +8,7 @@ classes share their fields (a class and its bases), which functions run traced (
 (through ``jax.jit`` / ``jax.pmap`` / ``functools.partial`` and variables bound to one). Where
 optimizer values go is the next modules' question (``_calls``, ``_flows``, ``_project``).
 """
-import ast
-import dataclasses
 import os
-import re
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -21,7 +18,9 @@ from . import _family
 from ._family import UnionFind
 from . import _import_paths
 from . import _unit
+from . import _unparsed
 from ._unit import SourceFile
+from ._unparsed import Unparsed, imported_words, names_legacy
 
 # Wrappers whose result is called with the wrapped function's arguments but hands back
 # something other than what the function returns: ``jax.make_jaxpr(f)(x)`` is f's jaxpr.
@@ -43,65 +42,6 @@ def compiling(unit, decorator: cst.BaseExpression) -> bool:
   partial = isinstance(decorator, cst.Call) and unit.names(head) & PARTIAL and bool(
       decorator.args and unit.names(decorator.args[0].value) & COMPILERS)
   return bool(unit.names(head) & COMPILERS or partial)
-
-
-@dataclasses.dataclass
-class Unparsed:
-  """A file that does not parse, left as it was: where, what the parser said, and whether it
-  names flax.optim itself (the line, else None); ``reached``: where the objects it may use
-  were refused (``_sites`` fills it)."""
-  path: str
-  line: int
-  error: str
-  names_legacy: Optional[int]
-  source: str = dataclasses.field(repr=False, default='')
-  reached: List[str] = dataclasses.field(default_factory=list)
-
-
-# A file that does not parse has no tree, so what it imports and whether it names flax.optim
-# are read from its text. An import statement: its module and names, to the end of the line
-# (backslash continuations included), a ``;``, or the closing parenthesis of ``import (...)``.
-_IMPORT = re.compile(r'(?:^|;)[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]*(\([^)]*\)|'
-                     r'[^\n;]*(?:\\\n[^\n;]*)*)|import[ \t]+([^\n;]*(?:\\\n[^\n;]*)*))',
-                     re.MULTILINE)
-# How a file gets at flax.optim by itself: ``flax.optim``, ``getattr(flax, ...)``, this package,
-# ``optim.Adam`` (any capitalised name of a module imported as ``optim``), or an import by a
-# computed name (``importlib.import_module``, ``__import__``). ``config.optim = ...`` is none.
-_LEGACY_TEXT = re.compile(r'\bflax\s*\.\s*optim\b|\bflax_optim_compat\b|\bgetattr\s*\(\s*flax\b|'
-                          r'\boptim\s*\.\s*[A-Z]|\bimport_module\b|\b__import__\b')
-
-
-def imported_words(text: str) -> Set[str]:
-  """Every word of the modules and names the import statements of ``text`` name."""
-  words = set()
-  for m in _IMPORT.finditer(text):
-    words.update(re.findall(r'\w+', ' '.join(g for g in m.groups() if g)))
-  words -= {'import', 'as'}
-  return words
-
-
-def names_legacy(text: str) -> Optional[int]:
-  """The line where ``text`` first names flax.optim (as ``_LEGACY_TEXT`` says, or an import of
-  a name ``optim``), else None."""
-  found = [m.start() for m in [_LEGACY_TEXT.search(text)] if m]
-  for m in _IMPORT.finditer(text):
-    names = m.group(2) or m.group(3) or ''
-    if re.search(r'\boptim\b|\*', names):
-      found.append(m.start())
-  return text.count('\n', 0, min(found)) + 1 if found else None
-
-
-def _parse_error(source: str, error: cst.ParserSyntaxError) -> Tuple[int, str]:
-  """``(line, message)`` of a file LibCST does not parse: Python's own where it fails too
-  (its line is the line at fault: LibCST's ``raw_line`` is the token after it), else
-  LibCST's."""
-  try:
-    compile(source, '<file>', 'exec', flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-  except SyntaxError as e:
-    return e.lineno or error.raw_line, e.msg
-  except ValueError:   # a null byte
-    pass
-  return error.raw_line, error.message
 
 
 # The files the last ``Program`` parsed, by (path, project root, text). A project migrated and
@@ -138,8 +78,17 @@ class Program:
         try:
           module = cst.parse_module(sources[f])
         except cst.ParserSyntaxError as e:
-          self.unparsed.append(Unparsed(f, *_parse_error(sources[f], e),
+          self.unparsed.append(Unparsed(f, *_unparsed.parse_error(sources[f], e),
                                         names_legacy(sources[f]), sources[f]))
+          continue
+        # LibCST parses what Python refuses (``from __future__ import google_type_annotations``,
+        # jax-recommenders' metrics.py): no program imports such a file, so it is one that does
+        # not parse, decided before any plan (its rewrite would be left out after the plan had
+        # rewritten, in other files, the uses of what it holds).
+        refused = _unparsed.compile_error(sources[f], f)
+        if refused is not None:
+          self.unparsed.append(Unparsed(f, *refused, names_legacy(sources[f]), sources[f],
+                                        parsed=True))
           continue
         # Straight from the parser, so no node appears twice: no deep copy needed.
         wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True,

@@ -91,7 +91,8 @@ class Report:
              f'{counts["flagged"]} flagged, {counts["refused"]} refused, '
              f'{failed} file(s) failed']
     if failed < len(self.failed):
-      lines[0] += f', {len(self.failed) - failed} not parsed (no flax.optim in them)'
+      lines[0] += (f', {len(self.failed) - failed} not parsed or not compiled (no flax.optim '
+                   'in them)')
     if self.not_read:
       lines[0] += (f', {sum(self.not_read.values())} .py file(s) not read (in folders whose '
                    "name starts with '.')")

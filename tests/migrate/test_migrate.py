@@ -697,6 +697,28 @@ def test_a_file_that_does_not_parse_is_reported():
   assert f"{os.path.abspath('bad.py')}:1: " in record.message
 
 
+@pytest.mark.parametrize('uses_optim', [False, True])
+def test_a_file_that_parses_but_does_not_compile_is_skipped_where_it_holds_no_optimizer(
+    uses_optim):
+  """LibCST parses ``from __future__ import google_type_annotations``, Python refuses it
+  (jax-recommenders' metrics.py): with no flax.optim in it, the file is skipped as a file that
+  does not parse is (it was refused, exit 2, whatever the rest); with one, it is refused."""
+  bad = 'from __future__ import google_type_annotations\n\nimport jax.numpy as jnp\n'
+  if uses_optim:
+    bad += '\nfrom flax import optim\nOPT = optim.Adam(0.1).create({"w": jnp.zeros(2)})\n'
+  else:   # a removed jax name: its rewrite is not reported, as the file is left as it was
+    bad += '\nCLIPPED = jnp.clip(jnp.zeros(2), a_min=0.0)\n'
+  train = ('from flax import optim\n\n\ndef make(p):\n'
+           '  return optim.Adam(learning_rate=0.1).create(p)\n')
+  changed, report = migrate_sources({'metrics.py': bad, 'train.py': train})
+  (record,) = report.failed
+  assert (record.path, record.code) == ('metrics.py', 'FOM198')
+  assert record.status == ('refused' if uses_optim else 'skipped')
+  assert 'metrics.py' not in changed and 'optax.adam(' in changed['train.py']
+  assert report.exit_status() == (2 if uses_optim else 1)
+  assert not [r for r in report.records if r.path == 'metrics.py' and r.status == 'rewritten']
+
+
 _TRAIN = ('from flax import optim\n\n\ndef step(p, g):\n'
           '  opt = optim.Adam(0.1).create(p)\n  return opt.apply_gradient(g).target\n')
 # An ``if`` with an empty body (uncertainty-baselines' config file); ``config.optim`` is a
@@ -727,7 +749,7 @@ def test_a_file_that_does_not_parse_and_reaches_no_optimizer_leaves_the_rest_mig
   assert record.status == 'skipped'
   assert 'optax.adam(' in changed[paths['train.py']]
   assert report.exit_status() == 1
-  assert 'failed, 1 not parsed (no flax.optim in them)' in report.summary(False)
+  assert 'failed, 1 not parsed or not compiled (no flax.optim in them)' in report.summary(False)
 
 
 @pytest.mark.parametrize('imports', ['import train', 'from helpers import HELPER',
