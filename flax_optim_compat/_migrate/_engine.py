@@ -21,6 +21,7 @@ from . import _project
 from . import _refusals
 from . import _rule
 from . import _unit
+from . import _unparsed
 from ._report import Record, Report
 
 
@@ -297,7 +298,7 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False, unreadab
     jax_names = _jax_names.plan_file(file_plan.unit, file_plan)
     try:
       new = _rewrite(file_plan, jax_names.unused_imports)
-      compile(new, path, 'exec', dont_inherit=True)
+      _unparsed.compile_quietly(new, path)
     except (SyntaxError, ValueError, cst.ParserSyntaxError, codemod.SkipFile) as e:
       failed.append(Record(path, getattr(e, 'lineno', 0) or 0, _refusals.FAILED.code,
                            'refused', '', f'{_refusals.FAILED.reason}: {type(e).__name__}: {e}'))

@@ -381,6 +381,14 @@ def _read_message(unit: SourceFile, read: cst.Attribute) -> str:
   return message
 
 
+def _bound_nowhere(unit: SourceFile, func: cst.CSTNode) -> bool:
+  """Whether ``func`` is a name no scope of its file binds, not even a builtin, in a file with
+  no ``import *`` (which may bind it)."""
+  scope = unit.scopes.get(func)
+  return (isinstance(func, cst.Name) and scope is not None and not scope[func.value]
+          and not any(isinstance(n, cst.ImportStar) for n in unit.nodes))
+
+
 def _bindings(unit: SourceFile, func: cst.CSTNode) -> list:
   """The nodes that bind the name ``func`` in its scope (one per def, class or assignment)."""
   scope = unit.scopes.get(func)
@@ -432,6 +440,9 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
               'which is also bound elsewhere or read other than as the callee of a call, so not '
               'all its calls are in sight (a lambda is followed where they are)')
     names = sorted(unit.names(call.func))
+    if not names and _bound_nowhere(unit, call.func):
+      return (f'{what}: {call.func.value} is bound nowhere in its file (the program fails there '
+              'as it is, NameError)')
     if not names:
       return f'{what}: a computed callable, which the analysis does not resolve'
     bound = _bindings(unit, call.func)

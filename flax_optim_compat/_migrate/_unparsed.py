@@ -3,6 +3,7 @@ compile), read as text: where and why, whether it names flax.optim, what it impo
 import ast
 import dataclasses
 import re
+import warnings
 from typing import List, Optional, Set, Tuple
 
 import libcst as cst
@@ -60,7 +61,7 @@ def parse_error(source: str, error: cst.ParserSyntaxError) -> Tuple[int, str]:
   (its line is the line at fault: LibCST's ``raw_line`` is the token after it), else
   LibCST's."""
   try:
-    compile(source, '<file>', 'exec', flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    compile_quietly(source, '<file>', ast.PyCF_ONLY_AST)
   except SyntaxError as e:
     return e.lineno or error.raw_line, e.msg
   except ValueError:   # a null byte
@@ -68,10 +69,19 @@ def parse_error(source: str, error: cst.ParserSyntaxError) -> Tuple[int, str]:
   return error.raw_line, error.message
 
 
+def compile_quietly(source: str, path: str, flags: int = 0):
+  """Python's ``compile``, without the warnings it prints about the program's own code
+  (``SyntaxWarning: "is not" with a literal``): the program's to report, not migrate's."""
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', SyntaxWarning)
+    warnings.simplefilter('ignore', DeprecationWarning)   # an invalid escape, Python < 3.12
+    return compile(source, path, 'exec', flags=flags, dont_inherit=True)
+
+
 def compile_error(source: str, path: str) -> Optional[Tuple[int, str]]:
   """``(line, Python's message)`` where Python does not compile ``source``, else None."""
   try:
-    compile(source, path, 'exec', dont_inherit=True)
+    compile_quietly(source, path)
   except SyntaxError as e:
     return e.lineno or 0, f'{type(e).__name__}: {e.msg}'
   except ValueError as e:   # a null byte

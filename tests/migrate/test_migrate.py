@@ -1569,3 +1569,25 @@ def test_a_dotted_import_of_flax_optim_goes_once_nothing_reads_it(imports):
   compile(new, 'new.py', 'exec')
   kept, _ = migrate_source('import flax.optim\n\n\ndef g(d):\n  return flax.optim.WeightNorm(d)\n')
   assert 'import flax.optim\n' in kept   # still read (a refused WeightNorm): it stays
+
+
+def test_the_programs_own_syntax_warnings_are_not_printed(tmp_path, capsys):
+  """Python warns about the program's code as migrate compiles it (``x is not 'a'``,
+  nerf-object-removal's datasets.py): the program's to report, not migrate's output."""
+  (tmp_path / 'train.py').write_text(
+      'from flax import optim\n\n\ndef make(p, split):\n  if split is not "test":\n'
+      '    return optim.Adam(learning_rate=0.1).create(p)\n')
+  assert _cli.main(['migrate', str(tmp_path), '--write', '-q']) == 1
+  assert 'SyntaxWarning' not in capsys.readouterr().err
+  assert 'optax.adam(' in (tmp_path / 'train.py').read_text()
+
+
+def test_a_call_of_a_name_bound_nowhere_says_so():
+  source = ('from flax import optim\n\n\ndef restore(p):\n'
+            '  optimizer = optim.Adam(learning_rate=1e-3).create(p)\n'
+            '  optimizer = load_checkpoint("/tmp/ckpt", optimizer)\n'
+            '  return optimizer.target\n')
+  _, report = migrate_source(source)
+  (why,) = {r.message for r in report.records if 'load_checkpoint' in r.message}
+  assert why.endswith('load_checkpoint is bound nowhere in its file (the program fails there as '
+                      'it is, NameError)'), why
