@@ -126,12 +126,12 @@ def _import_bindings(module: cst.Module) -> set:
   for statement in module.body:
     for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
       if isinstance(small, cst.Import):
-        found |= {(a.asname.name.value if a.asname else _unit.dotted(a.name).split('.')[0],
-                   _unit.dotted(a.name)) for a in small.names}   # ``import a.b``: a, a.b loaded
+        found |= {(_unit.bound_name(a), _unit.dotted(a.name))
+                  for a in small.names}   # ``import a.b``: a, a.b loaded
       elif isinstance(small, cst.ImportFrom) and small.module and not small.relative and (
           not isinstance(small.names, cst.ImportStar)):
-        found |= {((a.asname.name if a.asname else a.name).value,
-                   f'{_unit.dotted(small.module)}.{_unit.dotted(a.name)}') for a in small.names}
+        found |= {(_unit.bound_name(a), f'{_unit.dotted(small.module)}.{_unit.dotted(a.name)}')
+                  for a in small.names}
   return found
 
 
@@ -150,8 +150,8 @@ def _drop_dotted_legacy_imports(module: cst.Module) -> cst.Module:
              not any(n is a.name for a in legacy))
   if read:
     return module
-  binds_flax = any(_unit.dotted(a.name if a.asname is None else a.asname.name).split('.')[0] == 'flax'
-                   for n in imports for a in n.names if a not in legacy)
+  binds_flax = any(_unit.bound_name(a) == 'flax' for n in imports for a in n.names
+                   if a not in legacy)
   return module.visit(_DropAliases({id(a) for a in legacy}, keep_flax=not binds_flax))
 
 

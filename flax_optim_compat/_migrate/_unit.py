@@ -113,6 +113,11 @@ def module_imports(unit: "SourceFile") -> List[str]:
   return found
 
 
+def bound_name(alias: cst.ImportAlias) -> str:
+  """The name an import alias binds: ``import jax.numpy`` binds ``jax``, ``... as jnp`` ``jnp``."""
+  return dotted(alias.asname.name if alias.asname else alias.name).split('.')[0]
+
+
 def plainly_imported(unit: "SourceFile", but=None) -> Set[str]:
   """The top-level modules plain module-level ``import m`` statements of the file (other than
   ``but``) bind as ``m``."""

@@ -80,19 +80,14 @@ def _binds_flax(statement) -> bool:
       return False
 
     def visit_Import(self, node):
-      found.extend(_bound(a) == 'flax' for a in node.names)
+      found.extend(_unit.bound_name(a) == 'flax' for a in node.names)
 
     def visit_ImportFrom(self, node):
       if not isinstance(node.names, cst.ImportStar):
-        found.extend(_bound(a) == 'flax' for a in node.names)
+        found.extend(_unit.bound_name(a) == 'flax' for a in node.names)
 
   statement.visit(_Imports())
   return any(found)
-
-
-def _bound(alias: cst.ImportAlias) -> str:
-  """The name an import alias binds (``import flax.training``: ``flax``)."""
-  return _unit.dotted(alias.asname.name if alias.asname else alias.name).split('.')[0]
 
 
 def _sets_the_flag(unit) -> bool:
