@@ -298,7 +298,8 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False, unreadab
     jax_names = _jax_names.plan_file(file_plan.unit, file_plan)
     try:
       new = _rewrite(file_plan, jax_names.unused_imports)
-      _unparsed.compile_quietly(new, path)
+      if new != sources[path]:   # the file as given compiled in ``_program.Program``
+        _unparsed.compile_quietly(new, path)
     except (SyntaxError, ValueError, cst.ParserSyntaxError, codemod.SkipFile) as e:
       failed.append(Record(path, getattr(e, 'lineno', 0) or 0, _refusals.FAILED.code,
                            'refused', '', f'{_refusals.FAILED.reason}: {type(e).__name__}: {e}'))
