@@ -134,7 +134,7 @@ def _returned_parameter(unit: SourceFile, fdef: cst.FunctionDef):
   if param is None or scope is None:
     return None
   values = []
-  for binding in scope[name]:
+  for binding in _unit.bindings(unit, scope, name):
     if binding.node is param:
       continue
     assign = _unit.plain_assignment(unit, binding)

@@ -560,7 +560,7 @@ class Program:
     if assign is not None:
       return [assign.value]
     values = []
-    for a in scope[name.value]:
+    for a in _unit.bindings(unit, scope, name.value):
       assign = _unit.plain_assignment(unit, a)
       if assign is None:
         return None

@@ -394,7 +394,8 @@ def _bindings(unit: SourceFile, func: cst.CSTNode) -> list:
   scope = unit.scopes.get(func)
   if not isinstance(func, cst.Name) or scope is None:
     return []
-  return [a.node for a in scope[func.value] if isinstance(a, meta.Assignment)]
+  return [a.node for a in _unit.bindings(unit, scope, func.value)
+          if isinstance(a, meta.Assignment)]
 
 
 def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:

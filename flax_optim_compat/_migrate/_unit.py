@@ -10,7 +10,7 @@ the classification of sites, the plan and the rules share them.
 import importlib
 import os
 import pkgutil
-from typing import Dict, Iterable, List, Optional, Set
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst import metadata as meta
@@ -250,9 +250,16 @@ class SourceFile:
     return legacy_name(self.names(node))
 
   def line(self, node: cst.CSTNode) -> int:
+    return self.start(node)[0]
+
+  def start(self, node: cst.CSTNode) -> Tuple[int, int]:
+    """``(line, column)`` where ``node`` starts: the file's order, in which the analysis walks
+    LibCST's sets of bindings and reads (``bindings``, ``accesses``); a set's own order follows
+    object identities, which differ from run to run."""
     if self._positions is None:
       self._positions = self.wrapper.resolve(meta.PositionProvider)
-    return self._positions[node].start.line
+    where = self._positions[node].start
+    return where.line, where.column
 
   def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     return self.parents.get(node)
@@ -292,11 +299,18 @@ def accesses(unit: SourceFile, name: cst.Name) -> Optional[List[cst.CSTNode]]:
   if scope is None:
     return None
   nodes = {}
-  for a in scope[name.value]:
+  for a in bindings(unit, scope, name.value):
     if not isinstance(a, meta.Assignment):
       return None
     nodes.update((id(access.node), access.node) for access in reads_of(a))
-  return list(nodes.values())
+  return sorted(nodes.values(), key=unit.start)
+
+
+def bindings(unit: SourceFile, scope: meta.Scope, name: str) -> List[meta.BaseAssignment]:
+  """``scope[name]`` in the file's order (``SourceFile.start``; a builtin, which has no node in
+  the file, first): the same order in every run."""
+  return sorted(scope[name], key=lambda a: unit.start(a.node) if isinstance(
+      getattr(a, 'node', None), cst.CSTNode) else (0, 0))
 
 
 def reads_of(binding: meta.BaseAssignment) -> List[meta.Access]:
@@ -380,7 +394,7 @@ def _placed_bindings(unit: SourceFile, read: cst.Name, body=None):
   if not isinstance(body, (list, tuple)):
     return None
   placed = []
-  for binding in scope[read.value]:
+  for binding in bindings(unit, scope, read.value):
     node = getattr(binding, 'node', None)
     if node is read or node is None:
       return None   # a target, not a read
@@ -432,7 +446,7 @@ def binding_reads(unit: SourceFile, read: cst.Name) -> Optional[List[cst.CSTNode
     return None
   start = next(i for i, b, _ in placed if b is binding)
   reads = []
-  for access in reads_of(binding):
+  for access in sorted(reads_of(binding), key=lambda a: unit.start(a.node)):
     node = access.node
     if not isinstance(node, cst.Name) or unit.scopes.get(node) is not unit.scopes.get(read):
       return None

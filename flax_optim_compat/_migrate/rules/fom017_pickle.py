@@ -151,7 +151,7 @@ def _holder_dump(project, unit, call: cst.Call) -> Optional[tuple]:
     if isinstance(member, cst.Attribute) and member.value is read:
       held = held or project.slot_of(unit, member)
   scope = unit.scopes.get(value)
-  for binding in (scope[value.value] if scope is not None else ()):
+  for binding in (_unit.bindings(unit, scope, value.value) if scope is not None else ()):
     assign = _unit.plain_assignment(unit, binding)
     built = assign.value if assign is not None else None
     if isinstance(built, cst.Call) and isinstance(
