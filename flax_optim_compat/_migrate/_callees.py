@@ -241,29 +241,25 @@ class Callees(Program):
       same = [n for n in (*self._functions, *self._classes) if n.rsplit('.', 1)[-1] == name]
       if fdef.decorators or len(same) != 1:
         return None
-      for u in self.units:
-        for node in u.nodes:
-          if isinstance(node, cst.Attribute) and node.attr.value == name:
-            call = u.parent(node)
-            if not (isinstance(call, cst.Call) and call.func is node) or (
-                not isinstance(node.value, cst.Call) and u.names(node.value) & set(self._classes)):
-              return None   # not a call, or ``Model.method(model, ...)``: self passed too
-            found.append((u, call, list(call.args), 0))
+      for u, node in self.attributes(name):
+        call = u.parent(node)
+        if not (isinstance(call, cst.Call) and call.func is node) or (
+            not isinstance(node.value, cst.Call) and u.names(node.value) & set(self._classes)):
+          return None   # not a call, or ``Model.method(model, ...)``: self passed too
+        found.append((u, call, list(call.args), 0))
     else:   # by its names and the names its package re-exports it by (``pkg.train``)
       qualified = set(unit.names(fdef.name)) | {
           name for name, (_, node) in self._functions.items() if node is fdef}
-      for u in self.units:
-        for node in u.nodes:
-          if node is fdef.name or not isinstance(node, (cst.Name, cst.Attribute)) or not (
-              u.names(node) & qualified):
-            continue
-          parent = u.parent(node)
-          if cst.ImportAlias in (type(parent), type(u.parent(parent))) or (
-              isinstance(parent, cst.Attribute) and parent.attr is node):
-            continue   # the import of it, or the last name of ``module.function``
-          if not (isinstance(parent, cst.Call) and parent.func is node):
-            return None
-          found.append((u, parent, list(parent.args), 0))
+      for u, node in self.references(qualified):
+        if node is fdef.name:
+          continue
+        parent = u.parent(node)
+        if cst.ImportAlias in (type(parent), type(u.parent(parent))) or (
+            isinstance(parent, cst.Attribute) and parent.attr is node):
+          continue   # the import of it, or the last name of ``module.function``
+        if not (isinstance(parent, cst.Call) and parent.func is node):
+          return None
+        found.append((u, parent, list(parent.args), 0))
     self._callers[id(fdef)] = found
     return found
 

@@ -101,6 +101,8 @@ class Program:
       self.units.append(unit)
     _PARSED.clear()
     _PARSED.update(parsed)
+    self._attributes: Optional[Dict[str, List[Tuple[SourceFile, cst.Attribute]]]] = None
+    self._references: Optional[Dict[str, list]] = None
     self._functions: Dict[str, Tuple[SourceFile, cst.FunctionDef]] = {}
     self._classes: Dict[str, Tuple[SourceFile, cst.ClassDef]] = {}
     for unit in self.units:
@@ -429,15 +431,41 @@ class Program:
     value is None where the assignment is not one plain ``x.name = value`` (an augmented or
     annotated one, or one of several targets)."""
     values = []
-    for u in self.units:
-      for node in u.nodes:
-        if isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(
-            u.parent(node), (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and (
-                self.field_key(self.receiver_class(u, node.value), name) == key):
-          target = u.parent(node)
-          assign = u.parent(target) if isinstance(target, cst.AssignTarget) else None
-          values.append((u, assign.value if _unit.sole_target(assign) is not None else None))
+    for u, node in self.attributes(name):
+      target = u.parent(node)
+      if isinstance(target, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and (
+          self.field_key(self.receiver_class(u, node.value), name) == key):
+        assign = u.parent(target) if isinstance(target, cst.AssignTarget) else None
+        values.append((u, assign.value if _unit.sole_target(assign) is not None else None))
     return values
+
+  def attributes(self, name: str) -> List[Tuple[SourceFile, cst.Attribute]]:
+    """``[(unit, <x>.name), ...]``: every attribute of that name in the project, in the files'
+    order and then the file's; indexed in one walk, so a question about one field or method does
+    not walk every file (a repository of 545 files: 337 of 612 samples of its migration were
+    ``field_values``' walk)."""
+    if self._attributes is None:
+      self._attributes = {}
+      for u in self.units:
+        for node in u.nodes:
+          if isinstance(node, cst.Attribute):
+            self._attributes.setdefault(node.attr.value, []).append((u, node))
+    return self._attributes.get(name, [])
+
+  def references(self, qualified: Set[str]) -> List[Tuple[SourceFile, cst.CSTNode]]:
+    """``[(unit, node), ...]``: every name or attribute of the project that refers to one of the
+    fully qualified names ``qualified`` (``SourceFile.names``), in the files' order and then
+    the file's; indexed in one walk."""
+    if self._references is None:
+      self._references = {}
+      for i, u in enumerate(self.units):
+        for node in u.nodes:
+          if isinstance(node, (cst.Name, cst.Attribute)):
+            for name in u.names(node):
+              self._references.setdefault(name, []).append((i, u.order(node), u, node))
+    found = {(i, at): (u, node) for q in qualified for i, at, u, node in
+             self._references.get(q, ())}
+    return [found[k] for k in sorted(found)]
 
   def _bound_field(self, key: str, name: str, depth: int):
     """``(unit, FunctionDef, shift)`` that the field ``self.<name>`` (its ``field_key``) holds

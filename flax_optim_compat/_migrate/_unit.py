@@ -10,7 +10,7 @@ the classification of sites, the plan and the rules share them.
 import importlib
 import os
 import pkgutil
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set
 
 import libcst as cst
 from libcst import metadata as meta
@@ -179,6 +179,7 @@ class SourceFile:
     self.module.visit(collect)
     self.nodes, self.parents = collect.nodes, collect.parents
     self._positions = None   # LibCST's PositionProvider (a render of the file): when first read
+    self._order = None
     self._uses = None
     self._optimizer_fields = None
     self._names_legacy = None
@@ -250,16 +251,18 @@ class SourceFile:
     return legacy_name(self.names(node))
 
   def line(self, node: cst.CSTNode) -> int:
-    return self.start(node)[0]
-
-  def start(self, node: cst.CSTNode) -> Tuple[int, int]:
-    """``(line, column)`` where ``node`` starts: the file's order, in which the analysis walks
-    LibCST's sets of bindings and reads (``bindings``, ``accesses``); a set's own order follows
-    object identities, which differ from run to run."""
     if self._positions is None:
       self._positions = self.wrapper.resolve(meta.PositionProvider)
-    where = self._positions[node].start
-    return where.line, where.column
+    return self._positions[node].start.line
+
+  def order(self, node: cst.CSTNode) -> int:
+    """Where ``node`` comes in the file (its place in ``nodes``, a walk in source order, a node
+    before those inside it): the order in which the analysis walks LibCST's sets of bindings
+    and reads (``bindings``, ``accesses``), whose own order follows object identities, which
+    differ from run to run. (Not ``line``: LibCST's positions cost a render of the file.)"""
+    if self._order is None:
+      self._order = {id(n): i for i, n in enumerate(self.nodes)}
+    return self._order[id(node)]
 
   def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     return self.parents.get(node)
@@ -303,14 +306,14 @@ def accesses(unit: SourceFile, name: cst.Name) -> Optional[List[cst.CSTNode]]:
     if not isinstance(a, meta.Assignment):
       return None
     nodes.update((id(access.node), access.node) for access in reads_of(a))
-  return sorted(nodes.values(), key=unit.start)
+  return sorted(nodes.values(), key=unit.order)
 
 
 def bindings(unit: SourceFile, scope: meta.Scope, name: str) -> List[meta.BaseAssignment]:
-  """``scope[name]`` in the file's order (``SourceFile.start``; a builtin, which has no node in
+  """``scope[name]`` in the file's order (``SourceFile.order``; a builtin, which has no node in
   the file, first): the same order in every run."""
-  return sorted(scope[name], key=lambda a: unit.start(a.node) if isinstance(
-      getattr(a, 'node', None), cst.CSTNode) else (0, 0))
+  return sorted(scope[name], key=lambda a: unit.order(a.node) if isinstance(
+      getattr(a, 'node', None), cst.CSTNode) else -1)
 
 
 def reads_of(binding: meta.BaseAssignment) -> List[meta.Access]:
@@ -446,7 +449,7 @@ def binding_reads(unit: SourceFile, read: cst.Name) -> Optional[List[cst.CSTNode
     return None
   start = next(i for i, b, _ in placed if b is binding)
   reads = []
-  for access in sorted(reads_of(binding), key=lambda a: unit.start(a.node)):
+  for access in sorted(reads_of(binding), key=lambda a: unit.order(a.node)):
     node = access.node
     if not isinstance(node, cst.Name) or unit.scopes.get(node) is not unit.scopes.get(read):
       return None
