@@ -103,6 +103,7 @@ class Program:
     _PARSED.update(parsed)
     self._attributes: Optional[Dict[str, List[Tuple[SourceFile, cst.Attribute]]]] = None
     self._references: Optional[Dict[str, list]] = None
+    self._field_values: Dict[str, Dict[Optional[str], list]] = {}
     self._functions: Dict[str, Tuple[SourceFile, cst.FunctionDef]] = {}
     self._classes: Dict[str, Tuple[SourceFile, cst.ClassDef]] = {}
     for unit in self.units:
@@ -430,14 +431,16 @@ class Program:
     ``key``, ``x`` the ``self`` of a method, followed as an object, never matched by name; the
     value is None where the assignment is not one plain ``x.name = value`` (an augmented or
     annotated one, or one of several targets)."""
-    values = []
-    for u, node in self.attributes(name):
-      target = u.parent(node)
-      if isinstance(target, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and (
-          self.field_key(self.receiver_class(u, node.value), name) == key):
-        assign = u.parent(target) if isinstance(target, cst.AssignTarget) else None
-        values.append((u, assign.value if _unit.sole_target(assign) is not None else None))
-    return values
+    by_key = self._field_values.get(name)
+    if by_key is None:   # every field of that name at once: each assignment's key found once
+      by_key = self._field_values[name] = {}
+      for u, node in self.attributes(name):
+        target = u.parent(node)
+        if isinstance(target, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)):
+          assign = u.parent(target) if isinstance(target, cst.AssignTarget) else None
+          by_key.setdefault(self.field_key(self.receiver_class(u, node.value), name), []).append(
+              (u, assign.value if _unit.sole_target(assign) is not None else None))
+    return list(by_key.get(key, ()))
 
   def attributes(self, name: str) -> List[Tuple[SourceFile, cst.Attribute]]:
     """``[(unit, <x>.name), ...]``: every attribute of that name in the project, in the files'
