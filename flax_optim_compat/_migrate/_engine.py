@@ -255,22 +255,23 @@ def _may_hold_imports(node: cst.CSTNode) -> bool:
   return True
 
 
-class _AddImports(visitors.AddImportsVisitor):
-  """LibCST's ``AddImportsVisitor``, not descending where no import can be."""
+class _ImportsOnly:
+  """Mixed into a LibCST import visitor: it does not descend where no import can be."""
 
   def on_visit(self, node):
     return _may_hold_imports(node) and super().on_visit(node)
 
 
-class _GatherUnused(visitors.GatherUnusedImportsVisitor):
-  """LibCST's ``GatherUnusedImportsVisitor``, not descending where no import can be (the uses it
-  checks come from the scope analysis and its own visitors of the whole module, not this walk)."""
-
-  def on_visit(self, node):
-    return _may_hold_imports(node) and super().on_visit(node)
+class _AddImports(_ImportsOnly, visitors.AddImportsVisitor):
+  """LibCST's ``AddImportsVisitor``, its walk pruned."""
 
 
-class _RemoveImports(visitors.RemoveImportsVisitor):
+class _GatherUnused(_ImportsOnly, visitors.GatherUnusedImportsVisitor):
+  """LibCST's ``GatherUnusedImportsVisitor``, its walk pruned (the uses it checks come from the
+  scope analysis and its own visitors of the whole module, not this walk)."""
+
+
+class _RemoveImports(_ImportsOnly, visitors.RemoveImportsVisitor):
   """LibCST's ``RemoveImportsVisitor`` that keeps the module it ran on and the import aliases it
   found unused; given those (``unused``), it reuses them instead of analysing the module again
   (run then with ``module.visit``, on a tree whose import aliases are that module's own)."""
@@ -279,9 +280,6 @@ class _RemoveImports(visitors.RemoveImportsVisitor):
     super().__init__(ctx)
     self.module_seen = None
     self._given = unused
-
-  def on_visit(self, node):
-    return _may_hold_imports(node) and super().on_visit(node)
 
   def visit_Module(self, node):
     self.module_seen = node

@@ -305,7 +305,7 @@ def accesses(unit: SourceFile, name: cst.Name) -> Optional[List[cst.CSTNode]]:
   for a in bindings(unit, scope, name.value):
     if not isinstance(a, meta.Assignment):
       return None
-    nodes.update((id(access.node), access.node) for access in reads_of(a))
+    nodes.update((id(access.node), access.node) for access in reads_of(unit, a))
   return sorted(nodes.values(), key=unit.order)
 
 
@@ -316,12 +316,13 @@ def bindings(unit: SourceFile, scope: meta.Scope, name: str) -> List[meta.BaseAs
       getattr(a, 'node', None), cst.CSTNode) else -1)
 
 
-def reads_of(binding: meta.BaseAssignment) -> List[meta.Access]:
-  """The reads of ``binding``: its references that may see it. LibCST's references of a
-  binding also hold a nested scope's reads of the same name where that scope binds the name
-  itself (``def train(optimizer)`` beside a module's ``optimizer = ...``); such a read's own
-  referents name the binding it sees."""
-  return [a for a in binding.references if any(r is binding for r in a.referents)]
+def reads_of(unit: SourceFile, binding: meta.BaseAssignment) -> List[meta.Access]:
+  """The reads of ``binding`` in ``unit``, in the file's order (``SourceFile.order``): its
+  references that may see it. LibCST's references of a binding also hold a nested scope's reads
+  of the same name where that scope binds the name itself (``def train(optimizer)`` beside a
+  module's ``optimizer = ...``); such a read's own referents name the binding it sees."""
+  return sorted((a for a in binding.references if any(r is binding for r in a.referents)),
+                key=lambda a: unit.order(a.node))
 
 
 def _statement_in(unit: SourceFile, node: cst.CSTNode, body) -> Optional[int]:
@@ -449,7 +450,7 @@ def binding_reads(unit: SourceFile, read: cst.Name) -> Optional[List[cst.CSTNode
     return None
   start = next(i for i, b, _ in placed if b is binding)
   reads = []
-  for access in sorted(reads_of(binding), key=lambda a: unit.order(a.node)):
+  for access in reads_of(unit, binding):
     node = access.node
     if not isinstance(node, cst.Name) or unit.scopes.get(node) is not unit.scopes.get(read):
       return None
