@@ -389,8 +389,13 @@ class LegacyJaxFinder:
     legacy = _load_legacy_jax()
     if legacy is None:
       return
-    if not hasattr(package, '_legacy_jax'):
-      package._legacy_jax = legacy  # pylint: disable=protected-access
+    # Its modules loaded before it from their files (this table, and what it loads beside it:
+    # _legacy_values, _deprecation) get the package attribute the import system would have set.
+    prefix = f'{_TARGET}.'
+    for name, module in list(sys.modules.items()):
+      short = name[len(prefix):] if name.startswith(prefix) else ''
+      if short and '.' not in short and module is not None and not hasattr(package, short):
+        setattr(package, short, module)
     self._legacy = legacy
     self._turn_on(legacy, defaults=True)
 

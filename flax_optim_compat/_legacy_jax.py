@@ -33,6 +33,7 @@ Examples:
 import functools
 import importlib
 import importlib.machinery
+import importlib.util
 import os
 import re
 import sys
@@ -53,13 +54,13 @@ class LegacyName(NamedTuple):
       submodule's last component.
     kind: how it is given back (and how the codemod rewrites a use):
       ``'alias'``: the object at ``target`` (a rename);
-      ``'function'``: the function ``target`` of this module (a few lines of today's jax),
+      ``'function'``: the function ``target`` of ``_legacy_values`` (a few lines of today's jax),
       or the object at a dotted ``target`` (numpy's and jax's names that moved out of their
       library: the codemod does not rewrite them, it marks them FOM299);
-      ``'config_attribute'``: that function, set on today's ``jax.config`` object;
+      ``'config_attribute'``: the function ``target`` of this module, set on today's ``jax.config``;
       ``'at'``: ``f(x, idx, y)`` is ``x.at[idx].<target>(y)``;
       ``'second_argument'``: ``f(x, y)`` is ``y``;
-      ``'expression'``: the function ``target`` of this module, ``replacement`` of its one
+      ``'expression'``: the function ``target`` of ``_legacy_values``, ``replacement`` of its one
       argument ``x`` (``jnp`` the module): the codemod writes that expression;
       ``'keywords'``: the function at ``target`` with the keywords of ``keywords`` renamed;
       ``'module'``: the submodule is the module at ``target``;
@@ -106,10 +107,6 @@ def _numpy(name, target, replacement, removed):
 def _flax_nn(name):
   return LegacyName('flax.nn', name, 'function', f'flax.linen.{name}', f'flax.linen.{name}',
                     'flax 0.4.0')
-
-
-# numpy.NINF: -inf (numpy < 2.0 defined it as this float).
-NINF = float('-inf')
 
 
 # Every name found in two or more public programs that used flax.optim (flax's own examples,
@@ -161,6 +158,14 @@ NAMES = (
                'jax.example_libraries.stax (or flax.linen)', 'jax 0.3.16'),
     LegacyName('jax', 'partial', 'function', 'functools.partial', 'functools.partial',
                'jax 0.2.21'),
+    # pmap inputs of the time: input pipelines (jax3d's NeSF, brax's normalization) and replicated
+    # embeddings (EditableNeRF) put them on the devices a pmap runs on.
+    LegacyName('jax', 'device_put_sharded', 'function', 'device_put_sharded',
+               "jax.device_put(stacked shards, NamedSharding(Mesh(devices, ('i',)), P('i')))",
+               'a jax after 0.9 (deprecated in 0.8.1)'),
+    LegacyName('jax', 'device_put_replicated', 'function', 'device_put_replicated',
+               "jax.device_put(stacked copies, NamedSharding(Mesh(devices, ('i',)), P('i')))",
+               'a jax after 0.9 (deprecated in 0.8.1)'),
     # numpy's aliases that corpus programs (or the data code of outside programs) use and that
     # the installed numpy may lack (given back only then): the builtin types of numpy < 1.24,
     # and the numpy 2.0 removals, each the very object it named.
@@ -355,8 +360,8 @@ def _warn_once(entry: LegacyName) -> None:
   if entry.qualname in _warned:
     return
   _warned.add(entry.qualname)
-  # Imported here: importing the package (flax, optax) is what this module must not do at load.
-  from flax_optim_compat._deprecation import FlaxOptimDeprecationWarning  # pylint: disable=import-outside-toplevel
+  # Not through the package: importing it (flax, optax) would switch the flax defaults on.
+  category = _sibling('_deprecation').FlaxOptimDeprecationWarning
   frame, level = sys._getframe(0), 1  # pylint: disable=protected-access
   while frame is not None and _is_internal(frame):
     # `warnings` itself skips importlib's frames when it counts the stack level.
@@ -373,7 +378,7 @@ def _warn_once(entry: LegacyName) -> None:
   when = 'is deprecated' if entry.removed == 'not yet' else f'{verb} removed in {entry.removed}'
   warnings.warn(f'{what} {when}; flax_optim_compat gives it back while the legacy flax.optim '
                 f'API is in use. Use {entry.replacement} instead.',
-                FlaxOptimDeprecationWarning, stacklevel=level)
+                category, stacklevel=level)
 
 
 # --- the values ----------------------------------------------------------------------------
@@ -381,34 +386,6 @@ def _warn_once(entry: LegacyName) -> None:
 def _resolve(path: str):
   module_name, _, attr = path.rpartition('.')
   return getattr(importlib.import_module(module_name), attr)
-
-
-def host_ids():
-  """Legacy ``jax.host_ids()``: ``list(range(jax.process_count()))``."""
-  import jax  # pylint: disable=import-outside-toplevel
-  return list(range(jax.process_count()))
-
-
-def shuffle(key, x, axis=0):
-  """Legacy ``jax.random.shuffle``: each slice along ``axis`` shuffled on its own.
-
-  jax 0.4.13's ``shuffle`` and today's ``permutation(..., independent=True)`` are the same
-  sort-based shuffle (``jax.random.shuffle``'s own deprecation message names it)."""
-  import jax  # pylint: disable=import-outside-toplevel
-  return jax.random.permutation(key, x, axis=axis, independent=True)
-
-
-def fix(x, out=None):
-  """Legacy ``jnp.fix``: ``jnp.trunc`` of ``x / True``, which is ``x`` itself for a float (-0.0,
-  infinities, NaN kept) and the float jax 0.4.13 made of an integer or bool ``x`` (weak for a
-  Python int; today's ``trunc`` keeps integers). Measured against jax 0.4.13: dtype, weak type
-  and bits on every dtype, with and without x64, on jax 0.10 and 0.5.1."""
-  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
-  if out is not None:
-    raise NotImplementedError("The 'out' argument to jnp.fix is not supported.")
-  if isinstance(x, (list, tuple)):
-    raise TypeError(f'fix requires ndarray or scalar arguments, got {type(x)} at position 0.')
-  return jnp.trunc(jnp.true_divide(x, True))
 
 
 def enable_omnistaging():
@@ -426,9 +403,28 @@ def _at_function(entry: LegacyName):
   return index_op
 
 
-def tie_in(x, y):  # pylint: disable=unused-argument
-  """Legacy ``jax.lax.tie_in``: returns ``y`` (a no-op since jax 0.2.0)."""
-  return y
+def _sibling(name: str) -> types.ModuleType:
+  """The package's module ``name`` (one that imports only the standard library at load, as this
+  one), without importing the package when it is not imported yet: importing it would import
+  flax and optax and switch the flax defaults on, in a program that only uses a removed name.
+  Then the file beside this one is loaded under its full name, as the start-up hook loads this
+  module, and the package finds it in ``sys.modules`` when it is imported later."""
+  package = __name__.rpartition('.')[0]
+  full = f'{package}.{name}'
+  if full in sys.modules:
+    return sys.modules[full]
+  if package in sys.modules:
+    return importlib.import_module(full)
+  path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f'{name}.py')
+  spec = importlib.util.spec_from_file_location(full, path)
+  module = importlib.util.module_from_spec(spec)
+  sys.modules[full] = module
+  try:
+    spec.loader.exec_module(module)
+  except BaseException:
+    del sys.modules[full]
+    raise
+  return module
 
 
 def _value(entry: LegacyName):
@@ -436,10 +432,12 @@ def _value(entry: LegacyName):
     if entry.kind == 'at':
       value = _at_function(entry)
     elif entry.kind == 'second_argument':
-      value = tie_in
+      value = _sibling('_legacy_values').tie_in
     elif entry.kind == 'module':
       value = importlib.import_module(entry.target)
-    elif entry.kind in ('function', 'config_attribute', 'expression') and '.' not in entry.target:
+    elif entry.kind in ('function', 'expression') and '.' not in entry.target:
+      value = getattr(_sibling('_legacy_values'), entry.target)  # computed by today's jax
+    elif entry.kind == 'config_attribute':
       value = globals()[entry.target]  # a function of this module
     else:
       value = _resolve(entry.target)

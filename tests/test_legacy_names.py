@@ -18,6 +18,7 @@ import pytest
 import jax
 
 from flax_optim_compat import _legacy_jax
+from flax_optim_compat import _legacy_values
 from tests import _isolated
 from tests import test_import_alias
 
@@ -99,11 +100,11 @@ def test_fix_makes_integers_float_as_legacy_did():
   """The table's ``jnp.fix`` on the oracle's integer and bool cases, on any installed jax."""
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   got = [[str(r.dtype), np.asarray(r, np.float64).tolist()]
-         for r in (_legacy_jax.fix(jnp.asarray([-3, 4])), _legacy_jax.fix(jnp.asarray([True, False])))]
+         for r in (_legacy_values.fix(jnp.asarray([-3, 4])), _legacy_values.fix(jnp.asarray([True, False])))]
   _assert_close(got, json.loads(GOLDEN.read_text())['fix_integer'])
-  assert _legacy_jax.fix(2).weak_type and _legacy_jax.fix(2).dtype == jnp.float32
+  assert _legacy_values.fix(2).weak_type and _legacy_values.fix(2).dtype == jnp.float32
   with pytest.raises(NotImplementedError, match="'out' argument"):
-    _legacy_jax.fix(jnp.ones(2), out=jnp.ones(2))
+    _legacy_values.fix(jnp.ones(2), out=jnp.ones(2))
 
 
 def test_shuffle_is_legacy_shuffle_with_legacy_random_bits(tmp_path):
@@ -378,6 +379,34 @@ def test_a_modern_program_file_sees_what_it_sees_without_the_package(tmp_path):
   assert out.pop('getattrs') == plain.pop('getattrs') + ['flax']
   assert out == plain, (out, plain)
   assert out['init'] == 'dict' and out['orbax'] is True and out['package'] == [], out
+
+
+NAMES_ONLY = r'''
+import importlib, json, sys, warnings
+import jax
+import flax
+flags = lambda: [flax.config.flax_return_frozendict, flax.config.flax_use_orbax_checkpointing]
+before = flags()
+with warnings.catch_warnings(record=True) as caught:
+  warnings.simplefilter('always')
+  leaves = jax.tree_leaves({'a': 1, 'b': [2, 3]})
+after, loaded = flags(), 'flax_optim_compat' in sys.modules
+package = importlib.import_module('flax_optim_compat')
+print(json.dumps({'leaves': leaves, 'before': before, 'after': after, 'package': loaded,
+                  'ours': [w.category is package.FlaxOptimDeprecationWarning for w in caught],
+                  'attributes': [hasattr(package, m) for m in ('_legacy_jax', '_deprecation')]}))
+'''
+
+
+def test_a_removed_name_alone_gives_the_name_and_leaves_flax_defaults_alone(tmp_path):
+  """A program that spells a removed jax name and not flax.optim gets the name, with its
+  warning, and not the flax defaults: the warning's class is loaded without the package (whose
+  import would switch them on), and is the package's own class once the package is imported."""
+  (tmp_path / 'names_only.py').write_text(NAMES_ONLY)
+  out = _json(_run(tmp_path, [str(tmp_path / 'names_only.py')]))
+  assert out['leaves'] == [1, 2, 3]
+  assert out['after'] == out['before'] and out['package'] is False, out
+  assert out['ours'] == [True] and out['attributes'] == [True, True], out
 
 
 @pytest.mark.parametrize('source, expected', [

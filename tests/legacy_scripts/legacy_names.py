@@ -60,6 +60,43 @@ out['device_array'] = [isinstance(x, jnp.DeviceArray),
                        isinstance(np.ones(2), jnp.DeviceArray)]
 
 
+# --- pmap inputs: jax.device_put_sharded / jax.device_put_replicated ----------------------
+devices = jax.local_devices()
+batch = jax.device_put_sharded(
+    [{'image': np.full((2, 3), i, np.float32), 'label': i, 'weight': np.float64(i) / 2}
+     for i in range(len(devices))], devices)
+embed = jax.device_put_replicated({'w': jnp.arange(3.0), 'scale': 2.0, 'n': np.int64(3)},
+                                  devices[::-1])   # row i on the i-th device from the end
+
+
+def placed(a):
+  """Each row's index and the index of the device that holds it; the array's type."""
+  rows = []
+  for shard in a.addressable_shards:
+    row = shard.index[0]
+    rows.append([row if isinstance(row, int) else row.start, devices.index(shard.device)])
+  return [list(a.shape), str(a.dtype), bool(a.weak_type), sorted(rows), np.asarray(a).tolist()]
+
+
+out['devices'] = len(devices)
+out['device_put_sharded'] = jax.tree_map(placed, batch)
+out['device_put_replicated'] = jax.tree_map(placed, embed)
+out['device_put_pmap'] = jax.pmap(
+    lambda b, e: jnp.sum(b['image']) * b['label'] + b['weight'] + jnp.sum(e['w']) * e['scale']
+    + e['n'])(batch, embed).tolist()
+errors = []
+for bad in (lambda: jax.device_put_sharded([np.ones(2)], devices + devices),
+            lambda: jax.device_put_sharded([np.ones(2), np.ones(3)], devices[:1] * 2),
+            lambda: jax.device_put_sharded(iter([np.ones(2)]), devices[:1]),
+            lambda: jax.device_put_replicated(np.ones(2), [])):
+  try:
+    bad()
+    errors.append(None)
+  except ValueError as e:
+    errors.append(str(e))
+out['device_put_errors'] = errors
+
+
 def split(key: jax.random.KeyArray):  # the annotation is evaluated at definition
   return jax.random.split(key)
 

@@ -86,7 +86,9 @@ def main():
       f.write(own)
     with open(os.path.join(site_dir, 'sitecustomize.py'), 'w', encoding='utf-8') as f:
       f.write(_ERA_NAMES)
-    env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=site_dir)
+    # 8 CPU devices, as the suite has (conftest.py): the device_put_* values are per device.
+    env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=site_dir,
+               XLA_FLAGS='--xla_force_host_platform_device_count=8')
     proc = subprocess.run([sys.executable, SCRIPT], cwd=work, env=env, capture_output=True,
                           text=True, check=False)
     if proc.returncode:
