@@ -207,38 +207,45 @@ class _ThenPatch:
     self.after(module)
 
 
-def _load_legacy_jax():
-  """``flax_optim_compat._legacy_jax`` without importing the package when it is not imported yet.
+def package_module(name):
+  """``flax_optim_compat.<name>`` without importing the package when it is not imported yet.
 
-  With ``FLAX_OPTIM_COMPAT_LEGACY_JAX=1`` the names are needed at jax's import, possibly before
-  the program imports ``flax.optim``; importing the package there would import flax and optax
-  too. The module imports only the standard library, so its one file is loaded under its own
-  name; the package, when imported later, finds it in ``sys.modules`` (``_on_package`` sets the
-  package attribute the import system would have set).
+  For the package's modules that import only the standard library at load: ``_legacy_jax``
+  (with ``FLAX_OPTIM_COMPAT_LEGACY_JAX=1`` the names are needed at jax's import, possibly before
+  the program imports ``flax.optim``), and what it loads beside it (``_legacy_values``,
+  ``_deprecation``). Importing the package there would import flax and optax, and switch the
+  flax defaults on. So the module's one file is loaded under its full name; the package, when
+  imported later, finds it in ``sys.modules`` (``_on_package`` sets the package attribute the
+  import system would have set). None when the package cannot be found.
   """
-  module = sys.modules.get(_LEGACY_JAX)
+  full = f'{_TARGET}.{name}'
+  module = sys.modules.get(full)
   if module is not None:
     return module
   import importlib
   import importlib.util
   if _TARGET in sys.modules:
-    return importlib.import_module(_LEGACY_JAX)
+    return importlib.import_module(full)
   try:
     package = importlib.util.find_spec(_TARGET)
   except ImportError:
     package = None  # the hook's package cannot be imported here: nothing to give back
   if package is None or not package.submodule_search_locations:
     return None
-  path = os.path.join(list(package.submodule_search_locations)[0], '_legacy_jax.py')
-  spec = importlib.util.spec_from_file_location(_LEGACY_JAX, path)
+  path = os.path.join(list(package.submodule_search_locations)[0], f'{name}.py')
+  spec = importlib.util.spec_from_file_location(full, path)
   module = importlib.util.module_from_spec(spec)
-  sys.modules[_LEGACY_JAX] = module
+  sys.modules[full] = module
   try:
     spec.loader.exec_module(module)
   except BaseException:
-    del sys.modules[_LEGACY_JAX]
+    del sys.modules[full]
     raise
   return module
+
+
+def _load_legacy_jax():
+  return package_module('_legacy_jax')
 
 
 # Top-level modules whose source is never read for legacy names: the libraries the table patches

@@ -33,7 +33,6 @@ Examples:
 import functools
 import importlib
 import importlib.machinery
-import importlib.util
 import os
 import re
 import sys
@@ -407,24 +406,13 @@ def _sibling(name: str) -> types.ModuleType:
   """The package's module ``name`` (one that imports only the standard library at load, as this
   one), without importing the package when it is not imported yet: importing it would import
   flax and optax and switch the flax defaults on, in a program that only uses a removed name.
-  Then the file beside this one is loaded under its full name, as the start-up hook loads this
-  module, and the package finds it in ``sys.modules`` when it is imported later."""
+  Then the start-up hook loaded this module from its file, and it loads ``name`` the same way
+  (``_flax_optim_compat_alias.package_module``)."""
   package = __name__.rpartition('.')[0]
-  full = f'{package}.{name}'
-  if full in sys.modules:
-    return sys.modules[full]
-  if package in sys.modules:
-    return importlib.import_module(full)
-  path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f'{name}.py')
-  spec = importlib.util.spec_from_file_location(full, path)
-  module = importlib.util.module_from_spec(spec)
-  sys.modules[full] = module
-  try:
-    spec.loader.exec_module(module)
-  except BaseException:
-    del sys.modules[full]
-    raise
-  return module
+  hook = sys.modules.get('_flax_optim_compat_alias')
+  if package in sys.modules or hook is None or not hasattr(hook, 'package_module'):
+    return importlib.import_module(f'{package}.{name}')
+  return hook.package_module(name)
 
 
 def _value(entry: LegacyName):
