@@ -82,6 +82,16 @@ def _fail(exc, msg, frames=(), missing=None):
     (_fail('FileNotFoundError', "[Errno 2] No such file or directory: 'data/x.npz'",
            [(PROG + 'stage1.py', 30, '<module>')]),
      ('harness', 'FileNotFoundError')),
+    # jax2tf registering TensorFlow's containers at its import, on the tensorflow stand-in
+    (_fail('AssertionError', '', [(PROG + 'planestrike.py', 6, '<module>'),
+                                  (SITE + 'jax/experimental/jax2tf/__init__.py', 15, '<module>'),
+                                  (SITE + 'jax/experimental/jax2tf/jax2tf.py', 899, '_register')]),
+     ('harness', 'stand-in')),
+    # a jax backend plugin this machine lacks
+    (_fail('RuntimeError', "Unknown backend iree. Available backends are ['cpu']",
+           [(PROG + 'train_jax.py', 12, '<module>'),
+            (SITE + 'jax/_src/xla_bridge.py', 961, '_get_backend_uncached')]),
+     ('library', 'jax backend iree')),
 ])
 def test_attribute(failure, expected):
   cat, name, _ = sweep.attribute(failure, program_tops=('scenic', 'train'),

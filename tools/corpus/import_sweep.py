@@ -372,6 +372,14 @@ def attribute(failure, program_tops=(), program_dir=None, sites=()):
   if exc in ('FileNotFoundError', 'PermissionError') and 'No such file' in msg + first:
     # a data file the program reads at import (through numpy's loaders too)
     return 'harness', exc, 'the program needs data / arguments / environment at import: ' + first
+  if any('jax2tf' in f[0] for f in frames) and 'tensorflow' in STAND_INS:
+    # jax.experimental.jax2tf registers TensorFlow's container types at its import, which the
+    # tensorflow stand-in cannot give it (tfx's penguin, planestrike's export)
+    return 'harness', 'stand-in', 'jax2tf needs the real tensorflow: ' + first
+  m = re.match(r'Unknown backend (\S+)', msg)
+  if exc == 'RuntimeError' and m:
+    # a backend plugin this machine lacks (iree-training's `jax.devices('iree')`)
+    return 'library', f'jax backend {m.group(1).rstrip(".")}', first
   # raised by the program's own code, or inside jax / flax called by it
   for f in reversed(frames[1:]):
     owner = frame_owner(f[0], program_dir, sites)
