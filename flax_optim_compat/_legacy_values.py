@@ -17,27 +17,26 @@ def host_ids():
   return list(range(jax.process_count()))
 
 
-def _stacked_on(devices, xs):
-  """``xs`` (one value per device, of one shape and dtype) stacked along a new leading axis whose
-  slice ``i`` lives on ``devices[i]``: the array jax 0.4.13 built for a pmap input, with today's
-  sharding of it (a 1-d mesh of ``devices``, as ``flax.jax_utils.replicate`` makes). Host
-  arrays are stacked on the host and sent once, each slice to its device; a jax array or a
-  Python scalar is stacked by jax, which keeps a weak type."""
+def _pmap_sharding(devices):
+  """Today's sharding of the pmap inputs jax 0.4.13 built: row ``i`` on ``devices[i]``, a 1-d
+  mesh of ``devices`` (as ``flax.jax_utils.replicate`` makes)."""
   import jax  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
   axis = '_device_put_sharded'
-  sharding = jax.sharding.NamedSharding(jax.sharding.Mesh(np.array(devices), (axis,)),
-                                        jax.sharding.PartitionSpec(axis))
+  return jax.sharding.NamedSharding(jax.sharding.Mesh(np.array(devices), (axis,)),
+                                    jax.sharding.PartitionSpec(axis))
+
+
+def _stacked(xs, dtype, sharding):
+  """``xs`` (one value per device, of one shape and of jax's ``dtype``) stacked along a new
+  leading axis, placed by ``sharding``. Host arrays are stacked on the host and sent once, each
+  slice to its device; a jax array or a Python scalar is stacked by jax, which keeps a weak
+  type."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import numpy as np  # pylint: disable=import-outside-toplevel
   if all(isinstance(x, (np.ndarray, np.generic)) for x in xs):
-    dtype = jax.eval_shape(lambda a: a, xs[0]).dtype   # x64 off: float64 data is float32
     return jax.device_put(np.stack([np.asarray(x, dtype) for x in xs]), sharding)
   return jax.device_put(jax.numpy.stack([jax.numpy.asarray(x) for x in xs]), sharding)
-
-
-def _aval_text(struct) -> str:
-  shape = ','.join(map(str, struct.shape))
-  weak = ', weak_type=True' if getattr(struct, 'weak_type', False) else ''
-  return f'ShapedArray({struct.dtype.name}[{shape}]{weak})'
 
 
 def device_put_sharded(shards, devices):
@@ -59,15 +58,16 @@ def device_put_sharded(shards, devices):
                      f'got {type(shards)}')
   if len(shards) != len(devices):
     raise ValueError(f'len(shards) = {len(shards)} must equal len(devices) = {len(devices)}.')
+  sharding = _pmap_sharding(devices)
 
   def put(*xs):
-    structs = [jax.eval_shape(lambda a: a, x) for x in xs]
-    for a, b in zip(structs[:-1], structs[1:]):
-      if (a.shape, a.dtype, getattr(a, 'weak_type', False)) != (
-          b.shape, b.dtype, getattr(b, 'weak_type', False)):
+    # jax's types of the values (x64 off: float64 data is float32), printed as jax 0.4.13 did
+    avals = [jax.typeof(x) for x in xs]
+    for a, b in zip(avals[:-1], avals[1:]):
+      if (a.shape, a.dtype, a.weak_type) != (b.shape, b.dtype, b.weak_type):
         raise ValueError('the shards passed to device_put_sharded must have consistent shape '
-                         f'and dtype, but got {_aval_text(a)} and {_aval_text(b)}.')
-    return _stacked_on(devices, xs)
+                         f'and dtype, but got {a!r} and {b!r}.')
+    return _stacked(xs, avals[0].dtype, sharding)
 
   return jax.tree_util.tree_map(put, *shards)
 
@@ -86,7 +86,9 @@ def device_put_replicated(x, devices):
   if not isinstance(devices, collections.abc.Sequence) or not devices:
     raise ValueError('`devices` argument to `device_put_replicated must be a non-empty '
                      'sequence.')
-  return jax.tree_util.tree_map(lambda leaf: _stacked_on(devices, [leaf] * len(devices)), x)
+  sharding = _pmap_sharding(devices)
+  return jax.tree_util.tree_map(
+      lambda leaf: _stacked([leaf] * len(devices), jax.typeof(leaf).dtype, sharding), x)
 
 
 def shuffle(key, x, axis=0):
