@@ -39,6 +39,15 @@ def _stacked(xs, dtype, sharding):
   return jax.device_put(jax.numpy.stack([jax.numpy.asarray(x) for x in xs]), sharding)
 
 
+def _aval(x):
+  """jax's type of ``x`` (x64 off: float64 data is float32), whose repr is jax 0.4.13's text:
+  ``jax.typeof``, or ``jax.core.get_aval`` on a jax before it (the floors' 0.5.1, where only
+  the doctests call these functions: jax still has its own device_put_*)."""
+  import jax  # pylint: disable=import-outside-toplevel
+  typeof = getattr(jax, 'typeof', None)
+  return typeof(x) if typeof is not None else jax.core.get_aval(x)
+
+
 def device_put_sharded(shards, devices):
   """Legacy ``jax.device_put_sharded``: ``shards`` (a sequence of pytrees of one structure, one
   per device) as one pytree whose leaves stack the shards' leaves along a new leading axis,
@@ -61,8 +70,7 @@ def device_put_sharded(shards, devices):
   sharding = _pmap_sharding(devices)
 
   def put(*xs):
-    # jax's types of the values (x64 off: float64 data is float32), printed as jax 0.4.13 did
-    avals = [jax.typeof(x) for x in xs]
+    avals = [_aval(x) for x in xs]
     for a, b in zip(avals[:-1], avals[1:]):
       if (a.shape, a.dtype, a.weak_type) != (b.shape, b.dtype, b.weak_type):
         raise ValueError('the shards passed to device_put_sharded must have consistent shape '
@@ -88,7 +96,7 @@ def device_put_replicated(x, devices):
                      'sequence.')
   sharding = _pmap_sharding(devices)
   return jax.tree_util.tree_map(
-      lambda leaf: _stacked([leaf] * len(devices), jax.typeof(leaf).dtype, sharding), x)
+      lambda leaf: _stacked([leaf] * len(devices), _aval(leaf).dtype, sharding), x)
 
 
 def shuffle(key, x, axis=0):
