@@ -37,6 +37,10 @@ _PASS_THROUGH = {
     'jax.device_get': (0, 'x'),
     'jax.device_put': (0, 'x'),
     'jax.block_until_ready': (0, 'x'),
+    # The mean over replicas of every leaf: legacy's per-parameter states and today's optax
+    # states hold the same quantities leaf for leaf (renamed fields), so the mean of each is the
+    # mean of its legacy twin (vdvae-jax's ``p_synchronize((optimizer, ema))``).
+    'jax.lax.pmean': (0, 'x'),
     'flax.serialization.from_bytes': (0, 'target'),
     'flax.serialization.from_state_dict': (0, 'target'),
     'jax.tree_util.tree_map': (1, 'tree'),

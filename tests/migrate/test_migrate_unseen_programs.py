@@ -45,6 +45,13 @@ From the sixth held-out batch (measured on d62fe68 before these were written):
   ``apply_gradient`` and ``target`` left with no record, half-migrated).
 * ``apply_gradient(grads, hess)`` (meta-pde): FOM109 says it is a positional argument, no
   override, on which flax 0.5.3 raised TypeError (before: the record said only ``hess``).
+
+From the corpus's refused rows, read again on d9729ef:
+
+* A pmapped ``lax.pmean`` of a tree holding the optimizer (vdvae-jax's
+  ``p_synchronize((optimizer, ema))``) hands back the tree with the optimizer in its place; the
+  example ``pmean_synchronize`` is rewritten whole and runs both ways. Before: FOM107 ('not a
+  function or class of the given files'), the whole optimizer refused.
 """
 import os
 import pathlib
