@@ -313,7 +313,7 @@ def _classify(project, unit: SourceFile, node: cst.CSTNode, slot: tuple) -> List
                  f'{short(unit.code(node.func.value), 40)}, a def the analysis does not trace to '
                  'a flax.optim def call, so its optax form cannot be decided here')]
   if member:
-    if fom005_replace.unchanged_field(unit, parent):
+    if fom005_replace.unchanged_field(unit, parent) or fom005_replace.step_set(unit, parent):
       return extra   # passed back to its own replace: the keyword goes with FOM005's rewrite
     return [_member(project, unit, node, slot, matched)]
   if isinstance(node, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):

@@ -52,6 +52,11 @@ From the corpus's refused rows, read again on d9729ef:
   ``p_synchronize((optimizer, ema))``) hands back the tree with the optimizer in its place; the
   example ``pmean_synchronize`` is rewritten whole and runs both ways. Before: FOM107 ('not a
   function or class of the given files'), the whole optimizer refused.
+* A skipped update that still counts the step (vdvae-jax: ``optimizer.replace(state=
+  optimizer.state.replace(step=optimizer.state.step + 1))`` in a ``lax.cond`` branch) sets the
+  TrainState's step and every ``count`` of its optax state; the example
+  ``skip_update_bumps_step`` (a warm-up rate read from the step, two skips) is rewritten whole
+  and runs both ways. Before: FOM104.
 """
 import os
 import pathlib
@@ -1449,3 +1454,43 @@ def test_a_star_import_binds_the_public_names_of_the_projects_module_only(tmp_pa
   assert named == {
       'Trainer': [('Call', ['pkg.a.Trainer']), ('Arg', []), ('Attribute', [])],
       '_hidden': [('Call', [])], 'array': [('Call', [])]}, named
+
+
+# Only the step set, on the optimizer's own state, passed back to its own replace, is FOM005's
+# (the example ``skip_update_bumps_step``); every other change of legacy's state stays refused.
+SET_STEP = '''from flax import optim
+
+
+def skip(opt, other):
+  return {call}
+
+
+def main(params, other):
+  opt = optim.Adam(learning_rate=0.1).create(params)
+  return skip(opt, other).target
+'''
+
+
+@pytest.mark.parametrize('call', [
+    'opt.replace(state=opt.state.replace(step=0, param_states={}))',
+    'opt.replace(state=other.state.replace(step=0))',
+    'opt.replace(state=opt.state.replace(param_states={}))',
+    'opt.state.replace(step=opt.state.step + 1)',
+])
+def test_a_state_change_other_than_the_step_alone_stays_refused(tmp_path, call):
+  sources = harness.write_sources(tmp_path / 'prog', {'train.py': SET_STEP.format(call=call)})
+  _, report = _engine.migrate_sources(sources)
+  assert {r.code for r in report.records if r.status == 'refused'} == {'FOM104'}, (
+      report.summary(False))
+
+
+def test_the_step_alone_set_on_the_own_state_is_rewritten_with_every_count(tmp_path):
+  call = 'opt.replace(state=opt.state.replace(step=opt.state.step + 1))'
+  sources = harness.write_sources(tmp_path / 'prog', {'train.py': SET_STEP.format(call=call)})
+  changed, report = _engine.migrate_sources(sources)
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  train = changed[str(tmp_path / 'prog' / 'train.py')]
+  assert ('return opt.replace(step=opt.step + 1, opt_state=(lambda step: jax.tree_util.'
+          'tree_map_with_path(lambda path, v: jnp.asarray(step, v.dtype) if jax.tree_util.'
+          'keystr(path[-1:]) == ".count" else v, opt.opt_state))(opt.step + 1))') in train, train
+  assert 'import jax\n' in train and 'import jax.numpy as jnp\n' in train, train

@@ -10,6 +10,12 @@ flatten to the same leaves in the same (sorted-key) order, so
 ``tree_unflatten(tree_structure(state.params), tree_leaves(p))`` is ``p``'s very arrays in the
 state's containers (a ``p`` with another number of leaves raises there, as legacy's
 ``apply_gradient`` raised on it).
+
+``optimizer.replace(state=optimizer.state.replace(step=s))`` (vdvae-jax's skipped update that
+still counts the step) -> ``state.replace(step=s, opt_state=<every count set to s>)``. Legacy's
+one step is read by its bias corrections and by the learning rate a program derives from it;
+optax keeps it as the ``count`` of each state that counts updates (the package's state mapping
+puts legacy's step in every ``count``), so each is set to ``s``, in its own dtype.
 """
 import dataclasses
 
@@ -27,6 +33,7 @@ TREE_MAPS = ('jax.tree_util.tree_map', 'jax.tree_map', 'jax.tree.map')
 class ReplaceData:
   restructure: bool   # put the new params in the state's own containers
   kept: tuple = ()    # the keywords that pass a field back as it is (``unchanged_field``)
+  step: bool = False  # ``state=R.state.replace(step=s)``: the step and every count set to s
 
 
 def _receiver(node: cst.CSTNode) -> bool:
@@ -66,6 +73,36 @@ def unchanged_field(unit, read: cst.CSTNode) -> bool:
           and unit.code(call.func.value) == unit.code(read.value))
 
 
+def step_set(unit, read: cst.CSTNode) -> bool:
+  """Whether ``read`` is ``R.state`` in ``R.replace(state=R.state.replace(step=s))``, ``R`` a
+  name or an attribute of one: only the step is set, which FOM005 writes on a TrainState."""
+  if not (isinstance(read, cst.Attribute) and read.attr.value == 'state'
+          and _receiver(read.value)):
+    return False
+  member = unit.parent(read)
+  inner = unit.parent(member) if isinstance(member, cst.Attribute) else None
+  if not (isinstance(member, cst.Attribute) and member.attr.value == 'replace'
+          and isinstance(inner, cst.Call)
+          and inner.func is member and len(inner.args) == 1
+          and inner.args[0].keyword is not None and inner.args[0].keyword.value == 'step'):
+    return False
+  arg = unit.parent(inner)
+  if not (isinstance(arg, cst.Arg) and arg.keyword is not None
+          and arg.keyword.value == 'state'):
+    return False
+  call = unit.parent(arg)
+  return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+          and call.func.attr.value == 'replace'
+          and unit.code(call.func.value) == unit.code(read.value))
+
+
+def _sets_step(unit, arg: cst.Arg) -> bool:
+  value = arg.value
+  return (arg.keyword is not None and arg.keyword.value == 'state'
+          and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+          and step_set(unit, value.func.value))
+
+
 class Replace(_rule.Rule):
   code = 'FOM005'
   title = 'optimizer.replace(target=p) -> state.replace(params=p)'
@@ -81,7 +118,7 @@ class Replace(_rule.Rule):
     internal = [f'{a.keyword.value}=...' if a.keyword is not None else
                 f'{a.star}{unit.code(a.value)}' for a in call.args
                 if (a.keyword is None or a.keyword.value != 'target')
-                and not unchanged_field(unit, a.value)]
+                and not unchanged_field(unit, a.value) and not _sets_step(unit, a)]
     if internal:
       return _rule.Match(self.kind, call, _refusals.READ,
                          f'replace({", ".join(internal)}) sets legacy internals a TrainState '
@@ -95,7 +132,10 @@ class Replace(_rule.Rule):
                   if a.keyword is not None and a.keyword.value == 'target'), None)
     kept = tuple(a.keyword.value for a in call.args if unchanged_field(unit, a.value))
     restructure = value is not None and not _same_containers(unit, receiver, value)
+    step = any(_sets_step(unit, a) for a in call.args)
     file_plan = plan.files[unit.path]
+    if step:
+      file_plan.needs.update((_edits.JAX, _edits.JNP))
     status, exact, message = 'rewritten', None, unit.code(call)
     if restructure and not _receiver(receiver):
       # Not read twice (it may be a call): renamed only, flagged with what to write.
@@ -109,7 +149,7 @@ class Replace(_rule.Rule):
       file_plan.mark(call, f'{_refusals.MARKER} {flag}')
     if restructure:
       file_plan.needs.add(_edits.JAX)
-    file_plan.edits[id(call)] = _rule.Edit(self, ReplaceData(restructure, kept))
+    file_plan.edits[id(call)] = _rule.Edit(self, ReplaceData(restructure, kept, step))
     plan.records.append(Record.of(site, status, code=self.code, exact=exact,
                                   message=message))
 
@@ -122,9 +162,26 @@ class Replace(_rule.Rule):
       return cst.parse_expression(
           f'jax.tree_util.tree_unflatten(jax.tree_util.tree_structure({receiver}.params), '
           f'jax.tree_util.tree_leaves({_rule.text_of(value)}))')
-    args = [a.with_changes(keyword=cst.Name('params'), value=params(a.value))
-            if a.keyword is not None and a.keyword.value == 'target' else a for a in updated.args
-            if a.keyword is None or a.keyword.value not in data.kept]
+    def step_args(arg):
+      # ``step=s`` and the counts set from it: ``s`` is read twice, so a lambda binds it once.
+      step = _rule.text_of(arg.value.args[0].value)
+      counts = cst.parse_expression(
+          f'(lambda step: jax.tree_util.tree_map_with_path(lambda path, v: jnp.asarray(step, '
+          f'v.dtype) if jax.tree_util.keystr(path[-1:]) == ".count" else v, '
+          f'{receiver}.opt_state))({step})')
+      return [arg.with_changes(keyword=cst.Name('step'), value=arg.value.args[0].value),
+              arg.with_changes(keyword=cst.Name('opt_state'), value=counts)]
+
+    args = []
+    for a in updated.args:
+      if a.keyword is not None and a.keyword.value in data.kept:
+        continue
+      if a.keyword is not None and a.keyword.value == 'target':
+        args.append(a.with_changes(keyword=cst.Name('params'), value=params(a.value)))
+      elif data.step and a.keyword is not None and a.keyword.value == 'state':
+        args.extend(step_args(a))
+      else:
+        args.append(a)
     if args and data.kept:
       args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     return updated.with_changes(args=args)
