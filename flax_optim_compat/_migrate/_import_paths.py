@@ -75,6 +75,12 @@ def root_of(files: Sequence[str], sources: Sequence[str]) -> str:
     imported = {m.group(2) for text in sources for m in re.finditer(
         rf'^\s*(?:from|import)\s+((?:\w+\.)*){re.escape(name)}\.(\w+)', text, re.MULTILINE)
                 if _ends_with(parent, m.group(1).split('.')[:-1])}
+    # ``from f_net import train_utils``: google-research's layout, the folder given imported by
+    # its own name from the repository's top (``python -m f_net.main``), with no __init__.py.
+    imported |= {word.split()[0] for text in sources for m in re.finditer(
+        rf'^\s*from\s+((?:\w+\.)*){re.escape(name)}\s+import\s+(?:\(([^)]*)\)|([^\n#(]*))',
+        text, re.MULTILINE) if _ends_with(parent, m.group(1).split('.')[:-1])
+                 for word in (m.group(2) or m.group(3) or '').split(',') if word.split()}
     if parent == root or not imported & mine:
       break
     root, mine = parent, {name}

@@ -124,6 +124,39 @@ def test_a_folder_below_its_package_top_resolves_its_own_imports(tmp_path, packa
   assert 'optimizer.params' in changed[str(sub / 'train.py')]
 
 
+@pytest.mark.parametrize('imports', [
+    'from f_net import devices',
+    'from f_net import models, devices as devices  # both',
+    'from f_net import (\n    models,\n    devices,\n)',
+])
+def test_a_folder_imported_by_its_own_name_from_its_parent_resolves_its_imports(tmp_path,
+                                                                              imports):
+  """google-research's layout (f_net): the folder given has no ``__init__.py`` and its files
+  import each other as ``from f_net import train_utils`` (the program runs from the
+  repository's top, ``python -m f_net.run_pretraining``), so its pmapped step is followed into
+  the sibling module. Before, only ``from f_net.x import ...`` was read that way: the step was
+  'not a function or class of the given files' and the optimizer refused (FOM107)."""
+  pytest.importorskip('libcst')
+  top = tmp_path / 'google-research' / 'f_net'
+  top.mkdir(parents=True)
+  (top / 'models.py').write_text('MODEL = None\n')
+  (top / 'devices.py').write_text(
+      'import jax\nimport jax.numpy as jnp\n\n\n'
+      'def train_step(optimizer, lr):\n'
+      '  grad = jax.grad(lambda p: jnp.sum(p["w"] ** 2))(optimizer.target)\n'
+      '  return optimizer.apply_gradient(grad, learning_rate=lr)\n')
+  (top / 'run.py').write_text(
+      f'import functools\nimport jax\nfrom flax import optim\n{imports}\n\n\n'
+      'def main(params):\n'
+      '  optimizer = optim.Adam(learning_rate=0.1).create(params)\n'
+      '  p_step = jax.pmap(functools.partial(devices.train_step, lr=0.1), axis_name="batch")\n'
+      '  optimizer = p_step(optimizer)\n'
+      '  return optimizer.target\n')
+  changed, report = _migrate({p: p.read_text() for p in sorted(top.glob('*.py'))})
+  assert report.records and all(r.status == 'rewritten' for r in report.records), report.records
+  assert '.apply_gradients(grads=grad)' in changed[str(top / 'devices.py')]
+
+
 def test_a_program_run_from_a_folder_with_an_init_resolves_its_own_imports(tmp_path):
   """putting-nerf-on-a-diet's layout: an ``__init__.py`` at the top of the folder given, and
   ``from nerf import utils`` (the program runs from that folder): ``utils.TrainState`` is the
