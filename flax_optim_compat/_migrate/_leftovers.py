@@ -8,6 +8,7 @@ comes from out of sight). A silent leftover would pass ``--check``.
 """
 import builtins
 import os
+import re
 from typing import List, Optional
 
 import libcst as cst
@@ -163,6 +164,14 @@ def _weight_norm_of(unit, call) -> Optional[cst.Call]:
   return None
 
 
+def _may_read(other, unit, name: str) -> bool:
+  """Whether file ``other`` may read ``unit``'s module-level ``name``: it names it and imports
+  ``unit``'s module (rff-mrf-jax's ``args.py`` says ``--optimizer`` and imports no ``lm``)."""
+  module = (unit.module_name or os.path.splitext(os.path.basename(unit.path))[0]).split('.')[-1]
+  return bool(re.search(rf'\b{re.escape(name)}\b', other.source) and re.search(
+      rf'^[ \t]*(?:from|import)\b[^\n]*\b{re.escape(module)}\b', other.source, re.MULTILINE))
+
+
 def _def_destination(project, unit, call):
   """Where a def call that no create uses goes, as a reason: a variable read elsewhere too, a
   return value of a function no resolved call creates from, an argument, an element of a
@@ -172,7 +181,7 @@ def _def_destination(project, unit, call):
   if isinstance(variable, cst.Name):
     if _unit.accesses(unit, variable) == [] and not any(   # rff-mrf-jax's lm.py
         isinstance(n, (cst.Global, cst.Nonlocal)) for n in unit.nodes) and not any(
-            u is not unit and variable.value in u.source for u in project.units):
+            u is not unit and _may_read(u, unit, variable.value) for u in project.units):
       return (f'assigned to {variable.value}, which nothing reads: no optimizer is created from '
               'it, so migrate has no object to rewrite it with; remove the line, or write its '
               'optax form by hand')

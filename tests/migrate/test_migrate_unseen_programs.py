@@ -1183,7 +1183,8 @@ def test_a_def_nothing_reads_is_refused_saying_so(tmp_path):
   """rff-mrf-jax's ``lm.py`` builds ``optimizer = optim.Adam(learning_rate=args.lr)`` and never
   reads it: the record says nothing reads it (before: "a flax.optim name is used where the
   analysis cannot follow it (e.g. a def passed to a function)", false). A module variable
-  another file of the project names may be imported there: not said to be unread."""
+  another file of the project names and imports the module of may be read there: not said to be
+  unread; a file that only has the word (``--optimizer``) does not make it read."""
   source = 'from flax import optim\n\noptimizer = optim.Adam(\n    learning_rate=0.1,\n)\n'
   _, report = migrate_source(source)
   (record,) = report.records
@@ -1193,6 +1194,13 @@ def test_a_def_nothing_reads_is_refused_saying_so(tmp_path):
       'lm.py': source, 'train.py': 'from lm import optimizer\nprint(optimizer)\n'})
   _, report = _engine.migrate_sources(sources)
   assert not any('nothing reads' in r.message for r in report.records), report.summary(False)
+  # The real program's args.py says ``--optimizer`` and imports no lm: it reads nothing of it
+  # (before, any other file with the word in it took the message back).
+  sources = harness.write_sources(tmp_path / 'prog2', {
+      'lm.py': source, 'args.py': 'import argparse\np = argparse.ArgumentParser()\n'
+      'p.add_argument("--optimizer", default="adam")\n'})
+  _, report = _engine.migrate_sources(sources)
+  assert any('nothing reads' in r.message for r in report.records), report.summary(False)
 
 
 @pytest.mark.parametrize('leaves', ['jax.tree_leaves', 'jax.tree_util.tree_leaves'])
