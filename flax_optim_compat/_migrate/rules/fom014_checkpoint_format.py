@@ -10,10 +10,20 @@ where a use of flax.optim is rewritten (any file, any rule: ``Rule.after_the_pro
 module-level ``import flax`` where code comes before that import, as in a notebook's export),
 and the report names each call it keeps. Where part of the program still imports flax.optim, the line
 sets what that import sets.
+
+The format is kept, not the tree: a migrated optimizer is written as its TrainState
+(``{'step', 'params', 'opt_state'}``), not as legacy's ``{'target', 'state': {'step',
+'param_states'}}``. A raw restore (``restore_checkpoint(d, target=None)``, as
+ai-weather-climate's ``get_params``) read by legacy's keys (``['optimizer']['target']``,
+``['state']['step']``, ``['state']['param_states']``) would fail on what the migrated program
+writes (``KeyError: 'target'``): each such read is flagged and marked with the key that holds
+the same values now. It is not rewritten: a key of the file names a field the program chose,
+which may be another object's (a target network's ``'target'``).
 """
 import libcst as cst
 
 from .. import _edits
+from .. import _refusals
 from .. import _rule
 from .. import _unit
 from .._report import Record
@@ -34,6 +44,8 @@ class CheckpointFormat(_rule.Rule):
   def plan_name(self, unit, node, plan, records):
     if not (isinstance(node, cst.Call) and unit.names(node.func) & _CALLS):
       return False
+    if _RESTORE in unit.names(node.func) and _raw(node):
+      _flag_legacy_keys(unit, node, plan, records, self.code)
     if _sets_the_flag(unit):
       return False
     plan.edits[id(unit.module)] = _rule.Edit(self)
@@ -65,6 +77,56 @@ class CheckpointFormat(_rule.Rule):
             '# Checkpoints as the legacy program wrote them (flax.optim imported): msgpack, '
             'relative paths.'))])
     return updated.with_changes(body=[*body[:index], line, *body[index:]])
+
+
+_RESTORE = 'flax.training.checkpoints.restore_checkpoint'
+
+
+def _raw(call: cst.Call) -> bool:
+  """Whether ``call`` restores without a target (a tree of dicts, keyed as the file is)."""
+  target = _unit.call_arg(call, 1, 'target')
+  return target is None or (isinstance(target, cst.Name) and target.value == 'None')
+
+
+def _key(subscript: cst.Subscript):
+  if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+    return None
+  index = subscript.slice[0].slice.value
+  return index.evaluated_value if isinstance(index, cst.SimpleString) else None
+
+
+def _flag_legacy_keys(unit, call, plan, records, code):
+  """Flags each read of the raw restore ``call``'s result by legacy's Optimizer keys: the
+  call read where it is, or the variable it is bound to, subscripted by string keys."""
+  parent = unit.parent(call)
+  roots = [call] if isinstance(parent, cst.Subscript) else []
+  variable = _unit.sole_target(parent, call)
+  if isinstance(variable, cst.Name):
+    roots += _unit.accesses(unit, variable) or []
+  for root in roots:
+    keys, node = [], root
+    while isinstance(unit.parent(node), cst.Subscript) and unit.parent(node).value is node:
+      node = unit.parent(node)
+      keys.append((_key(node), node))
+    for i, (key, subscript) in enumerate(keys):
+      after = keys[i + 1][0] if i + 1 < len(keys) else None
+      if key == 'target':
+        now = "['params']"
+      elif key == 'state' and after == 'step':
+        now = "['step'] in place of ['state']['step']"
+      elif key == 'state' and after == 'param_states':
+        now = ("['opt_state'] in place of ['state']['param_states'], in optax's own layout "
+               "(flax-optim-compat inspect shows it)")
+      else:
+        continue
+      text = (f"a raw checkpoint read by legacy's Optimizer key {key!r}: the migrated "
+              "program writes an optimizer as its TrainState ({'step', 'params', 'opt_state'}), "
+              f"so where this is the optimizer read {now} (a file the legacy program wrote: "
+              "after the report's convert command)")
+      plan.mark(subscript, f'{_refusals.MARKER} {code} {text}')
+      records.append(Record(unit.path, unit.line(subscript), code, 'flagged', 'not exact',
+                            f'{_unit.short(unit.code(keys[-1][1]))}: {text}'))
+      break
 
 
 def _binds_flax(statement) -> bool:

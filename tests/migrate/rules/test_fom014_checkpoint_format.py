@@ -70,3 +70,59 @@ def test_code_before_the_imports_keeps_the_flag_after_flax_is_bound(flax_import)
   assert 'FOM014' in {r.code for r in report.records}
   exec(compile(new, 'migrated.py', 'exec'), {'__name__': 'migrated'})   # binds flax first
   assert new.index('import flax\n') < new.index("flax.config.update(")
+
+
+# ai-weather-climate's get_params: the state holding the optimizer is saved, then read back raw.
+_RAW = '''import flax
+from flax.training import checkpoints
+import jax.numpy as jnp
+
+
+@flax.struct.dataclass
+class TrainState:
+  optimizer: flax.optim.Optimizer
+
+
+def train(ckpt_dir):
+  optimizer = flax.optim.Adam(learning_rate=0.05).create({{'w': jnp.ones(3)}})
+  checkpoints.save_checkpoint(ckpt_dir, TrainState(optimizer=optimizer), 1)
+
+
+def read(ckpt_dir):
+  {read}
+'''
+
+
+@pytest.mark.parametrize('read, now', [
+    ("state = checkpoints.restore_checkpoint(ckpt_dir, target=None)\n"
+     "  return state['optimizer']['target']", "['params']"),
+    ("state = checkpoints.restore_checkpoint(ckpt_dir, None)\n"
+     "  return state['optimizer']['state']['step']", "['step'] in place of ['state']['step']"),
+    ("return checkpoints.restore_checkpoint(ckpt_dir)['optimizer']['state']['param_states']",
+     "['opt_state'] in place of ['state']['param_states']"),
+])
+def test_a_raw_restore_read_by_legacy_keys_is_flagged_with_the_key_now(read, now):
+  """Before, the reads had no record (``--check`` passed) and the migrated program raised
+  ``KeyError: 'target'`` on the TrainState it now writes."""
+  source = _RAW.format(read=read)
+  line = next(i for i, text in enumerate(source.splitlines(), 1) if "['optimizer']" in text)
+  new, report = migrate_source(source)
+  flagged = [r for r in report.records if r.status == 'flagged']
+  assert [(r.code, r.exactness, r.line) for r in flagged] == [('FOM014', 'not exact', line)], (
+      report.summary(False))
+  assert now in flagged[0].message, flagged[0].message
+  lines = new.splitlines()
+  marked = next(i for i, text in enumerate(lines) if 'TODO(flax-optim-compat): FOM014' in text)
+  assert now in lines[marked] and "['optimizer']" in lines[marked + 1], new
+
+
+@pytest.mark.parametrize('read', [
+    # a target given: restored into the migrated state's own structure
+    "return checkpoints.restore_checkpoint(ckpt_dir, target=TrainState(optimizer=None))",
+    # keys of another layout: the program's own
+    "state = checkpoints.restore_checkpoint(ckpt_dir, target=None)\n  return state['params']",
+    "return checkpoints.restore_checkpoint(ckpt_dir, None)['model']['state']",
+])
+def test_other_restores_and_keys_are_not_flagged(read):
+  _, report = migrate_source(_RAW.format(read=read))
+  assert not [r for r in report.records if r.status == 'flagged'], report.summary(False)
