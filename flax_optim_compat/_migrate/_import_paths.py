@@ -184,20 +184,29 @@ def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: 
   them: ``from internal import utils`` in ``mipnerf/train.py`` (or in
   ``mipnerf/internal/models.py``, imported by that script) is ``mipnerf/internal/utils.py``, as
   ``python train.py`` puts ``mipnerf/`` first on ``sys.path``. The name is looked up in the
-  importing file's folder, then in each folder above it up to the given root; a name in
-  ``taken`` or of a module this interpreter finds is none. Yields (file, name, the module's
-  dotted name, whether it is in the file's own folder)."""
+  importing file's folder, then in each folder above it up to the given root; a name of a
+  module this interpreter finds is none, and so is a name in ``taken`` (a top-level module or
+  package of the project), unless the file's own folder has it and no file imports that folder
+  as a package: then the folder is a program's, run from there, its folder first on
+  ``sys.path`` (vqvae_experiments' ``pixelcnn/sample.py`` imports ``pixelcnn/train.py`` as
+  ``train`` beside a top-level ``train.py``), where a package's module imported from the top
+  (score_sde's ``models/utils.py``, as ``from models import utils``) finds the top-level one.
+  Yields (file, name, the module's dotted name, whether it is in the file's own folder)."""
+  imported = {m.group(1) for text in sources
+              for m in re.finditer(r'^\s*(?:from|import)\s+(\w+(?:\.\w+)*)', text, re.MULTILINE)}
   for f, text in zip(files, sources):
     folder = os.path.relpath(os.path.dirname(f), root)
     if folder == os.curdir:
       continue
     parents = folder.split(os.sep)
+    package = '.'.join(parents)
+    a_package = any(name == package or name.startswith(package + '.') for name in imported)
     for m in re.finditer(r'^\s*(?:from\s+(\w+)[\s.]|import\s+(\w+))', text, re.MULTILINE):
       name = m.group(1) or m.group(2)
-      if name in taken:
-        continue
       depth = next((i for i in range(len(parents), 0, -1)
                     if '.'.join(parents[:i] + [name]) in own), None)
+      if name in taken and (depth != len(parents) or a_package):
+        continue
       if depth is not None and importlib.util.find_spec(name) is None:
         yield f, name, '.'.join(parents[:depth] + [name]), depth == len(parents)
 

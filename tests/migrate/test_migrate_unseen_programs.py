@@ -133,6 +133,28 @@ def test_a_bare_name_two_sub_folders_define_is_each_scripts_own(tmp_path, layout
 
 
 @pytest.mark.parametrize('layout', sorted(SIBLINGS))
+def test_a_bare_name_of_the_scripts_folder_is_its_own_beside_a_top_level_one(tmp_path, layout):
+  """vqvae_experiments' ``pixelcnn/sample.py`` imports its sibling ``pixelcnn/train.py`` as
+  ``train`` beside a top-level ``train.py``: Python finds the sibling (run below), and so does
+  migrate; before, the top-level name won, the sibling's functions were "not a function or
+  class of the given files" and the optimizer handed to them refused (FOM107), while the
+  sibling's own optimizer was rewritten."""
+  module, import_utils = SIBLINGS[layout]
+  train = harness.NERF_TRAIN.format(import_utils=import_utils)
+  top = module.split('/')[0].replace('.py', '')
+  top_level = f'{top}/__init__.py' if '/' in module else module
+  assert _python_resolves(tmp_path / 'run', [top_level, f'a/{module}'], 'a/train.py',
+                          import_utils) == f'a/{module}'
+  root = tmp_path / 'repo'
+  sources = harness.write_sources(root, {top_level: 'import optax\n', f'a/{module}': UTILS,
+                                         'a/train.py': train})
+  changed, report = _engine.migrate_sources(sources)
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert 'optimizer: train_state.TrainState' in changed[str(root / 'a' / module)]
+  assert 'return state.optimizer.params' in changed[str(root / 'a' / 'train.py')]
+
+
+@pytest.mark.parametrize('layout', sorted(SIBLINGS))
 def test_a_bare_name_with_no_sibling_and_two_targets_elsewhere_is_left_unresolved(
     tmp_path, layout):
   """``main.py`` at the root imports ``internal``, which only ``a/`` and ``b/`` define: Python
