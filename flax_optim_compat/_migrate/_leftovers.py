@@ -263,10 +263,18 @@ def out_of_sight_uses(project: _project.Project, refused, records, files) -> Lis
     or def it may be; the record names that one (as a refused object's other uses name its
     first refused site in their file), and its statement gets a marker, as theirs do.
 
+  * ``x.k.apply_gradient(...)``, ``x.k.target``, ``x.k.state.step`` where a refused object
+    escaped as ``k=`` into a call the analysis does not resolve (ref_nerf_jax:
+    ``state = utils.TrainState(optimizer=optimizer)``, no such class in the given files, then
+    ``state.optimizer.target`` in ``main`` and in the step it hands ``state`` to): the field
+    ``k`` of what that call made holds it, so each such use is refused with it, naming it
+    (before, they had no record and no marker).
+
   Nothing where the project defines ``apply_gradient`` itself (its own protocol). The call
   stays legacy, so it is refused, never "nothing to change"."""
   covered = {(r.path, r.line) for r in records}
   found, own, library, pending = [], None, set(), []
+  escaped = _escaped_fields(refused)
   for unit in project.units:
     for node in unit.nodes:
       use = _legacy_use(unit, node)
@@ -289,6 +297,15 @@ def out_of_sight_uses(project: _project.Project, refused, records, files) -> Lis
         message = (f'{shown}: the legacy Optimizer API on {node.value.value}, a name bound '
                    f'nowhere in {os.path.basename(unit.path)} (a NameError on flax 0.5.3 too), '
                    'so migrate cannot tell which optimizer it is; the call is left as it is')
+      elif not own and isinstance(node.value, cst.Attribute) and (
+          node.value.attr.value in escaped):
+        words, blocker = escaped[node.value.attr.value]
+        message = (f'{shown}: the legacy Optimizer API on {short(unit.code(node.value), 40)}, '
+                   f'the field {node.value.attr.value} that {words}: it is that optimizer, '
+                   'so the use is left as it is')
+        files[unit.path].mark(use, f'{_refusals.MARKER} {_refusals.ESCAPE.code} not rewritten: '
+                              f'a field that holds a refused {blocker}',
+                              unless=f'{_refusals.MARKER} {_refusals.ESCAPE.code} ')
       elif not own:
         message, blocker = _out_of_sight(project, unit, node, shown, refused, records)
         if blocker is not None:   # no line numbers: the markers move the lines
@@ -310,6 +327,24 @@ def out_of_sight_uses(project: _project.Project, refused, records, files) -> Lis
       found.append(Record(unit.path, first, _refusals.ESCAPE.code, 'refused', '',
                           _library_use(shown, made, 'use')))
       covered.add((unit.path, first))
+  return found
+
+
+def _escaped_fields(refused):
+  """``{k: (words, marker words)}`` for each keyword ``k=`` by which a refused object escaped
+  into a call the analysis does not resolve (the first such object per keyword)."""
+  found = {}
+  for sites in refused:
+    for site in sites:
+      arg = site.unit.parent(site.node)
+      if site.kind == 'escape' and isinstance(arg, cst.Arg) and arg.keyword is not None and (
+          arg.value is site.node and isinstance(site.unit.parent(arg), cst.Call)):
+        call = site.unit.parent(arg)
+        found.setdefault(arg.keyword.value, (
+            f'holds what {short(site.unit.code(call.func), 40)}(...) at '
+            f'{_unit.at(site.unit, call)} made of the optimizer passed as '
+            f'{arg.keyword.value}=, refused ({site.refusal.code} there)',
+            f'optimizer ({site.refusal.code} in {os.path.basename(site.unit.path)})'))
   return found
 
 

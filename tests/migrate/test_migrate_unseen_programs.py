@@ -1524,3 +1524,48 @@ def test_the_step_alone_set_on_the_own_state_is_rewritten_with_every_count(tmp_p
           'tree_map_with_path(lambda path, v: jnp.asarray(step, v.dtype) if jax.tree_util.'
           'keystr(path[-1:]) == ".count" else v, opt.opt_state))(opt.step + 1))') in train, train
   assert 'import jax\n' in train and 'import jax.numpy as jnp\n' in train, train
+
+
+# ref_nerf_jax (held-out): the optimizer goes into ``utils.TrainState(optimizer=...)``, a class
+# the given files do not have, and is used through the field in main and in the step.
+FIELD_OF_AN_UNKNOWN_CLASS = '''import flax
+import jax
+import jax.numpy as jnp
+
+from internal import utils
+
+
+def train_step(state, batch, lr):
+  def loss_fn(params):
+    return jnp.sum((params['w'] * batch) ** 2)
+  loss, grad = jax.value_and_grad(loss_fn)(state.optimizer.target)
+  new_optimizer = state.optimizer.apply_gradient(grad, learning_rate=lr)
+  return state.replace(optimizer=new_optimizer), loss
+
+
+def main():
+  optimizer = flax.optim.Adam(1e-3).create({'w': jnp.ones(3)})
+  state = utils.TrainState(optimizer=optimizer)
+  init_step = state.optimizer.state.step + 1
+  return train_step(state, jnp.ones(3), 1e-3), init_step
+'''
+
+
+def test_uses_through_the_field_a_refused_optimizer_escaped_into_are_refused_and_marked(
+    tmp_path):
+  """Before: the escape at ``utils.TrainState(optimizer=...)`` was the only record; the uses
+  through ``state.optimizer`` (lines 11, 12, 19) had none and no marker (half-migrated)."""
+  sources = harness.write_sources(tmp_path / 'prog', {
+      'train.py': FIELD_OF_AN_UNKNOWN_CLASS, 'internal/__init__.py': '',
+      'internal/utils.py': 'import flax\n\n\ndef helper():\n  return 1\n'})
+  changed, report = _engine.migrate_sources(sources)
+  lines = {r.line: r for r in report.records if r.path.endswith('train.py')}
+  assert {11, 12, 19} <= set(lines), report.summary(False)
+  assert all(lines[n].code == 'FOM107' and lines[n].status == 'refused' for n in (11, 12, 19))
+  assert 'the field optimizer that holds what utils.TrainState(...) at train.py:18' in (
+      lines[12].message), lines[12].message
+  new = changed[str(tmp_path / 'prog' / 'train.py')].splitlines()
+  for text in ('(state.optimizer.target)', 'state.optimizer.apply_gradient(',
+               'state.optimizer.state.step'):
+    at = next(i for i, line in enumerate(new) if text in line)
+    assert new[at - 1].strip().startswith('# TODO(flax-optim-compat): FOM107'), new
