@@ -38,11 +38,19 @@ class _Apply(cst.CSTTransformer):
     module = plan.unit.module
     self.first = module.body[0] if module.body else None
     self.header = {line.comment.value for line in module.header if line.comment}
+    self.placeholders = False   # whether a placeholder holds a removed statement's comments
 
   def on_leave(self, original_node, updated_node):
     edit = self.plan.edits.get(id(original_node))
     if edit is not None:
       updated_node = edit.rule.rewrite(updated_node, edit.data, self.context)
+      if _removed(updated_node) and isinstance(original_node, cst.BaseStatement) and any(
+          line.comment for line in original_node.leading_lines):
+        # A statement that goes keeps the comment lines above it: a placeholder holds them
+        # until ``_drop_placeholders`` moves them onto the next statement.
+        updated_node = cst.SimpleStatementLine(body=[cst.Expr(cst.Name(_PLACEHOLDER))],
+                                               leading_lines=original_node.leading_lines)
+        self.placeholders = True
     markers = self.plan.markers.get(id(original_node))
     if markers and original_node is self.first:
       markers = [text for text in markers if text not in self.header]
@@ -52,6 +60,51 @@ class _Apply(cst.CSTTransformer):
     if markers:
       updated_node = _with_markers(updated_node, markers)
     return updated_node
+
+
+def _removed(node) -> bool:
+  return isinstance(node, cst.RemovalSentinel) or node is cst.RemoveFromParent()
+
+
+# The one expression of a placeholder statement (a name no program has).
+_PLACEHOLDER = '__flax_optim_compat_removed_statement__'
+
+
+def _placeholder(statement) -> bool:
+  return (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+          and isinstance(statement.body[0], cst.Expr)
+          and isinstance(statement.body[0].value, cst.Name)
+          and statement.body[0].value.value == _PLACEHOLDER)
+
+
+class _DropPlaceholders(cst.CSTTransformer):
+  """Removes the placeholder statements ``_Apply`` left for removed statements, their comment
+  lines moved onto the statement after them (or below the block's last one)."""
+
+  def on_visit(self, node) -> bool:
+    return not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
+
+  def _moved(self, body):
+    out, carry = [], []
+    for statement in body:
+      if _placeholder(statement):
+        carry.extend(statement.leading_lines)
+        continue
+      if carry:
+        statement = statement.with_changes(leading_lines=(*carry, *statement.leading_lines))
+        carry = []
+      out.append(statement)
+    return out, carry
+
+  def leave_Module(self, original_node, updated_node):
+    body, carry = self._moved(updated_node.body)
+    return updated_node.with_changes(body=body, footer=(*carry, *updated_node.footer))
+
+  def leave_IndentedBlock(self, original_node, updated_node):
+    body, carry = self._moved(updated_node.body)
+    if not body:   # the block held only removed statements: it keeps a pass
+      body = [cst.SimpleStatementLine(body=[cst.Pass()])]
+    return updated_node.with_changes(body=body, footer=(*carry, *updated_node.footer))
 
 
 def _with_markers(node, markers):
@@ -78,7 +131,10 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
                         n.value == 'train_state')
   alias = 'train_state' if has_train_state or 'train_state' not in names else 'flax_train_state'
   context = _rule.Context(train_state=alias)
-  module = unit.module.visit(_Apply(plan, context))
+  apply = _Apply(plan, context)
+  module = unit.module.visit(apply)
+  if apply.placeholders:
+    module = module.visit(_DropPlaceholders())
   if not plan.edits:
     return module.code
   ctx = codemod.CodemodContext()

@@ -390,3 +390,24 @@ def test_the_config_import_goes_once_omnistaging_was_its_only_use(more, kept):
   assert 'enable_omnistaging' not in new and 'jax.config' not in new
   assert ('from jax import config' in new) == kept
   compile(new, 'migrated.py', 'exec')
+
+
+@pytest.mark.parametrize('source, kept', [
+    # saycan's notebook export: the comment cells above the import it drops (FOM205)
+    ('import jax\nENGINE = "x"\n#Download assets.\n# if not os.path.exists(p):\n\n'
+     '# Show if JAX is using GPU.\nfrom jax.lib import xla_bridge\n'
+     'print(xla_bridge.get_backend().platform)\n',
+     '#Download assets.\n# if not os.path.exists(p):\n\n# Show if JAX is using GPU.\nprint('),
+    # in a block, the import read by nothing
+    ('import jax\n\n\ndef f():\n  # a comment\n  from jax.lib import xla_bridge\n  return 1\n',
+     '  # a comment\n  return 1\n'),
+    # the block's last statement
+    ('def f():\n  x = 1\n  # the end\n  from jax.lib import xla_bridge\n', '  x = 1\n  # the end\n'),
+])
+def test_a_statement_that_goes_keeps_the_comment_lines_above_it(source, kept):
+  """Before, the comment lines above a removed statement went with it (saycan's test_sep.py
+  lost 12 lines, demo.py 1)."""
+  new, report = migrate_source(source)
+  assert any(r.code == 'FOM205' for r in report.records), report.summary(False)
+  assert 'xla_bridge' not in new.replace('jax.extend.backend', '') and kept in new, new
+  compile(new, 'new.py', 'exec')
