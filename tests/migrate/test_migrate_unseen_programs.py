@@ -1564,6 +1564,10 @@ def test_uses_through_the_field_a_refused_optimizer_escaped_into_are_refused_and
   assert all(lines[n].code == 'FOM107' and lines[n].status == 'refused' for n in (11, 12, 19))
   assert 'the field optimizer that holds what utils.TrainState(...) at train.py:18' in (
       lines[12].message), lines[12].message
+  # the escape names what is missing (before: 'a library call the analysis does not know, or
+  # an import that does not resolve', where the import resolves to a file without the class)
+  assert 'their module internal.utils (utils.py) defines no TrainState' in lines[18].message, (
+      lines[18].message)
   new = changed[str(tmp_path / 'prog' / 'train.py')].splitlines()
   for text in ('(state.optimizer.target)', 'state.optimizer.apply_gradient(',
                'state.optimizer.state.step'):
