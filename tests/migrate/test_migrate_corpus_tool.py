@@ -185,3 +185,24 @@ def test_a_local_name_is_not_the_module_jax_name_it_shadows(tool):
   # ml_collections config) in the functions that read its fields
   assert tool.missing_jax_names({'a.py': AUDAX}) == [
       'jax.config.data', 'jax.config.jax_no_such_default', 'jax.config.no_such_flag']
+
+
+RAW_READ = '''
+    from flax import optim
+    from flax.training import checkpoints
+
+
+    def train(params, d):
+      checkpoints.save_checkpoint(d, optim.Adam(0.1).create(params), 0)
+
+
+    def params_of(d):
+      return checkpoints.restore_checkpoint(d, None)['target']
+'''
+
+
+def test_a_raw_checkpoint_read_by_legacy_keys_is_not_whole(tool, tmp_path):
+  """The migrated program fails at ``['target']`` until the flagged read is changed by hand."""
+  row = tool.measure(str(_program(tmp_path / 'p', {'a.py': RAW_READ})), 60)
+  assert (row['outcome'], row['flagged_reads']) == (
+      'optimizers whole, checkpoint reads flagged', ['a.py:11']), row
