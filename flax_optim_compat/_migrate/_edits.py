@@ -2,7 +2,7 @@
 marker comments above each statement, and the imports the new code needs.
 """
 import dataclasses
-from typing import Dict, List, NamedTuple, Optional, Set
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set
 
 import libcst as cst
 
@@ -43,6 +43,10 @@ class FilePlan:
   edits: Dict[int, Edit] = dataclasses.field(default_factory=dict)
   markers: Dict[int, List[str]] = dataclasses.field(default_factory=dict)
   needs: Set[Import] = dataclasses.field(default_factory=set)
+  # The project's class fields annotated as a legacy Optimizer (``optimizer:
+  # flax.optim.Optimizer``): what a checkpoint of an instance holds under that key is the
+  # optimizer (FOM014 reads a raw restore by it).
+  optimizer_fields: FrozenSet[str] = frozenset()
 
   def mark(self, node: cst.CSTNode, text: str, unless: str = ''):
     """Puts the marker ``text`` above ``node``'s statement once (not where a marker of the

@@ -49,7 +49,8 @@ class _Group:
 
 
 def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
-  files = {u.path: FilePlan(u) for u in project.units}
+  fields = _optimizer_fields(project)
+  files = {u.path: FilePlan(u, optimizer_fields=fields) for u in project.units}
   records: List[Record] = []
   conversions: List[Conversion] = []
   groups: Dict[tuple, _Group] = {}
@@ -124,6 +125,17 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   records.sort(key=lambda r: (r.path, r.line))
   return Plan(files, records, conversions,
               [g.sites for g in groups.values() if g.refused])
+
+
+def _optimizer_fields(project) -> frozenset:
+  """The names of the project's class fields annotated as a legacy ``Optimizer``
+  (``optimizer: flax.optim.Optimizer`` in a dataclass), in any file."""
+  return frozenset(
+      node.target.value for unit in project.units for node in unit.nodes
+      if isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Name)
+      and isinstance(unit.enclosing(node, (cst.ClassDef, cst.FunctionDef)), cst.ClassDef)
+      and any(unit.legacy(n) == 'Optimizer' for n in _unit.walk(node.annotation)
+              if isinstance(n, (cst.Name, cst.Attribute))))
 
 
 def _creates(group) -> bool:

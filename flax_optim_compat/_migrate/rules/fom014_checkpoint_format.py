@@ -16,9 +16,15 @@ The format is kept, not the tree: a migrated optimizer is written as its TrainSt
 'param_states'}}``. A raw restore (``restore_checkpoint(d, target=None)``, as
 ai-weather-climate's ``get_params``) read by legacy's keys (``['optimizer']['target']``,
 ``['state']['step']``, ``['state']['param_states']``) would fail on what the migrated program
-writes (``KeyError: 'target'``): each such read is flagged and marked with the key that holds
-the same values now. It is not rewritten: a key of the file names a field the program chose,
-which may be another object's (a target network's ``'target'``).
+writes (``KeyError: 'target'``). Where the key before is a field the project's classes
+annotate as a legacy ``Optimizer`` (``optimizer: flax.optim.Optimizer``, now a TrainState, so
+what the migrated program writes under it is the TrainState's dict), the read is rewritten:
+``['optimizer']['target']`` -> ``['optimizer']['params']``, ``['optimizer']['state']['step']``
+-> ``['optimizer']['step']`` (the same arrays; a file the legacy program wrote reads so after the
+report's convert command). Anywhere else, and for ``['state']['param_states']`` (optax keeps its
+own layout), the read is flagged and marked with the key that holds the same values now: a key
+of the file names a field the program chose, maybe another object's (a target network's
+``'target'``).
 """
 import libcst as cst
 
@@ -57,6 +63,11 @@ class CheckpointFormat(_rule.Rule):
     return False   # its arguments are looked at as any code
 
   def rewrite(self, updated, data, context):
+    if data == 'params':   # ``x['target']`` -> ``x['params']``, the key's own quotes
+      index = updated.slice[0].slice.value
+      return updated.deep_replace(index, cst.SimpleString(f'{index.quote}params{index.quote}'))
+    if data == 'step':     # ``x['state']['step']`` -> ``x['step']``
+      return updated.with_changes(value=updated.value.value)
     body = list(updated.body)
     index = 0
     for i, statement in enumerate(body):
@@ -110,6 +121,19 @@ def _flag_legacy_keys(unit, call, plan, records, code):
       keys.append((_key(node), node))
     for i, (key, subscript) in enumerate(keys):
       after = keys[i + 1][0] if i + 1 < len(keys) else None
+      before = keys[i - 1][0] if i else None
+      if before in plan.optimizer_fields and (key == 'target' or (
+          key == 'state' and after == 'step')):
+        edited = subscript if key == 'target' else keys[i + 1][1]
+        plan.edits[id(edited)] = _rule.Edit(RULE, 'params' if key == 'target' else 'step')
+        now = "['params']" if key == 'target' else "['step']"
+        records.append(Record(
+            unit.path, unit.line(subscript), code, 'rewritten', 'bit-exact',
+            f"{_unit.short(unit.code(keys[-1][1]))}: a raw checkpoint read by legacy's Optimizer "
+            f"key {key!r} under {before!r}, a field the project annotates as an Optimizer (now a "
+            f'TrainState): {now}, which holds the same arrays in what the migrated program '
+            "writes (a file the legacy program wrote: after the report's convert command)"))
+        break
       if key == 'target':
         now = "['params']"
       elif key == 'state' and after == 'step':
