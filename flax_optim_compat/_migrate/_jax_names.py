@@ -571,8 +571,14 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
         module, name = _split(entry.target)
         result.unused_imports.append((module, name, node.value if node.value != name else None))
     elif not (called.get(id(node), False) or unwrapped):
-      _refuse(plan, result, node, f'{entry.name} (not called as the rule rewrites it, or a '
-              'function only the runtime layer gives back)')
+      if entry.kind in _CALLS:
+        why = f'not called as the rule rewrites it, {entry.name}(...) with its arguments'
+      elif entry.kind == 'function' and '.' not in entry.target:
+        why = ('a function only the runtime layer gives back: no rule rewrites it, as no '
+               'expression of today\'s jax gives what it returned; see docs/legacy_names.md')
+      else:
+        why = 'not called as the rule rewrites it, or a function only the runtime layer gives back'
+      _refuse(plan, result, node, f'{entry.name} ({why})')
     elif isinstance(node, cst.Name):   # imported by name: the import goes once unused
       module, name = _split(entry.name)
       local = node.value if node.value != name else None

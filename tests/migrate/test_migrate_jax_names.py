@@ -411,3 +411,17 @@ def test_a_statement_that_goes_keeps_the_comment_lines_above_it(source, kept):
   assert any(r.code == 'FOM205' for r in report.records), report.summary(False)
   assert 'xla_bridge' not in new.replace('jax.extend.backend', '') and kept in new, new
   compile(new, 'new.py', 'exec')
+
+
+@pytest.mark.parametrize('source, why', [
+    ('import jax\nx = jax.device_put_replicated(1, jax.devices())\n',
+     'a function only the runtime layer gives back: no rule rewrites it'),
+    ('from jax.ops import index_update\nf = index_update\n',
+     'not called as the rule rewrites it, jax.ops.index_update(...) with its arguments'),
+])
+def test_a_marked_jax_name_says_which_case_it_is(source, why):
+  """Before, both said '(not called as the rule rewrites it, or a function only the runtime
+  layer gives back)' (jraph's device_put_replicated, held out)."""
+  _, report = migrate_source(source)
+  (record,) = report.records
+  assert record.code == 'FOM299' and why in record.message, record.message
