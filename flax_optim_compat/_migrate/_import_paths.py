@@ -192,7 +192,8 @@ def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: 
   ``train`` beside a top-level ``train.py``), where a package's module imported from the top
   (score_sde's ``models/utils.py``, as ``from models import utils``) finds the top-level one.
   Yields (file, name, the module's dotted name, whether it is in the file's own folder)."""
-  imported = {m.group(1) for text in sources
+  # (the importing file's folder, the dotted path it imports)
+  imported = {(os.path.dirname(f), m.group(1)) for f, text in zip(files, sources)
               for m in re.finditer(r'^\s*(?:from|import)\s+(\w+(?:\.\w+)*)', text, re.MULTILINE)}
   for f, text in zip(files, sources):
     folder = os.path.relpath(os.path.dirname(f), root)
@@ -200,12 +201,18 @@ def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: 
       continue
     parents = folder.split(os.sep)
     package = '.'.join(parents)
-    a_package = any(name == package or name.startswith(package + '.') for name in imported)
+    # imported as a package: ``package.x`` anywhere, or ``package`` from outside the folder
+    # (inside, vqvae_experiments' ``pixelcnn/sample.py``'s ``import pixelcnn`` is its sibling
+    # ``pixelcnn/pixelcnn.py``)
+    a_package = any(name.startswith(package + '.') or (
+        name == package and where != os.path.dirname(f)) for where, name in imported)
     for m in re.finditer(r'^\s*(?:from\s+(\w+)[\s.]|import\s+(\w+))', text, re.MULTILINE):
       name = m.group(1) or m.group(2)
       depth = next((i for i in range(len(parents), 0, -1)
                     if '.'.join(parents[:i] + [name]) in own), None)
-      if name in taken and (depth != len(parents) or a_package):
+      # (a name the file's own top folder takes, ``import pixelcnn`` in ``pixelcnn/train.py``,
+      # stays the project's: its own module names start with it)
+      if name in taken and (depth != len(parents) or a_package or name == parents[0]):
         continue
       if depth is not None and importlib.util.find_spec(name) is None:
         yield f, name, '.'.join(parents[:depth] + [name]), depth == len(parents)

@@ -8,6 +8,7 @@ rewrite cannot keep (``.state.param_states``), or a place the analysis cannot fo
 """
 import dataclasses
 import os
+import re
 from typing import Dict, List, Optional, Set
 
 import libcst as cst
@@ -457,7 +458,9 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
               f'files, which define {own} (import it by that path to migrate this use)')
     module, _, attribute = names[0].rpartition('.')
     holder = next((u for u in project.units if module and u.module_name == module), None)
-    if holder is not None:   # ref_nerf_jax's utils.TrainState: its utils.py has none
+    if holder is not None and not re.search(   # ref_nerf_jax's utils.TrainState: none there
+        rf'^(?:(?:async\s+)?def|class)\s+{re.escape(attribute)}\b|^{re.escape(attribute)}\s*[:=]',
+        holder.source, re.MULTILINE):
       return (f'{what}: {names[0]} is not in the given files: their module {module} '
               f'({os.path.basename(holder.path)}) defines no {attribute} (the program fails '
               'there as it is, AttributeError, unless something sets it at run time)')

@@ -1573,3 +1573,29 @@ def test_uses_through_the_field_a_refused_optimizer_escaped_into_are_refused_and
                'state.optimizer.state.step'):
     at = next(i for i, line in enumerate(new) if text in line)
     assert new[at - 1].strip().startswith('# TODO(flax-optim-compat): FOM107'), new
+
+
+def test_a_folder_with_a_module_of_its_own_name_beside_a_top_level_sibling_name(tmp_path):
+  """vqvae_experiments (held out): ``pixelcnn/`` holds ``pixelcnn.py``, ``train.py`` (its
+  ``restore_checkpoint``) and ``sample.py``, which imports both by bare names, beside a
+  top-level ``train.py``. ``import train`` is the folder's own (Python runs ``sample.py`` from
+  there), and ``import pixelcnn`` keeps the folder's module names as they were (before, the
+  alias renamed the folder's own functions and the step was "defined nowhere")."""
+  sources = harness.write_sources(tmp_path / 'repo', {
+      'train.py': 'import optax\n',
+      'pixelcnn/pixelcnn.py': 'def model(p, x):\n  return p["w"] * x\n',
+      'pixelcnn/train.py': (
+          'import pixelcnn\nfrom flax import optim\nfrom flax.training import checkpoints\n\n\n'
+          'def restore_checkpoint(workdir, optimizer):\n'
+          '  return checkpoints.restore_checkpoint(workdir, optimizer)\n\n\n'
+          'def make(params):\n  return optim.Adam(learning_rate=0.1).create(params)\n'),
+      'pixelcnn/sample.py': (
+          'import jax.numpy as jnp\nfrom flax import optim\nimport pixelcnn\nimport train\n\n\n'
+          'def generate(workdir):\n'
+          '  optimizer = optim.Adam(learning_rate=0.1).create({"w": jnp.zeros(3)})\n'
+          '  optimizer = train.restore_checkpoint(workdir, optimizer)\n'
+          '  return pixelcnn.model(optimizer.target, 1.0)\n')})
+  changed, report = _engine.migrate_sources(sources)
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert 'pixelcnn.model(optimizer.params, 1.0)' in changed[
+      str(tmp_path / 'repo' / 'pixelcnn' / 'sample.py')]
