@@ -9,6 +9,7 @@ classes share their fields (a class and its bases), which functions run traced (
 optimizer values go is the next modules' question (``_calls``, ``_flows``, ``_project``).
 """
 import os
+import re
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -545,6 +546,18 @@ class Program:
     an import path that does not resolve to the given files), else None."""
     own = [k for k in (*self._functions, *self._classes) if qualified.endswith('.' + k)]
     return max(own, key=len) if own else None
+
+  def lacking_module(self, qualified: str) -> Optional[SourceFile]:
+    """The project's file whose module ``qualified`` names an attribute of, where its source
+    defines no such name at its top level (ref_nerf_jax's ``internal.utils.TrainState``: the
+    import resolves, the class is missing), else None."""
+    module, _, attribute = qualified.rpartition('.')
+    holder = next((u for u in self.units if module and u.module_name == module), None)
+    if holder is None or re.search(
+        rf'^(?:(?:async\s+)?def|class)\s+{re.escape(attribute)}\b|^{re.escape(attribute)}\s*[:=]',
+        holder.source, re.MULTILINE):
+      return None
+    return holder
 
   def traced_only(self, unit: SourceFile, call: cst.Call) -> bool:
     """Whether ``call`` runs a function wrapped by one of ``TRACERS`` (``jax.make_jaxpr(f)(opt)``,

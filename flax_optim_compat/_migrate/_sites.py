@@ -8,7 +8,6 @@ rewrite cannot keep (``.state.param_states``), or a place the analysis cannot fo
 """
 import dataclasses
 import os
-import re
 from typing import Dict, List, Optional, Set
 
 import libcst as cst
@@ -456,14 +455,12 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
     if own is not None:
       return (f'{what}: it is imported as {names[0]}, a path that does not resolve to the given '
               f'files, which define {own} (import it by that path to migrate this use)')
-    module, _, attribute = names[0].rpartition('.')
-    holder = next((u for u in project.units if module and u.module_name == module), None)
-    if holder is not None and not re.search(   # ref_nerf_jax's utils.TrainState: none there
-        rf'^(?:(?:async\s+)?def|class)\s+{re.escape(attribute)}\b|^{re.escape(attribute)}\s*[:=]',
-        holder.source, re.MULTILINE):
-      return (f'{what}: {names[0]} is not in the given files: their module {module} '
-              f'({os.path.basename(holder.path)}) defines no {attribute} (the program fails '
-              'there as it is, AttributeError, unless something sets it at run time)')
+    holder = project.lacking_module(names[0])
+    if holder is not None:   # ref_nerf_jax's utils.TrainState
+      return (f'{what}: {names[0]} is not in the given files: their module '
+              f'{holder.module_name} ({os.path.basename(holder.path)}) defines no '
+              f'{names[0].rpartition(".")[2]} (the program fails there as it is, '
+              'AttributeError, unless something sets it at run time)')
     return (f'{what}: {names[0]} is not a function or class of the given files (a library '
             'call the analysis does not know, or an import that does not resolve to them)')
   returned = parent if isinstance(parent, cst.Return) else unit.enclosing(node, (cst.Return,))
