@@ -77,23 +77,34 @@ def _placeholder(statement) -> bool:
           and statement.body[0].value.value == _PLACEHOLDER)
 
 
-class _DropPlaceholders(cst.CSTTransformer):
-  """Removes the placeholder statements ``_Apply`` left for removed statements, their comment
-  lines moved onto the statement after them (or below the block's last one)."""
+class _CarryComments(cst.CSTTransformer):
+  """Moves the comment lines above the statements ``_goes`` picks onto the statement after them
+  (or below the block's last one); what stays of such a statement is ``_rest(statement)``
+  (None: nothing, and a block left empty keeps a ``pass``)."""
 
   def on_visit(self, node) -> bool:
-    return not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
+    # No block lies inside a simple statement or an expression: those stay the same objects
+    # (the import aliases among them are the ones ``_RemoveImports`` found unused).
+    return not isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite,
+                                 cst.BaseExpression))
+
+  def _goes(self, statement) -> bool:
+    raise NotImplementedError
+
+  def _rest(self, statement):
+    raise NotImplementedError
 
   def _moved(self, body):
     out, carry = [], []
     for statement in body:
-      if _placeholder(statement):
-        carry.extend(statement.leading_lines)
-        continue
       if carry:
         statement = statement.with_changes(leading_lines=(*carry, *statement.leading_lines))
         carry = []
-      out.append(statement)
+      if self._goes(statement):
+        carry = list(statement.leading_lines)
+        statement = self._rest(statement)
+      if statement is not None:
+        out.append(statement)
     return out, carry
 
   def leave_Module(self, original_node, updated_node):
@@ -102,9 +113,19 @@ class _DropPlaceholders(cst.CSTTransformer):
 
   def leave_IndentedBlock(self, original_node, updated_node):
     body, carry = self._moved(updated_node.body)
-    if not body:   # the block held only removed statements: it keeps a pass
+    if not body:   # the block held only removed statements
       body = [cst.SimpleStatementLine(body=[cst.Pass()])]
     return updated_node.with_changes(body=body, footer=(*carry, *updated_node.footer))
+
+
+class _DropPlaceholders(_CarryComments):
+  """Removes the placeholder statements ``_Apply`` left for removed statements."""
+
+  def _goes(self, statement) -> bool:
+    return _placeholder(statement)
+
+  def _rest(self, statement):
+    return None
 
 
 def _with_markers(node, markers):
@@ -265,39 +286,20 @@ def _import_lines(module: cst.Module) -> set:
   return lines
 
 
-class _CommentsToNext(cst.CSTTransformer):
+class _CommentsToNext(_CarryComments):
   """Moves the comment lines above the given statement lines onto the statement after them."""
 
   def __init__(self, module, lines):
     super().__init__()
     self._module, self._lines = module, lines
 
-  def on_visit(self, node) -> bool:
-    # No block lies inside a simple statement or an expression: those stay the same objects
-    # (the import aliases among them are the ones ``_RemoveImports`` found unused).
-    return not isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite,
-                                 cst.BaseExpression))
+  def _goes(self, statement) -> bool:
+    return (isinstance(statement, cst.SimpleStatementLine) and bool(statement.leading_lines)
+            and self._module.code_for_node(statement.with_changes(leading_lines=()))
+            in self._lines)
 
-  def _moved(self, body):
-    out, carry = [], []
-    for statement in body:
-      if carry:
-        statement = statement.with_changes(leading_lines=(*carry, *statement.leading_lines))
-        carry = []
-      if (isinstance(statement, cst.SimpleStatementLine) and statement.leading_lines and
-          self._module.code_for_node(statement.with_changes(leading_lines=())) in self._lines):
-        carry = list(statement.leading_lines)
-        statement = statement.with_changes(leading_lines=())
-      out.append(statement)
-    return out, carry
-
-  def leave_Module(self, original_node, updated_node):
-    body, carry = self._moved(updated_node.body)
-    return updated_node.with_changes(body=body, footer=(*carry, *updated_node.footer))
-
-  def leave_IndentedBlock(self, original_node, updated_node):
-    body, carry = self._moved(updated_node.body)
-    return updated_node.with_changes(body=body, footer=(*carry, *updated_node.footer))
+  def _rest(self, statement):
+    return statement.with_changes(leading_lines=())
 
 
 def _may_hold_imports(node: cst.CSTNode) -> bool:
