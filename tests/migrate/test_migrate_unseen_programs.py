@@ -1506,6 +1506,8 @@ def main(params, other):
     'opt.replace(state=other.state.replace(step=0))',
     'opt.replace(state=opt.state.replace(param_states={}))',
     'opt.state.replace(step=opt.state.step + 1)',
+    # a step with a call in it would be evaluated twice by the rewrite (step= and the counts)
+    'opt.replace(state=opt.state.replace(step=other.pop()))',
 ])
 def test_a_state_change_other_than_the_step_alone_stays_refused(tmp_path, call):
   sources = harness.write_sources(tmp_path / 'prog', {'train.py': SET_STEP.format(call=call)})
@@ -1524,6 +1526,18 @@ def test_the_step_alone_set_on_the_own_state_is_rewritten_with_every_count(tmp_p
           'tree_map_with_path(lambda path, v: jnp.asarray(step, v.dtype) if jax.tree_util.'
           'keystr(path[-1:]) == ".count" else v, opt.opt_state))(opt.step + 1))') in train, train
   assert 'import jax\n' in train and 'import jax.numpy as jnp\n' in train, train
+
+
+def test_the_counts_lambda_shadows_no_name_of_the_receiver(tmp_path):
+  source = SET_STEP.format(call='step.replace(state=step.state.replace(step=step.state.step + 1))'
+                           ).replace('def skip(opt, other):', 'def skip(step, other):')
+  sources = harness.write_sources(tmp_path / 'prog', {'train.py': source})
+  changed, report = _engine.migrate_sources(sources)
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  train = changed[str(tmp_path / 'prog' / 'train.py')]
+  assert ('(lambda step_: jax.tree_util.tree_map_with_path(lambda path, v: jnp.asarray(step_, '
+          'v.dtype) if jax.tree_util.keystr(path[-1:]) == ".count" else v, step.opt_state))'
+          '(step.step + 1)') in train, train
 
 
 # ref_nerf_jax (held-out): the optimizer goes into ``utils.TrainState(optimizer=...)``, a class

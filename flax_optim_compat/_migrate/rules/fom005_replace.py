@@ -18,12 +18,14 @@ optax keeps it as the ``count`` of each state that counts updates (the package's
 puts legacy's step in every ``count``), so each is set to ``s``, in its own dtype.
 """
 import dataclasses
+import re
 
 import libcst as cst
 
 from .. import _edits
 from .. import _refusals
 from .. import _rule
+from .. import _unit
 from .._report import Record
 
 TREE_MAPS = ('jax.tree_util.tree_map', 'jax.tree_map', 'jax.tree.map')
@@ -85,6 +87,11 @@ def step_set(unit, read: cst.CSTNode) -> bool:
           and isinstance(inner, cst.Call)
           and inner.func is member and len(inner.args) == 1
           and inner.args[0].keyword is not None and inner.args[0].keyword.value == 'step'):
+    return False
+  # ``s`` is written twice (the step and the counts): only a value without calls, which reads
+  # the same both times (``optimizer.state.step + 1``), not ``next(counter)``
+  if any(isinstance(n, (cst.Call, cst.NamedExpr, cst.Await, cst.Yield))
+         for n in _unit.walk(inner.args[0].value)):
     return False
   arg = unit.parent(inner)
   if not (isinstance(arg, cst.Arg) and arg.keyword is not None
@@ -163,10 +170,14 @@ class Replace(_rule.Rule):
           f'jax.tree_util.tree_unflatten(jax.tree_util.tree_structure({receiver}.params), '
           f'jax.tree_util.tree_leaves({_rule.text_of(value)}))')
     def step_args(arg):
-      # ``step=s`` and the counts set from it: ``s`` is read twice, so a lambda binds it once.
+      # ``step=s`` and the counts set from it (``s`` has no call: ``step_set``), ``s`` bound once
+      # for every count by a lambda whose parameter shadows no name of the receiver
       step = _rule.text_of(arg.value.args[0].value)
+      name = 'step'
+      while re.search(rf'\b{name}\b', receiver):
+        name += '_'
       counts = cst.parse_expression(
-          f'(lambda step: jax.tree_util.tree_map_with_path(lambda path, v: jnp.asarray(step, '
+          f'(lambda {name}: jax.tree_util.tree_map_with_path(lambda path, v: jnp.asarray({name}, '
           f'v.dtype) if jax.tree_util.keystr(path[-1:]) == ".count" else v, '
           f'{receiver}.opt_state))({step})')
       return [arg.with_changes(keyword=cst.Name('step'), value=arg.value.args[0].value),

@@ -107,8 +107,9 @@ def _key(subscript: cst.Subscript):
 
 
 def _flag_legacy_keys(unit, call, plan, records, code):
-  """Flags each read of the raw restore ``call``'s result by legacy's Optimizer keys: the
-  call read where it is, or the variable it is bound to, subscripted by string keys."""
+  """Rewrites (under a field annotated as an Optimizer) or flags each read of the raw restore
+  ``call``'s result by legacy's Optimizer keys: the call read where it is, or the variable it
+  is bound to, subscripted by string keys."""
   parent = unit.parent(call)
   roots = [call] if isinstance(parent, cst.Subscript) else []
   variable = _unit.sole_target(parent, call)
