@@ -43,9 +43,9 @@ class FilePlan:
   edits: Dict[int, Edit] = dataclasses.field(default_factory=dict)
   markers: Dict[int, List[str]] = dataclasses.field(default_factory=dict)
   needs: Set[Import] = dataclasses.field(default_factory=set)
-  # The project's class fields annotated as a legacy Optimizer (``optimizer:
-  # flax.optim.Optimizer``): what a checkpoint of an instance holds under that key is the
-  # optimizer (FOM014 reads a raw restore by it).
+  # The project's class fields whose legacy Optimizer annotation FOM006 rewrote (``optimizer:
+  # flax.optim.Optimizer``): what a checkpoint of an instance holds under that key is now a
+  # TrainState (FOM014 reads a raw restore by it); set by the plan before its second pass.
   optimizer_fields: FrozenSet[str] = frozenset()
 
   def mark(self, node: cst.CSTNode, text: str, unless: str = ''):

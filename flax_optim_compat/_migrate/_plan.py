@@ -49,8 +49,7 @@ class _Group:
 
 
 def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
-  fields = _optimizer_fields(project)
-  files = {u.path: FilePlan(u, optimizer_fields=fields) for u in project.units}
+  files = {u.path: FilePlan(u) for u in project.units}
   records: List[Record] = []
   conversions: List[Conversion] = []
   groups: Dict[tuple, _Group] = {}
@@ -119,6 +118,10 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
   for late in (False, True):   # then Rule.after_the_project's, once a flax.optim use is rewritten
     if late and not any(r.status == 'rewritten' and r.code.startswith('FOM0') for r in records):
       break
+    if late:   # FOM014 reads a raw checkpoint by the fields now holding a TrainState
+      fields = _optimizer_fields(project, files)
+      for file_plan in files.values():
+        file_plan.optimizer_fields = fields
     for unit in project.units:
       unit.module.visit(_leftovers.LeftoverVisitor(project, unit, files[unit.path],
                                                    refused_nodes, records, late))
@@ -127,15 +130,19 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
               [g.sites for g in groups.values() if g.refused])
 
 
-def _optimizer_fields(project) -> frozenset:
-  """The names of the project's class fields annotated as a legacy ``Optimizer``
-  (``optimizer: flax.optim.Optimizer`` in a dataclass), in any file."""
+def _optimizer_fields(project, files) -> frozenset:
+  """The names of the project's class fields whose legacy ``Optimizer`` annotation FOM006
+  rewrites to a TrainState (``optimizer: flax.optim.Optimizer`` in a dataclass), in any file:
+  not one whose optimizer is refused, which keeps legacy's layout."""
+  def rewritten(unit, annotation):
+    edits = files[unit.path].edits
+    return any(edit.rule.code == 'FOM006' and not isinstance(edit.data, str) for edit in (
+        edits.get(id(n)) for n in _unit.walk(annotation)) if edit is not None)
   return frozenset(
       node.target.value for unit in project.units for node in unit.nodes
       if isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Name)
       and isinstance(unit.enclosing(node, (cst.ClassDef, cst.FunctionDef)), cst.ClassDef)
-      and any(unit.legacy(n) == 'Optimizer' for n in _unit.walk(node.annotation)
-              if isinstance(n, (cst.Name, cst.Attribute))))
+      and rewritten(unit, node.annotation))
 
 
 def _creates(group) -> bool:

@@ -144,3 +144,19 @@ def test_other_reads_by_legacy_keys_are_flagged_with_the_key_now(read, now):
 def test_other_restores_and_keys_are_not_flagged(read):
   _, report = migrate_source(_RAW.format(read=read))
   assert not [r for r in report.records if r.status == 'flagged'], report.summary(False)
+
+
+def test_a_field_whose_optimizer_is_refused_keeps_legacy_keys_and_is_flagged():
+  """The field's optimizer is refused (a Python number as the target, FOM115), so its class
+  keeps the legacy annotation and the file keeps legacy's ``target``: the raw read is not
+  rewritten to ``params`` (another optimizer, rewritten, opens FOM014's pass)."""
+  source = _RAW.format(read="return checkpoints.restore_checkpoint(ckpt_dir, None)"
+                            "['optimizer']['target']").replace(
+      "create({'w': jnp.ones(3)})", 'create(0.05)') + (
+          '\n\ndef other(params):\n  return flax.optim.Momentum(0.1).create(params).target\n')
+  new, report = migrate_source(source)
+  assert any(r.code == 'FOM115' for r in report.records), report.summary(False)
+  assert "['optimizer']['target']" in new and "['optimizer']['params']" not in new, new
+  line = next(i for i, text in enumerate(source.splitlines(), 1) if "['optimizer']" in text)
+  reads = [r for r in report.records if r.line == line and 'raw checkpoint' in r.message]
+  assert [r.status for r in reads] == ['flagged'], report.summary(False)
