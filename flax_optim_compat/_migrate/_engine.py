@@ -47,7 +47,7 @@ class _Apply(cst.CSTTransformer):
       if _removed(updated_node) and isinstance(original_node, cst.BaseStatement) and any(
           line.comment for line in original_node.leading_lines):
         # A statement that goes keeps the comment lines above it: a placeholder holds them
-        # until ``_drop_placeholders`` moves them onto the next statement.
+        # until ``_DropPlaceholders`` moves them onto the next statement.
         updated_node = cst.SimpleStatementLine(body=[cst.Expr(cst.Name(_PLACEHOLDER))],
                                                leading_lines=original_node.leading_lines)
         self.placeholders = True

@@ -96,13 +96,17 @@ def _ends_with(folder: str, names: Sequence[str]) -> bool:
   return True
 
 
+def _absolute_imports(text: str) -> List[str]:
+  """The dotted paths ``text``'s absolute imports name (``from a.b import c``: ``a.b``)."""
+  return re.findall(r'^\s*(?:from|import)\s+(\w[\w.]*)', text, re.MULTILINE)
+
+
 def _imports_its_folders(root: str, sources: Sequence[str]) -> bool:
   """Whether the files import a sub-folder of ``root`` by its own name (``from nerf import
   utils`` with ``root/nerf/``), and no import path names ``root`` or a folder above it up to
   the first that is not a package (``from scenic.projects.baselines import vit``): the program
   runs from ``root`` (on ``sys.path``), so an ``__init__.py`` there makes no package of it."""
-  paths = [m.group(1).split('.') for text in sources for m in re.finditer(
-      r'^\s*(?:from|import)\s+(\w[\w.]*)', text, re.MULTILINE)]   # absolute imports
+  paths = [path.split('.') for text in sources for path in _absolute_imports(text)]
   named = {part for path in paths for part in path}
   folder = root
   while os.path.dirname(folder) != folder:
@@ -193,8 +197,8 @@ def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: 
   (score_sde's ``models/utils.py``, as ``from models import utils``) finds the top-level one.
   Yields (file, name, the module's dotted name, whether it is in the file's own folder)."""
   # (the importing file's folder, the dotted path it imports)
-  imported = {(os.path.dirname(f), m.group(1)) for f, text in zip(files, sources)
-              for m in re.finditer(r'^\s*(?:from|import)\s+(\w+(?:\.\w+)*)', text, re.MULTILINE)}
+  imported = {(os.path.dirname(f), path) for f, text in zip(files, sources)
+              for path in _absolute_imports(text)}
   for f, text in zip(files, sources):
     folder = os.path.relpath(os.path.dirname(f), root)
     if folder == os.curdir:

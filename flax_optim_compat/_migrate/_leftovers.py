@@ -303,16 +303,12 @@ def out_of_sight_uses(project: _project.Project, refused, records, files) -> Lis
         message = (f'{shown}: the legacy Optimizer API on {short(unit.code(node.value), 40)}, '
                    f'the field {node.value.attr.value} that {words}: it is that optimizer, '
                    'so the use is left as it is')
-        files[unit.path].mark(use, f'{_refusals.MARKER} {_refusals.ESCAPE.code} not rewritten: '
-                              f'a field that holds a refused {blocker}',
-                              unless=f'{_refusals.MARKER} {_refusals.ESCAPE.code} ')
+        _mark_unrewritten(files[unit.path], use, f'a field that holds a refused {blocker}')
       elif not own:
         message, blocker = _out_of_sight(project, unit, node, shown, refused, records)
         if blocker is not None:   # no line numbers: the markers move the lines
-          code = _refusals.ESCAPE.code
-          files[unit.path].mark(use, f'{_refusals.MARKER} {code} not rewritten: a value from '
-                                f'out of sight that may be a refused {blocker[1]}',
-                                unless=f'{_refusals.MARKER} {code} ')
+          _mark_unrewritten(files[unit.path], use,
+                            f'a value from out of sight that may be a refused {blocker[1]}')
       if message is not None:
         found.append(Record(unit.path, first, _refusals.ESCAPE.code, 'refused', '', message))
         covered.add((unit.path, first))
@@ -328,6 +324,14 @@ def out_of_sight_uses(project: _project.Project, refused, records, files) -> Lis
                           _library_use(shown, made, 'use')))
       covered.add((unit.path, first))
   return found
+
+
+def _mark_unrewritten(file_plan, use, what: str):
+  """The FOM107 marker above a use left legacy for the refused object it may be (once per
+  statement)."""
+  code = _refusals.ESCAPE.code
+  file_plan.mark(use, f'{_refusals.MARKER} {code} not rewritten: {what}',
+                 unless=f'{_refusals.MARKER} {code} ')
 
 
 def _escaped_fields(refused):

@@ -51,7 +51,7 @@ class CheckpointFormat(_rule.Rule):
     if not (isinstance(node, cst.Call) and unit.names(node.func) & _CALLS):
       return False
     if _RESTORE in unit.names(node.func) and _raw(node):
-      _flag_legacy_keys(unit, node, plan, records, self.code)
+      _plan_legacy_key_reads(unit, node, plan, records, self.code)
     if _sets_the_flag(unit):
       return False
     plan.edits[id(unit.module)] = _rule.Edit(self)
@@ -106,7 +106,7 @@ def _key(subscript: cst.Subscript):
   return index.evaluated_value if isinstance(index, cst.SimpleString) else None
 
 
-def _flag_legacy_keys(unit, call, plan, records, code):
+def _plan_legacy_key_reads(unit, call, plan, records, code):
   """Rewrites (under a field annotated as an Optimizer) or flags each read of the raw restore
   ``call``'s result by legacy's Optimizer keys: the call read where it is, or the variable it
   is bound to, subscripted by string keys."""
