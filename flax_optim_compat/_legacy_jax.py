@@ -59,8 +59,10 @@ class LegacyName(NamedTuple):
       ``'config_attribute'``: the function ``target`` of this module, set on today's ``jax.config``;
       ``'at'``: ``f(x, idx, y)`` is ``x.at[idx].<target>(y)``;
       ``'second_argument'``: ``f(x, y)`` is ``y``;
-      ``'expression'``: the function ``target`` of ``_legacy_values``, ``replacement`` of its one
-      argument ``x`` (``jnp`` the module): the codemod writes that expression;
+      ``'expression'``: the function ``target`` of ``_legacy_values``; ``replacement`` is an
+      expression of its arguments (by its parameters' names) and of the module the call is on
+      (``jnp`` for a ``jax.numpy`` function, ``jax`` for a ``jax`` one), which the codemod
+      writes;
       ``'keywords'``: the function at ``target`` with the keywords of ``keywords`` renamed;
       ``'module'``: the submodule is the module at ``target``;
       ``'config_module'``: the submodule holds ``config``, the object at ``target``.
@@ -159,11 +161,17 @@ NAMES = (
                'jax 0.2.21'),
     # pmap inputs of the time: input pipelines (jax3d's NeSF, brax's normalization) and replicated
     # embeddings (EditableNeRF) put them on the devices a pmap runs on.
-    LegacyName('jax', 'device_put_sharded', 'function', 'device_put_sharded',
-               "jax.device_put(stacked shards, NamedSharding(Mesh(devices, ('i',)), P('i')))",
+    # The codemod writes the expressions (the same values on the same devices; the sharding a
+    # 1-d mesh's, as the runtime layer's: jax 0.4.13's PmapSharding is gone).
+    LegacyName('jax', 'device_put_sharded', 'expression', 'device_put_sharded',
+               'jax.device_put(jax.tree_util.tree_map(lambda *xs: jax.numpy.stack(xs), *shards), '
+               "jax.sharding.NamedSharding(jax.sharding.Mesh(devices, ('i',)), "
+               "jax.sharding.PartitionSpec('i')))",
                'a jax after 0.9 (deprecated in 0.8.1)'),
-    LegacyName('jax', 'device_put_replicated', 'function', 'device_put_replicated',
-               "jax.device_put(stacked copies, NamedSharding(Mesh(devices, ('i',)), P('i')))",
+    LegacyName('jax', 'device_put_replicated', 'expression', 'device_put_replicated',
+               'jax.device_put(jax.tree_util.tree_map(lambda leaf: jax.numpy.stack([leaf] * '
+               "len(devices)), x), jax.sharding.NamedSharding(jax.sharding.Mesh(devices, ('i',)), "
+               "jax.sharding.PartitionSpec('i')))",
                'a jax after 0.9 (deprecated in 0.8.1)'),
     # numpy's aliases that corpus programs (or the data code of outside programs) use and that
     # the installed numpy may lack (given back only then): the builtin types of numpy < 1.24,

@@ -108,13 +108,22 @@ class TieIn:
 
 @dataclasses.dataclass(frozen=True)
 class Expression:
-  """``jnp.fix(a)`` -> ``jnp.trunc(jnp.true_divide(a, True))``: the call's argument, its module."""
+  """``jnp.fix(a)`` -> ``jnp.trunc(jnp.true_divide(a, True))``: the entry's text with the call's
+  arguments for its parameters' words and the call's module (``module``: the code of the
+  module it stands for, as ``jax`` for ``jax.api``; else the call's own) for its module word."""
   template: str
+  parameters: Tuple[str, ...]
+  module_word: str
+  module: Optional[str] = None
 
   def apply(self, updated: cst.Call) -> cst.CSTNode:
+    words = (*self.parameters, self.module_word)
+    module = (cst.parse_expression(self.module) if self.module is not None
+              else updated.func.value)
     return cst.helpers.parse_template_expression(
-        re.sub(r'\b(jnp|x)\b', r'{\1}', self.template), x=call_arg(updated, 0, 'x'),
-        jnp=updated.func.value)
+        re.sub(rf'\b({"|".join(words)})\b', r'{\1}', self.template),
+        **{self.module_word: module},
+        **{p: call_arg(updated, i, p) for i, p in enumerate(self.parameters)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -356,6 +365,17 @@ def _plan_alias_use(unit, node, full, canonical, plan, result):
   FOM299 naming what today's jax lacks."""
   alias, _ = _aliased(full)
   entry = BY_NAME.get(canonical)
+  call = unit.parent(node)
+  if entry is not None and entry.kind == 'expression' and isinstance(call, cst.Call) and (
+      call.func is node) and full == f'{alias}.{entry.name.split(".", 1)[1]}' and not any(
+          a.star for a in call.args):
+    # ``jax.api.device_put_sharded(...)``: the entry's text on the program's ``jax``.
+    base = node.value
+    while unit.names(base) != {alias.split('.')[0]} and isinstance(base, cst.Attribute):
+      base = base.value
+    if unit.names(base) == {alias.split('.')[0]} and _plan_expression(
+        unit, call, entry, plan, result, module=_code(base)):
+      return
   if entry is not None and entry.kind != 'alias':
     _refuse(plan, result, node, f'{full} (it is {canonical}, which no rule rewrites through '
             f'{alias})')
@@ -431,6 +451,38 @@ def _missing_names(unit: SourceFile):
         break
 
 
+# Calls that read the same value however often they run, so an argument that is one may be
+# written twice.
+_DEVICE_LISTS = frozenset({'jax.local_devices', 'jax.devices'})
+
+
+def _device_list(unit, node) -> bool:
+  return isinstance(node, cst.Call) and not node.args and unit.names(node.func) <= _DEVICE_LISTS \
+      and bool(unit.names(node.func))
+
+
+def _plan_expression(unit, call, entry, plan, result, module: Optional[str] = None) -> bool:
+  """Plans ``call`` (of an ``'expression'`` entry) as the entry's text, its arguments in place
+  of the parameters' words; False if the call gives other arguments, or if the text would read
+  an argument twice (``devices`` of ``device_put_replicated``) that is not a plain name or
+  attribute, or would put one inside its own ``lambda`` where a name of it is the lambda's."""
+  arguments = [call_arg(call, i, p) for i, p in enumerate(entry.parameters)]
+  if any(a is None for a in arguments) or len(call.args) != len(entry.parameters):
+    return False
+  lambdas = set(re.findall(r'lambda\s*\*?(\w+)', entry.target))
+  for parameter, argument in zip(entry.parameters, arguments):
+    if _unit.mentioned_names(unit, argument) & lambdas:
+      return False
+    if len(re.findall(rf'\b{parameter}\b', entry.target)) > 1 and not (
+        _unit.plain_reference(argument) or _device_list(unit, argument)):
+      return False
+  signature = ', '.join(entry.parameters)
+  _add(plan, result, call, _RULE_OF_KIND[entry.kind],
+       Expression(entry.target, entry.parameters, entry.module_word, module),
+       f'{entry.name}({signature}) -> {entry.target} (what it returned)')
+  return True
+
+
 def _plan_call(unit, call, entry, plan, result) -> bool:
   """Plans the rewrite of a call of a removed function; False if it cannot be rewritten."""
   if any(a.star for a in call.args):
@@ -450,12 +502,9 @@ def _plan_call(unit, call, entry, plan, result) -> bool:
     _add(plan, result, call, rule, TieIn(), f'{entry.name}(x, y) -> y')
     return True
   if entry.kind == 'expression':
-    if call_arg(call, 0, 'x') is None or len(call.args) != 1 or not isinstance(
-        call.func, cst.Attribute):
+    if not isinstance(call.func, cst.Attribute):
       return False
-    _add(plan, result, call, rule, Expression(entry.target),
-         f'{entry.name}(x) -> {entry.target} (what it returned)')
-    return True
+    return _plan_expression(unit, call, entry, plan, result)
   if entry.kind == 'config_attribute':
     expr = unit.parent(call)
     line = unit.parent(expr) if isinstance(expr, cst.Expr) else None

@@ -8,6 +8,7 @@ looking a submodule up without importing it. ``_jax_names`` plans the rules from
 import functools
 import importlib
 import importlib.util
+import inspect
 import os
 import re
 import types
@@ -15,6 +16,7 @@ from typing import Dict, NamedTuple, Optional
 import warnings
 
 from .. import _legacy_jax
+from .. import _legacy_values
 
 
 class TableName(NamedTuple):
@@ -24,12 +26,28 @@ class TableName(NamedTuple):
   target: str
   keywords: tuple = ()
   annotation_only: bool = False
+  # ``'expression'``: the words of ``target`` that stand for the call's arguments (the
+  # function's parameters), and the one that stands for the module the call is on.
+  parameters: tuple = ()
+  module_word: str = ''
 
 
 # Removed modules whose table names are all renames (``jax.lib.xla_bridge``'s functions, the
 # ``flax.nn`` functions flax.linen has): an import of one goes once every use of it is rewritten
 # (it cannot be imported today); a use of any other name of it is FOM299.
 REMOVED_MODULES = _legacy_jax.PARTIAL_MODULES
+
+
+# The word an ``'expression'`` entry's text spells the module of the call with.
+_MODULE_WORDS = {'jax.numpy': 'jnp', 'jax': 'jax'}
+
+
+def _parameters(entry) -> tuple:
+  """The parameters of the function an ``'expression'`` entry's text is written in: those of
+  ``_legacy_values``' function that the text names (``fix(x, out=None)``: ``x``)."""
+  function = getattr(_legacy_values, entry.target)
+  return tuple(p for p in inspect.signature(function).parameters
+               if re.search(rf'\b{p}\b', entry.replacement))
 
 
 def _by_name() -> Dict[str, TableName]:
@@ -48,7 +66,8 @@ def _by_name() -> Dict[str, TableName]:
       # a removed module's import can go; a local target (``shuffle``) stays FOM299.
       names[e.qualname] = TableName(e.qualname, 'alias', e.target)
     elif e.kind == 'expression':   # the codemod writes what the function computes
-      names[e.qualname] = TableName(e.qualname, e.kind, e.replacement)
+      names[e.qualname] = TableName(e.qualname, e.kind, e.replacement,
+                                    parameters=_parameters(e), module_word=_MODULE_WORDS[e.module])
     else:
       names[e.qualname] = TableName(e.qualname, e.kind, e.target, e.keywords, e.annotation_only)
   return names

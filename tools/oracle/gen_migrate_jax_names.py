@@ -26,7 +26,10 @@ BEFORE_0_4 = ('removed_before_0_4',)
 
 
 def _trajectory(path):
-  env = dict(os.environ, JAX_PLATFORMS='cpu')
+  # The CPU devices the suite's processes have (conftest.py): device_put_before.py puts rows on
+  # each of them.
+  env = dict(os.environ, JAX_PLATFORMS='cpu',
+             XLA_FLAGS='--xla_force_host_platform_device_count=8')
   env.pop('PYTHONPATH', None)
   proc = subprocess.run([sys.executable, path], env=env, capture_output=True, text=True,
                         check=False)
