@@ -184,7 +184,7 @@ def aliases(root: str, files: Sequence[str],
 
 def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: Set[str],
                   taken: Set[str]) -> Iterator[Tuple[str, str, str, bool]]:
-  """Bare names of a sub-folder's own modules, as the program run from that folder imports
+  """Bare names of the project's modules, as the program run from their folders imports
   them: ``from internal import utils`` in ``mipnerf/train.py`` (or in
   ``mipnerf/internal/models.py``, imported by that script) is ``mipnerf/internal/utils.py``, as
   ``python train.py`` puts ``mipnerf/`` first on ``sys.path``. The name is looked up in the
@@ -195,20 +195,23 @@ def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: 
   ``sys.path`` (vqvae_experiments' ``pixelcnn/sample.py`` imports ``pixelcnn/train.py`` as
   ``train`` beside a top-level ``train.py``), where a package's module imported from the top
   (score_sde's ``models/utils.py``, as ``from models import utils``) finds the top-level one.
+  A name found neither in the file's folder nor above it is the project's one module of that
+  name, wherever it is (a folder the program puts on ``sys.path``), if there is one.
   Yields (file, name, the module's dotted name, whether it is in the file's own folder)."""
   # (the importing file's folder, the dotted path it imports)
   imported = {(os.path.dirname(f), path) for f, text in zip(files, sources)
               for path in _absolute_imports(text)}
+  by_last = {}   # a module's last name -> the project's modules of that name
+  for module in own:
+    by_last.setdefault(module.rpartition('.')[2], []).append(module)
   for f, text in zip(files, sources):
     folder = os.path.relpath(os.path.dirname(f), root)
-    if folder == os.curdir:
-      continue
-    parents = folder.split(os.sep)
+    parents = [] if folder == os.curdir else folder.split(os.sep)
     package = '.'.join(parents)
     # imported as a package: ``package.x`` anywhere, or ``package`` from outside the folder
     # (inside, vqvae_experiments' ``pixelcnn/sample.py``'s ``import pixelcnn`` is its sibling
     # ``pixelcnn/pixelcnn.py``)
-    a_package = any(name.startswith(package + '.') or (
+    a_package = bool(parents) and any(name.startswith(package + '.') or (
         name == package and where != os.path.dirname(f)) for where, name in imported)
     for m in re.finditer(r'^\s*(?:from\s+(\w+)[\s.]|import\s+(\w+))', text, re.MULTILINE):
       name = m.group(1) or m.group(2)
@@ -218,8 +221,16 @@ def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: 
       # stays the project's: its own module names start with it)
       if name in taken and (depth != len(parents) or a_package or name == parents[0]):
         continue
-      if depth is not None and importlib.util.find_spec(name) is None:
+      if importlib.util.find_spec(name) is not None:
+        continue
+      if depth is not None:
         yield f, name, '.'.join(parents[:depth] + [name]), depth == len(parents)
+      elif len(by_last.get(name, ())) == 1:
+        # Not in the file's folder nor above it: the project's one module of that name, in a
+        # folder the program puts on ``sys.path`` (AAIR-lab/saycan's ``train.py`` imports
+        # ``from model import train_step`` of ``saycan/model.py``, run with that folder on
+        # ``PYTHONPATH``).
+        yield f, name, by_last[name][0], False
 
 
 def _own(name: str, aliases: Dict[str, str]) -> str:

@@ -410,7 +410,13 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
     how = (f'as {parent.keyword.value}=' if parent.keyword is not None
            else f'as argument {call.args.index(parent) + 1}')
     what = f'is passed to {short(unit.code(call.func))}(...) {how} at {where}'
-    if project.resolve_callable(unit, call.func) is not None:
+    callee = project.resolve_callable(unit, call.func)
+    if callee is not None:
+      wrong = _flows.mismatch(*callee[:2], call.args, callee[2])
+      if wrong is not None:
+        return (f'{what}: the call does not match the parameters of {callee[1].name.value}() '
+                f'({wrong}), so it raises TypeError as it is, and the argument is not followed '
+                'into it')
       if _calls.differentiated(project, unit, call) is not None:
         return f'{what}: it is the argument the gradient is taken with respect to'
       return f'{what}: the analysis does not follow this argument into the call'
@@ -620,8 +626,9 @@ def _bound_by(project, unit: SourceFile, call: cst.Call, arg: cst.Arg) -> bool:
   """Whether ``arg`` of ``call`` binds a parameter of the project's own function or class
   (also through ``functools.partial``, ``jax.grad`` of it, other than the argument it
   differentiates), or is the initial carry of a ``lax`` loop."""
-  if project.resolve_callable(unit, call.func) is not None:
-    return True
+  callee = project.resolve_callable(unit, call.func)
+  if callee is not None:
+    return _flows.mismatch(*callee[:2], call.args, callee[2]) is None
   lam = _calls.called_lambda(unit, call.func)
   if lam is not None and not arg.star:   # binds one of its parameters
     params = [*lam.params.posonly_params, *lam.params.params]

@@ -57,6 +57,15 @@ From the corpus's refused rows, read again on d9729ef:
   TrainState's step and every ``count`` of its optax state; the example
   ``skip_update_bumps_step`` (a warm-up rate read from the step, two skips) is rewritten whole
   and runs both ways. Before: FOM104.
+
+From the sixteenth held-out batch (measured on c5ee084 before these were written):
+
+* A top-level script imports a module of a sub-folder by its bare name (AAIR-lab/saycan's
+  ``train.py``: ``from model import train_step`` of ``saycan/model.py``, that folder on
+  ``sys.path``): the project's one module of that name; the example ``module_on_sys_path`` is
+  rewritten whole and runs both ways. Before: FOM107, and the step's legacy uses had no record.
+* A call whose keyword names no parameter of the function (saycan's ``demo.py``, a TypeError as
+  it is) binds none of its arguments: only the optimizer passed to it is refused, saying so.
 """
 import os
 import pathlib
@@ -1613,3 +1622,39 @@ def test_a_folder_with_a_module_of_its_own_name_beside_a_top_level_sibling_name(
   assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
   assert 'pixelcnn.model(optimizer.params, 1.0)' in changed[
       str(tmp_path / 'repo' / 'pixelcnn' / 'sample.py')]
+
+
+# AAIR-lab/saycan (the sixteenth held-out batch): ``demo.py`` calls ``run_cliport`` with the
+# optimizer first and a keyword the function lacks, a call that raises TypeError as it is; the
+# agent in ``alg.py`` calls it as its ``def`` says.
+RUN_CLIPORT = {
+    'vild.py': ('import jax.numpy as jnp\n\n\n'
+                'def run_cliport(output_dir, optim, obs):\n'
+                '  out = jnp.sum(optim.target["w"] * obs)\n'
+                '  print("%s/s.png" % (output_dir))\n'
+                '  return out\n'),
+    'alg.py': ('import jax.numpy as jnp\nfrom flax import optim\nimport vild\n\n\n'
+               'class Agent:\n\n'
+               '  def __init__(self):\n'
+               '    self.optimizer = optim.Adam(1e-3).create({"w": jnp.ones(2)})\n\n'
+               '  def act(self, obs):\n'
+               '    return vild.run_cliport("out", self.optimizer, obs)\n'),
+    'demo.py': ('import jax.numpy as jnp\nimport flax\nfrom vild import run_cliport\n\n\n'
+                'def main():\n'
+                '  optim = flax.optim.Adam(learning_rate=1e-4).create({"w": jnp.ones(2)})\n'
+                '  return run_cliport(optim, jnp.ones(2), "v.mp4", show_state=False)\n'),
+}
+
+
+def test_a_call_that_does_not_match_its_function_refuses_only_its_own_object(tmp_path):
+  """Before, the demo's optimizer was bound to ``output_dir``, refused where that is formatted
+  into a path, and the agent's optimizer, meeting it in ``run_cliport``, was refused with it."""
+  sources = harness.write_sources(tmp_path / 'prog', RUN_CLIPORT)
+  changed, report = _engine.migrate_sources(sources)
+  refused = [r for r in report.records if r.status == 'refused']
+  assert {os.path.basename(r.path) for r in refused} == {'demo.py'}, report.summary(False)
+  says = ('the call does not match the parameters of run_cliport() (no parameter show_state), '
+          'so it raises TypeError as it is')
+  assert any(says in r.message for r in refused), report.summary(False)
+  assert 'optim.params["w"]' in changed[str(tmp_path / 'prog' / 'vild.py')]
+  assert 'optax.adam' in changed[str(tmp_path / 'prog' / 'alg.py')]

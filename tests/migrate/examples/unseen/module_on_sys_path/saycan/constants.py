@@ -1,0 +1,2 @@
+BATCH = 4
+LEARNING_RATE = 1e-2
