@@ -29,6 +29,19 @@ LOOPS = {
     'jax.lax.fori_loop': (2, 1, 3, ()),
     'jax.lax.while_loop': (1, 0, 2, ()),
 }
+# Calls that read an optimizer as a plain pytree (any pytree works, a TrainState too).
+SINKS = {
+    'flax.serialization.to_bytes': (0, 'target'),
+    'flax.serialization.to_state_dict': (0, 'target'),
+    'flax.serialization.msgpack_serialize': (0, 'pytree'),
+    'flax.training.checkpoints.save_checkpoint': (1, 'target'),
+    'jax.tree_util.tree_leaves': (0, 'tree'),
+    'jax.tree.leaves': (0, 'tree'),
+    'jax.tree_leaves': (0, 'tree'),   # its removed alias, renamed by FOM201 in the same run
+    'jax.tree_util.tree_structure': (0, 'tree'),
+    'jax.tree.structure': (0, 'tree'),
+    'jax.tree_structure': (0, 'tree'),
+}
 # Calls that return the optimizer they are given (argument position, keyword name).
 _PASS_THROUGH = {
     'flax.jax_utils.replicate': (0, 'tree'),
@@ -220,3 +233,11 @@ def called_lambda(unit: SourceFile, func: cst.CSTNode) -> Optional[cst.Lambda]:
                         for r in reads):
       return None
   return lambda_of(unit, func)
+
+
+def sink_arg(unit: SourceFile, call: cst.Call) -> Optional[cst.BaseExpression]:
+  """The argument of ``call`` that one of ``SINKS`` reads as a plain pytree, else None."""
+  for name in unit.names(call.func):
+    if name in SINKS:
+      return _unit.call_arg(call, *SINKS[name])
+  return None

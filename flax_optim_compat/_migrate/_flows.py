@@ -522,7 +522,8 @@ def mismatch(unit: SourceFile, fdef, args: Iterable[cst.Arg], shift: int = 0) ->
   named = {p.name.value for p in [*params.params, *params.kwonly_params]}
   for arg in args:
     if arg.keyword is not None and arg.keyword.value not in named:
-      return f'no parameter {arg.keyword.value}'
+      return (f'the call does not match the parameters of {fdef.name.value}() (no parameter '
+              f'{arg.keyword.value}), so it raises TypeError as it is')
   return None
   args = list(args)
   if any(a.star for a in args):

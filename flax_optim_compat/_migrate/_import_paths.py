@@ -12,7 +12,7 @@ unnamed.
 import importlib.util
 import os
 import re
-from typing import Dict, Iterator, List, Sequence, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst import metadata as meta
@@ -204,6 +204,11 @@ def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: 
   by_last = {}   # a module's last name -> the project's modules of that name
   for module in own:
     by_last.setdefault(module.rpartition('.')[2], []).append(module)
+  texts = {}     # a module (a package: its __init__.py) -> its source
+  for f, text in zip(files, sources):
+    parts = os.path.relpath(os.path.splitext(f)[0], root).split(os.sep)
+    texts['.'.join(parts[:-1] if parts[-1] == '__init__' else parts)] = text
+  elsewhere = []   # (file, name, whether the module found has what the import takes)
   for f, text in zip(files, sources):
     folder = os.path.relpath(os.path.dirname(f), root)
     parents = [] if folder == os.curdir else folder.split(os.sep)
@@ -213,24 +218,54 @@ def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: 
     # ``pixelcnn/pixelcnn.py``)
     a_package = bool(parents) and any(name.startswith(package + '.') or (
         name == package and where != os.path.dirname(f)) for where, name in imported)
-    for m in re.finditer(r'^\s*(?:from\s+(\w+)[\s.]|import\s+(\w+))', text, re.MULTILINE):
-      name = m.group(1) or m.group(2)
+    for m in re.finditer(r'^\s*(?:from\s+(\w+)([\w.]*)\s+import\s+\(?\s*(\w+|\*)|'
+                         r'import\s+(\w+)([\w.]*))', text, re.MULTILINE):
+      name, rest, first = m.group(1, 2, 3) if m.group(1) else (*m.group(4, 5), None)
+      first = None if first == '*' else first
       depth = next((i for i in range(len(parents), 0, -1)
                     if '.'.join(parents[:i] + [name]) in own), None)
       # (a name the file's own top folder takes, ``import pixelcnn`` in ``pixelcnn/train.py``,
       # stays the project's: its own module names start with it)
       if name in taken and (depth != len(parents) or a_package or name == parents[0]):
         continue
-      if importlib.util.find_spec(name) is not None:
-        continue
       if depth is not None:
-        yield f, name, '.'.join(parents[:depth] + [name]), depth == len(parents)
+        if not _installed(name):
+          yield f, name, '.'.join(parents[:depth] + [name]), depth == len(parents)
       elif len(by_last.get(name, ())) == 1:
-        # Not in the file's folder nor above it: the project's one module of that name, in a
-        # folder the program puts on ``sys.path`` (AAIR-lab/saycan's ``train.py`` imports
-        # ``from model import train_step`` of ``saycan/model.py``, run with that folder on
-        # ``PYTHONPATH``).
-        yield f, name, by_last[name][0], False
+        elsewhere.append((f, name, _provides(by_last[name][0] + rest, first, own, texts)))
+  # Not in the file's folder nor above it: the project's one module of that name, in a folder
+  # the program puts on ``sys.path`` (AAIR-lab/saycan's ``train.py`` imports ``from model
+  # import train_step`` of ``saycan/model.py``, run with that folder on ``PYTHONPATH``), where
+  # every such import's dotted path is the project's and binds the name imported from it
+  # (``import t5.data`` beside t5x's ``examples/t5/``, which has no ``data``, is the t5
+  # library; so is ``from nerfies import camera`` beside a module ``datasets/nerfies.py`` that
+  # binds no ``camera``).
+  refuted = {name for _, name, provided in elsewhere if not provided}
+  for f, name, _ in elsewhere:
+    if name not in refuted and not _installed(name):
+      yield f, name, by_last[name][0], False
+
+
+def _provides(module: str, name: Optional[str], own: Set[str], texts: Dict[str, str]) -> bool:
+  """Whether the project's ``module`` exists and has ``name`` (None: anything): a submodule,
+  or a name its source binds (or may bind: ``import *``)."""
+  if module not in own:
+    return False
+  if name is None or f'{module}.{name}' in own:
+    return True
+  text = texts.get(module, '')
+  bound = (rf'^\s*(?:(?:async\s+)?def|class)\s+{name}\b', rf'^{name}\s*[:=,]',
+           rf'^\s*(?:from\s+\S+\s+)?import\s.*(?:\b{name}\s*(?:,|\)|$)|\bas\s+{name}\b)',
+           r'import \*')
+  return bool(re.search('|'.join(bound), text, re.MULTILINE))
+
+
+def _installed(name: str) -> bool:
+  """Whether this interpreter finds a top-level module ``name`` (``__main__`` is one)."""
+  try:
+    return importlib.util.find_spec(name) is not None
+  except (ImportError, ValueError):
+    return True
 
 
 def _own(name: str, aliases: Dict[str, str]) -> str:

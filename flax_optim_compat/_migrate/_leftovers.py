@@ -480,11 +480,14 @@ def _bindings_origin(project, unit, node, seen, result_of) -> Optional[str]:
 
 def _unsupplied(project, unit, param: cst.Param, seen) -> Optional[str]:
   """``param`` of a function, in words, where no call in the project supplies it, in a file
-  that names flax.optim: the function has no caller (its callers are out of sight), or every
-  call passes it a value from out of sight in turn (ladax's ``train_epoch(optimizer, ...)``
+  that names flax.optim or uses jax or flax (a step beside the model, imported by a script
+  whose call the analysis does not resolve to it: its optimizer is refused there, and its
+  uses here are that optimizer's): the function has no caller (its callers are out of
+  sight), or every call passes it a value from out of sight in turn (ladax's ``train_epoch(optimizer, ...)``
   handing it to ``multi_sample_train_step``), or a decorator calls it. Else None."""
   fdef = unit.enclosing(param, (cst.FunctionDef, cst.Lambda))
-  if not isinstance(fdef, cst.FunctionDef) or not unit.names_flax_optim:
+  if not isinstance(fdef, cst.FunctionDef) or not (unit.names_flax_optim or
+                                                     unit.uses_jax_or_flax):
     return None
   name = f'a parameter of {fdef.name.value}()'
   callers = project.callers_of(unit, fdef)

@@ -29,20 +29,6 @@ from ._rule import Rule
 from ._unit import SourceFile
 from ._unit import short
 
-# Calls that read an optimizer as a plain pytree (any pytree works, a TrainState too).
-_SINKS = {
-    'flax.serialization.to_bytes': (0, 'target'),
-    'flax.serialization.to_state_dict': (0, 'target'),
-    'flax.serialization.msgpack_serialize': (0, 'pytree'),
-    'flax.training.checkpoints.save_checkpoint': (1, 'target'),
-    'jax.tree_util.tree_leaves': (0, 'tree'),
-    'jax.tree.leaves': (0, 'tree'),
-    'jax.tree_leaves': (0, 'tree'),   # its removed alias, renamed by FOM201 in the same run
-    'jax.tree_util.tree_structure': (0, 'tree'),
-    'jax.tree.structure': (0, 'tree'),
-    'jax.tree_structure': (0, 'tree'),
-}
-
 
 @dataclasses.dataclass
 class Site:
@@ -414,9 +400,7 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
     if callee is not None:
       wrong = _flows.mismatch(*callee[:2], call.args, callee[2])
       if wrong is not None:
-        return (f'{what}: the call does not match the parameters of {callee[1].name.value}() '
-                f'({wrong}), so it raises TypeError as it is, and the argument is not followed '
-                'into it')
+        return f'{what}: {wrong}, and the argument is not followed into it'
       if _calls.differentiated(project, unit, call) is not None:
         return f'{what}: it is the argument the gradient is taken with respect to'
       return f'{what}: the analysis does not follow this argument into the call'
@@ -544,7 +528,7 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
     if isinstance(container, (cst.Tuple, cst.List)) and isinstance(outer, cst.Arg):
       call = unit.parent(outer)   # ``save_checkpoint(d, (optimizer, ema), step)``
       if isinstance(call, cst.Call) and (_calls.pass_through_arg(project, unit, call) is container
-                                         or _sink_arg(unit, call) is container):
+                                         or _calls.sink_arg(unit, call) is container):
         return _tuple_destination_ok(project, unit, call, container)
       if isinstance(call, cst.Call) and _bound_by(project, unit, call, outer):
         return True   # ``scan(step, (optimizer, key), xs)``: each element into its part
@@ -566,7 +550,7 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
     names = unit.names(call.func)
     if rules.matches(unit, node):
       return True   # a rule rewrites this use (``isinstance(opt, optim.Optimizer)``)
-    if _calls.pass_through_arg(project, unit, call) is node or _sink_arg(unit, call) is node:
+    if _calls.pass_through_arg(project, unit, call) is node or _calls.sink_arg(unit, call) is node:
       return True
     if names & _calls.TREE_MAPS and parent.keyword is None and call.args[0] is not parent:
       return True
@@ -608,7 +592,7 @@ def _dict_followed(project, unit: SourceFile, container: cst.CSTNode) -> bool:
     return True
   if isinstance(outer, cst.Arg) and isinstance(unit.parent(outer), cst.Call):
     call = unit.parent(outer)
-    if _sink_arg(unit, call) is container or _bound_by(project, unit, call, outer):
+    if _calls.sink_arg(unit, call) is container or _bound_by(project, unit, call, outer):
       return True
     if _calls.pass_through_arg(project, unit, call) is container:
       node, parent = call, unit.parent(call)
@@ -696,10 +680,3 @@ def _target_ok(project, unit: SourceFile, target) -> bool:
   if isinstance(target, (cst.Tuple, cst.List)):
     return all(_target_ok(project, unit, e.value) for e in target.elements)
   return _flows.target_slot(project, unit, target) is not None
-
-
-def _sink_arg(unit: SourceFile, call: cst.Call) -> Optional[cst.BaseExpression]:
-  for name in unit.names(call.func):
-    if name in _SINKS:
-      return _unit.call_arg(call, *_SINKS[name])
-  return None

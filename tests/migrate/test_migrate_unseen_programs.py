@@ -1658,3 +1658,50 @@ def test_a_call_that_does_not_match_its_function_refuses_only_its_own_object(tmp
   assert any(says in r.message for r in refused), report.summary(False)
   assert 'optim.params["w"]' in changed[str(tmp_path / 'prog' / 'vild.py')]
   assert 'optax.adam' in changed[str(tmp_path / 'prog' / 'alg.py')]
+
+
+STEP = ('import jax\nimport jax.numpy as jnp\n\n\n'
+        '@jax.jit\ndef train_step(optimizer, x):\n'
+        '  grad = jax.grad(lambda p: jnp.sum(p["w"] * x))(optimizer.target)\n'
+        '  return optimizer.apply_gradient(grad)\n')
+
+
+def test_a_step_whose_caller_does_not_resolve_to_it_is_refused_where_it_uses_the_optimizer(
+    tmp_path):
+  """Two ``model.py`` in two folders, the script's ``from model import train_step`` on
+  ``sys.path`` resolves to neither: the script's optimizer is refused at the call, and the
+  steps' uses of the optimizer, in files that import jax but name no flax.optim, are refused
+  too, each record saying how to finish it by hand (before, they had no record:
+  half-migrated)."""
+  sources = harness.write_sources(tmp_path / 'prog', {
+      'train.py': ('import jax.numpy as jnp\nimport flax\nfrom model import train_step\n\n'
+                   'opt = flax.optim.Adam(0.1).create({"w": jnp.ones(2)})\n'
+                   'opt = train_step(opt, jnp.ones(2))\n'),
+      'a/model.py': STEP, 'b/model.py': STEP})
+  changed, report = _engine.migrate_sources(sources)
+  for folder in ('a', 'b'):
+    path = str(tmp_path / 'prog' / folder / 'model.py')
+    records = [(r.line, r.code, r.status) for r in report.records if r.path == path]
+    assert records == [(7, 'FOM107', 'refused'), (8, 'FOM107', 'refused')], report.summary(False)
+    assert path not in changed   # nothing rewritten there: the step stays legacy, as its caller
+  assert 'no call in the given files supplies' in report.summary(False)
+
+
+@pytest.mark.parametrize('imports, expected', [
+    ('from model import train_step\n', {'model': 'lib.model'}),
+    ('import model\n', {'model': 'lib.model'}),
+    # the name imported is not one lib/model.py binds: another ``model`` (a library's)
+    ('from model import camera\n', {}),
+    ('from model import train_step\nfrom model import camera\n', {}),
+    # a dotted path lib/model.py lacks (t5x's ``import t5.data.tasks`` beside examples/t5/)
+    ('import model.data.tasks\n', {}),
+    # ``import __main__`` (whose module spec is None) is no name to look for
+    ('import __main__\nfrom model import train_step\n', {'model': 'lib.model'}),
+])
+def test_a_bare_import_found_only_in_another_folder_is_its_one_module_there(
+    tmp_path, imports, expected):
+  sources = harness.write_sources(tmp_path / 'repo', {
+      'train.py': imports, 'lib/model.py': 'import jax\n\n\ndef train_step(opt):\n  return opt\n'})
+  paths = sorted(sources)
+  project, _ = _import_paths.aliases(str(tmp_path / 'repo'), paths, [sources[f] for f in paths])
+  assert project == expected
