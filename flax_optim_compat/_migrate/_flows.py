@@ -437,7 +437,7 @@ class _Joiner:
     not match the function's parameters (it raises TypeError before it runs)."""
     cunit, cnode, shift = callee
     args = list(args)
-    if mismatch(cunit, cnode, args, shift) is not None:
+    if mismatch(cnode, args) is not None:
       return
     if isinstance(cnode, cst.ClassDef):
       cls = self.program.class_name(cunit, cnode)
@@ -507,42 +507,21 @@ class _Joiner:
 UNKNOWN = object()   # an argument the call may bind but does not show (``*args``, ``**kw``)
 
 
-def mismatch(unit: SourceFile, fdef, args: Iterable[cst.Arg], shift: int = 0) -> Optional[str]:
+def mismatch(fdef, args: Iterable[cst.Arg]) -> Optional[str]:
   """Why a call with ``args`` cannot bind ``fdef``'s parameters, where a keyword names none of
   them and ``fdef`` takes no ``**kwargs`` (Python raises TypeError before the function runs:
   AAIR-lab/saycan's ``demo.py`` calls ``run_cliport(optim, env, obs, text, path,
   show_state=False)`` of a ``def run_cliport(output_dir, optim, env, obs, text)``), else None.
   Positional arguments are not counted: a method's ``self`` is bound or passed depending on
   how the call reaches it; nor is a decorated function, whose wrapper may take more."""
-  del shift   # a ``functools.partial``'s positional arguments bind no keyword
   if not isinstance(fdef, cst.FunctionDef) or fdef.params.star_kwarg is not None or (
       fdef.decorators):
     return None
-  params = fdef.params
-  named = {p.name.value for p in [*params.params, *params.kwonly_params]}
+  named = {p.name.value for p in [*fdef.params.params, *fdef.params.kwonly_params]}
   for arg in args:
     if arg.keyword is not None and arg.keyword.value not in named:
       return (f'the call does not match the parameters of {fdef.name.value}() (no parameter '
               f'{arg.keyword.value}), so it raises TypeError as it is')
-  return None
-  args = list(args)
-  if any(a.star for a in args):
-    return None
-  params = fdef.params
-  positional = _positional(unit, fdef)[shift:]
-  named = {p.name.value for p in [*positional, *params.kwonly_params]} - {
-      p.name.value for p in params.posonly_params}
-  given = [a for a in args if a.keyword is None]
-  if len(given) > len(positional) and not isinstance(params.star_arg, cst.Param):
-    return f'{len(given)} positional arguments for {len(positional)} parameters'
-  taken = {p.name.value for p in positional[:len(given)]}
-  for arg in args:
-    if arg.keyword is None:
-      continue
-    if arg.keyword.value in taken:
-      return f'{arg.keyword.value} given twice'
-    if arg.keyword.value not in named and params.star_kwarg is None:
-      return f'no parameter {arg.keyword.value}'
   return None
 
 

@@ -118,14 +118,19 @@ def _imports_its_folders(root: str, sources: Sequence[str]) -> bool:
   return any(os.path.isfile(os.path.join(root, path[0], '__init__.py')) for path in paths)
 
 
+def _module_parts(root: str, f: str) -> List[str]:
+  """The names of the dotted path of file ``f``'s module under ``root`` (a package's
+  ``__init__.py``: the package's)."""
+  parts = os.path.relpath(os.path.splitext(f)[0], root).split(os.sep)
+  return parts[:-1] if parts[-1] == '__init__' else parts
+
+
 def _module_names(root: str, files: Sequence[str]) -> Set[str]:
   """The dotted names of the given files' modules and packages under ``root`` (``a/b/c.py``:
   ``a``, ``a.b``, ``a.b.c``)."""
   own = set()
   for f in files:
-    parts = os.path.relpath(os.path.splitext(f)[0], root).split(os.sep)
-    if parts[-1] == '__init__':
-      parts = parts[:-1]
+    parts = _module_parts(root, f)
     own.update('.'.join(parts[:i]) for i in range(1, len(parts) + 1))
   return own
 
@@ -162,7 +167,7 @@ def aliases(root: str, files: Sequence[str],
       if parts[0] in tops or parts[0] in project or m.group(1) in project:
         continue
       tail = next((i for i in range(1, len(parts) - 1) if '.'.join(parts[i:]) in own), None)
-      if tail is not None and importlib.util.find_spec(parts[0]) is None:
+      if tail is not None and not _installed(parts[0]):
         project['.'.join(parts[:tail])] = ''
   targets: Dict[str, Set[str]] = {}
   per_file: Dict[str, Dict[str, str]] = {}
@@ -175,7 +180,7 @@ def aliases(root: str, files: Sequence[str],
     for m in re.finditer(r'^\s*(?:from|import)\s+(\w+)', text, re.MULTILINE):
       name = m.group(1)
       if name not in tops and name not in project and f'src.{name}' in own and (
-          importlib.util.find_spec(name) is None):
+          not _installed(name)):
         targets.setdefault(name, set()).add(f'src.{name}')
   project.update({name: next(iter(found)) for name, found in sorted(targets.items())
                   if len(found) == 1})
@@ -204,10 +209,8 @@ def _bare_imports(root: str, files: Sequence[str], sources: Sequence[str], own: 
   by_last = {}   # a module's last name -> the project's modules of that name
   for module in own:
     by_last.setdefault(module.rpartition('.')[2], []).append(module)
-  texts = {}     # a module (a package: its __init__.py) -> its source
-  for f, text in zip(files, sources):
-    parts = os.path.relpath(os.path.splitext(f)[0], root).split(os.sep)
-    texts['.'.join(parts[:-1] if parts[-1] == '__init__' else parts)] = text
+  # a module (a package: its __init__.py) -> its source
+  texts = {'.'.join(_module_parts(root, f)): text for f, text in zip(files, sources)}
   elsewhere = []   # (file, name, whether the module found has what the import takes)
   for f, text in zip(files, sources):
     folder = os.path.relpath(os.path.dirname(f), root)

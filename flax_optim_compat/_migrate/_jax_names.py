@@ -457,8 +457,9 @@ _DEVICE_LISTS = frozenset({'jax.local_devices', 'jax.devices'})
 
 
 def _device_list(unit, node) -> bool:
-  return isinstance(node, cst.Call) and not node.args and unit.names(node.func) <= _DEVICE_LISTS \
-      and bool(unit.names(node.func))
+  """Whether ``node`` is ``jax.local_devices()`` or ``jax.devices()``."""
+  return isinstance(node, cst.Call) and not node.args and len(unit.names(node.func)) == 1 and (
+      unit.names(node.func) <= _DEVICE_LISTS)
 
 
 def _plan_expression(unit, call, entry, plan, result, module: Optional[str] = None) -> bool:

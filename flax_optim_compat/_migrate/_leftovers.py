@@ -483,8 +483,9 @@ def _unsupplied(project, unit, param: cst.Param, seen) -> Optional[str]:
   that names flax.optim or uses jax or flax (a step beside the model, imported by a script
   whose call the analysis does not resolve to it: its optimizer is refused there, and its
   uses here are that optimizer's): the function has no caller (its callers are out of
-  sight), or every call passes it a value from out of sight in turn (ladax's ``train_epoch(optimizer, ...)``
-  handing it to ``multi_sample_train_step``), or a decorator calls it. Else None."""
+  sight), or every call passes it a value from out of sight in turn (ladax's
+  ``train_epoch(optimizer, ...)`` handing it to ``multi_sample_train_step``), or a decorator
+  calls it. Else None."""
   fdef = unit.enclosing(param, (cst.FunctionDef, cst.Lambda))
   if not isinstance(fdef, cst.FunctionDef) or not (unit.names_flax_optim or
                                                      unit.uses_jax_or_flax):

@@ -12,6 +12,7 @@ beyond the node itself is a small frozen dataclass of its own module, filled in 
 beside its test, outside the installed package.
 """
 import dataclasses
+import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import libcst as cst
@@ -132,6 +133,14 @@ class Rule:
   def rewrite(self, updated: cst.CSTNode, data, context: Context) -> cst.CSTNode:
     """The new node for ``updated`` (the original with its children already rewritten)."""
     raise NotImplementedError(self.code)
+
+
+def unshadowed(name: str, text: str) -> str:
+  """``name``, with ``_`` appended until ``text`` does not mention it: a lambda parameter that
+  shadows no name of the code written inside that lambda."""
+  while re.search(rf'\b{name}\b', text):
+    name += '_'
+  return name
 
 
 def text_of(node: cst.CSTNode) -> str:

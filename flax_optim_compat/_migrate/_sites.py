@@ -398,7 +398,7 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
     what = f'is passed to {short(unit.code(call.func))}(...) {how} at {where}'
     callee = project.resolve_callable(unit, call.func)
     if callee is not None:
-      wrong = _flows.mismatch(*callee[:2], call.args, callee[2])
+      wrong = _flows.mismatch(callee[1], call.args)
       if wrong is not None:
         return f'{what}: {wrong}, and the argument is not followed into it'
       if _calls.differentiated(project, unit, call) is not None:
@@ -612,7 +612,7 @@ def _bound_by(project, unit: SourceFile, call: cst.Call, arg: cst.Arg) -> bool:
   differentiates), or is the initial carry of a ``lax`` loop."""
   callee = project.resolve_callable(unit, call.func)
   if callee is not None:
-    return _flows.mismatch(*callee[:2], call.args, callee[2]) is None
+    return _flows.mismatch(callee[1], call.args) is None
   lam = _calls.called_lambda(unit, call.func)
   if lam is not None and not arg.star:   # binds one of its parameters
     params = [*lam.params.posonly_params, *lam.params.params]

@@ -9,7 +9,6 @@ set one), the edits of the create call and of the def's variable, the report rec
 """
 import dataclasses
 import os
-import re
 from typing import NamedTuple, Optional
 
 import libcst as cst
@@ -22,7 +21,7 @@ from .. import _refusals
 from .. import _unit
 from .._edits import Edit
 from .._report import Conversion, Record
-from .._rule import ObjectPlan, Rule, text_of
+from .._rule import ObjectPlan, Rule, text_of, unshadowed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,9 +126,7 @@ def create_call(updated, data, context):
   if isinstance(updated.func, cst.Call):   # ``T(opt_def.create)(...)``
     transform = updated.func
     tx = data.tx if data.tx is not None else text_of(transform.args[0].value.value)
-    name = 'params'
-    while re.search(rf'\b{name}\b', tx):   # the lambda's parameter shadows no name of tx
-      name += '_'
+    name = unshadowed('params', tx)
     made = cst.parse_expression(f'lambda {name}: {context.train_state}.TrainState.create('
                                 f'apply_fn=None, params={name}, tx={tx})')
     return updated.with_changes(func=transform.with_changes(

@@ -18,7 +18,6 @@ optax keeps it as the ``count`` of each state that counts updates (the package's
 puts legacy's step in every ``count``), so each is set to ``s``, in its own dtype.
 """
 import dataclasses
-import re
 
 import libcst as cst
 
@@ -173,9 +172,7 @@ class Replace(_rule.Rule):
       # ``step=s`` and the counts set from it (``s`` has no call: ``step_set``), ``s`` bound once
       # for every count by a lambda whose parameter shadows no name of the receiver
       step = _rule.text_of(arg.value.args[0].value)
-      name = 'step'
-      while re.search(rf'\b{name}\b', receiver):
-        name += '_'
+      name = _rule.unshadowed('step', receiver)
       counts = cst.parse_expression(
           f'(lambda {name}: jax.tree_util.tree_map_with_path(lambda path, v: jnp.asarray({name}, '
           f'v.dtype) if jax.tree_util.keystr(path[-1:]) == ".count" else v, '
