@@ -452,14 +452,21 @@ def _missing_names(unit: SourceFile):
 
 
 # Calls that read the same value however often they run, so an argument that is one may be
-# written twice.
+# written twice; and the builtins that copy such a value into an equal new list or tuple.
 _DEVICE_LISTS = frozenset({'jax.local_devices', 'jax.devices'})
+_COPIES = frozenset({'builtins.list', 'builtins.tuple'})
 
 
 def _device_list(unit, node) -> bool:
-  """Whether ``node`` is ``jax.local_devices()`` or ``jax.devices()``."""
-  return isinstance(node, cst.Call) and not node.args and len(unit.names(node.func)) == 1 and (
-      unit.names(node.func) <= _DEVICE_LISTS)
+  """Whether ``node`` is ``jax.local_devices()`` or ``jax.devices()``, or the builtin ``list``
+  or ``tuple`` of one (jraph's ``list(jax.devices())``)."""
+  if not (isinstance(node, cst.Call) and len(unit.names(node.func)) == 1):
+    return False
+  if not node.args:
+    return unit.names(node.func) <= _DEVICE_LISTS
+  (arg, *rest) = node.args
+  return (unit.names(node.func) <= _COPIES and not rest and not arg.star and arg.keyword is None
+          and _device_list(unit, arg.value))
 
 
 def _plan_expression(unit, call, entry, plan, result, module: Optional[str] = None) -> bool:

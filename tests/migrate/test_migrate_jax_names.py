@@ -80,6 +80,12 @@ def test_after_on_todays_jax_equals_before_on_old_jax(name, after_runs):
     # the program's ``jax``.
     ('jax.api.device_put_sharded(list(x), devices)', 'jax.device_put('),
     ('jax.device_put_replicated(x, devices=jax.devices())', 'jax.device_put('),
+    # a builtin list or tuple of a device list reads an equal list each time (jraph, held out)
+    ('jax.device_put_replicated(x, list(jax.devices()))', 'jax.device_put('),
+    ('jax.device_put_replicated(x, tuple(jax.local_devices()))', 'jax.device_put('),
+    ('jax.device_put_replicated(x, list(jax.devices(), 1))', None),
+    ('jax.device_put_replicated(x, list(*jax.devices()))', None),
+    ('jax.device_put_replicated(x, sorted(jax.devices()))', None),
     # ``devices`` is written twice: a call other than jax's device lists would run twice.
     ('jax.device_put_replicated(x, pick(devices))', None),
     # an argument naming the expression's own lambda parameter would be captured by it
@@ -95,6 +101,14 @@ def test_device_put_is_written_as_its_expression_only_where_that_reads_the_same(
   else:
     assert [(r.code, r.status) for r in report.records] == [('FOM204', 'rewritten')]
     assert f'y = {rewritten}jax.tree_util.tree_map(lambda ' in new and 'device_put_' not in new
+
+
+def test_a_list_of_devices_counts_only_where_list_is_the_builtin():
+  source = ('import jax\n\ndef list(devices):\n  return devices[:1]\n\n'
+            'y = jax.device_put_replicated(x, list(jax.devices()))\n')
+  new, report = migrate_source(source)
+  assert [(r.code, r.status) for r in report.records] == [('FOM299', 'refused')], new
+  assert new.endswith('y = jax.device_put_replicated(x, list(jax.devices()))\n')
 
 
 def test_names_are_resolved_not_matched():
