@@ -30,10 +30,11 @@ _IMPORT = re.compile(r'(?:^|;)[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]*(\([^
                      r'[^\n;]*(?:\\\n[^\n;]*)*)|import[ \t]+([^\n;]*(?:\\\n[^\n;]*)*))',
                      re.MULTILINE)
 # How a file gets at flax.optim by itself: ``flax.optim``, ``getattr(flax, ...)``, this package,
-# ``optim.Adam`` (any capitalised name of a module imported as ``optim``), or an import by a
-# computed name (``importlib.import_module``, ``__import__``). ``config.optim = ...`` is none.
+# ``optim.Adam`` (any capitalised name of a module imported as ``optim``; not an attribute
+# ``optim`` of something else, such as ``torch.optim.Adam``), or an import by a computed name
+# (``importlib.import_module``, ``__import__``). ``config.optim = ...`` is none.
 _LEGACY_TEXT = re.compile(r'\bflax\s*\.\s*optim\b|\bflax_optim_compat\b|\bgetattr\s*\(\s*flax\b|'
-                          r'\boptim\s*\.\s*[A-Z]|\bimport_module\b|\b__import__\b')
+                          r'(?<!\.)\boptim\s*\.\s*[A-Z]|\bimport_module\b|\b__import__\b')
 
 
 def imported_words(text: str) -> Set[str]:

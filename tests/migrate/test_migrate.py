@@ -719,6 +719,21 @@ def test_a_file_that_parses_but_does_not_compile_is_skipped_where_it_holds_no_op
   assert not [r for r in report.records if r.path == 'metrics.py' and r.status == 'rewritten']
 
 
+@pytest.mark.parametrize('line, legacy', [
+    ('  return torch.optim.Adam(params, lr=1e-3)', False),   # misc_impl's minipyro (held out)
+    ('  return optim.Adam(params)', True),
+    ('  return flax.optim.Adam(params)', True),
+])
+def test_an_unparsed_file_names_flax_optim_only_through_optim_itself(line, legacy):
+  """Before, any ``X.optim.Capitalised`` counted (a PyTorch file that does not parse was
+  refused, exit 2, as if it named flax.optim)."""
+  bad = f'import torch\n\n\ndef make(params):\n{line}\n\nExample use of mini-Pyro\n'
+  changed, report = migrate_sources({'minipyro.py': bad})
+  (record,) = report.failed
+  assert changed == {} and record.code == 'FOM198'
+  assert (record.status, report.exit_status()) == (('refused', 2) if legacy else ('skipped', 0))
+
+
 _TRAIN = ('from flax import optim\n\n\ndef step(p, g):\n'
           '  opt = optim.Adam(0.1).create(p)\n  return opt.apply_gradient(g).target\n')
 # An ``if`` with an empty body (uncertainty-baselines' config file); ``config.optim`` is a
