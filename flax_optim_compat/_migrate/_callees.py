@@ -16,6 +16,8 @@ from . import _calls
 from . import _flows
 from . import _unit
 from ._program import COMPILERS
+from ._program import PARTIAL
+from ._program import REBINDERS
 from ._program import Program
 from ._unit import SourceFile
 from ._unit import parameter
@@ -50,7 +52,26 @@ class Callees(Program):
       passed = self._passed_function(unit, parameter(unit, func), depth)
       if passed is not None:
         return passed[0], passed[1], passed[2] + shift
-    return None
+    alike = self._bound_alike(unit, func) if isinstance(func, cst.Name) else None
+    return self.resolve_callable(unit, alike, shift, depth + 1) if alike is not None else None
+
+  def _bound_alike(self, unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
+    """The expression every one of several ``name = value`` bindings of ``name`` is, itself or
+    given to ``jax.jit`` / ``jax.pmap`` / ``jax.vmap`` or to a ``functools.partial`` that binds
+    nothing (the same text: the same function with the same arguments bound), else None:
+    tonywu95's laint binds ``p_train_step`` to ``jax.vmap(functools.partial(train_step, ...))``
+    under ``if config.debug:`` and to ``jax.pmap(`` of the same partial otherwise; whichever
+    runs, a call runs ``train_step`` with the same arguments."""
+    values = self.assignment_values(unit, name) or []
+    inner = []
+    for value in values:
+      names = unit.names(value.func) if isinstance(value, cst.Call) else set()
+      while names and value.args and value.args[0].keyword is None and not value.args[0].star and (
+          names & (COMPILERS | REBINDERS - PARTIAL) or names & PARTIAL and len(value.args) == 1):
+        value = value.args[0].value   # ``functools.partial(f)`` alone is ``f``
+        names = unit.names(value.func) if isinstance(value, cst.Call) else set()
+      inner.append(value)
+    return inner[0] if len(inner) > 1 and len({unit.code(v) for v in inner}) == 1 else None
 
   def _instance_call(self, unit: SourceFile, call: cst.Call, shift: int, depth: int):
     """The ``__call__`` that a call of the instance ``call`` makes runs, where ``call`` calls

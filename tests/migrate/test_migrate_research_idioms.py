@@ -121,15 +121,19 @@ def test_a_variable_holding_a_def_it_cannot_trace_and_its_optimizer_says_so():
 
 
 def test_a_step_bound_twice_is_named_and_the_learning_rate_refusal_says_why():
-  """A notebook-style script pmaps its step again under the same name, once in a branch before
-  the call: the call is not followed (which binding it runs depends on the branch), so neither
-  is the update that sets the learning rate of a ``learning_rate=None`` def; both refusals name
-  that. Bound again by a plain top-level statement, or in a branch after the call, the call
-  runs the binding before it, and is followed (tests/migrate/test_migrate_nerf_idioms.py)."""
-  source = _PRELUDE + (
-      'import jax\n\ndef step(o, g, lr):\n  return o.apply_gradient(g, learning_rate=lr)\n\n'
+  """A notebook-style script jits another step under the same name, in a branch before the
+  call: the call is not followed (which binding it runs depends on the branch), so neither is
+  the update that sets the learning rate of a ``learning_rate=None`` def; both refusals name
+  that. The same step bound again (in that branch, by a plain top-level statement, or in a
+  branch after the call) is followed: whichever binding runs, the call runs that step
+  (tests/migrate/test_migrate_nerf_idioms.py)."""
+  step = 'def {}(o, g, lr):\n  return o.apply_gradient(g, learning_rate=lr)\n\n'
+  same = _PRELUDE + (
+      'import jax\n\n' + step.format('step') +
       'pstep = jax.jit(step)\nif p:\n  pstep = jax.jit(step)\nopt = optim.Adam().create(p)\n'
       'opt = pstep(opt, p, 0.1)\n')
+  source = same.replace('if p:\n  pstep = jax.jit(step)', 'if p:\n  pstep = jax.jit(step2)')
+  source = source.replace(step.format('step'), step.format('step') + step.format('step2'))
   new, refused = _refusals(source)
   assert 'optax' not in new
   lines = source.splitlines()
@@ -141,14 +145,13 @@ def test_a_step_bound_twice_is_named_and_the_learning_rate_refusal_says_why():
   assert messages[(at_create + 1, 'FOM107')].endswith(
       f'pstep is bound more than once in its scope (lines {at_create - 3}, {at_create - 1}), '
       'and the analysis follows a callee bound once'), refused
-  new, refused = _refusals(source.replace('if p:\n  pstep', 'pstep'))
-  assert not refused and 'optax.inject_hyperparams(optax.adam' in new, refused
+  branch = 'if p:\n  pstep = jax.jit(step)\n'
   # The branch after the call (0f0c14e refused this too: any binding in a branch left every
   # read of the name undecided).
-  branch = 'if p:\n  pstep = jax.jit(step)\n'
-  after = source.replace(branch, '') + branch
-  new, refused = _refusals(after)
-  assert not refused and 'optax.inject_hyperparams(optax.adam' in new, refused
+  for followed in (same, same.replace(branch, 'pstep = jax.jit(step)\n'),
+                   same.replace(branch, '') + branch):
+    new, refused = _refusals(followed)
+    assert not refused and 'optax.inject_hyperparams(optax.adam' in new, refused
 
 
 # ------------------------------------------- a value stored in an optimizer field is that object

@@ -1705,3 +1705,22 @@ def test_a_bare_import_found_only_in_another_folder_is_its_one_module_there(
   paths = sorted(sources)
   project, _ = _import_paths.aliases(str(tmp_path / 'repo'), paths, [sources[f] for f in paths])
   assert project == expected
+
+
+@pytest.mark.parametrize('other', [
+    "jax.pmap(functools.partial(train_step, learning_rate_fn=slow), axis_name='batch')",
+    "jax.pmap(functools.partial(train_step, fast), axis_name='batch')",
+    "jax.make_jaxpr(functools.partial(train_step, learning_rate_fn=fast))",
+])
+def test_a_step_bound_in_two_branches_to_other_arguments_stays_refused(other):
+  """The example ``step_bound_in_both_branches`` binds the same partial in both branches; a
+  binding that binds other arguments (or hands back a jaxpr) runs something else."""
+  source = (EXAMPLES / 'step_bound_in_both_branches' / 'train.py').read_text()
+  source = source.replace('  learning_rate_fn = lambda step: 1e-2 / (1.0 + step)\n',
+                          '  fast = lambda step: 1e-2 / (1.0 + step)\n  slow = lambda step: 1e-3\n')
+  source = source.replace('learning_rate_fn=learning_rate_fn', 'learning_rate_fn=fast')
+  head, _, tail = source.partition('  else:\n    p_train_step = ')
+  source = head + f'  else:\n    p_train_step = {other}\n' + tail.split('\n', 3)[3]
+  _, report = _engine.migrate_sources({os.path.abspath('train.py'): source})
+  assert {r.code for r in report.records} == {'FOM107'}, report.summary(False)
+  assert any('p_train_step is bound more than once' in r.message for r in report.records)
