@@ -34,6 +34,7 @@ def read(paths) -> Tuple[Dict[str, str], Dict[str, str], List[_unparsed.Unparsed
   """
   texts, encodings, unreadable = {}, {}, []
   files, not_read = _import_paths.python_files(paths)
+  local = _unparsed.local_modules(files)
   for path in files:
     data, line, text = b'', 0, ''
     try:
@@ -49,7 +50,8 @@ def read(paths) -> Tuple[Dict[str, str], Dict[str, str], List[_unparsed.Unparsed
     except UnicodeDecodeError as e:
       line, text = data[:e.start].count(b'\n') + 1, data.decode('latin-1')
       why = f'not decodable as {encoding}: byte {data[e.start:e.start + 1]!r} ({e.reason})'
-    unreadable.append(_unparsed.Unparsed(path, line, why, _unparsed.names_legacy(text), text))
+    legacy = _unparsed.names_legacy(text, local)
+    unreadable.append(_unparsed.Unparsed(path, line, why, legacy, text))
   return texts, encodings, unreadable, not_read
 
 

@@ -67,6 +67,7 @@ class Program:
     aliases, own_folder = _import_paths.aliases(
         root, list(rel.values()), [sources[f] for f in files]) if files else ({}, {})
     manager = meta.FullRepoManager(root, list(rel.values()), {meta.FullyQualifiedNameProvider})
+    local = _unparsed.local_modules(files)
     parsed = {}
     for f in files:
       # a bare name its own folder defines is that folder's module, before the project's rule
@@ -80,7 +81,7 @@ class Program:
           module = cst.parse_module(sources[f])
         except cst.ParserSyntaxError as e:
           self.unparsed.append(Unparsed(f, *_unparsed.parse_error(sources[f], e),
-                                        names_legacy(sources[f]), sources[f]))
+                                        names_legacy(sources[f], local), sources[f]))
           continue
         # LibCST parses what Python refuses (``from __future__ import google_type_annotations``,
         # jax-recommenders' metrics.py): no program imports such a file, so it is one that does
@@ -88,8 +89,8 @@ class Program:
         # rewritten, in other files, the uses of what it holds).
         refused = _unparsed.compile_error(sources[f], f)
         if refused is not None:
-          self.unparsed.append(Unparsed(f, *refused, names_legacy(sources[f]), sources[f],
-                                        parsed=True))
+          self.unparsed.append(Unparsed(f, *refused, names_legacy(sources[f], local),
+                                        sources[f], parsed=True))
           continue
         # Straight from the parser, so no node appears twice: no deep copy needed.
         wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True,

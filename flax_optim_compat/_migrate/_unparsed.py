@@ -2,9 +2,10 @@
 compile), read as text: where and why, whether it names flax.optim, what it imports."""
 import ast
 import dataclasses
+import os
 import re
 import warnings
-from typing import List, Optional, Set, Tuple
+from typing import Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -29,12 +30,14 @@ class Unparsed:
 _IMPORT = re.compile(r'(?:^|;)[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]*(\([^)]*\)|'
                      r'[^\n;]*(?:\\\n[^\n;]*)*)|import[ \t]+([^\n;]*(?:\\\n[^\n;]*)*))',
                      re.MULTILINE)
-# How a file gets at flax.optim by itself: ``flax.optim``, ``getattr(flax, ...)``, this package,
-# ``optim.Adam`` (any capitalised name of a module imported as ``optim``; not an attribute
-# ``optim`` of something else, such as ``torch.optim.Adam``), or an import by a computed name
+# How a file gets at flax.optim by itself, whatever it imports: ``flax.optim``,
+# ``getattr(flax, ...)``, this package, or an import by a computed name
 # (``importlib.import_module``, ``__import__``). ``config.optim = ...`` is none.
 _LEGACY_TEXT = re.compile(r'\bflax\s*\.\s*optim\b|\bflax_optim_compat\b|\bgetattr\s*\(\s*flax\b|'
-                          r'(?<!\.)\boptim\s*\.\s*[A-Z]|\bimport_module\b|\b__import__\b')
+                          r'\bimport_module\b|\b__import__\b')
+# ``optim.Adam``: a capitalised name of something called ``optim`` (not an attribute ``optim``
+# of something else, such as ``torch.optim.Adam``); ``names_legacy`` says when it counts.
+_OPTIM_ATTRIBUTE = re.compile(r'(?<!\.)\boptim\s*\.\s*[A-Z]')
 
 
 def imported_words(text: str) -> Set[str]:
@@ -46,14 +49,63 @@ def imported_words(text: str) -> Set[str]:
   return words
 
 
-def names_legacy(text: str) -> Optional[int]:
-  """The line where ``text`` first names flax.optim (as ``_LEGACY_TEXT`` says, or an import of
-  a name ``optim``), else None."""
-  found = [m.start() for m in [_LEGACY_TEXT.search(text)] if m]
+def local_modules(paths: Iterable[str]) -> Set[str]:
+  """Every dotted name by which a file or folder of the project may be imported: its path
+  under the folder that holds all of ``paths``, and each tail of that path (``a/b/c.py``:
+  ``c``, ``b.c``, ``a.b.c``, ``b``, ``a.b``, ``a``)."""
+  paths = [os.path.abspath(p) for p in paths]
+  if not paths:
+    return set()
+  top = os.path.commonpath([os.path.dirname(p) for p in paths])
+  names = set()
+  for path in paths:
+    parts = os.path.relpath(path, top).split(os.sep)
+    parts[-1] = parts[-1][:-len('.py')] if parts[-1].endswith('.py') else parts[-1]
+    if parts[-1] == '__init__':
+      parts.pop()
+    for end in range(1, len(parts) + 1):
+      names.update('.'.join(parts[start:end]) for start in range(end))
+  return names
+
+
+def _bindings(text: str):
+  """``(offset, module, name, bound)`` for each name an import statement of ``text`` binds:
+  ``from m import n as b`` gives ``(.., 'm', 'n', 'b')``, ``import a.b as c`` gives
+  ``(.., 'a.b', '', 'c')``, ``import a.b`` gives ``(.., 'a.b', '', 'a')``."""
   for m in _IMPORT.finditer(text):
-    names = m.group(2) or m.group(3) or ''
-    if re.search(r'\boptim\b|\*', names):
-      found.append(m.start())
+    names = re.sub(r'#[^\n]*|\\\n|[()]', ' ', m.group(2) or m.group(3) or '')
+    for item in names.split(','):
+      words = item.split()
+      if not words:
+        continue
+      bound = words[2] if len(words) == 3 and words[1] == 'as' else None
+      if m.group(1) is not None:
+        yield m.start(), m.group(1), words[0], bound or words[0]
+      else:
+        yield m.start(), words[0], '', bound or words[0].split('.')[0]
+
+
+def names_legacy(text: str, local: Set[str]) -> Optional[int]:
+  """The line where ``text`` first names flax.optim, else None: as ``_LEGACY_TEXT`` says, an
+  import of the name ``optim`` (or ``*``) from flax, from a relative module or from a module of
+  the project (``local``: ``local_modules``), or ``optim.Adam`` where no import binds ``optim``
+  to another module (``from pyro.generic import optim``, ``import torch.optim as optim``: a
+  PyTorch file beside a JAX program)."""
+  found = [m.start() for m in [_LEGACY_TEXT.search(text)] if m]
+  foreign = False
+  for start, module, name, bound in _bindings(text):
+    ours = module == 'flax' or module.startswith('.') or module in local
+    if name:   # from module import name
+      if name in ('optim', '*') and ours:
+        found.append(start)
+      foreign = foreign or (bound == 'optim' and not ours)
+    elif bound == 'optim' or module.split('.')[-1] == 'optim':
+      if ours:
+        found.append(start)
+      foreign = foreign or bound == 'optim' and not ours
+  attribute = _OPTIM_ATTRIBUTE.search(text)
+  if attribute and not foreign:
+    found.append(attribute.start())
   return text.count('\n', 0, min(found)) + 1 if found else None
 
 

@@ -719,15 +719,25 @@ def test_a_file_that_parses_but_does_not_compile_is_skipped_where_it_holds_no_op
   assert not [r for r in report.records if r.path == 'metrics.py' and r.status == 'rewritten']
 
 
-@pytest.mark.parametrize('line, legacy', [
-    ('  return torch.optim.Adam(params, lr=1e-3)', False),   # misc_impl's minipyro (held out)
-    ('  return optim.Adam(params)', True),
-    ('  return flax.optim.Adam(params)', True),
+@pytest.mark.parametrize('imports, line, legacy', [
+    ('import torch', '  return torch.optim.Adam(params, lr=1e-3)', False),
+    ('import torch', '  return optim.Adam(params)', True),
+    ('import torch', '  return flax.optim.Adam(params)', True),
+    # misc_impl's minipyro (held out): a PyTorch Pyro file beside a JAX program
+    ('from pyro.generic import infer, ops, optim, pyro', '  return optim.Adam({"lr": 1e-3})',
+     False),
+    ('import torch.optim as optim', '  return optim.Adam(params, lr=1e-3)', False),
+    ('import torch.optim', '  return optim.Adam(params)', True),   # binds torch, not optim
+    ('from flax import optim', '  return optim.Adam(params)', True),
+    ('from . import optim', '  return optim.Adam(params)', True),
+    ('from pyro.generic import *', '  return Adam(params)', False),
+    ('from flax import *', '  return optim.Adam(params)', True),
 ])
-def test_an_unparsed_file_names_flax_optim_only_through_optim_itself(line, legacy):
-  """Before, any ``X.optim.Capitalised`` counted (a PyTorch file that does not parse was
-  refused, exit 2, as if it named flax.optim)."""
-  bad = f'import torch\n\n\ndef make(params):\n{line}\n\nExample use of mini-Pyro\n'
+def test_an_unparsed_file_names_flax_optim_only_through_optim_itself(imports, line, legacy):
+  """An ``optim.Capitalised`` counts only where no import binds ``optim`` to a module that is
+  neither flax nor the project's; ``X.optim.Capitalised`` never does (before, a PyTorch file
+  that does not parse was refused, exit 2, as if it named flax.optim)."""
+  bad = f'{imports}\n\n\ndef make(params):\n{line}\n\nExample use of mini-Pyro\n'
   changed, report = migrate_sources({'minipyro.py': bad})
   (record,) = report.failed
   assert changed == {} and record.code == 'FOM198'
@@ -786,11 +796,15 @@ def test_a_file_that_does_not_parse_refuses_the_optimizers_of_the_files_it_impor
 
 
 @pytest.mark.parametrize('names', ['from flax import optim', 'import flax.optim',
-                                   'from models import optim', 'import flax_optim_compat'])
+                                   'from models import optim', 'from .models import optim',
+                                   'import flax_optim_compat'])
 def test_a_file_that_does_not_parse_and_names_flax_optim_is_refused(tmp_path, names):
   """Its own uses cannot be seen (they stay legacy): the record is refused (exit 2); an
-  optimizer it cannot reach is still rewritten."""
-  paths, changed, report, record = _unparsed_project(tmp_path, names)
+  optimizer it cannot reach is still rewritten. ``optim`` from a module of the project
+  (``models.py`` re-exports flax's) counts as flax's."""
+  models = 'from flax import optim  # re-exported\n'
+  paths, changed, report, record = _unparsed_project(tmp_path, names,
+                                                     **{'experiments/models.py': models})
   assert record.status == 'refused' and 'it names flax.optim (line 2)' in record.message
   assert report.exit_status() == 2
   assert 'optax.adam(' in changed[paths['train.py']]
