@@ -58,7 +58,7 @@ if os.environ.get('FLAX_OPTIM_COMPAT_LEGACY_JAX') != '0':
 
 from flax_optim_compat._migrate import _command
 from flax_optim_compat._migrate import _engine
-from flax_optim_compat._migrate import _jax_names
+from flax_optim_compat._migrate import _jax_table
 from flax_optim_compat._migrate import _import_paths
 from flax_optim_compat._migrate import _project
 from flax_optim_compat._migrate import _sites
@@ -225,7 +225,7 @@ def missing_jax_names(sources):
         if chain and chain[0] in aliases and chain[0] not in shadowed:
           used.add('.'.join([aliases[chain[0]], *chain[1:]]))
     for name in used:
-      aliased = _jax_names._aliased(name)   # ``jax.api.X`` is ``jax.X``: what X lacks is named
+      aliased = _jax_table.aliased(name)   # ``jax.api.X`` is ``jax.X``: what X lacks is named
       parts = (aliased[1] if aliased else name).split('.')
       for i in range(2, len(parts) + 1):   # the shortest missing prefix
         if not _resolves('.'.join(parts[:i])):

@@ -29,12 +29,13 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 import libcst.helpers
+import libcst.metadata as meta
 
 from .. import _legacy_jax
 from . import _edits
 from . import _unit
-from ._jax_table import (BY_NAME, CONFIG_MODULES, REMOVED_MODULES, TableName, jax_version,
-                         missing_today, module_entry, todays_spelling)
+from ._jax_table import (BY_NAME, CONFIG_MODULES, MODULE_ALIASES, REMOVED_MODULES, TableName,
+                         aliased, jax_version, missing_today, module_entry, todays_spelling)
 from ._refusals import MARKER, MISSING_REASON, NN_ANNOTATION, UNREWRITTEN, UNREWRITTEN_REASON
 from ._report import Record
 from ._rule import Rule
@@ -326,23 +327,6 @@ def _refuse(plan, result, node, name, reason=UNREWRITTEN_REASON):
                                f'{reason}: {name}'))
 
 
-
-# Old modules that held jax's public functions under another path: ``jax.api`` (jax's public
-# API module until jax moved it to ``jax._src.api``; ``jax.api.jit is jax.jit``). A use
-# ``jax.api.X`` is ``jax.X``, rewritten as that name, and then by X's own rule if it has one.
-# jax 0.4.13 already has no ``jax.api`` (nor ``jax.numpy.lax_numpy``, ``jax.lax.lax``,
-# ``jax.nn.functions``, whose names were not all the public module's): only ``jax.api`` is one.
-MODULE_ALIASES = {'jax.api': 'jax'}
-
-
-def _aliased(name: str) -> Optional[Tuple[str, str]]:
-  """``(alias module, the name it stands for)`` when ``name`` lies under a module alias."""
-  for old, new in MODULE_ALIASES.items():
-    if name.startswith(old + '.'):
-      return old, new + name[len(old):]
-  return None
-
-
 def _alias_uses(unit: SourceFile):
   """``(node, full, canonical)``: the outermost attribute of each use ``jax.api.X...``."""
   for node in unit.nodes:
@@ -355,15 +339,15 @@ def _alias_uses(unit: SourceFile):
     if len(names) != 1:
       continue
     (full,) = names
-    aliased = _aliased(full)
-    if aliased is not None:
-      yield node, full, aliased[1]
+    under = aliased(full)
+    if under is not None:
+      yield node, full, under[1]
 
 
 def _plan_alias_use(unit, node, full, canonical, plan, result):
   """``jax.api.X`` -> ``jax.X`` on the program's own base (then X's rename, if it has one), or
   FOM299 naming what today's jax lacks."""
-  alias, _ = _aliased(full)
+  alias, _ = aliased(full)
   entry = BY_NAME.get(canonical)
   call = unit.parent(node)
   if entry is not None and entry.kind == 'expression' and isinstance(call, cst.Call) and (
@@ -443,7 +427,7 @@ def _missing_names(unit: SourceFile):
       if (name in BY_NAME or module_entry(name) is not None or name in CONFIG_MODULES
           or any(name == m or name.startswith(m + '.') for m in REMOVED_MODULES)):
         continue
-      if isinstance(node, cst.Attribute) and _aliased(name) is not None:
+      if isinstance(node, cst.Attribute) and aliased(name) is not None:
         break   # ``jax.api.X``: planned as ``jax.X`` (``_plan_alias_use``)
       missing = missing_today(name)
       if missing is not None:
@@ -544,9 +528,10 @@ def _uses(unit: SourceFile):
 
 
 def _removed_module_uses(unit: SourceFile):
-  """``(node, module, name)`` for each use of a module of :data:`REMOVED_MODULES` that no rule
+  """``(node, module, name, ambiguous)`` for each use of a module of :data:`REMOVED_MODULES` no rule
   rewrites: another of its names (``xla_bridge.get_compile_options``), or the module itself
-  handed on as a value."""
+  handed on as a value; or any name of it where the name read has other bindings too
+  (``except ImportError: xla_bridge = None``): no rule rewrites a name of two meanings."""
   for node in unit.nodes:
     if not isinstance(node, (cst.Name, cst.Attribute)) or _within_import(unit, node):
       continue
@@ -556,16 +541,14 @@ def _removed_module_uses(unit: SourceFile):
     if isinstance(node, cst.Name) and isinstance(parent, cst.Attribute):
       continue
     names = unit.names(node)
-    if len(names) != 1:
-      continue
-    (name,) = names
-    parts = name.split('.')
-    if any('.'.join(parts[:i]) in BY_NAME for i in range(2, len(parts) + 1)):
-      continue    # a renamed name, or an attribute of what it returns (``get_backend().platform``)
-    for module in REMOVED_MODULES:
-      if name == module or name.startswith(module + '.'):
-        yield node, module, name
-
+    for name in sorted(names):
+      parts = name.split('.')
+      if len(names) == 1 and any('.'.join(parts[:i]) in BY_NAME for i in range(2, len(parts) + 1)):
+        continue    # a renamed name, or an attribute of what it returns (``get_backend().platform``)
+      for module in REMOVED_MODULES:
+        if name == module or name.startswith(module + '.'):
+          if len(names) == 1 or module != 'flax.nn':   # flax.nn: FOM105's, file by file
+            yield node, module, name, len(names) > 1
 
 
 def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
@@ -576,16 +559,18 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
   kept_names = {entry.name for node, entry in uses if entry.annotation_only and
                 unit.enclosing(node, cst.Annotation) is None}
   unrewritten = list(_removed_module_uses(unit))
-  kept_modules = frozenset(module for _, module, _ in unrewritten)
+  kept_modules = frozenset(module for _, module, _, _ in unrewritten)
   called: Dict[int, bool] = {}   # id(func node) -> whether its call is planned
   index_args = set()             # id of `jax.ops.index[...]` arguments an index op unwraps
-  for node, module, name in unrewritten:
+  for node, module, name, ambiguous in unrewritten:
     if module == 'flax.nn':   # its module system (nn.Dense, nn.Model): FOM105's, file by file
       if unit.enclosing(node, cst.Annotation) is not None and not _unit.uses_flax_nn(unit):
         _refuse(plan, result, node, name, NN_ANNOTATION)   # gradient-norm-penalty
       continue
-    _refuse(plan, result, node, f'{name} ({_legacy_jax.PARTIAL_REFUSALS[module]}; no rule '
-            'rewrites this name)' if name != module else f'{name} (a removed module, used as a value)')
+    _refuse(plan, result, node, f'{name} (the name read is bound to {module} and to another value'
+            ': no rule rewrites a name of two meanings)' if ambiguous else f'{name} ('
+            f'{_legacy_jax.PARTIAL_REFUSALS[module]}; no rule rewrites this name)' if name != module
+            else f'{name} (a removed module, used as a value)')
   dropped = set()
   for node, name, missing in _missing_names(unit):
     statement = unit.enclosing(node, cst.SimpleStatementLine) if isinstance(
@@ -612,6 +597,7 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
         idx = call_arg(node, 1, 'idx') if entry.kind == 'at' else None
         if called[id(node.func)] and idx is not None:
           index_args.add(id(idx))
+  in_block = {}   # id(import line) -> (the line, the modules its renamed uses now read)
   for node, entry in uses:
     unwrapped = id(unit.parent(node)) in index_args
     if entry.kind == 'keywords':
@@ -621,7 +607,12 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
               'would widen what it matches)')
     elif entry.kind in ('alias', 'module', 'config_module') and not unwrapped:
       if isinstance(node, cst.Attribute):   # a Name was imported: its import is rewritten
-        _plan_rename(node, entry, plan, result)
+        module = _plan_rename(node, entry, plan, result)
+        lines = module and _imported_in_a_block(unit, node, module.split('.')[0])
+        for line in lines or ():
+          in_block.setdefault(id(line), (line, set()))[1].add(module)
+        if module and not lines:
+          plan.needs.add(_edits.Import(module))
       elif entry.kind == 'config_module':
         # ``from jax.config import config`` became ``from jax import config``: once its only
         # use, ``config.enable_omnistaging()``, is dropped (FOM206), that import goes too.
@@ -643,11 +634,59 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
       if entry.kind == 'alias':   # the import was rewritten to the target's name
         module, target = _split(entry.target)
         result.unused_imports.append((module, target, node.value if node.value != target else None))
+  for line, modules in in_block.values():
+    _import_in_place(plan, result, line, sorted(modules))
   return result
 
 
-def _plan_rename(node, entry, plan, result):
+def _imported_in_a_block(unit: SourceFile, node: cst.Attribute, root: str):
+  """The import lines inside a block (``if``, ``try``, a function) that bind the name ``node``
+  starts from, where each binding of it is one and an ``import <root>...`` can stand in its
+  place: in a function that reads or binds ``root`` nowhere else (there it would make ``root``
+  local to the whole function), not in a class body. Else None: the module's top imports it
+  (which would load jax before the block's own set-up, or where the block never ran)."""
+  while isinstance(node, cst.Attribute):
+    node = node.value
+  scope = unit.scopes.get(node) if isinstance(node, cst.Name) else None
+  bindings = list(scope[node.value]) if scope is not None else []
+  lines = [unit.enclosing(b.node, cst.SimpleStatementLine) for b in bindings
+           if isinstance(b, meta.ImportAssignment)]
+  if not lines or len(lines) < len(bindings) or any(
+      line is None or isinstance(unit.parent(line), cst.Module) for line in lines):
+    return None
+  for line in lines:
+    holder = unit.enclosing(line, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+    if isinstance(holder, cst.ClassDef):
+      return None
+    if holder is not None:
+      own = {id(n) for l in lines for n in _unit.walk(l)}
+      if any(isinstance(n, cst.Name) and n.value == root and id(n) not in own
+             for n in _unit.walk(holder.body)):
+        return None
+  return lines
+
+
+def _import_in_place(plan, result, line, modules):
+  """The dropped import ``line`` (inside a block) replaced by the imports its rewritten uses
+  need, where it stood."""
+  edit = plan.edits.get(id(line))
+  if edit is None or not isinstance(edit.data, (Dropped, ImportLines)):
+    plan.needs.update(_edits.Import(m) for m in modules)
+    return
+  new = tuple(f'import {m}' for m in modules)
+  kept = edit.data.lines if isinstance(edit.data, ImportLines) else ()
+  plan.edits[id(line)] = _edits.Edit(edit.rule, ImportLines(kept + new))
+  at = plan.unit.line(line)
+  for i, record in enumerate(result.records):
+    if record.line == at and record.code == edit.rule.code:
+      result.records[i] = dataclasses.replace(record, message=f"{record.message}; "
+                                              f"{', '.join(new)} in its place, inside its block")
+
+
+def _plan_rename(node, entry, plan, result) -> Optional[str]:
+  """Plans the rename of ``node``; returns the module the new name needs imported, if any."""
   parent, _ = _split(entry.name)
+  needed = None
   if entry.target.startswith(parent + '.'):
     data = Renamed(suffix=entry.target[len(parent):])
   elif entry.target.startswith('builtins.'):   # ``np.float`` -> ``float``: nothing to import
@@ -656,6 +695,6 @@ def _plan_rename(node, entry, plan, result):
     data = Renamed(full=entry.target)
     module = _split(entry.target)[0]
     # ``import jax`` does not load ``jax.extend``: a name under it imports its own module.
-    plan.needs.add(_edits.Import(module if module.startswith('jax.extend') else
-                                 entry.target.split('.')[0]))
+    needed = module if module.startswith('jax.extend') else entry.target.split('.')[0]
   _add(plan, result, node, _RULE_OF_KIND[entry.kind], data, f'{entry.name} -> {entry.target}')
+  return needed

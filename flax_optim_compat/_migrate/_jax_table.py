@@ -12,7 +12,7 @@ import inspect
 import os
 import re
 import types
-from typing import Dict, NamedTuple, Optional
+from typing import Dict, NamedTuple, Optional, Tuple
 import warnings
 
 from .. import _legacy_jax
@@ -157,3 +157,19 @@ def _may_define(spec, name: str) -> bool:
   except (OSError, TypeError, ValueError):
     return True
   return bool(re.search(rf'\b{re.escape(name)}\b|import \*|__getattr__', text))
+
+
+# Old modules that held jax's public functions under another path: ``jax.api`` (jax's public
+# API module until jax moved it to ``jax._src.api``; ``jax.api.jit is jax.jit``). A use
+# ``jax.api.X`` is ``jax.X``, rewritten as that name, and then by X's own rule if it has one.
+# jax 0.4.13 already has no ``jax.api`` (nor ``jax.numpy.lax_numpy``, ``jax.lax.lax``,
+# ``jax.nn.functions``, whose names were not all the public module's): only ``jax.api`` is one.
+MODULE_ALIASES = {'jax.api': 'jax'}
+
+
+def aliased(name: str) -> Optional[Tuple[str, str]]:
+  """``(alias module, the name it stands for)`` when ``name`` lies under a module alias."""
+  for old, new in MODULE_ALIASES.items():
+    if name.startswith(old + '.'):
+      return old, new + name[len(old):]
+  return None

@@ -178,6 +178,16 @@ SNIPPETS = {
         'import jax.lib.xla_bridge\nfrom jax.lib.xla_bridge import get_backend as gb\n\n'
         'print(jax.lib.xla_bridge.device_count(), jax.lib.xla_bridge.process_index(), '
         'gb().platform)\n'),
+    'xla_bridge_in_blocks': (
+        'import os\n\n'
+        "if __name__ == '__main__':\n"
+        "  os.environ.setdefault('XLA_PYTHON_CLIENT_PREALLOCATE', 'false')\n"
+        '  from jax.lib import xla_bridge\n'
+        '  print(xla_bridge.get_backend().platform)\n\n\n'
+        'def count():\n'
+        '  from jax.lib import xla_bridge as xb\n'
+        '  return xb.device_count()\n\n\n'
+        'print(count())\n'),
     'flax_nn_functions': (
         'import jax.numpy as jnp\nfrom flax import nn\nfrom flax import optim\n\n'
         'acts = (nn.relu, nn.sigmoid, nn.softplus)\n'
@@ -230,6 +240,57 @@ def test_a_removed_module_whose_uses_are_all_renamed_is_no_longer_imported(name,
   again, report = migrate_source(new)
   assert again == new and report.records == []
   assert _snippet_stdout(snippet_runs, name, new).split() == ['1', '0', 'cpu']
+
+
+def test_an_import_inside_a_block_is_replaced_where_it_stood(snippet_runs):
+  """A removed module imported inside a block (a branch that first sets the environment up, a
+  function) is replaced there: the new import runs where the old one ran, not at the top of the
+  file, where it would load jax before the set-up, or where the block never runs (a
+  cosmology program's GPU branch). The function's own ``import jax`` binds no name the function
+  reads elsewhere. On one CPU device the script prints cpu, then 1."""
+  new, report = migrate_source(SNIPPETS['xla_bridge_in_blocks'])
+  assert new == (
+      'import os\n\n'
+      "if __name__ == '__main__':\n"
+      "  os.environ.setdefault('XLA_PYTHON_CLIENT_PREALLOCATE', 'false')\n"
+      '  import jax.extend.backend\n'
+      '  print(jax.extend.backend.get_backend().platform)\n\n\n'
+      'def count():\n'
+      '  import jax\n'
+      '  return jax.device_count()\n\n\n'
+      'print(count())\n')
+  placed = [r for r in report.records if 'in its place' in r.message]
+  assert [(r.line, r.code) for r in placed] == [(5, 'FOM205'), (10, 'FOM205')]
+  assert migrate_source(new)[0] == new
+  assert _snippet_stdout(snippet_runs, 'xla_bridge_in_blocks', new).split() == ['cpu', '1']
+
+
+@pytest.mark.parametrize('body, top', [
+    # the function reads jax before its import: a local ``import jax`` would make that read fail
+    ('def f():\n  n = jax.device_count()\n  from jax.lib import xla_bridge\n'
+     '  return n, xla_bridge.get_backend()\n', 'import jax.extend.backend\n'),
+    # a class body's import binds a class attribute, not a name its methods see
+    ('class C:\n  from jax.lib import xla_bridge\n  b = xla_bridge.get_backend()\n',
+     'import jax.extend.backend\n'),
+    # bound by an import in one branch and by an assignment in the other
+])
+def test_an_import_in_a_block_that_cannot_take_the_new_one_gets_it_at_the_top(body, top):
+  new, _ = migrate_source('import jax\n' + body)
+  assert new.startswith('import jax\n' + top)
+  assert new.count('import jax.extend.backend') == 1
+
+
+def test_a_name_bound_by_a_removed_modules_import_and_by_another_value_is_marked_not_broken():
+  """``xla_bridge`` bound by the import in ``try`` and to None in ``except``: its read has two
+  meanings, so no rule rewrites it; the import stays (dropping it, as before, left the read
+  a NameError on every jax while the report said every use was rewritten) and the read is
+  marked FOM299."""
+  source = ('import jax\ntry:\n  from jax.lib import xla_bridge\nexcept ImportError:\n'
+            '  xla_bridge = None\nb = xla_bridge.get_backend()\n')
+  new, report = migrate_source(source)
+  assert new.replace(new[new.index('# TODO'):new.index('b = ')], '') == source
+  assert [(r.line, r.code, r.status) for r in report.records] == [(6, 'FOM299', 'refused')]
+  assert 'two meanings' in report.records[0].message
 
 
 @pytest.mark.parametrize('imports, expected', [
