@@ -7,6 +7,7 @@ from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set
 import libcst as cst
 
 from ._unit import SourceFile
+from ._unit import dotted
 from ._unit import statement_of
 
 
@@ -57,3 +58,33 @@ class FilePlan:
       texts.append(text)
 
 
+def import_line(statement) -> bool:
+  return isinstance(statement, cst.SimpleStatementLine) and all(
+      isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body)
+
+
+def first_lines_end(body) -> int:
+  """The place after a module's first block of imports (and its docstring) in ``body``."""
+  index = 0
+  while index < len(body) and (import_line(body[index]) or index == 0 and isinstance(
+      body[0], cst.SimpleStatementLine) and len(body[0].body) == 1 and isinstance(
+          body[0].body[0], cst.Expr) and isinstance(body[0].body[0].value, cst.SimpleString)):
+    index += 1
+  return index
+
+
+def set_up_end(body) -> Optional[int]:
+  """Where new module-level lines go in a module that sets up what jax reads as it loads (a
+  statement not an import before its first import of jax, flax or optax, all of which load
+  jax: ``os.environ['JAX_ENABLE_X64'] = 'True'``): after the block of imports that holds that
+  import. None where that import is in the first block (or there is none)."""
+  loads = lambda s: import_line(s) and any(
+      dotted(n).split('.')[0] in ('jax', 'jaxlib', 'flax', 'optax') for n in
+      [a.name for x in s.body if isinstance(x, cst.Import) for a in x.names] +
+      [x.module for x in s.body if isinstance(x, cst.ImportFrom) and x.module and not x.relative])
+  first = next((i for i, s in enumerate(body) if loads(s)), None)
+  if first is None or first < first_lines_end(body):
+    return None
+  while first < len(body) and import_line(body[first]):
+    first += 1
+  return first

@@ -5,6 +5,7 @@ and a transformer sees those original nodes only in one walk (a second transform
 new nodes). Imports are then added and removed with LibCST's own ``AddImportsVisitor`` /
 ``RemoveImportsVisitor``. A file whose result does not compile is left as it was.
 """
+import collections
 import os
 from typing import Callable, Dict, Tuple
 
@@ -171,7 +172,7 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
     if bound in read and (bound, needed.module + ('.' + needed.name if needed.name else '')
                           ) not in imported:
       visitors.AddImportsVisitor.add_needed_import(ctx, needed.module, needed.name, asname)
-  module = _AddImports(ctx).transform_module(module)
+  module = _after_the_set_up(module, _AddImports(ctx).transform_module(module))
   for base, name, asname in unused_imports:   # removed jax names whose calls were rewritten
     visitors.RemoveImportsVisitor.remove_unused_import(ctx, base, name, asname)
   # The legacy imports, and every import the original code read: an import the rewrite left
@@ -322,6 +323,34 @@ class _ImportsOnly:
 
 class _AddImports(_ImportsOnly, visitors.AddImportsVisitor):
   """LibCST's ``AddImportsVisitor``, its walk pruned."""
+
+
+def _after_the_set_up(before: cst.Module, after: cst.Module) -> cst.Module:
+  """``after`` (``before`` with the import lines LibCST added after the file's first block of
+  imports) with those lines moved to just after the block of imports that first loads jax,
+  where a statement that is not an import comes before that block: the file sets up what jax
+  reads as it loads (``os.environ['JAX_ENABLE_X64'] = 'True'`` between ``import os`` and
+  ``import jax``), and an ``import optax`` above that would load jax first (float32 where the
+  program ran in float64)."""
+  body = list(before.body)
+  at = _edits.set_up_end(body)
+  if at is None:
+    return after
+  bare = lambda m, s: m.code_for_node(s.with_changes(leading_lines=()))
+  old = collections.Counter(bare(before, s) for s in body)
+  new = []   # the statements of ``after`` that ``before`` does not have
+  for i, s in enumerate(after.body):
+    if old[bare(after, s)]:
+      old[bare(after, s)] -= 1
+    else:
+      new.append(i)
+  if len(new) != len(after.body) - len(body) or not all(
+      _edits.import_line(after.body[i]) for i in new):
+    return after   # LibCST also wrote into a line of the file (``from X import a, b``): as it is
+  rest = [s for i, s in enumerate(after.body) if i not in new]   # ``body``'s, in its order
+  # each with its own lines above (LibCST put a blank one above the line after its imports)
+  rest = [s.with_changes(leading_lines=b.leading_lines) for s, b in zip(rest, body)]
+  return after.with_changes(body=rest[:at] + [after.body[i] for i in new] + rest[at:])
 
 
 class _GatherUnused(_ImportsOnly, visitors.GatherUnusedImportsVisitor):

@@ -26,6 +26,7 @@ import optax
 import flax_optim_compat as optim_lib
 from flax_optim_compat._cli import _main as _cli
 from flax_optim_compat._migrate import all_refusals, all_rules, migrate_source, migrate_sources
+from tests import _isolated
 from tests.migrate import rules as migrate_examples
 
 EXAMPLES = migrate_examples.by_rule()
@@ -383,6 +384,39 @@ def test_comment_lines_above_a_removed_import_stay():
   assert new.startswith('"""Optimizer helpers."""\n# Copyright 2021 The Flax Authors.\n'
                         '# Optimizers live here.\nimport jax\n'), new
   assert migrate_source(new, 'x.py')[0] == new
+
+@pytest.mark.parametrize('set_up', [
+    "os.environ['JAX_ENABLE_X64'] = 'True'\n",
+    "if True:\n  os.environ['JAX_ENABLE_X64'] = 'True'\n"])
+def test_new_imports_go_after_the_set_up_that_comes_before_jax_loads(set_up, tmp_path):
+  """A file that sets what jax reads as it loads, between its first imports and ``import jax``:
+  the imports the rewrite adds (optax, train_state: both load jax) go after the file's first
+  import of jax, not with its first block of imports (LibCST's place), where they loaded jax
+  before the set-up and the migrated program ran in float32, not float64. Hand math: under
+  x64, ``jnp.ones`` is float64 and an Adam step keeps its dtype; the migrated program, run where
+  this package cannot be imported, prints float64."""
+  source = ('import os\n' + set_up + 'import jax\nimport jax.numpy as jnp\n'
+            'from flax import optim\n\n'
+            "opt = optim.Adam(learning_rate=0.1).create({'w': jnp.ones(3)})\n"
+            "print(opt.apply_gradient({'w': jnp.ones(3)}).target['w'].dtype)\n")
+  new, _ = migrate_source(source, 'x.py')
+  head = 'import os\n' + set_up + ('import jax\nimport jax.numpy as jnp\nimport optax\n'
+                                   'from flax.training import train_state\n\n')
+  assert new.startswith(head), new
+  assert migrate_source(new, 'x.py')[0] == new
+  ran = _isolated.run_isolated(new, cwd=str(tmp_path), env={'JAX_ENABLE_X64': ''})
+  assert ran.stdout.split() == ['float64']
+
+
+def test_new_imports_stay_with_the_first_imports_where_nothing_else_comes_before_jax():
+  source = ('"""Doc."""\nfrom __future__ import annotations\nimport os\nimport jax.numpy as jnp\n'
+            'from flax import optim\nX = 1\n\n'
+            "opt = optim.Adam(learning_rate=0.1).create({'w': jnp.ones(3)})\n")
+  new, _ = migrate_source(source, 'x.py')
+  assert new.startswith('"""Doc."""\nfrom __future__ import annotations\nimport os\n'
+                        'import jax.numpy as jnp\nimport optax\n'
+                        'from flax.training import train_state\n\nX = 1\n'), new
+
 
 def test_lamb_is_flagged_not_exact_for_all_zero_params():
   """Legacy LAMB keeps an all-zero param (a zero-initialised bias) at zero; optax.lamb moves

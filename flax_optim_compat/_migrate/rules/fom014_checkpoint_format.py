@@ -69,15 +69,10 @@ class CheckpointFormat(_rule.Rule):
     if data == 'step':     # ``x['state']['step']`` -> ``x['step']``
       return updated.with_changes(value=updated.value.value)
     body = list(updated.body)
-    index = 0
-    for i, statement in enumerate(body):
-      if isinstance(statement, cst.SimpleStatementLine) and all(
-          isinstance(s, (cst.Import, cst.ImportFrom)) or (
-              isinstance(s, cst.Expr) and isinstance(s.value, cst.SimpleString) and i == 0)
-          for s in statement.body):
-        index = i + 1
-      else:
-        break
+    # After the first imports; in a module that sets up what jax reads before its first import
+    # of jax (``os.environ['JAX_ENABLE_X64'] = 'True'``), after that import's block, where the
+    # imports the rewrite adds go (``_engine``): ``flax`` is bound there, jax loaded as before.
+    index = max(_edits.first_lines_end(body), _edits.set_up_end(body) or 0)
     # A module whose first import of flax comes after other statements (a notebook export
     # whose first cell runs code): the line goes after that import, where ``flax`` is bound.
     binding = next((i for i, statement in enumerate(body) if _binds_flax(statement)), None)
