@@ -59,7 +59,6 @@ if os.environ.get('FLAX_OPTIM_COMPAT_LEGACY_JAX') != '0':
 from flax_optim_compat._migrate import _command
 from flax_optim_compat._migrate import _engine
 from flax_optim_compat._migrate import _jax_table
-from flax_optim_compat._migrate import _import_paths
 from flax_optim_compat._migrate import _project
 from flax_optim_compat._migrate import _sites
 from flax_optim_compat._migrate import _unit

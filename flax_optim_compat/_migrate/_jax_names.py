@@ -528,7 +528,7 @@ def _uses(unit: SourceFile):
 
 
 def _removed_module_uses(unit: SourceFile):
-  """``(node, module, name, ambiguous)`` for each use of a module of :data:`REMOVED_MODULES` no rule
+  """``(node, module, name, ambiguous)``: each use of a module of :data:`REMOVED_MODULES` no rule
   rewrites: another of its names (``xla_bridge.get_compile_options``), or the module itself
   handed on as a value; or any name of it where the name read has other bindings too
   (``except ImportError: xla_bridge = None``): no rule rewrites a name of two meanings."""
@@ -544,7 +544,7 @@ def _removed_module_uses(unit: SourceFile):
     for name in sorted(names):
       parts = name.split('.')
       if len(names) == 1 and any('.'.join(parts[:i]) in BY_NAME for i in range(2, len(parts) + 1)):
-        continue    # a renamed name, or an attribute of what it returns (``get_backend().platform``)
+        continue    # renamed, or an attribute of what it returns (``get_backend().platform``)
       for module in REMOVED_MODULES:
         if name == module or name.startswith(module + '.'):
           if len(names) == 1 or module != 'flax.nn':   # flax.nn: FOM105's, file by file
@@ -659,7 +659,7 @@ def _imported_in_a_block(unit: SourceFile, node: cst.Attribute, root: str):
     if isinstance(holder, cst.ClassDef):
       return None
     if holder is not None:
-      own = {id(n) for l in lines for n in _unit.walk(l)}
+      own = {id(n) for other in lines for n in _unit.walk(other)}
       if any(isinstance(n, cst.Name) and n.value == root and id(n) not in own
              for n in _unit.walk(holder.body)):
         return None

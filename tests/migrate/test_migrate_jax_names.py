@@ -10,7 +10,6 @@ The names jax had removed before 0.4.13 (``jax.ops.index_update``, ``jax.tree_mu
 """
 import importlib.util
 import json
-import pathlib
 
 import jax
 import pytest
