@@ -338,19 +338,19 @@ def _after_the_set_up(before: cst.Module, after: cst.Module) -> cst.Module:
     return after
   bare = lambda m, s: m.code_for_node(s.with_changes(leading_lines=()))
   old = collections.Counter(bare(before, s) for s in body)
-  new = []   # the statements of ``after`` that ``before`` does not have
-  for i, s in enumerate(after.body):
-    if old[bare(after, s)]:
-      old[bare(after, s)] -= 1
+  new = set()   # the places in ``after`` of the statements ``before`` does not have
+  for i, code in enumerate(bare(after, s) for s in after.body):
+    if old[code]:
+      old[code] -= 1
     else:
-      new.append(i)
+      new.add(i)
   if len(new) != len(after.body) - len(body) or not all(
       _edits.import_line(after.body[i]) for i in new):
     return after   # LibCST also wrote into a line of the file (``from X import a, b``): as it is
   rest = [s for i, s in enumerate(after.body) if i not in new]   # ``body``'s, in its order
   # each with its own lines above (LibCST put a blank one above the line after its imports)
   rest = [s.with_changes(leading_lines=b.leading_lines) for s, b in zip(rest, body)]
-  return after.with_changes(body=rest[:at] + [after.body[i] for i in new] + rest[at:])
+  return after.with_changes(body=rest[:at] + [after.body[i] for i in sorted(new)] + rest[at:])
 
 
 class _GatherUnused(_ImportsOnly, visitors.GatherUnusedImportsVisitor):

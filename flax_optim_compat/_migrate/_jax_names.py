@@ -654,15 +654,14 @@ def _imported_in_a_block(unit: SourceFile, node: cst.Attribute, root: str):
   if not lines or len(lines) < len(bindings) or any(
       line is None or isinstance(unit.parent(line), cst.Module) for line in lines):
     return None
+  own = {id(n) for line in lines for n in _unit.walk(line)}   # the imports' own names
   for line in lines:
     holder = unit.enclosing(line, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
     if isinstance(holder, cst.ClassDef):
       return None
-    if holder is not None:
-      own = {id(n) for other in lines for n in _unit.walk(other)}
-      if any(isinstance(n, cst.Name) and n.value == root and id(n) not in own
-             for n in _unit.walk(holder.body)):
-        return None
+    if holder is not None and any(isinstance(n, cst.Name) and n.value == root and
+                                  id(n) not in own for n in _unit.walk(holder.body)):
+      return None
   return lines
 
 
