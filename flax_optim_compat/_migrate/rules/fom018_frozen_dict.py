@@ -11,9 +11,14 @@ made the same for either by its ``flax.core`` function (which calls the method o
 * ``a, b = x.pop(key)`` -> ``a, b = flax.core.pop(x, key)`` (flax 0.3's imagenet, score_sde:
   ``model_state, params = variables.pop('params')``): a ``FrozenDict``'s ``pop`` returns the
   rest and the value; a ``dict``'s returns the value only, whose keys the two names would then
-  unpack. Only a call with a string key unpacked into exactly two names is rewritten: that is
-  the ``FrozenDict``'s in practice (a list's ``pop`` takes a number or nothing, pixelcnn's
-  ``down, down_right = stack.pop()``), and a single name is as likely a plain ``dict``'s; a
+  unpack. The same for ``apply(..., mutable=[...])``'s variables, and for a key that is a
+  variable (slot-attention-video's ``filter_key_from_frozen_dict(frozen_dict, key)``: ``frozen_dict,
+  _ = frozen_dict.pop(key)`` on the step's mutable variables). Only a call with one key that is
+  not a number written out, unpacked into exactly two names, is rewritten: that is the
+  ``FrozenDict``'s in practice (a list's ``pop`` takes a number or nothing, pixelcnn's
+  ``down, down_right = stack.pop()``; a list given to ``flax.core.pop`` through a variable key
+  raises a ``TypeError``, it is not changed silently), and a single name is as likely a plain
+  ``dict``'s; a
   receiver that is a plain ``dict`` in the legacy program too (a dict display, ``dict(...)``,
   or a variable bound once to one) is left, as its value is unpacked there as well.
 * ``x.copy({...})`` (a dict literal or comprehension, or ``add_or_replace=``) ->
@@ -46,6 +51,13 @@ def _a_plain_dict(unit, receiver) -> bool:
       and value.func.value == 'dict')
 
 
+def _a_number(key) -> bool:
+  """Whether ``key`` is a number written out (``0``, ``-1``): a list's ``pop``."""
+  if isinstance(key, cst.UnaryOperation):
+    key = key.expression
+  return isinstance(key, (cst.Integer, cst.Float, cst.Imaginary))
+
+
 def _method(unit, node):
   """The FrozenDict method ``node`` calls as this rule rewrites it, or None."""
   if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
@@ -55,8 +67,8 @@ def _method(unit, node):
     return None
   if name == 'unfreeze' and not args:
     return name
-  if name == 'pop' and len(args) == 1 and args[0].keyword is None and isinstance(
-      args[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+  if name == 'pop' and len(args) == 1 and args[0].keyword is None and not _a_number(
+      args[0].value):
     if _a_plain_dict(unit, node.func.value):
       return None   # its pair of a value is unpacked: legacy gave the same (no FrozenDict)
     assign = unit.parent(node)

@@ -18,10 +18,15 @@ from flax_optim_compat._migrate import migrate_source, migrate_sources  # pylint
 # variables split by pop('params'), the batch statistics put back by copy({...})), a Momentum
 # under jit; before pop and copy were rewritten, the migrated side failed at the pop (a dict's
 # pop returns the params alone, whose three entries do not unpack into two names).
+# apply_pop_key: slot-attention-video's filter_key_from_frozen_dict, a pop whose key is a
+# parameter, on apply(mutable=[...])'s variables, an Adam under jit; before keys other than
+# strings were rewritten, migrate reported the program whole and its migrated side failed at
+# that pop (the sown values' dict has one entry: nothing to unpack into two names).
 EXAMPLES = {
     'init_unfreeze': 'bit-exact',
     'dynamic_scale_unfreeze': 'bit-exact',
     'init_pop_copy': 'bit-exact',
+    'apply_pop_key': 'bit-exact',
 }
 
 _CREATE = ('import jax.numpy as jnp\nfrom flax import optim\n\n\n'
@@ -105,9 +110,12 @@ def test_pop_and_copy_rewrites_are_the_methods_for_a_frozendict_and_the_same_for
      "flax.core.copy(variables, {'a': 1})"),
     ("  new = variables.copy({k: 1 for k in 'ab'})\n",
      "flax.core.copy(variables, {k: 1 for k in 'ab'})"),
+    ('  rest, value = variables.pop(other)\n', 'flax.core.pop(variables, other)'),
+    ("  rest, value = variables.pop(other['key'])\n", "flax.core.pop(variables, other['key'])"),
     # Not a FrozenDict's in practice: a list's pop (pixelcnn's stack), one name, no argument.
     ('  down, right = variables.pop()\n', None),
     ('  down, right = variables.pop(0)\n', None),
+    ('  down, right = variables.pop(-1)\n', None),
     ("  params = variables.pop('params')\n", None),
     ("  a, (b, c) = variables.pop('params'), (1, 2)\n", None),
     ("  a, *b = variables.pop('params')\n", None),
