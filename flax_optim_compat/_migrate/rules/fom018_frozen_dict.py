@@ -12,15 +12,15 @@ made the same for either by its ``flax.core`` function (which calls the method o
   ``model_state, params = variables.pop('params')``): a ``FrozenDict``'s ``pop`` returns the
   rest and the value; a ``dict``'s returns the value only, whose keys the two names would then
   unpack. The same for ``apply(..., mutable=[...])``'s variables, and for a key that is a
-  variable (slot-attention-video's ``filter_key_from_frozen_dict(frozen_dict, key)``: ``frozen_dict,
-  _ = frozen_dict.pop(key)`` on the step's mutable variables). Only a call with one key that is
-  not a number written out, unpacked into exactly two names, is rewritten: that is the
-  ``FrozenDict``'s in practice (a list's ``pop`` takes a number or nothing, pixelcnn's
+  variable (slot-attention-video's ``filter_key_from_frozen_dict(frozen_dict, key)``:
+  ``frozen_dict, _ = frozen_dict.pop(key)`` on the step's mutable variables). Only a call with
+  one key that is not a number written out, unpacked into exactly two names, is rewritten: that
+  is the ``FrozenDict``'s in practice (a list's ``pop`` takes a number or nothing, pixelcnn's
   ``down, down_right = stack.pop()``; a list given to ``flax.core.pop`` through a variable key
   raises a ``TypeError``, it is not changed silently), and a single name is as likely a plain
-  ``dict``'s; a
-  receiver that is a plain ``dict`` in the legacy program too (a dict display, ``dict(...)``,
-  or a variable bound once to one) is left, as its value is unpacked there as well.
+  ``dict``'s; a receiver that is a plain ``dict`` in the legacy program too (a dict display,
+  ``dict(...)``, or a variable bound once to one) is left, as its value is unpacked there as
+  well.
 * ``x.copy({...})`` (a dict literal or comprehension, or ``add_or_replace=``) ->
   ``flax.core.copy(x, {...})`` (flax 0.3's imagenet, efficientnet-jax): a ``dict``'s ``copy``
   takes no argument (``TypeError``); for a ``dict`` the function gives the same entries.
