@@ -1,7 +1,7 @@
 """Runs a real program both ways on synthetic data: legacy on this package, migrated without it.
 
     python tools/corpus/both_ways.py PROGRAM DRIVER [--steps N] [--also DIR] [--workdir DIR]
-                                     [--site DIR] [--json OUT]
+                                     [--site DIR] [--devices N] [--json OUT]
 
 PROGRAM is a program folder of a corpus tree (``CORPUS/<id>``); DRIVER a script under
 ``tools/corpus/drivers/`` that trains the program for a few steps on synthetic inputs through the
@@ -50,7 +50,7 @@ runpy.run_path(sys.argv[0], run_name='__main__')
 '''
 
 
-def run_side(driver, program, steps, *, isolated, workdir, timeout, site=None):
+def run_side(driver, program, steps, *, isolated, workdir, timeout, site=None, devices=None):
   """Runs the driver on one copy; returns (trajectory or None, error text or '')."""
   argv = [str(driver), str(program), str(steps)]
   if site:
@@ -64,6 +64,9 @@ def run_side(driver, program, steps, *, isolated, workdir, timeout, site=None):
   else:
     env = harness.legacy_env(workdir)
     cmd = [sys.executable, *argv]
+  if devices:   # the machine both sides run on, not a flag of the program (drivers set none)
+    env['XLA_FLAGS'] = (env.get('XLA_FLAGS', '') +
+                        f' --xla_force_host_platform_device_count={devices}').strip()
   try:
     proc = subprocess.run(cmd, cwd=program, env=env, capture_output=True, text=True,
                           timeout=timeout, check=False)
@@ -115,7 +118,8 @@ def migration_summary(migration):
           'not_rewritten': not_rewritten}
 
 
-def both_ways(program, driver, steps, workdir, timeout, also=(), reuse=False, site=None):
+def both_ways(program, driver, steps, workdir, timeout, also=(), reuse=False, site=None,
+              devices=None):
   program = pathlib.Path(program).resolve()
   driver = pathlib.Path(driver).resolve()
   legacy = workdir / 'legacy' / program.name
@@ -134,9 +138,11 @@ def both_ways(program, driver, steps, workdir, timeout, also=(), reuse=False, si
   result = {'program': str(program), 'driver': driver.name, 'steps': steps,
             'migration': json.loads((workdir / 'migration.json').read_text())}
   before, result['legacy_error'] = run_side(driver, legacy, steps, isolated=False,
-                                            workdir=workdir, timeout=timeout, site=site)
+                                            workdir=workdir, timeout=timeout, site=site,
+                                            devices=devices)
   after, result['migrated_error'] = run_side(driver, migrated, steps, isolated=True,
-                                             workdir=workdir, timeout=timeout, site=site)
+                                             workdir=workdir, timeout=timeout, site=site,
+                                            devices=devices)
   if before is not None and after is not None:
     result['compare'] = compare(before, after)
     claim = result['migration']['claim']
@@ -157,13 +163,15 @@ def main(argv=None):
                   help='run the drivers again on the copies already in --workdir')
   ap.add_argument('--site', help='a folder of pip-installable libraries the program needs '
                   '(ml_collections, ...; `pip install --target DIR --no-deps`), on both sides')
+  ap.add_argument('--devices', type=int,
+                  help='simulated CPU devices on both sides (XLA_FLAGS), for a pmapped step')
   ap.add_argument('--json', help='write the result here')
   ap.add_argument('--timeout', type=int, default=900, help='seconds per side')
   args = ap.parse_args(argv)
   workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix='both_ways_')).resolve()
   workdir.mkdir(parents=True, exist_ok=True)
   result = both_ways(args.program, args.driver, args.steps, workdir, args.timeout, args.also,
-                     args.reuse, args.site)
+                     args.reuse, args.site, args.devices)
   text = json.dumps(result, indent=1)
   if args.json:
     pathlib.Path(args.json).write_text(text + '\n')

@@ -11,8 +11,8 @@ does. The step: `value_and_grad` of the model, `pmean` of the gradient, the prog
 `utils.clip_grads` to `max_grad_norm`, `opt.apply_gradient(grad, learning_rate=
 learning_rate_fn(step - 1))`, then the clu metrics (loss, ARI, ARI without background).
 
-Two CPU devices (`XLA_FLAGS=--xla_force_host_platform_device_count=2`, set before jax is
-imported), so the pmean is across two replicas. The config is the program's
+Two CPU devices (run it with `both_ways.py --devices 2`), so the pmean is across two
+replicas. The config is the program's
 `configs/movi/savi_conditional_small.py`, shrunk: 16x16 frames, 3 frames, 2 examples per device,
 3 instances (4 slots with the background), an 8-wide two-layer encoder CNN, slots and attention
 16 wide, a two-layer decoder CNN from 8x8 (one transposed stride-2 layer); `warmup_steps` 2,
@@ -32,13 +32,9 @@ a `flax.linen.GRUCell` whose `features` defaults (`__call__` takes the width fro
 flax 0.5.3's did; the same gates and initializers). Needs ml_collections, clu 0.0.12 and wrapt
 (`--site`).
 """
-import os
 import sys
 import tempfile
 import types
-
-os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') +
-                           ' --xla_force_host_platform_device_count=2').strip()
 
 import _driver  # noqa: E402
 
@@ -50,6 +46,8 @@ for name in ('checkpoint', 'metric_writers', 'parameter_overview', 'periodic_act
 import flax.linen  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+
+assert jax.device_count() == 2, 'run it with both_ways.py --devices 2'
 
 
 class GRUCell(flax.linen.GRUCell):

@@ -14,8 +14,8 @@ The driver runs STEPS pmapped steps on a new batch each, then the program's ``sa
 (unreplicate, ``checkpoints.save_checkpoint`` of the ``(optimizer, ema)`` tuple), then the same
 statements again in the same work folder, so that ``restore_checkpoint`` hands back the saved
 optimizer (``ema`` is reset to the initial variables, as the program does), and two more steps
-from the restored step counter. Two CPU devices (``XLA_FLAGS=--xla_force_host_platform_
-device_count=2``, set before jax is imported), so the pmean is across two replicas.
+from the restored step counter. Two CPU devices (run it with ``both_ways.py --devices
+2``), so the pmean is across two replicas.
 
 Config: the program's ``configs/default.py``, shrunk: ``n_resnet`` 1, ``n_feature`` 8,
 ``n_logistic_mix`` 2, batch 8 (4 per device), init batch 4; ``lr_decay`` 0.7 (instead of
@@ -30,10 +30,6 @@ tensorboard (``flax.metrics.tensorboard``'s writers, not run); flax's own file l
 its plain Python backend (``flax.io``; it would take the tensorflow stand-in for a real
 ``tf.io.gfile``). Needs ml_collections (``--site``).
 """
-import os
-
-os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') +
-                           ' --xla_force_host_platform_device_count=2').strip()
 
 import _driver  # noqa: E402
 
@@ -51,7 +47,7 @@ flax.io.set_mode(flax.io.BackendMode.DEFAULT)
 import train  # noqa: E402  (pixelcnn/train.py)
 from configs import default  # noqa: E402
 
-assert jax.device_count() == 2
+assert jax.device_count() == 2, "run it with both_ways.py --devices 2"
 config = default.get_config()
 config.n_resnet, config.n_feature, config.n_logistic_mix = 1, 8, 2
 config.batch_size, config.init_batch_size = 8, 4
