@@ -487,7 +487,9 @@ def _overrides(applies):
           group_lrs[id(site)] = found
       else:   # another hyper-parameter, or a positional argument (TypeError in legacy)
         site.refusal = _refusals.OVERRIDE
-        site.message = site.unit.code(arg) + ('' if keyword or arg.star else _refusals.POSITIONAL)
+        site.message = site.unit.code(arg) + (
+            _refusals.UNPACKED if arg.star == '**' else
+            '' if keyword or arg.star else _refusals.POSITIONAL)
     if lr is not None and id(site) in group_lrs:
       site.refusal = _refusals.OVERRIDE
       site.message = 'learning_rate= and hyper_params=[...] at one apply site'

@@ -36,6 +36,11 @@ OVERRIDE = Refusal('FOM109', 'an apply_gradient / optimize override of a hyper-p
 POSITIONAL = (': a positional argument after the gradients, which is no override: legacy\'s '
               'apply_gradient(grads, **overrides) raised TypeError on it, so this call failed '
               'before migrate too')
+# The message of overrides unpacked from a mapping (htn-ml-productivity-workshop's
+# apply_gradient(grad, **optimizer_hparams), its keys built by a schedule passed in).
+UNPACKED = (': the overrides are unpacked from a mapping, so which hyper-parameters they set is '
+            'known only at run time; migrate rewrites a learning_rate= written by name (write '
+            'each override by name, e.g. learning_rate=hp[\'learning_rate\'], to migrate it)')
 UNKNOWN_DEF = Refusal('FOM110', 'an optimizer def that is not one of the built-in flax.optim '
                       'optimizers')
 MULTI = Refusal('FOM111', 'a MultiOptimizer whose traversals or groups are not literal '

@@ -624,6 +624,16 @@ def test_a_positional_argument_after_the_gradients_is_refused_as_no_override():
   assert 'raised TypeError on it' in blocking[0].message
 
 
+def test_overrides_unpacked_from_a_mapping_are_refused_with_their_reason():
+  # htn-ml-productivity-workshop: ``apply_gradient(grad, **optimizer_hparams)``, the mapping
+  # built by a schedule passed in; legacy set whichever of the def's hyper_params it named.
+  _, report = migrate_source(_PRELUDE + 'def f(p, g, hp):\n  o = optim.Adam(0.1).create(p)\n'
+                             '  return o.apply_gradient(g, **hp)\n')
+  blocking = [r for r in report.records if r.line == 7]
+  assert [(r.code, r.status) for r in blocking] == [('FOM109', 'refused')], report.summary(False)
+  assert blocking[0].message.startswith('**hp: the overrides are unpacked from a mapping')
+
+
 def assert_refused_and_marked(code, body):
   source = _PRELUDE + body
   new, report = migrate_source(source)
