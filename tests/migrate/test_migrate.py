@@ -122,7 +122,7 @@ def test_a_create_whose_def_another_file_builds_adds_no_optax_import():
 _SITE_WORDS = ('optim', '.target', '.state.step', 'apply_gradient', 'replace(', 'import',
                '.create(', '.create)',   # a create called through a transform: jit(d.create)(p)
                'Optimizer', 'target=', '.state_dict()', 'pickle.', '.unfreeze()', '.pop(',
-               '.copy(')
+               '.copy(', '._dict')
 
 
 @pytest.mark.parametrize('code, example', EXAMPLES, ids=IDS)

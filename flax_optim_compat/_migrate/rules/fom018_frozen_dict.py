@@ -1,4 +1,4 @@
-"""FOM018: init's ``FrozenDict`` methods in a project migrated off flax.optim -> ``flax.core``'s.
+"""FOM018: init's ``FrozenDict`` methods and ``_dict`` in a migrated project -> ``flax.core``'s.
 
 Importing ``flax.optim`` (this package) sets flax's ``flax_return_frozendict`` to True, as flax
 did until 0.7.1: ``model.init(...)`` returned a ``FrozenDict``, and legacy programs call its
@@ -24,6 +24,14 @@ made the same for either by its ``flax.core`` function (which calls the method o
 * ``x.copy({...})`` (a dict literal or comprehension, or ``add_or_replace=``) ->
   ``flax.core.copy(x, {...})`` (flax 0.3's imagenet, efficientnet-jax): a ``dict``'s ``copy``
   takes no argument (``TypeError``); for a ``dict`` the function gives the same entries.
+
+And one attribute: ``x._dict`` read -> ``flax.core.unfreeze(x)`` (fitvid's ``print_model_size``
+logs ``jax.tree_map(lambda x: x.size, params)._dict``, the params popped from init's
+variables): a ``FrozenDict`` keeps its entries as a nested ``dict`` there, a ``dict`` has no
+such attribute (``AttributeError``); the function gives a nested ``dict`` of the same entries
+for either (a copy: a write into it would not reach ``x``, as none should into a FrozenDict).
+A file that sets an attribute ``_dict`` or defines one, and ``self._dict`` / ``cls._dict``,
+are its own class's and are left.
 
 The rewrites are made in every file of a project where a use of flax.optim is rewritten
 (``Rule.after_the_project``), whatever rule removed the import (FOM010 alone does, for
@@ -56,6 +64,32 @@ def _a_number(key) -> bool:
   if isinstance(key, cst.UnaryOperation):
     key = key.expression
   return isinstance(key, (cst.Integer, cst.Float, cst.Imaginary))
+
+
+def _own_dict_attribute(unit) -> bool:
+  """Whether the file gives some class of its own a ``_dict``: sets ``obj._dict = ...`` (or
+  ``+=``, or annotated) or defines a method or property ``_dict``."""
+  for n in unit.nodes:
+    if isinstance(n, cst.FunctionDef) and n.name.value == '_dict':
+      return True
+    targets = ([t.target for t in n.targets] if isinstance(n, cst.Assign) else
+               [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
+    if any(isinstance(t, cst.Attribute) and t.attr.value == '_dict' for t in targets):
+      return True
+  return False
+
+
+def _frozen_dict_entries(unit, node) -> bool:
+  """Whether ``node`` reads a ``FrozenDict``'s ``_dict`` as this rule rewrites it."""
+  if not (isinstance(node, cst.Attribute) and node.attr.value == '_dict'):
+    return False
+  receiver = node.value
+  if isinstance(receiver, cst.Name) and receiver.value in ('self', 'cls'):
+    return False
+  parent = unit.parent(node)
+  if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
+    return False   # written, not read
+  return not _a_plain_dict(unit, receiver) and not _own_dict_attribute(unit)
 
 
 def _method(unit, node):
@@ -96,10 +130,19 @@ class FrozenDictMethod(_rule.Rule):
   code = 'FOM018'
   after_the_project = True
   title = ("init's FrozenDict methods in a project migrated off flax.optim (x.unfreeze(), "
-           'a, b = x.pop(k), x.copy({...})) -> flax.core.unfreeze/pop/copy (flax.optim made '
-           'init return a FrozenDict; today it returns a dict)')
+           'a, b = x.pop(k), x.copy({...}), x._dict) -> flax.core.unfreeze/pop/copy (flax.optim '
+           'made init return a FrozenDict; today it returns a dict)')
 
   def plan_name(self, unit, node, plan, records):
+    if _frozen_dict_entries(unit, node):
+      plan.edits[id(node)] = _rule.Edit(self)
+      plan.needs.add(_edits.Import('flax'))
+      receiver = unit.code(node.value)
+      records.append(Record(unit.path, unit.line(node), self.code, 'rewritten', 'bit-exact',
+                            f'{receiver}._dict -> flax.core.unfreeze({receiver}): {_WHY}'
+                            "a dict has no _dict; flax.core.unfreeze gives a nested dict of "
+                            'the same entries for either'))
+      return False   # the receiver is looked at as any code
     name = _method(unit, node)
     if name is None or any(isinstance(n, cst.FunctionDef) and n.name.value == name
                            for n in unit.nodes):
@@ -115,6 +158,9 @@ class FrozenDictMethod(_rule.Rule):
     return False   # the receiver and the arguments are looked at as any code
 
   def rewrite(self, updated, data, context):
+    if isinstance(updated, cst.Attribute):   # x._dict
+      return cst.Call(func=cst.parse_expression('flax.core.unfreeze'),
+                      args=[cst.Arg(updated.value)])
     return cst.Call(func=cst.parse_expression(f'flax.core.{updated.func.attr.value}'),
                     args=[cst.Arg(updated.func.value),
                           *[a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT,

@@ -22,11 +22,16 @@ from flax_optim_compat._migrate import migrate_source, migrate_sources  # pylint
 # parameter, on apply(mutable=[...])'s variables, an Adam under jit; before keys other than
 # strings were rewritten, migrate reported the program whole and its migrated side failed at
 # that pop (the sown values' dict has one entry: nothing to unpack into two names).
+# init_dict_attribute: fitvid's print_model_size, the sizes of init's popped params read through
+# the FrozenDict's _dict, an Adam under jit with batch statistics; before _dict was rewritten,
+# migrate reported the program whole and its migrated side failed there ('dict' object has no
+# attribute '_dict').
 EXAMPLES = {
     'init_unfreeze': 'bit-exact',
     'dynamic_scale_unfreeze': 'bit-exact',
     'init_pop_copy': 'bit-exact',
     'apply_pop_key': 'bit-exact',
+    'init_dict_attribute': 'bit-exact',
 }
 
 _CREATE = ('import jax.numpy as jnp\nfrom flax import optim\n\n\n'
@@ -155,3 +160,44 @@ def test_a_file_with_its_own_pop_method_keeps_its_pop_calls():
                       "def f(stack):\n  a, b = stack.pop('k')\n  return a + b\n")
   new, report = migrate_source(source)
   assert "stack.pop('k')" in new and 'FOM018' not in {r.code for r in report.records}
+
+
+@pytest.mark.parametrize('body, rewritten', [
+    ('  return p._dict\n', 'return flax.core.unfreeze(p)'),
+    ('  return p._dict.items()\n', 'return flax.core.unfreeze(p).items()'),
+    ('  return jax.tree_util.tree_map(abs, p)._dict\n',
+     'return flax.core.unfreeze(jax.tree_util.tree_map(abs, p))'),
+    # Not a FrozenDict's: written, the file's own class's, a plain dict.
+    ('  p._dict = 1\n  return p\n', None),
+    ('  del p._dict\n  return p\n', None),
+    ('  return self._dict\n', None),
+    ("  return {'a': 1}._dict\n", None),
+])
+def test_which_dict_attribute_reads_are_rewritten(body, rewritten):
+  source = 'import jax\n' + _CREATE + '\n\ndef f(p, self):\n' + body
+  new, report = migrate_source(source)
+  codes = [r.code for r in report.records if r.code == 'FOM018']
+  if rewritten is None:
+    assert body in new and codes == []
+  else:
+    assert rewritten in new and 'import flax\n' in new and codes == ['FOM018']
+
+
+def test_a_file_whose_own_class_has_a_dict_attribute_keeps_its_reads():
+  source = _CREATE + ('\n\nclass Box:\n\n  def __init__(self):\n    self._dict = {}\n\n\n'
+                      'def f(box):\n  return box._dict\n')
+  new, report = migrate_source(source)
+  assert 'return box._dict' in new and 'FOM018' not in {r.code for r in report.records}
+
+
+def test_the_dict_attribute_rewrite_is_the_same_entries_for_a_frozendict_and_a_dict():
+  """The premise, by hand: flax.core.unfreeze gives the entries a FrozenDict's _dict held, as
+  nested dicts, and the same for today's dict (which has no _dict)."""
+  tree = {'params': {'w': jnp.ones(2), 'b': {'c': jnp.zeros(1)}}}
+  frozen = flax.core.freeze(tree)
+  legacy = frozen._dict   # pylint: disable=protected-access
+  for value in (frozen, tree):
+    out = flax.core.unfreeze(value)
+    assert out == legacy and type(out['params']['b']) is dict
+    assert out['params']['w'] is legacy['params']['w']
+  assert not hasattr(tree, '_dict')
