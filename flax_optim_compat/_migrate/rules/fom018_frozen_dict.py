@@ -66,12 +66,18 @@ def _a_number(key) -> bool:
   return isinstance(key, (cst.Integer, cst.Float, cst.Imaginary))
 
 
+def _defines(unit, name) -> bool:
+  """Whether the file defines a function, method or property ``name`` (its own class's: the
+  ``flax.core`` function would not call it)."""
+  return any(isinstance(n, cst.FunctionDef) and n.name.value == name for n in unit.nodes)
+
+
 def _own_dict_attribute(unit) -> bool:
-  """Whether the file gives some class of its own a ``_dict``: sets ``obj._dict = ...`` (or
-  ``+=``, or annotated) or defines a method or property ``_dict``."""
+  """Whether the file gives some class of its own a ``_dict``: defines one, or sets
+  ``obj._dict = ...`` (or ``+=``, or annotated)."""
+  if _defines(unit, '_dict'):
+    return True
   for n in unit.nodes:
-    if isinstance(n, cst.FunctionDef) and n.name.value == '_dict':
-      return True
     targets = ([t.target for t in n.targets] if isinstance(n, cst.Assign) else
                [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
     if any(isinstance(t, cst.Attribute) and t.attr.value == '_dict' for t in targets):
@@ -144,8 +150,7 @@ class FrozenDictMethod(_rule.Rule):
                             'the same entries for either'))
       return False   # the receiver is looked at as any code
     name = _method(unit, node)
-    if name is None or any(isinstance(n, cst.FunctionDef) and n.name.value == name
-                           for n in unit.nodes):
+    if name is None or _defines(unit, name):
       return False
     plan.edits[id(node)] = _rule.Edit(self)
     plan.needs.add(_edits.Import('flax'))
