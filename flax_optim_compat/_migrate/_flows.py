@@ -6,15 +6,14 @@ know), a function's return (``('return', path, name, id)``), the result of a cal
 its value from a function's (``('call', path, id)``: ``jax.grad(f, has_aux=True)(...)``, a
 ``lax.scan``) and a ``create(...)`` call (``('create', path, line, id)``); a *part* of a value
 that is a tuple, at an index path, is a slot too (``('part', slot, (1, 0))``), and so is the
-value at a string key of a dict literal (``('part', slot, ('actor',))``: ``{'actor': opt}``,
-read and written as ``d['actor']``). A node *joins*
-two slots when the value in one reaches the other: an assignment (tuples, nested, included), a
-return, an argument of the project's own function or class (also through ``jax.jit`` /
-``jax.pmap`` / ``functools.partial``, positional fields of a dataclass or NamedTuple), the aux
-of ``jax.grad`` / ``value_and_grad``, the carry of ``lax.scan`` / ``fori_loop`` /
-``while_loop``, ``.replace(field=...)``, a tree map over several trees, and the calls that hand
-back what they are given (``_calls``). ``_project`` runs these joins to a
-fixed point.
+value at a string key of a dict built whole (``('part', slot, ('actor',))``: ``{'actor': opt}``
+or ``dict(actor=opt)``, read and written as ``d['actor']``). A node *joins* two slots when the
+value in one reaches the other: an assignment (tuples, nested, included), a return, an argument
+of the project's own function or class (also through ``jax.jit`` / ``jax.pmap`` /
+``functools.partial``, positional fields of a dataclass or NamedTuple), the aux of ``jax.grad``
+/ ``value_and_grad``, the carry of ``lax.scan`` / ``fori_loop`` / ``while_loop``,
+``.replace(field=...)``, a tree map over several trees, and the calls that hand back what they
+are given (``_calls``). ``_project`` runs these joins to a fixed point.
 """
 import ast
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
@@ -156,15 +155,24 @@ def literal_key(node: cst.Subscript):
   return None
 
 
-def dict_items(node: cst.CSTNode) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
-  """``[(key, value)]`` of a dict literal whose keys are all distinct strings, else None."""
-  if not isinstance(node, cst.Dict):
-    return None
-  items = []
-  for element in node.elements:
-    if not (isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)):
+def dict_items(unit: SourceFile,
+               node: cst.CSTNode) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
+  """``[(key, value)]`` of a dict built whole where it is written, its keys all distinct
+  strings, else None: a dict literal (``{'optimizer': opt}``) or the builtin's keywords
+  (``dict(optimizer=opt, epoch=0)``, the same dict)."""
+  if isinstance(node, cst.Call) and unit.names(node.func) == {'builtins.dict'}:
+    if not all(a.keyword is not None and not a.star for a in node.args):
       return None
-    items.append((element.key.evaluated_value, element.value))
+    items = [(a.keyword.value, a.value) for a in node.args]
+  elif isinstance(node, cst.Dict):
+    items = []
+    for element in node.elements:
+      if not (isinstance(element, cst.DictElement)
+              and isinstance(element.key, cst.SimpleString)):
+        return None
+      items.append((element.key.evaluated_value, element.value))
+  else:
+    return None
   return items if len({k for k, _ in items}) == len(items) else None
 
 
@@ -351,7 +359,7 @@ class _Joiner:
           return
         self.value(part(dest, (i,)), e.value)
       return
-    items = dict_items(value)   # a dict changes only by ``d['key'] = ...``, a target here
+    items = dict_items(self.unit, value)   # a dict changes only by ``d['key'] = ...``, a target here
     if items is not None:
       for key, v in items:
         self.value(part(dest, (key,)), v)

@@ -548,6 +548,8 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
     if not isinstance(call, cst.Call):
       return False
     names = unit.names(call.func)
+    if parent.keyword is not None and _flows.dict_items(unit, call) is not None:
+      return _dict_followed(project, unit, call)   # ``dict(optimizer=opt, epoch=0)``
     if rules.matches(unit, node):
       return True   # a rule rewrites this use (``isinstance(opt, optim.Optimizer)``)
     if _calls.pass_through_arg(project, unit, call) is node or _calls.sink_arg(unit, call) is node:
@@ -577,11 +579,11 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
 
 
 def _dict_followed(project, unit: SourceFile, container: cst.CSTNode) -> bool:
-  """Whether a dict literal of string keys (``{'actor': opt_a, 'critic': opt_c}``) goes where
-  each value is followed at its key: assigned to a target, returned, bound to a parameter of
-  the project's own function, or handed to a pass-through call (``restore_checkpoint``) whose
+  """Whether a dict built whole with string keys (``{'actor': opt_a, 'critic': opt_c}``,
+  ``dict(actor=opt_a, critic=opt_c)``) goes where each value is followed at its key: assigned
+  to a target, returned, bound to a parameter of the project's own function, or handed to a pass-through call (``restore_checkpoint``) whose
   result is assigned or returned, or to a sink (``save_checkpoint``)."""
-  if _flows.dict_items(container) is None:
+  if _flows.dict_items(unit, container) is None:
     return False
   outer = unit.parent(container)
   if isinstance(outer, cst.Assign) and outer.value is container:

@@ -212,6 +212,55 @@ def test_a_dict_of_optimizers_saved_in_one_checkpoint_says_how_to_convert_each()
   assert any("at key 'critic'" in n for n in notes['optax.sgd'])
 
 
+_TRAIN_STATE = ('import jax\nimport jax.numpy as jnp\nfrom flax import optim\n'
+                'from flax.training import checkpoints\n\n\n'
+                'def train(params, x, workdir):\n'
+                '  optimizer = optim.Adam(learning_rate=0.1).create(params)\n'
+                '  train_state = {made}\n'
+                '  train_state = checkpoints.restore_checkpoint(workdir, train_state)\n'
+                "  optimizer = train_state['optimizer']\n"
+                "  grad = jax.grad(lambda p: jnp.sum(p['w'] * x))(optimizer.target)\n"
+                '  optimizer = optimizer.apply_gradient(grad)\n'
+                '  checkpoints.save_checkpoint(workdir, {made}, 1)\n'
+                '  return optimizer.target\n')
+
+
+def test_a_dict_built_by_the_builtin_with_keywords_is_followed_as_its_literal_is():
+  """DensoITLab/featurePI's ``train_state = dict(optimizer=optimizer, epoch=epoch)``, restored
+  and saved whole: the same dict as ``{'optimizer': optimizer, 'epoch': epoch}``, so the same
+  rewrite (before, "builtins.dict is not a function or class of the given files", FOM107)."""
+  pytest.importorskip('libcst')
+  literal, literal_records = _records(
+      _TRAIN_STATE.format(made="{'optimizer': optimizer, 'epoch': 0}"))
+  called, called_records = _records(_TRAIN_STATE.format(made='dict(optimizer=optimizer, epoch=0)'))
+  assert {status for _, _, status, _ in literal_records} == {'rewritten'}, literal_records
+  assert called_records == literal_records
+  assert called == literal.replace("{'optimizer': optimizer, 'epoch': 0}",
+                                   'dict(optimizer=optimizer, epoch=0)')
+
+
+@pytest.mark.parametrize('made', [
+    'dict(optimizer=optimizer, **extra)',        # keys out of sight
+    "dict([('optimizer', optimizer)])",           # not keywords
+    'dict(optimizer=optimizer, epoch=0)',         # ``dict`` rebound: the file's own function
+])
+def test_a_dict_call_whose_keys_are_not_all_in_sight_is_not_followed(made):
+  pytest.importorskip('libcst')
+  source = _TRAIN_STATE.format(made=made).replace('def train(params, x, workdir):\n',
+                                                  'def train(params, x, workdir, extra):\n')
+  if 'epoch' in made:
+    source = source.replace('\n\n\ndef train', '\n\n\ndef dict(**kw):\n  return kw\n\n\n'
+                            'def train')
+  new, records = _records(source)
+  if 'epoch' in made:   # the file's own function: followed into it, as any of the project's
+    assert {status for _, _, status, _ in records} == {'rewritten'}, records
+    return
+  assert 'optax' not in new
+  assert records and {status for _, _, status, _ in records} == {'refused'}, records
+  assert any(code == 'FOM107' and line == 9 and 'at train.py:9' in message
+             for line, code, _, message in records), records   # the refusal names the use
+
+
 def test_a_legacy_dict_checkpoint_converted_key_by_key_is_what_the_migrated_program_saves(
     examples, both_ways):
   """The report's note on a dict of optimizers saved in one file: each key's state dict

@@ -1,5 +1,6 @@
 """A dict of optimizers (an actor and a critic) through a checkpoint: saved, restored into a
-fresh dict, trained on; each stepped as ``optimizers['actor'].apply_gradient(...)``."""
+fresh dict, trained on; each stepped as ``optimizers['actor'].apply_gradient(...)``. The dict
+is written both ways: a literal (``create``) and the builtin's keywords (``step``)."""
 import json
 import os
 import sys
@@ -20,7 +21,7 @@ def step(optimizers, x, y):
   actor = optimizers['actor'].apply_gradient(grad)
   critic_loss, grad = jax.value_and_grad(loss_fn)(optimizers['critic'].target, x, -y)
   critic = optimizers['critic'].apply_gradient(grad)
-  return {'actor': actor, 'critic': critic}, actor_loss, critic_loss
+  return dict(actor=actor, critic=critic), actor_loss, critic_loss
 
 
 def create(params):
