@@ -69,8 +69,9 @@ def the_module(unit, node) -> bool:
 
 def private_legacy(unit, node) -> bool:
   """``flax.optim.adam._AdamParamState``: a name of flax.optim's private modules or classes
-  (legacy internals), which no legacy name covers."""
-  return isinstance(node, cst.Attribute) and any(
+  (legacy internals), which no legacy name covers; read through its module or imported by
+  itself (``from flax.optim.adam import _AdamParamState``)."""
+  return isinstance(node, (cst.Name, cst.Attribute)) and any(
       n.startswith('flax.optim.') and '._' in n[len('flax.optim'):] for n in unit.names(node))
 
 
@@ -235,9 +236,11 @@ class SourceFile:
     return self._reads_legacy
 
   def _refers(self, node: cst.CSTNode) -> bool:
-    """Whether ``node`` is a name or attribute that refers to flax.optim or a name of it."""
-    return isinstance(node, (cst.Name, cst.Attribute)) and bool(
-        self.legacy(node) or the_module(self, node))
+    """Whether ``node`` is a name or attribute that refers to flax.optim or this package: a
+    name of either, private ones included (``_AdamParamState`` imported from
+    ``flax.optim.adam``, the package's own ``from_optax``), or either module itself."""
+    return isinstance(node, (cst.Name, cst.Attribute)) and any(
+        n == m or n.startswith(m + '.') for n in self.names(node) for m in LEGACY_MODULES)
 
   def names(self, node: cst.CSTNode) -> Set[str]:
     found = {q.name for q in self.fqnames.get(node, ())}

@@ -54,6 +54,19 @@ def test_a_file_that_reads_flax_optim_keeps_its_import(tmp_path):
   assert [(r.code, r.status) for r in records] == [('FOM112', 'refused')]
 
 
+@pytest.mark.parametrize('other', [
+    'from flax.optim.adam import _AdamParamState\n\n\ndef f(g):\n  return _AdamParamState(g, g)\n',
+    'from flax.optim import adam\n\n\ndef f(g):\n  return adam._AdamParamState(g, g)\n',
+])
+def test_a_private_name_of_flax_optim_read_keeps_its_import_and_is_refused(tmp_path, other):
+  """AdaHessianJax's ``from flax.optim.adam import _AdamParamState``, built at two lines: before,
+  a FOM019 record "rewritten ... nothing in the file reads flax.optim" (counted as a rewrite,
+  its reason false) and no refusal of the read; legacy internals are FOM104."""
+  new, records = _migrate_two(tmp_path, other)
+  assert new is not None and new.startswith(other.split('\n')[0] + '\n'), new
+  assert [(r.line, r.code, r.status) for r in records] == [(5, 'FOM104', 'refused')], records
+
+
 def test_nothing_else_in_a_file_without_the_import_changes():
   source = 'import jax\n\nX = 1\n'
   new, report = migrate_source(source)
