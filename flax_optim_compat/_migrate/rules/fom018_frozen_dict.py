@@ -66,23 +66,33 @@ def _a_number(key) -> bool:
   return isinstance(key, (cst.Integer, cst.Float, cst.Imaginary))
 
 
+def _facts(unit):
+  """What the file defines, read once per file (a rule asks for each call it looks at): the
+  names of its functions, methods and properties, and whether it sets an attribute ``_dict``
+  (``obj._dict = ...``, or ``+=``, or annotated)."""
+  facts = unit.__dict__.get('_frozen_dict_facts')
+  if facts is None:
+    defined, sets_dict = set(), False
+    for n in unit.nodes:
+      if isinstance(n, cst.FunctionDef):
+        defined.add(n.name.value)
+      targets = ([t.target for t in n.targets] if isinstance(n, cst.Assign) else
+                 [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
+      sets_dict = sets_dict or any(
+          isinstance(t, cst.Attribute) and t.attr.value == '_dict' for t in targets)
+    facts = unit.__dict__['_frozen_dict_facts'] = (frozenset(defined), sets_dict)
+  return facts
+
+
 def _defines(unit, name) -> bool:
   """Whether the file defines a function, method or property ``name`` (its own class's: the
   ``flax.core`` function would not call it)."""
-  return any(isinstance(n, cst.FunctionDef) and n.name.value == name for n in unit.nodes)
+  return name in _facts(unit)[0]
 
 
 def _own_dict_attribute(unit) -> bool:
-  """Whether the file gives some class of its own a ``_dict``: defines one, or sets
-  ``obj._dict = ...`` (or ``+=``, or annotated)."""
-  if _defines(unit, '_dict'):
-    return True
-  for n in unit.nodes:
-    targets = ([t.target for t in n.targets] if isinstance(n, cst.Assign) else
-               [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
-    if any(isinstance(t, cst.Attribute) and t.attr.value == '_dict' for t in targets):
-      return True
-  return False
+  """Whether the file gives some class of its own a ``_dict``: defines one, or sets one."""
+  return _defines(unit, '_dict') or _facts(unit)[1]
 
 
 def _frozen_dict_entries(unit, node) -> bool:
