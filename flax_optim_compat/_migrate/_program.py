@@ -130,10 +130,17 @@ class Program:
         for base_name in u.names(base.value):
           if base_name in self._classes:
             self._families.union(base_name, name)
-    # The project's own subclasses of a flax.optim def: their optimizers are tracked (and
-    # refused at every use, not only at the class).
-    self.user_defs = {name for name, (u, node) in self._classes.items() if any(
-        u.legacy(base.value) not in (None, 'Optimizer') for base in node.bases)}
+    # The project's own subclasses of a flax.optim def, also through another of them
+    # (AdaHessianJax's ``Adahessian(SecondOrderOptimizerDef)``): their optimizers are tracked
+    # (and refused at every use, not only at the class).
+    self.user_defs: Set[str] = set()
+    while True:
+      more = {name for name, (u, node) in self._classes.items() if name not in self.user_defs
+              and any(u.legacy(base.value) not in (None, 'Optimizer')
+                      or u.names(base.value) & self.user_defs for base in node.bases)}
+      if not more:
+        break
+      self.user_defs |= more
     # FunctionDef id -> the axis names it is pmapped with (``jax.pmap(f, axis_name='batch')``).
     self.pmap_axes: Dict[int, Set[str]] = {}
     for unit in self.units:

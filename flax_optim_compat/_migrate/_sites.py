@@ -63,6 +63,10 @@ def sites(project: _project.Project) -> List[Site]:
           if unit.legacy(base.value) and unit.legacy(base.value) != 'Optimizer':
             found.append(Site(unit, node, 'subclass', None, _refusals.SUBCLASS,
                               f'class {node.name.value}({unit.code(base.value)})'))
+          elif unit.legacy(base.value) is None and project.is_user_def(unit, base.value):
+            found.append(Site(unit, node, 'subclass', None, _refusals.SUBCLASS,
+                              f'class {node.name.value}({unit.code(base.value)}): '
+                              f'{unit.code(base.value)} is a user subclass of a flax.optim def'))
       if isinstance(node, cst.Annotation):
         head = _unit.annotation_head(node.annotation)
         slot = _flows.annotated_slot(project, unit, node)

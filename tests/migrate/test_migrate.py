@@ -1450,6 +1450,28 @@ def test_a_subclass_is_refused_at_every_use_of_its_optimizers():
   assert new.count('FOM101 not rewritten: this optimizer is refused (FOM101 in script.py)') == 2
 
 
+def test_a_subclass_of_a_user_subclass_is_refused_too_and_so_are_its_optimizers(tmp_path):
+  """AdaHessianJax's ``class Adahessian(SecondOrderOptimizerDef)``, its base a subclass of
+  ``OptimizerDef`` in another file: before, the class had no record, and an optimizer it created
+  was not followed (its ``apply_gradient`` and ``.target`` left with no record)."""
+  from flax_optim_compat._migrate import migrate_sources  # pylint: disable=g-import-not-at-top
+  (tmp_path / 'pkg').mkdir()
+  sources = {
+      str(tmp_path / 'pkg/__init__.py'): '',
+      str(tmp_path / 'pkg/base.py'): ('from flax import optim\n\n\n'
+                                      'class Base(optim.OptimizerDef):\n  pass\n'),
+      str(tmp_path / 'pkg/mine.py'): 'from pkg.base import Base\n\n\nclass Mine(Base):\n  pass\n',
+      str(tmp_path / 'train.py'): ('from pkg.mine import Mine\n\n\ndef f(p, g):\n'
+                                   '  o = Mine(0.1).create(p)\n  o = o.apply_gradient(g)\n'
+                                   '  return o.target\n'),
+  }
+  _, report = migrate_sources(sources)
+  got = sorted((r.path[len(str(tmp_path)) + 1:], r.line, r.code, r.status) for r in report.records)
+  assert got == [('pkg/base.py', 4, 'FOM101', 'refused'), ('pkg/mine.py', 4, 'FOM101', 'refused'),
+                 ('train.py', 5, 'FOM101', 'refused'), ('train.py', 6, 'FOM101', 'refused'),
+                 ('train.py', 7, 'FOM101', 'refused')], got
+
+
 def test_a_tuple_holding_the_optimizer_through_checkpoints_and_replicate_is_followed():
   """pixelcnn's ``(optimizer, ema)`` through restore_checkpoint, unreplicate, save_checkpoint."""
   source = _PRELUDE + (
