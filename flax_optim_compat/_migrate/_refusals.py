@@ -28,6 +28,11 @@ REPLICATE = Refusal('FOM106', 'optimizer.replicate() averages gradients over a p
                     'visible pmap(axis_name=...) says which')
 ESCAPE = Refusal('FOM107', 'the optimizer reaches code the analysis cannot follow, so not all of '
                  'its uses can be rewritten')
+# FOM107's other case (not in ALL, one code per entry): a member no legacy Optimizer has
+# (SampsonML/score_network_jax's ``optimizer.update(grads, model)``), its marker saying so.
+NO_MEMBER = Refusal('FOM107', "uses a method or field that flax 0.5.3's Optimizer does not have "
+                    'either: the program fails there as it is (AttributeError), so it is left '
+                    'as it is')
 LR_NONE = Refusal('FOM108', 'a learning_rate=None optimizer applied without a learning_rate= '
                   'override has no learning rate')
 OVERRIDE = Refusal('FOM109', 'an apply_gradient / optimize override of a hyper-parameter other '

@@ -335,8 +335,9 @@ def _member(project, unit: SourceFile, node: cst.CSTNode, group: tuple, matched)
   message = f'uses {unit.code(parent)}, which a TrainState does not have'
   # ShoeGAN's ``opt_d.apply_gradients(grad_D)``: a typo the legacy program fails at too.
   if parent.attr.value != 'create' and not _legacy_member(parent.attr.value):
-    message = (f'uses {unit.code(parent)}, which flax 0.5.3\'s Optimizer does not have either: '
-               'the program fails there as it is (AttributeError), so it is left as it is')
+    return Site(unit, parent, 'escape', group, _refusals.NO_MEMBER,
+                f'uses {unit.code(parent)}, which flax 0.5.3\'s Optimizer does not have either: '
+                'the program fails there as it is (AttributeError), so it is left as it is')
   if parent.attr.value == 'create':   # a def's method: one variable holds a def and an optimizer
     message += (f': create is a def\'s method, so {short(unit.code(node), 40)} holds a def here, '
                 'one the analysis does not trace to a flax.optim def call, and an optimizer '
