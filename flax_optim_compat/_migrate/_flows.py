@@ -143,6 +143,20 @@ def create_slot(unit: SourceFile, call: cst.Call) -> tuple:
   return ('create', unit.path, unit.line(call), id(call))
 
 
+def accessor(fdef: cst.FunctionDef) -> Optional[str]:
+  """``'getter'`` for a method decorated ``@property`` (or ``functools.cached_property``),
+  ``'setter'`` for one decorated ``@<name>.setter``, else None."""
+  for d in fdef.decorators:
+    d = d.decorator
+    if isinstance(d, cst.Name) and d.value in ('property', 'cached_property') or (
+        isinstance(d, cst.Attribute) and d.attr.value == 'cached_property'):
+      return 'getter'
+    if isinstance(d, cst.Attribute) and d.attr.value == 'setter' and isinstance(
+        d.value, cst.Name) and d.value.value == fdef.name.value:
+      return 'setter'
+  return None
+
+
 def literal_key(node: cst.Subscript):
   """The index of ``x[1]`` (an int) or the key of ``x['actor']`` (a str), else None."""
   if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
@@ -303,6 +317,14 @@ class _Joiner:
       fdef = unit.enclosing(node, (cst.FunctionDef, cst.Lambda))
       if isinstance(fdef, cst.FunctionDef):
         self.value(return_slot(unit, fdef), node.value)
+        if accessor(fdef) == 'getter':   # ``self.optimizer`` is what the property returns
+          self.value(self.accessor_field(fdef), node.value)
+    elif isinstance(node, cst.FunctionDef) and accessor(node) == 'setter':
+      params = node.params.params
+      field = self.accessor_field(node)
+      if len(params) == 2 and field is not None:   # ``self.optimizer = v`` binds ``value``
+        self.found.append((var_slot(unit, params[1].name), field))
+        self.found.append((field, var_slot(unit, params[1].name)))
     elif isinstance(node, cst.Lambda):
       self.value(return_slot(unit, node), node.body)
     elif isinstance(node, cst.Attribute):
@@ -345,6 +367,15 @@ class _Joiner:
             if arg.keyword is not None:
               self.value(field_slot(program, unit, node.func.value, arg.keyword.value),
                          arg.value)
+
+  def accessor_field(self, fdef: cst.FunctionDef) -> Optional[tuple]:
+    """The field a property of the project's class reads or sets: ``self.<name>``."""
+    owner = self.unit.enclosing(self.unit.parent(fdef), (cst.ClassDef, cst.FunctionDef))
+    if not isinstance(owner, cst.ClassDef):
+      return None
+    name = fdef.name.value
+    return ('field', self.program.field_key(self.program.class_name(self.unit, owner), name),
+            name)
 
   # ---- a value into a slot, a slot's value into targets
 

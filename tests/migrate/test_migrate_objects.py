@@ -19,7 +19,9 @@ an actor's and a critic's optimizers in a dict saved and restored by ``flax.trai
 (its legacy checkpoint, converted key by key, is what the migrated program saves);
 ``kwargs_parameter`` makes its def from a parameter's dict (awac's ``Adam(**actor_optim_kwargs)``)
 and runs every key set a caller may pass, an unknown key and a missing learning rate raising in
-both; ``kwargs_parameter_rate_per_step`` does so with the learning rate injected per update.
+both; ``kwargs_parameter_rate_per_step`` does so with the learning rate injected per update;
+``property_field`` keeps its optimizer behind a property (its getter creates it on first read,
+its setter stores it), read and set as ``self.optimizer``.
 """
 import pathlib
 import shutil
@@ -210,6 +212,20 @@ def test_a_dict_of_optimizers_saved_in_one_checkpoint_says_how_to_convert_each()
   assert sorted(notes) == ['optax.adam', 'optax.sgd']
   assert any("at key 'actor'" in n and "state_dict['actor']" in n for n in notes['optax.adam'])
   assert any("at key 'critic'" in n for n in notes['optax.sgd'])
+
+
+def test_an_optimizer_a_property_returns_is_the_field_of_that_name():
+  """flaxseed's ``@property def optimizer(self)``: ``self.optimizer`` is what the getter returns
+  (and what a ``@optimizer.setter`` is given). Before, the create was rewritten and
+  ``self.optimizer.apply_gradient(g)`` left with no record: half-migrated, reported whole."""
+  pytest.importorskip('libcst')
+  new, records = _records(
+      'from flax import optim\n\n\nclass Trainer:\n\n  @property\n  def optimizer(self):\n'
+      "    return optim.Adam(1e-3).create({'w': 1.0})\n\n  def step(self, g):\n"
+      '    return self.optimizer.apply_gradient(g)\n')
+  assert [(line, code, status) for line, code, status, _ in records] == [
+      (8, 'FOM001', 'rewritten'), (11, 'FOM004', 'rewritten')], records
+  assert 'self.optimizer.apply_gradients(grads=g)' in new and 'optim.' not in new
 
 
 _TRAIN_STATE = ('import jax\nimport jax.numpy as jnp\nfrom flax import optim\n'
