@@ -143,7 +143,9 @@ def _bound_names(module: cst.Module):
 
 
 # The modules of the legacy API: an import of one goes once the rewrite left it unread.
-def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
+def _rewrite(plan: _edits.FilePlan, unused_imports=(), star_read=frozenset()) -> str:
+  """The file's new source; ``star_read``: the names other files read through its module's
+  ``from X import *``, whose imports stay (but flax.optim's)."""
   unit = plan.unit
   if not plan.edits and not plan.markers:
     return unit.source
@@ -182,14 +184,17 @@ def _rewrite(plan: _edits.FilePlan, unused_imports=()) -> str:
         not node.relative):
       base = _unit.dotted(node.module) if node.module else ''
       for a in node.names:
-        if unit.legacy(a.name) or base.startswith(_unit.LEGACY_MODULES) or (
-            base == 'flax' and a.name.value == 'optim') or _read(unit, a):
+        legacy = unit.legacy(a.name) or base.startswith(_unit.LEGACY_MODULES) or (
+            base == 'flax' and a.name.value == 'optim')
+        if legacy or (_read(unit, a) and _unit.dotted(a.asname.name if a.asname else a.name)
+                      not in star_read):
           asname = a.asname.name.value if a.asname else None
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, base, a.name.value, asname)
     elif isinstance(node, cst.Import):
       for a in node.names:
         full = _unit.dotted(a.name)
-        if full.startswith(_unit.LEGACY_MODULES) or _read(unit, a):
+        bound = _unit.dotted(a.asname.name) if a.asname else full.split('.')[0]
+        if full.startswith(_unit.LEGACY_MODULES) or (_read(unit, a) and bound not in star_read):
           asname = a.asname.name.value if a.asname else None
           visitors.RemoveImportsVisitor.remove_unused_import(ctx, full, None, asname)
   return _drop_dotted_legacy_imports(_remove_imports(module, ctx)).code
@@ -413,7 +418,8 @@ def migrate_sources(sources: Dict[str, str], plain_optax: bool = False, unreadab
     step(f'rewriting {os.path.basename(path)} ({done + 1} of {len(plan.files)})')
     jax_names = _jax_names.plan_file(file_plan.unit, file_plan)
     try:
-      new = _rewrite(file_plan, jax_names.unused_imports)
+      new = _rewrite(file_plan, jax_names.unused_imports,
+                     project.star_read.get(file_plan.unit.module_name, frozenset()))
       if new != sources[path]:   # the file as given compiled in ``_program.Program``
         _unparsed.compile_quietly(new, path)
     except (SyntaxError, ValueError, cst.ParserSyntaxError, codemod.SkipFile) as e:

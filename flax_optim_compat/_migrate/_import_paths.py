@@ -6,8 +6,8 @@ folder is first on ``sys.path``), a clone folder no import can spell. These func
 folder whose dotted sub-paths are the module names (:func:`root_of`) and the import prefixes that
 name the project's own modules (:func:`aliases`), which :func:`aliased` writes into a parsed
 file's qualified names, so ``_program.Program`` resolves every name to the given files; and what
-a ``from X import *`` of the project's own module binds (:func:`star_names`), which LibCST leaves
-unnamed.
+a ``from X import *`` of the project's own module binds (:func:`star_names`, and what its
+imports bind, :func:`bind_star_imports`), which LibCST leaves unnamed.
 """
 import importlib.util
 import os
@@ -319,3 +319,46 @@ def star_names(sources: Sequence[str], tables: Sequence[Dict[str, tuple]]) -> Di
         if key.startswith(source + '.') and rest and '.' not in rest and rest[0] != '_':
           found[rest] = key
   return found
+
+
+def import_bindings(unit: SourceFile) -> Dict[str, str]:
+  """{name: what it names} for the public names the module's top-level imports bind, which
+  ``from <module> import *`` hands on (``import flax`` binds ``flax``; ``from flax import optim``
+  binds ``optim``, ``flax.optim``); none where the module sets ``__all__`` (its own names)."""
+  found: Dict[str, str] = {}
+  for line in unit.module.body:
+    for stmt in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+      if isinstance(stmt, cst.Assign) and any(
+          isinstance(t.target, cst.Name) and t.target.value == '__all__' for t in stmt.targets):
+        return {}
+      if isinstance(stmt, cst.Import):
+        for a in stmt.names:
+          full = _unit.dotted(a.name)
+          bound = _unit.dotted(a.asname.name) if a.asname else full.split('.')[0]
+          found[bound] = full if a.asname else bound
+      elif isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+        source = import_source(unit, stmt)
+        for a in stmt.names:
+          found[_unit.dotted(a.asname.name) if a.asname else _unit.dotted(a.name)] = (
+              f'{source}.{_unit.dotted(a.name)}')
+  return {k: v for k, v in found.items() if not k.startswith('_')}
+
+
+def bind_star_imports(units: Sequence[SourceFile]) -> Dict[str, Set[str]]:
+  """Sets each file's ``star_imports``: what its ``from X import *`` of the project's own
+  modules binds from their imports (SayCan's ``from main import *``, then
+  ``flax.optim.Adam(...)``: ``flax`` is main.py's ``import flax``). Returns {module: the names
+  other files read so}: the rewrite of that module keeps their imports."""
+  by_module = {u.module_name: import_bindings(u) for u in units if u.module_name}
+  read: Dict[str, Set[str]] = {}
+  for unit in units:
+    given = {}
+    for source in unit.star_sources:   # a later import's name wins, as at run time
+      given.update({name: source for name in by_module.get(source, ()) if
+                    name not in unit.star_names})
+    unit.star_imports = {name: by_module[source][name] for name, source in given.items()}
+    for node in unit.nodes if given else ():
+      if isinstance(node, cst.Name) and node.value in given and unit.names(node):
+        if not unit.fqnames.get(node):   # named through the star import
+          read.setdefault(given[node.value], set()).add(node.value)
+  return read

@@ -119,6 +119,7 @@ class Program:
     reexported = self._reexports()
     for unit in self.units:   # ``from .training import *``: what ``Trainer`` is (``_unit.names``)
       unit.star_names = _import_paths.star_names(unit.star_sources, (self._classes, self._functions))
+    self.star_read = _import_paths.bind_star_imports(self.units)   # module -> names read so
     # Classes related by inheritance share their fields: ``self.optimizer`` set in a base
     # class and read in a subclass is one field.
     self._families = UnionFind()
@@ -134,12 +135,11 @@ class Program:
     # (AdaHessianJax's ``Adahessian(SecondOrderOptimizerDef)``): their optimizers are tracked
     # (and refused at every use, not only at the class).
     self.user_defs: Set[str] = set()
-    while True:
+    more = True
+    while more:
       more = {name for name, (u, node) in self._classes.items() if name not in self.user_defs
               and any(u.legacy(base.value) not in (None, 'Optimizer')
                       or u.names(base.value) & self.user_defs for base in node.bases)}
-      if not more:
-        break
       self.user_defs |= more
     # FunctionDef id -> the axis names it is pmapped with (``jax.pmap(f, axis_name='batch')``).
     self.pmap_axes: Dict[int, Set[str]] = {}

@@ -186,6 +186,7 @@ class SourceFile:
     self._names_legacy = None
     self.star_sources: List[str] = []   # ``from X import *``: set by ``_program.Program``,
     self.star_names: Dict[str, str] = {}   # with what they bind
+    self.star_imports: Dict[str, str] = {}   # and what they bind from its imports
     self._reads_legacy = None
 
   @property
@@ -244,10 +245,19 @@ class SourceFile:
 
   def names(self, node: cst.CSTNode) -> Set[str]:
     found = {q.name for q in self.fqnames.get(node, ())}
-    if not found and isinstance(node, cst.Name) and node.value in self.star_names:
-      parent = self.parents.get(node)   # a free name ``from X import *`` binds: not a field
-      if all(node is not getattr(parent, f, None) for f in ('attr', 'keyword', 'name')):
-        found = {self.star_names[node.value]}
+    if found or not (self.star_names or self.star_imports):
+      return found
+    root, rest = node, []   # ``flax.optim.Adam`` where ``flax`` is a star import's
+    while isinstance(root, cst.Attribute):
+      root, rest = root.value, [root.attr.value] + rest
+    parent = self.parents.get(root)   # a free name ``from X import *`` binds: not a field
+    if not isinstance(root, cst.Name) or self.fqnames.get(root) or any(
+        root is getattr(parent, f, None) for f in ('attr', 'keyword', 'name')):
+      return found
+    if root is node and root.value in self.star_names:
+      return {self.star_names[root.value]}
+    if root.value in self.star_imports:
+      return {'.'.join([self.star_imports[root.value], *rest])}
     return found
 
   def legacy(self, node: cst.CSTNode) -> Optional[str]:
