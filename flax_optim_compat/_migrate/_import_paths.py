@@ -362,3 +362,35 @@ def bind_star_imports(units: Sequence[SourceFile]) -> Dict[str, Set[str]]:
         if not unit.fqnames.get(node):   # named through the star import
           read.setdefault(given[node.value], set()).add(node.value)
   return read
+
+
+def reexports(units: Sequence[SourceFile], classes: Dict[str, tuple],
+              functions: Dict[str, tuple]) -> Dict[str, str]:
+  """Adds a package's re-exports to the project's ``functions`` and ``classes``: ``from .opt
+  import Sign`` (or ``*``) in ``pkg/__init__.py`` makes ``pkg.Sign`` the class ``pkg.opt.Sign``
+  (SurVAE's ``survae.Adamax``). Returns {re-exported name: its definition's name}."""
+  found: Dict[str, str] = {}
+  inits = [u for u in units if os.path.basename(u.path) == '__init__.py' and u.module_name]
+  for _ in range(4):   # a package may re-export what a sub-package re-exports
+    before = len(found)
+    for unit in inits:
+      for line in unit.module.body:
+        if not isinstance(line, cst.SimpleStatementLine):
+          continue
+        for stmt in line.body:
+          if not isinstance(stmt, cst.ImportFrom):
+            continue
+          source = import_source(unit, stmt)
+          pairs = star_names([source], (classes, functions)).items(
+          ) if isinstance(stmt.names, cst.ImportStar) else [
+              ((a.asname.name.value if a.asname else _unit.dotted(a.name)),
+               f'{source}.{_unit.dotted(a.name)}') for a in stmt.names]
+          for bound, target in pairs:
+            name = f'{unit.module_name}.{bound}'
+            for table in (classes, functions):
+              if target in table and name not in table:
+                table[name] = table[target]
+                found[name] = found.get(target, target)
+    if len(found) == before:
+      break
+  return found

@@ -116,7 +116,7 @@ class Program:
         elif isinstance(node, cst.ClassDef):
           for name in unit.names(node.name):
             self._classes[name] = (unit, node)
-    reexported = self._reexports()
+    reexported = _import_paths.reexports(self.units, self._classes, self._functions)
     for unit in self.units:   # ``from .training import *``: what ``Trainer`` is (``_unit.names``)
       unit.star_names = _import_paths.star_names(unit.star_sources, (self._classes, self._functions))
     self.star_read = _import_paths.bind_star_imports(self.units)   # module -> names read so
@@ -154,37 +154,6 @@ class Program:
     self._pre_linen: Optional[Dict[str, str]] = None   # path -> why (``pre_linen``)
     self.leafwise: Dict[int, Optional[int]] = {}   # FunctionDef id -> param (``_calls``)
     self.returned_params: Dict[int, Optional[tuple]] = {}   # FunctionDef id -> (``_calls``)
-
-  def _reexports(self) -> Dict[str, str]:
-    """Adds a package's re-exports to the project's functions and classes: ``from .opt import
-    Sign`` (or ``*``) in ``pkg/__init__.py`` makes ``pkg.Sign`` the class ``pkg.opt.Sign``
-    (SurVAE's ``survae.Adamax``). Returns {re-exported name: its definition's name}."""
-    found: Dict[str, str] = {}
-    inits = [u for u in self.units
-             if os.path.basename(u.path) == '__init__.py' and u.module_name]
-    for _ in range(4):   # a package may re-export what a sub-package re-exports
-      before = len(found)
-      for unit in inits:
-        for line in unit.module.body:
-          if not isinstance(line, cst.SimpleStatementLine):
-            continue
-          for stmt in line.body:
-            if not isinstance(stmt, cst.ImportFrom):
-              continue
-            source = _import_paths.import_source(unit, stmt)
-            pairs = _import_paths.star_names([source], (self._classes, self._functions)).items(
-            ) if isinstance(stmt.names, cst.ImportStar) else [
-                ((a.asname.name.value if a.asname else _unit.dotted(a.name)),
-                 f'{source}.{_unit.dotted(a.name)}') for a in stmt.names]
-            for bound, target in pairs:
-              name = f'{unit.module_name}.{bound}'
-              for table in (self._classes, self._functions):
-                if target in table and name not in table:
-                  table[name] = table[target]
-                  found[name] = found.get(target, target)
-      if len(found) == before:
-        break
-    return found
 
   def _compiled_functions(self) -> Set[int]:
     """The ids of the FunctionDefs that run traced: given to ``jax.jit`` / ``jax.pmap``
