@@ -141,7 +141,8 @@ class Program:
               and any(u.legacy(base.value) not in (None, 'Optimizer')
                       or u.names(base.value) & self.user_defs for base in node.bases)}
       self.user_defs |= more
-    # FunctionDef id -> the axis names it is pmapped with (``jax.pmap(f, axis_name='batch')``).
+    # FunctionDef id -> the axis names it is pmapped with (``jax.pmap(f, axis_name='batch')``,
+    # or decorated ``@functools.partial(jax.pmap, axis_name='batch')``: flaxseed's step).
     self.pmap_axes: Dict[int, Set[str]] = {}
     for unit in self.units:
       for node in unit.nodes:
@@ -150,6 +151,14 @@ class Program:
           axis = _unit.call_arg(node, 1, 'axis_name')
           if callee is not None and isinstance(axis, cst.SimpleString):
             self.pmap_axes.setdefault(id(callee[1]), set()).add(axis.evaluated_value)
+        for d in node.decorators if isinstance(node, cst.FunctionDef) else ():
+          d = d.decorator
+          if isinstance(d, cst.Call) and unit.names(d.func) & PARTIAL and d.args and (
+              'jax.pmap' in unit.names(d.args[0].value)):
+            axis = next((a.value for a in d.args if a.keyword and a.keyword.value == 'axis_name'),
+                        None)
+            if isinstance(axis, cst.SimpleString):
+              self.pmap_axes.setdefault(id(node), set()).add(axis.evaluated_value)
     self._compiled = self._compiled_functions()
     self._pre_linen: Optional[Dict[str, str]] = None   # path -> why (``pre_linen``)
     self.leafwise: Dict[int, Optional[int]] = {}   # FunctionDef id -> param (``_calls``)
