@@ -57,6 +57,39 @@ def nearest(classes: Classes, cls: str,
   return None
 
 
+def only_concrete(classes: Classes, cls: str,
+                  found: Dict[int, Tuple[SourceFile, cst.FunctionDef]]) -> Optional[tuple]:
+  """Of the methods ``found``, the one that is not abstract (``abstract``), where it is the only
+  one and its class is ``cls``, a base of it or a subclass of it (flaxseed's
+  ``FlaxseedModule.init_optimizer``, an ``@abstractmethod`` its subclass overrides: on an
+  instance of ``cls`` the override runs, as no instance has the abstract one); else None."""
+  concrete = [(u, node) for u, node in found.values() if not abstract(node)]
+  if len(concrete) != 1 or cls not in classes:
+    return None
+  u, node = concrete[0]
+  owner, start = id(u.enclosing(u.parent(node), (cst.ClassDef,))), id(classes[cls][1])
+  related = owner == start or start in _ancestors(classes, owner) or (
+      owner in _ancestors(classes, start))
+  return concrete[0] if related else None
+
+
+def abstract(fdef: cst.FunctionDef) -> bool:
+  """Whether the method is there to be overridden: decorated ``@abstractmethod``, or its body
+  (after a docstring) only raises ``NotImplementedError``."""
+  if any(isinstance(d.decorator, (cst.Name, cst.Attribute)) and cst.Module([]).code_for_node(
+      d.decorator).split('.')[-1] == 'abstractmethod' for d in fdef.decorators):
+    return True
+  body = [s for s in fdef.body.body if not (   # a docstring
+      isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+      and isinstance(s.body[0], cst.Expr)
+      and isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))]
+  if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
+    return False
+  raised = body[0].body[0].exc if isinstance(body[0].body[0], cst.Raise) else None
+  raised = raised.func if isinstance(raised, cst.Call) else raised
+  return isinstance(raised, cst.Name) and raised.value == 'NotImplementedError'
+
+
 def _bases(classes: Classes, classdef: cst.ClassDef) -> List[cst.ClassDef]:
   """The project's classes ``classdef`` names as its bases."""
   unit = next(u for u, c in classes.values() if c is classdef)

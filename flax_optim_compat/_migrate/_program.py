@@ -383,7 +383,8 @@ class Program:
     if not found:
       return self._bound_field(self.field_key(cls, name), name, depth)
     u, node = next(iter(found.values())) if len(found) == 1 else (
-        _family.nearest(self._classes, cls, found) or (None, None))
+        _family.nearest(self._classes, cls, found)
+        or _family.only_concrete(self._classes, cls, found) or (None, None))
     if node is None:
       return None
     if any(u.code(d.decorator).split('.')[-1] in ('property', 'staticmethod', 'classmethod',

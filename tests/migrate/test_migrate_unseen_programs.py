@@ -1730,3 +1730,43 @@ def test_a_step_bound_in_two_branches_to_other_arguments_stays_refused(other):
   _, report = _engine.migrate_sources({os.path.abspath('train.py'): source})
   assert {r.code for r in report.records} == {'FOM107'}, report.summary(False)
   assert any('p_train_step is bound more than once' in r.message for r in report.records)
+
+
+_ABSTRACT_BASE = ('from flax import optim\n\n\nclass Base:\n{stub}\n'
+                  '  def optimizer(self):\n    return self.init_optimizer({{"w": 1.0}})\n\n'
+                  '  def step(self, g):\n    return self.optimizer().apply_gradient(g)\n\n\n'
+                  'class Model(Base):\n\n  def init_optimizer(self, params):\n'
+                  '    return optim.Adam(1e-3).create(params)\n{sibling}')
+
+
+@pytest.mark.parametrize('stub', [
+    '  @abc.abstractmethod\n  def init_optimizer(self, params):\n    pass\n',
+    '  def init_optimizer(self, params):\n    """Made by a subclass."""\n'
+    '    raise NotImplementedError()\n',
+])
+def test_a_method_the_base_declares_abstract_runs_its_one_override(stub):
+  """fkodom/flaxseed's ``@abstractmethod def init_optimizer`` in its module base class, which the
+  example's model overrides: ``self.init_optimizer(...)`` in the base runs the override, as it
+  does where the base does not declare it. Before, FOM107 "on a value whose class the analysis
+  does not name (not self, ...)", with ``self`` the receiver."""
+  plain, plain_report = migrate_source(_ABSTRACT_BASE.format(stub='', sibling=''))
+  source = 'import abc\n' + _ABSTRACT_BASE.format(stub=stub, sibling='')
+  new, report = migrate_source(source)
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert [(r.code, r.exactness) for r in report.records] == [
+      (r.code, r.exactness) for r in plain_report.records]
+  assert new.count('apply_gradients(grads=g)') == 1 and 'optim.' not in new
+
+
+def test_an_override_in_a_sibling_class_is_not_what_the_base_runs_for_another_subclass():
+  """Of ``Base`` (abstract ``init_optimizer``), ``Model`` overrides it and ``Other`` does not:
+  on an ``Other``, ``self.init_optimizer`` is the abstract one (it returns None), so a call in
+  ``Other``'s own method is not resolved to ``Model``'s: what it returns is no optimizer, and
+  its ``.target`` stays as it is (the program's own AttributeError), with no record."""
+  source = 'import abc\n' + _ABSTRACT_BASE.format(
+      stub='  @abc.abstractmethod\n  def init_optimizer(self, params):\n    pass\n',
+      sibling='\n\nclass Other(Base):\n\n  def fresh(self):\n'
+              '    return self.init_optimizer({"w": 2.0}).target\n')
+  new, report = migrate_source(source)
+  assert 'return self.init_optimizer({"w": 2.0}).target\n' in new
+  assert [r.line for r in report.records] == [14, 20], report.summary(False)   # step, create
