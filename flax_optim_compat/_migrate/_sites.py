@@ -372,12 +372,26 @@ def _read_message(unit: SourceFile, read: cst.Attribute) -> str:
   return message
 
 
-def _bound_nowhere(unit: SourceFile, func: cst.CSTNode) -> bool:
-  """Whether ``func`` is a name no scope of its file binds, not even a builtin, in a file with
-  no ``import *`` (which may bind it)."""
-  scope = unit.scopes.get(func)
-  return (isinstance(func, cst.Name) and scope is not None and not scope[func.value]
-          and not any(isinstance(n, cst.ImportStar) for n in unit.nodes))
+def _bound_nowhere(project, unit: SourceFile, func: cst.CSTNode) -> Optional[str]:
+  """The name (``func``, or the name ``func``'s attributes are read from: ``checkpoint`` of
+  ``checkpoint.restore_checkpoint``) that no scope of its file binds, not even a builtin, where
+  no ``import *`` may bind it: each of the file's star imports is of the project's own module,
+  which binds no such name at its top level (by a def, a class, an assignment or an import,
+  and with no star import of its own); else None."""
+  root = func
+  while isinstance(root, cst.Attribute):
+    root = root.value
+  scope = unit.scopes.get(root)
+  if not (isinstance(root, cst.Name) and scope is not None and not scope[root.value]):
+    return None
+  stars = sum(isinstance(n, cst.ImportStar) for n in unit.nodes)
+  if stars != len(unit.star_sources) or root.value in unit.star_imports:
+    return None
+  for source in unit.star_sources:
+    holder = project.lacking_module(f'{source}.{root.value}')
+    if holder is None or any(isinstance(n, cst.ImportStar) for n in holder.nodes):
+      return None
+  return root.value
 
 
 def _bindings(unit: SourceFile, func: cst.CSTNode) -> list:
@@ -436,8 +450,10 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
               'which is also bound elsewhere or read other than as the callee of a call, so not '
               'all its calls are in sight (a lambda is followed where they are)')
     names = sorted(unit.names(call.func))
-    if not names and _bound_nowhere(unit, call.func):
-      return (f'{what}: {call.func.value} is bound nowhere in its file (the program fails there '
+    unbound = None if names else _bound_nowhere(project, unit, call.func)
+    if unbound is not None:   # SayCan's ``checkpoint.restore_checkpoint``, a typo
+      stars = ''.join(f', nor by its from {m} import *' for m in unit.star_sources)
+      return (f'{what}: {unbound} is bound nowhere in its file{stars} (the program fails there '
               'as it is, NameError)')
     if not names:
       return f'{what}: a computed callable, which the analysis does not resolve'

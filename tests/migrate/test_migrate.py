@@ -1686,3 +1686,27 @@ def test_a_call_of_a_name_bound_nowhere_says_so():
   (why,) = {r.message for r in report.records if 'load_checkpoint' in r.message}
   assert why.endswith('load_checkpoint is bound nowhere in its file (the program fails there as '
                       'it is, NameError)'), why
+
+
+def test_an_attribute_of_a_name_bound_nowhere_says_so_and_so_does_a_star_import_that_lacks_it(
+    tmp_path):
+  """atokagzx/SayCan_experimental's vild.py: ``checkpoint.restore_checkpoint(ckpt, optim)`` (a
+  typo of ``checkpoints``) and ``train_step(optim, batch)`` where its ``from viz import *`` of
+  the project's viz.py binds no ``train_step``. Before, both were "a computed callable, which
+  the analysis does not resolve", false: each is the program's own NameError."""
+  from flax_optim_compat._migrate import migrate_sources  # pylint: disable=g-import-not-at-top
+  body = ('import flax\nfrom viz import *\n\n\ndef main(params, batch):\n'
+          '  optim = flax.optim.Adam(learning_rate=1e-4).create(params)\n'
+          '  optim = {call}\n  return optim\n')
+  viz = 'import numpy as np\n\n\ndef show(x):\n  return np.asarray(x)\n'
+  for call, name in [('checkpoint.restore_checkpoint("ckpt", optim)', 'checkpoint'),
+                     ('train_step(optim, batch)', 'train_step')]:
+    sources = {str(tmp_path / 'vild.py'): body.format(call=call), str(tmp_path / 'viz.py'): viz}
+    _, report = migrate_sources(sources)
+    (why,) = {r.message for r in report.records if r.line == 7}
+    assert why.endswith(f'{name} is bound nowhere in its file, nor by its from viz import * '
+                        '(the program fails there as it is, NameError)'), why
+  # A star import of a module that binds the name (here at its top level) may bind it.
+  sources[str(tmp_path / 'viz.py')] = viz + '\n\ntrain_step = show\n'
+  _, report = migrate_sources(sources)
+  assert not any('bound nowhere' in r.message for r in report.records), report.summary(False)
