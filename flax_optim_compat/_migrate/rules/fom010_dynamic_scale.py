@@ -28,8 +28,11 @@ class DynamicScale(_rule.Rule):
     if isinstance(node, (cst.Name, cst.Attribute)) and unit.legacy(node) == 'DynamicScale':
       plan.edits[id(node)] = _rule.Edit(self)
       plan.needs.add(IMPORT)
+      said = (f'{unit.code(node)}: unchanged, {ALIAS} now names flax.training.dynamic_scale'
+              if unit.code(node) == f'{ALIAS}.DynamicScale' else   # heatx's, already so named
+              f'{unit.code(node)} -> {ALIAS}.DynamicScale')
       records.append(Record(unit.path, unit.line(node), self.code, 'rewritten', 'bit-exact',
-                            f'{unit.code(node)} -> {ALIAS}.DynamicScale'))
+                            said))
       return True
     return False
 
