@@ -241,3 +241,38 @@ def sink_arg(unit: SourceFile, call: cst.Call) -> Optional[cst.BaseExpression]:
     if name in SINKS:
       return _unit.call_arg(call, *SINKS[name])
   return None
+
+
+def dict_items(unit: SourceFile,
+               node: cst.CSTNode) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
+  """``[(key, value)]`` of a dict built whole where it is written, its keys all distinct
+  strings, else None: a dict literal (``{'optimizer': opt}``) or the builtin's keywords
+  (``dict(optimizer=opt, epoch=0)``, the same dict)."""
+  if isinstance(node, cst.Call) and unit.names(node.func) == {'builtins.dict'}:
+    if not all(a.keyword is not None and not a.star for a in node.args):
+      return None
+    items = [(a.keyword.value, a.value) for a in node.args]
+  elif isinstance(node, cst.Dict):
+    items = []
+    for element in node.elements:
+      if not (isinstance(element, cst.DictElement)
+              and isinstance(element.key, cst.SimpleString)):
+        return None
+      items.append((element.key.evaluated_value, element.value))
+  else:
+    return None
+  return items if len({k for k, _ in items}) == len(items) else None
+
+
+def accessor(fdef: cst.FunctionDef) -> Optional[str]:
+  """``'getter'`` for a method decorated ``@property`` (or ``functools.cached_property``),
+  ``'setter'`` for one decorated ``@<name>.setter``, else None."""
+  for d in fdef.decorators:
+    d = d.decorator
+    if isinstance(d, cst.Name) and d.value in ('property', 'cached_property') or (
+        isinstance(d, cst.Attribute) and d.attr.value == 'cached_property'):
+      return 'getter'
+    if isinstance(d, cst.Attribute) and d.attr.value == 'setter' and isinstance(
+        d.value, cst.Name) and d.value.value == fdef.name.value:
+      return 'setter'
+  return None

@@ -143,20 +143,6 @@ def create_slot(unit: SourceFile, call: cst.Call) -> tuple:
   return ('create', unit.path, unit.line(call), id(call))
 
 
-def accessor(fdef: cst.FunctionDef) -> Optional[str]:
-  """``'getter'`` for a method decorated ``@property`` (or ``functools.cached_property``),
-  ``'setter'`` for one decorated ``@<name>.setter``, else None."""
-  for d in fdef.decorators:
-    d = d.decorator
-    if isinstance(d, cst.Name) and d.value in ('property', 'cached_property') or (
-        isinstance(d, cst.Attribute) and d.attr.value == 'cached_property'):
-      return 'getter'
-    if isinstance(d, cst.Attribute) and d.attr.value == 'setter' and isinstance(
-        d.value, cst.Name) and d.value.value == fdef.name.value:
-      return 'setter'
-  return None
-
-
 def literal_key(node: cst.Subscript):
   """The index of ``x[1]`` (an int) or the key of ``x['actor']`` (a str), else None."""
   if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
@@ -167,27 +153,6 @@ def literal_key(node: cst.Subscript):
   if isinstance(index, cst.SimpleString):
     return index.evaluated_value
   return None
-
-
-def dict_items(unit: SourceFile,
-               node: cst.CSTNode) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
-  """``[(key, value)]`` of a dict built whole where it is written, its keys all distinct
-  strings, else None: a dict literal (``{'optimizer': opt}``) or the builtin's keywords
-  (``dict(optimizer=opt, epoch=0)``, the same dict)."""
-  if isinstance(node, cst.Call) and unit.names(node.func) == {'builtins.dict'}:
-    if not all(a.keyword is not None and not a.star for a in node.args):
-      return None
-    items = [(a.keyword.value, a.value) for a in node.args]
-  elif isinstance(node, cst.Dict):
-    items = []
-    for element in node.elements:
-      if not (isinstance(element, cst.DictElement)
-              and isinstance(element.key, cst.SimpleString)):
-        return None
-      items.append((element.key.evaluated_value, element.value))
-  else:
-    return None
-  return items if len({k for k, _ in items}) == len(items) else None
 
 
 def target_slot(program: Program, unit: SourceFile,
@@ -317,9 +282,9 @@ class _Joiner:
       fdef = unit.enclosing(node, (cst.FunctionDef, cst.Lambda))
       if isinstance(fdef, cst.FunctionDef):
         self.value(return_slot(unit, fdef), node.value)
-        if accessor(fdef) == 'getter':   # ``self.optimizer`` is what the property returns
+        if _calls.accessor(fdef) == 'getter':   # ``self.optimizer``: what the property returns
           self.value(self.accessor_field(fdef), node.value)
-    elif isinstance(node, cst.FunctionDef) and accessor(node) == 'setter':
+    elif isinstance(node, cst.FunctionDef) and _calls.accessor(node) == 'setter':
       params = node.params.params
       field = self.accessor_field(node)
       if len(params) == 2 and field is not None:   # ``self.optimizer = v`` binds ``value``
@@ -390,7 +355,8 @@ class _Joiner:
           return
         self.value(part(dest, (i,)), e.value)
       return
-    items = dict_items(self.unit, value)   # a dict changes only by ``d['key'] = ...``, a target here
+    # A dict changes only by ``d['key'] = ...``, a target here.
+    items = _calls.dict_items(self.unit, value)
     if items is not None:
       for key, v in items:
         self.value(part(dest, (key,)), v)

@@ -394,3 +394,25 @@ def reexports(units: Sequence[SourceFile], classes: Dict[str, tuple],
     if len(found) == before:
       break
   return found
+
+
+def bound_nowhere(project, unit: SourceFile, func: cst.CSTNode) -> Optional[str]:
+  """The name (``func``, or the name ``func``'s attributes are read from: ``checkpoint`` of
+  ``checkpoint.restore_checkpoint``) that no scope of its file binds, not even a builtin, where
+  no ``import *`` may bind it: each of the file's star imports is of the project's own module,
+  which binds no such name at its top level (by a def, a class, an assignment or an import,
+  and with no star import of its own); else None."""
+  root = func
+  while isinstance(root, cst.Attribute):
+    root = root.value
+  scope = unit.scopes.get(root)
+  if not (isinstance(root, cst.Name) and scope is not None and not scope[root.value]):
+    return None
+  stars = sum(isinstance(n, cst.ImportStar) for n in unit.nodes)
+  if stars != len(unit.star_sources) or root.value in unit.star_imports:
+    return None
+  for source in unit.star_sources:
+    holder = project.lacking_module(f'{source}.{root.value}')
+    if holder is None or any(isinstance(n, cst.ImportStar) for n in holder.nodes):
+      return None
+  return root.value

@@ -17,6 +17,7 @@ import flax_optim_compat as _optim
 
 from . import _calls
 from . import _flows
+from . import _import_paths
 from . import _project
 from . import _refusals
 from . import _unit
@@ -372,28 +373,6 @@ def _read_message(unit: SourceFile, read: cst.Attribute) -> str:
   return message
 
 
-def _bound_nowhere(project, unit: SourceFile, func: cst.CSTNode) -> Optional[str]:
-  """The name (``func``, or the name ``func``'s attributes are read from: ``checkpoint`` of
-  ``checkpoint.restore_checkpoint``) that no scope of its file binds, not even a builtin, where
-  no ``import *`` may bind it: each of the file's star imports is of the project's own module,
-  which binds no such name at its top level (by a def, a class, an assignment or an import,
-  and with no star import of its own); else None."""
-  root = func
-  while isinstance(root, cst.Attribute):
-    root = root.value
-  scope = unit.scopes.get(root)
-  if not (isinstance(root, cst.Name) and scope is not None and not scope[root.value]):
-    return None
-  stars = sum(isinstance(n, cst.ImportStar) for n in unit.nodes)
-  if stars != len(unit.star_sources) or root.value in unit.star_imports:
-    return None
-  for source in unit.star_sources:
-    holder = project.lacking_module(f'{source}.{root.value}')
-    if holder is None or any(isinstance(n, cst.ImportStar) for n in holder.nodes):
-      return None
-  return root.value
-
-
 def _bindings(unit: SourceFile, func: cst.CSTNode) -> list:
   """The nodes that bind the name ``func`` in its scope (one per def, class or assignment)."""
   scope = unit.scopes.get(func)
@@ -450,7 +429,7 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
               'which is also bound elsewhere or read other than as the callee of a call, so not '
               'all its calls are in sight (a lambda is followed where they are)')
     names = sorted(unit.names(call.func))
-    unbound = None if names else _bound_nowhere(project, unit, call.func)
+    unbound = None if names else _import_paths.bound_nowhere(project, unit, call.func)
     if unbound is not None:   # SayCan's ``checkpoint.restore_checkpoint``, a typo
       stars = ''.join(f', nor by its from {m} import *' for m in unit.star_sources)
       return (f'{what}: {unbound} is bound nowhere in its file{stars} (the program fails there '
@@ -569,7 +548,7 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
     if not isinstance(call, cst.Call):
       return False
     names = unit.names(call.func)
-    if parent.keyword is not None and _flows.dict_items(unit, call) is not None:
+    if parent.keyword is not None and _calls.dict_items(unit, call) is not None:
       return _dict_followed(project, unit, call)   # ``dict(optimizer=opt, epoch=0)``
     if rules.matches(unit, node):
       return True   # a rule rewrites this use (``isinstance(opt, optim.Optimizer)``)
@@ -602,9 +581,10 @@ def _followed(project, unit: SourceFile, node: cst.CSTNode, parent: cst.CSTNode)
 def _dict_followed(project, unit: SourceFile, container: cst.CSTNode) -> bool:
   """Whether a dict built whole with string keys (``{'actor': opt_a, 'critic': opt_c}``,
   ``dict(actor=opt_a, critic=opt_c)``) goes where each value is followed at its key: assigned
-  to a target, returned, bound to a parameter of the project's own function, or handed to a pass-through call (``restore_checkpoint``) whose
-  result is assigned or returned, or to a sink (``save_checkpoint``)."""
-  if _flows.dict_items(unit, container) is None:
+  to a target, returned, bound to a parameter of the project's own function, or handed to a
+  pass-through call (``restore_checkpoint``) whose result is assigned or returned, or to a sink
+  (``save_checkpoint``)."""
+  if _calls.dict_items(unit, container) is None:
     return False
   outer = unit.parent(container)
   if isinstance(outer, cst.Assign) and outer.value is container:
