@@ -19,6 +19,7 @@ from . import _leftovers
 from . import _optax_text
 from . import _project
 from . import _refusals
+from . import _shared_layout
 from . import _sites
 from . import _unit
 from . import rules
@@ -76,6 +77,10 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
     if escaped is None and any(s.kind == 'escape' for s in group.sites):
       site = next(s for s in group.sites if s.kind == 'escape')
       escaped = f'an optimizer that escapes the analysis at {_unit.at(site.unit, site.node)}'
+  # Objects saved or restored with more than one learning-rate mode: each injects its own.
+  inject = _shared_layout.to_inject(decided, _shared_layout.checkpointed(project, found))
+  decided = [(g, _decide(project, g, records, conversions, files, plain_optax, None, inject[id(g)])
+              if id(g) in inject else obj) for g, obj in decided]
   # A refusal decided here for the whole object (FOM108-FOM111, FOM102 ...) spreads to the
   # objects that meet it, as the refusals of single sites did in ``_sites``: all decided first.
   _sites.refuse_together(project, found)
@@ -198,8 +203,8 @@ def _def_site_check(project, group) -> dict:
   """
   multis = {}
   for site in list(group.sites):
-    if site.kind != 'create':
-      continue
+    if site.kind != 'create' or _refused_pre_linen(project, site, site.unit):
+      continue   # flax.nn first, whatever the def (flax_bert's ``optimizer_cls = optim.Adam``)
     unit = site.unit
     receiver = _unit.create_receiver(unit, site.node)
     beside = isinstance(receiver, cst.Name) and _project.def_read_beside(unit, receiver)
@@ -348,13 +353,15 @@ _NEVER_APPLIED = (': it is never applied (a template to restore a checkpoint int
                   'builds no transform without a learning rate; give the def the one training used')
 
 
-def _decide(project, group, records, conversions, files, plain_optax, unseen) -> ObjectPlan:
+def _decide(project, group, records, conversions, files, plain_optax, unseen,
+            shared_layout='') -> ObjectPlan:
   """What holds for the whole object (its defs, learning-rate mode, gradient average); refuses
   the sites that block it.
 
   ``unseen``: the object is created out of sight while a def or another object escaped the
-  analysis (which, for the message), else None
-  (it may be that one, e.g. through an import the analysis cannot resolve).
+  analysis (which, for the message; it may be that one, through an import not resolved), else
+  None; ``shared_layout``: why it injects its learning rate whatever its sites do
+  (``_shared_layout``).
   """
   multis = _def_site_check(project, group)
   creates = [s for s in group.sites if s.kind == 'create']
@@ -377,22 +384,26 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen) ->
     if mode == 'schedule' and any(multis.get(id(c)) or any(
         isinstance(b[2], list) for b in c.branches or ()) for c in creates):
       mode, schedule = 'inject', None   # one learning rate injected for every group
+  if shared_layout:
+    mode, schedule = 'inject', None
   keep_layout = any(s.slot and s.slot[0] == 'field' for s in group.sites) or any(
       k[0] == 'field' for k in _members(project, group.root))
   obj = ObjectPlan(project, files, records, conversions, plain_optax, creates, multis, calls,
-                   overrides, pmeans, mode, schedule, keep_layout, group_lrs, averaged_here)
+                   overrides, pmeans, mode, schedule, keep_layout, group_lrs, averaged_here,
+                   shared_layout)
   if mode == 'inject' and group_lrs:
     for site in applies:
       if not _unit.plain_reference(site.node.func.value):
         site.refusal = _refusals.ESCAPE
         site.message = 'the learning rates are set on a computed value'
   elif mode == 'inject':
-    for site in applies:
+    for site in applies:   # sets the create's rate (a restored state holds the file's)
       if overrides[id(site)] is None:
         lrs = obj.create_lr_texts()
         if len(lrs) != 1 or not (lrs <= {None} or _optax_text.is_literal(next(iter(lrs)))):
           site.refusal = _refusals.LR_NONE
-          site.message = 'applied without learning_rate= while other sites set it'
+          site.message = _shared_layout.NO_LITERAL if shared_layout else (
+              'applied without learning_rate= while other sites set it')
       if not _unit.plain_reference(site.node.func.value):
         site.refusal = _refusals.ESCAPE
         site.message = 'the learning rate is set on a computed value'

@@ -48,7 +48,9 @@ class ObjectPlan:
   ``{id(apply site): the pmap axis its gradients are averaged over}``; ``mode`` / ``schedule``:
   the learning-rate mode (``_learning_rate``); ``keep_layout``: the optimizer is a field of the
   user's own train state, saved with its siblings; ``averaged_here``: ids of the apply sites of
-  a replicated object whose pmapped step averages its grads itself (``_plan._replication``).
+  a replicated object whose pmapped step averages its grads itself (``_plan._replication``);
+  ``shared_layout``: why its learning rate is injected though no site sets it
+  (``_shared_layout``).
   """
   project: object
   files: Dict[str, FilePlan]
@@ -65,6 +67,7 @@ class ObjectPlan:
   keep_layout: bool
   group_lrs: dict = dataclasses.field(default_factory=dict)
   averaged_here: set = dataclasses.field(default_factory=set)
+  shared_layout: str = ''
 
   def lr_sources(self, create, default=None) -> set:
     """The learning-rate source texts of a create site's def (one per branch)."""

@@ -451,6 +451,19 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
               f'{holder.module_name} ({os.path.basename(holder.path)}) defines no '
               f'{names[0].rpartition(".")[2]} (the program fails there as it is, '
               'AttributeError, unless something sets it at run time)')
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if isinstance(receiver, cst.Call) and 'builtins.super' in unit.names(receiver.func):
+      cls = unit.enclosing(call, (cst.ClassDef,))   # ml-params-flax's library BaseTrainer
+      own = [b for b in cls.bases if project.resolve_callable(unit, b.value)] if cls else []
+      return (f'{what}: {call.func.attr.value}() of ' + (
+          'a base class, and the analysis does not follow a call through super()' if own else
+          'a base class the given files do not define (a library class it does not know)'))
+    param = _unit.parameter(unit, receiver) if isinstance(receiver, cst.Name) else None
+    fdef = unit.enclosing(param, (cst.FunctionDef,)) if param is not None else None
+    if fdef is not None:   # flax_bert's ``state.take_step(optimizer, grad)``
+      return (f'{what}: {receiver.value} is a parameter of {fdef.name.value}(), and which '
+              f'class\'s {call.func.attr.value}() this calls is not decided (the analysis does '
+              'not take a parameter\'s class from its callers)')
     return (f'{what}: {names[0]} is not a function or class of the given files (a library '
             'call the analysis does not know, or an import that does not resolve to them)')
   returned = parent if isinstance(parent, cst.Return) else unit.enclosing(node, (cst.Return,))

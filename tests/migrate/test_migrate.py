@@ -612,6 +612,49 @@ def test_refusal_leaves_the_object_alone_and_marks_it_once(code, body):
   assert_refused_and_marked(code, body)
 
 
+def test_a_pre_linen_file_s_create_names_flax_nn_whatever_its_def():
+  # flax_bert's ``optimizer_cls = optim.Adam`` (or LAMB, by a flag), then
+  # ``optimizer_cls(...).create(model)`` beside ``nn.Model``: before, FOM112 only, the file's
+  # flax.nn (what current flax cannot run) never named; a def written in the call had FOM105.
+  body = ('from flax import nn\n\n\ndef f(p, lamb):\n  m = nn.Model(nn.Dense, p)\n'
+          '  cls = optim.LAMB if lamb else optim.Adam\n  return cls(0.1).create(m)\n')
+  new, report = migrate_source(_PRELUDE + body)
+  creates = [r for r in report.records if r.line == 11]
+  assert [(r.code, r.status) for r in creates] == [('FOM105', 'refused')], report.summary(False)
+  assert 'optax' not in new
+
+
+_SUPER = ('class Trainer({base}):\n  def train(self, p, g):\n    o = optim.Momentum(0.1).create(p)\n'
+          '    super(Trainer, self).train(optimizer=o)\n    return o.apply_gradient(g)\n')
+
+
+@pytest.mark.parametrize('prefix, base, says', [
+    ('import somelib\n\n\n', 'somelib.Base',
+     'train() of a base class the given files do not define (a library class it does not know)'),
+    ('class Base:\n  def train(self, optimizer=None):\n    return optimizer\n\n\n', 'Base',
+     'train() of a base class, and the analysis does not follow a call through super()'),
+])
+def test_an_optimizer_passed_through_super_says_so(prefix, base, says):
+  # ml-params-flax's ``super(Trainer, self).train(optimizer=optimizer)``, its base a library's:
+  # before, "builtins.super is not a function or class of the given files".
+  _, report = migrate_source(_PRELUDE + prefix + _SUPER.format(base=base))
+  (record,) = [r for r in report.records if 'super(Trainer, self).train(...)' in r.message]
+  assert record.code == 'FOM107' and record.message.endswith(says), record.message
+
+
+def test_a_method_of_a_parameter_of_unknown_class_says_so():
+  # flax_bert's ``state.take_step(optimizer, grad)`` in ``train_step(optimizer, state)``:
+  # before, "train.train_step.<locals>.state.take_step is not a function or class ...".
+  _, report = migrate_source(
+      _PRELUDE + 'def train_step(optimizer, state, grad):\n'
+      '  return state.take_step(optimizer, grad)\n\n\n'
+      'def main(p, g, state):\n  return train_step(optim.Adam(0.1).create(p), state, g)\n')
+  (record,) = [r for r in report.records if 'state.take_step(...)' in r.message]
+  assert record.message.endswith(
+      "state is a parameter of train_step(), and which class's take_step() this calls is not "
+      "decided (the analysis does not take a parameter's class from its callers)"), record.message
+
+
 def test_a_positional_argument_after_the_gradients_is_refused_as_no_override():
   # meta-pde's ``apply_gradient(grads, hess)``: legacy raised TypeError on it (flax 0.5.3:
   # "apply_gradient() takes 2 positional arguments but 3 were given"); optimize(l, h) is

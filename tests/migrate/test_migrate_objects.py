@@ -21,7 +21,9 @@ an actor's and a critic's optimizers in a dict saved and restored by ``flax.trai
 and runs every key set a caller may pass, an unknown key and a missing learning rate raising in
 both; ``kwargs_parameter_rate_per_step`` does so with the learning rate injected per update;
 ``property_field`` keeps its optimizer behind a property (its getter creates it on first read,
-its setter stores it), read and set as ``self.optimizer``.
+its setter stores it), read and set as ``self.optimizer``; ``checkpoint_between_scripts`` saves
+an optimizer whose learning rate it sets per step (a checkpoint and a pickled state dict) and
+restores both into optimizers of another file that never set one (ElecFF's two scripts).
 """
 import pathlib
 import shutil
@@ -126,6 +128,22 @@ def test_keywords_from_a_parameter_are_bound_where_the_def_was_made(examples):
       optimizer['command'])
   assert ('run-time values replaced in the command by same-layout stand-ins: learning_rate=0.1, '
           'beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.0001') in optimizer['notes']
+
+
+def test_optimizers_that_share_a_checkpoint_share_its_state_layout(examples):
+  """The reader's optimizers set no learning rate, so alone they would be plain ``optax.adam``,
+  whose state does not restore what the writer's injected one saved (before: ``ValueError:
+  The size of the list and the state dict do not match ... at path ./opt_state``). Each injects
+  its learning rate and sets its def's at each update (a restored state holds the writer's)."""
+  root, migrated = examples
+  reader = (root / 'checkpoint_between_scripts' / 'reader.py').read_text()
+  assert reader.count('tx=optax.inject_hyperparams(optax.adam, ') == 2, reader
+  assert 'hyperparams, learning_rate=0.05))).apply_gradients(grads=grad)' in reader, reader
+  creates = [r for r in migrated['checkpoint_between_scripts'].report['sites']
+             if r['code'] == 'FOM001' and r['path'].endswith('reader.py')]
+  assert len(creates) == 2 and all(
+      'its learning rate is injected (a state layout of its own otherwise)' in r['message']
+      and 'writer.py:30' in r['message'] for r in creates), creates
 
 
 # --- what is refused, and why -----------------------------------------------------------------

@@ -172,6 +172,8 @@ def plan_create(obj: ObjectPlan, site, call, branch=None):
       notes.append('learning_rate=None: the injected learning rate starts at 0.0 and is set at '
                    'every apply site')
     sources['learning_rate'] = 'learning_rate'
+    if obj.shared_layout:
+      notes.append(obj.shared_layout)
   result = _optax_text.plain(call.name, sources)
   expression, exact = result.expression, result.exact
   flagged = _optax_text.zero_params_marker(call.name) if exact != 'not exact' else None
