@@ -288,8 +288,9 @@ class _Joiner:
       params = node.params.params
       field = self.accessor_field(node)
       if len(params) == 2 and field is not None:   # ``self.optimizer = v`` binds ``value``
-        self.found.append((var_slot(unit, params[1].name), field))
-        self.found.append((field, var_slot(unit, params[1].name)))
+        value = var_slot(unit, params[1].name)   # either way, once one side holds one
+        self.copy(field, value)
+        self.copy(value, field)
     elif isinstance(node, cst.Lambda):
       self.value(return_slot(unit, node), node.body)
     elif isinstance(node, cst.Attribute):

@@ -376,3 +376,23 @@ def test_a_method_a_subclass_overrides_too_is_refused_naming_the_classes():
       'mnist_example.py:18, base_operator.py:2, flax_operator.py:12), and which one runs is not '
       "decided (a subclass of the receiver's class overrides it, or the class has several "
       'bases)'), message
+
+
+def test_a_property_with_a_setter_holds_no_optimizer_until_one_reaches_it():
+  """A property's setter joins its field and its parameter only where one of them holds an
+  optimizer (netket's ``MCMixedState.sampler_diag`` setter of a sampler: before, every such
+  pair was taken for an optimizer's, and the samplers' uses in files with no flax.optim, such
+  as ``sa.sample_shape``, were refused FOM107 and marked 'a member flax 0.5.3's Optimizer does
+  not have')."""
+  state = ('class State:\n  def __init__(self, sampler):\n    self._sampler = sampler\n\n'
+           '  @property\n  def sampler(self):\n    return self._sampler\n\n'
+           '  @sampler.setter\n  def sampler(self, sampler):\n    self._sampler = sampler\n')
+  bench = ('import state\n\n\ndef run(build):\n  sa = build()\n  s = state.State(sa)\n'
+           '  s.sampler = sa\n  return sa.sample_shape, s.sampler.samples(3)\n')
+  train = ('import jax\nfrom flax import optim\n\n\n'
+           'def make(p):\n  return optim.Adam(0.1).create(p)\n')
+  sources = {'state.py': state, 'bench.py': bench, 'train.py': train}
+  new, report = migrate_sources(sources)
+  assert new.get('bench.py', bench) == bench and new.get('state.py', state) == state
+  assert {r.path for r in report.records} == {'train.py'}, report.summary(written=False)
+  assert report.exit_status() == 1, report.summary(written=False)
