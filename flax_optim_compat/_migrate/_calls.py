@@ -62,6 +62,9 @@ _PASS_THROUGH = {
     'jax.tree_multimap': (1, 'tree'),
     'jax.tree_util.tree_multimap': (1, 'tree'),
 }
+# Of both, the calls that save or restore a tree (``_shared_layout``).
+CHECKPOINT_IO = {name: where for name, where in {**SINKS, **_PASS_THROUGH}.items()
+                 if name.startswith(('flax.training.checkpoints.', 'flax.serialization.'))}
 # Of these, every positional argument after the function is a tree of the same structure.
 TREE_MAPS = frozenset({'jax.tree_util.tree_map', 'jax.tree.map', 'jax.tree_map',
                        'jax.tree_multimap', 'jax.tree_util.tree_multimap'})

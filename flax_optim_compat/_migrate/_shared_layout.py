@@ -18,20 +18,10 @@ from typing import Dict, List, Set
 
 import libcst as cst
 
+from . import _calls
 from . import _flows
 from . import _unit
 
-# The calls that save or restore a tree (argument position, keyword name of the tree).
-CHECKPOINT_IO = {
-    'flax.training.checkpoints.save_checkpoint': (1, 'target'),
-    'flax.training.checkpoints.save_checkpoint_multiprocess': (1, 'target'),
-    'flax.training.checkpoints.restore_checkpoint': (1, 'target'),
-    'flax.serialization.to_bytes': (0, 'target'),
-    'flax.serialization.from_bytes': (0, 'target'),
-    'flax.serialization.to_state_dict': (0, 'target'),
-    'flax.serialization.from_state_dict': (0, 'target'),
-    'flax.serialization.msgpack_serialize': (0, 'pytree'),
-}
 _PICKLED = ('pickle_dump', 'pickle_load')
 # An apply site of such an object sets the create's rate (a restored state holds the file's).
 NO_LITERAL = ('applied without learning_rate=, its learning rate injected (a checkpoint shared '
@@ -51,8 +41,8 @@ def checkpointed(project, found) -> Dict[tuple, str]:
     for node in unit.nodes:
       if not isinstance(node, cst.Call):
         continue
-      names = unit.names(node.func) & set(CHECKPOINT_IO)
-      tree = _unit.call_arg(node, *CHECKPOINT_IO[min(names)]) if names else None
+      names = unit.names(node.func) & set(_calls.CHECKPOINT_IO)
+      tree = _unit.call_arg(node, *_calls.CHECKPOINT_IO[min(names)]) if names else None
       if tree is None:
         continue
       for part in _unit.walk(tree):
