@@ -402,8 +402,7 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen,
         lrs = obj.create_lr_texts()
         if len(lrs) != 1 or not (lrs <= {None} or _optax_text.is_literal(next(iter(lrs)))):
           site.refusal = _refusals.LR_NONE
-          site.message = _shared_layout.NO_LITERAL if shared_layout else (
-              'applied without learning_rate= while other sites set it')
+          site.message = 'applied without learning_rate= while other sites set it'
       if not _unit.plain_reference(site.node.func.value):
         site.refusal = _refusals.ESCAPE
         site.message = 'the learning rate is set on a computed value'

@@ -11,8 +11,10 @@ into an optimizer with none: migrated with two layouts, the reader raised ``Valu
 path ./opt_state``), so where the objects the program saves or restores have more than one mode,
 each of them injects its learning rate (``'inject'``): exact for an object whose sites never
 set one (the injected value is the def's and nothing changes it), the general form for the
-others. A MultiOptimizer's, a def chosen in branches or an object with no create in sight keeps
-its mode (docs/migrate.md, FOM001).
+others. A MultiOptimizer's, a def chosen in branches, an object with no create in sight, and one
+with an update that sets no learning rate where the create's is no literal keep their modes
+(docs/migrate.md): refusing it here would make a second run, on the first's output, decide
+otherwise (SurVAE's ``optim.Adam(learning_rate=learning_rate)``).
 """
 from typing import Dict, List, Set
 
@@ -20,12 +22,10 @@ import libcst as cst
 
 from . import _calls
 from . import _flows
+from . import _optax_text
 from . import _unit
 
 _PICKLED = ('pickle_dump', 'pickle_load')
-# An apply site of such an object sets the create's rate (a restored state holds the file's).
-NO_LITERAL = ('applied without learning_rate=, its learning rate injected (a checkpoint shared '
-              "with optimizers of other modes), and the create's is no literal to set here")
 
 
 def checkpointed(project, found) -> Dict[tuple, str]:
@@ -45,11 +45,23 @@ def checkpointed(project, found) -> Dict[tuple, str]:
       tree = _unit.call_arg(node, *_calls.CHECKPOINT_IO[min(names)]) if names else None
       if tree is None:
         continue
-      for part in _unit.walk(tree):
-        if isinstance(part, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
-          for slot in _held(project, unit, part, fields):
-            roots.setdefault(project.groups.find(slot), _unit.at(unit, node))
+      for part in _values(project, unit, tree):
+        for slot in _held(project, unit, part, fields):
+          roots.setdefault(project.groups.find(slot), _unit.at(unit, node))
   return roots
+
+
+def _values(project, unit, tree) -> List[cst.CSTNode]:
+  """The values a saved tree is built of: the elements of its tuples and lists, the values of
+  its dicts, through the calls that hand back their argument (``unreplicate(state)``); not
+  what an expression reads (``opt.target`` saves the params, not ``opt``)."""
+  tree = _calls.unwrap(project, unit, tree)
+  if isinstance(tree, (cst.Tuple, cst.List)):
+    return [v for e in tree.elements for v in _values(project, unit, e.value)]
+  items = _calls.dict_items(unit, tree)
+  if items is not None:
+    return [v for _, value in items for v in _values(project, unit, value)]
+  return [tree]
 
 
 def _held(project, unit, node, fields) -> List[tuple]:
@@ -58,12 +70,12 @@ def _held(project, unit, node, fields) -> List[tuple]:
   slot = project.slot_of(unit, node)
   if slot is not None:
     return [slot]
-  if not isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)) or (
+  if not isinstance(node, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) or (
       _unit.is_module_like(unit, node)):
     return []
   base = _flows.base_of(project, unit, node)
   held = [s for s in project.optimizer_slots if base is not None and _part_of(s, base)]
-  if isinstance(node, (cst.Name, cst.Attribute)):
+  if isinstance(node, (cst.Name, cst.Attribute, cst.Call)):   # ``State(opt, 0)`` too
     held += [s for s in fields if _flows.field_slot(project, unit, node, s[2]) == s]
   return held
 
@@ -89,9 +101,17 @@ def to_inject(decided, roots: Dict[tuple, str]) -> Dict[int, str]:
                   'program saves or restores optimizers of other learning-rate modes, and a '
                   'checkpoint of one must restore into another' +
                   (f' (saved or restored at {others})' if others else ''))
-          for g, obj in members if obj.mode != 'inject' and _may_inject(obj)}
+          for g, obj in members if obj.mode != 'inject' and _may_inject(g, obj)}
 
 
-def _may_inject(obj) -> bool:
-  return bool(obj.creates) and not obj.group_lrs and not any(obj.multis.values()) and all(
-      c.branches is None for c in obj.creates)
+def _may_inject(group, obj) -> bool:
+  """Whether injecting keeps the object whole: one def, and each update that sets no learning
+  rate can set the create's (a literal, on a plain receiver); else it keeps its mode, as a
+  refusal here would change what a second run of migrate, on the first's output, decides."""
+  if not obj.creates or obj.group_lrs or any(obj.multis.values()) or any(
+      c.branches is not None for c in obj.creates):
+    return False
+  lrs = obj.create_lr_texts()
+  literal = len(lrs) == 1 and None not in lrs and _optax_text.is_literal(next(iter(lrs)))
+  return all((literal and _unit.plain_reference(s.node.func.value)) or (
+      obj.overrides.get(id(s)) is not None) for s in group.sites if s.kind in ('apply', 'optimize'))

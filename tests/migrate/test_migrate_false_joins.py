@@ -396,3 +396,43 @@ def test_a_property_with_a_setter_holds_no_optimizer_until_one_reaches_it():
   assert new.get('bench.py', bench) == bench and new.get('state.py', state) == state
   assert {r.path for r in report.records} == {'train.py'}, report.summary(written=False)
   assert report.exit_status() == 1, report.summary(written=False)
+
+
+def test_what_a_checkpoint_saves_is_what_its_tree_is_built_of():
+  """The optimizers that share checkpoint files take one state layout (``_shared_layout``):
+  one held in a dict through ``unreplicate(replicate(...))`` and one in a field of the user's
+  train state are among them; one whose params alone are saved (``opt.target``) is not, and
+  keeps its plain form."""
+  common = ('import flax\nfrom typing import Any\n\n\n@flax.struct.dataclass\nclass State:\n'
+            '  optimizer: Any\n  epoch: int\n')
+  train = ('import jax\nfrom flax import jax_utils, optim\nfrom flax.training import checkpoints\n'
+           '\n\ndef main(lr, g):\n  opt = optim.Adam(learning_rate=1.).create({"w": 1.})\n'
+           '  opt = opt.apply_gradient(g, learning_rate=lr)\n'
+           '  tree = {"opt": jax_utils.unreplicate(jax_utils.replicate(opt))}\n'
+           '  checkpoints.save_checkpoint("ckpt", tree, 1)\n')
+  evaluate = ('from flax import optim\nfrom flax.training import checkpoints\n\nimport common\n'
+              '\n\ndef main():\n  opt = optim.Adam(learning_rate=1.).create({"w": 0.})\n'
+              '  return checkpoints.restore_checkpoint("ckpt", common.State(opt, 0))\n\n\n'
+              'def other():\n  opt = optim.Momentum(learning_rate=1.).create({"w": 0.})\n'
+              '  checkpoints.save_checkpoint("x", opt.target, 1)\n')
+  new, report = migrate_sources({'common.py': common, 'train.py': train, 'evaluate.py': evaluate})
+  assert report.exit_status() == 1, report.summary(written=False)
+  assert 'tx=optax.inject_hyperparams(optax.adam, ' in new['evaluate.py'], new['evaluate.py']
+  assert 'tx=optax.sgd(learning_rate=1., momentum=0.9' in new['evaluate.py'], new['evaluate.py']
+
+
+def test_an_optimizer_that_cannot_set_its_rate_at_each_update_keeps_its_mode():
+  """A restored optimizer updated without a learning rate, its def's a variable: injected, its
+  updates could not set the def's, so it keeps its plain form and is rewritten (before, it was
+  refused FOM108, and a second run of migrate on the output rewrote it: shayan-kousha/SurVAE)."""
+  train = ('from flax import optim\nfrom flax.training import checkpoints\n\n\n'
+           'def main(lr, g):\n  opt = optim.Adam(learning_rate=1.).create({"w": 1.})\n'
+           '  opt = opt.apply_gradient(g, learning_rate=lr)\n'
+           '  checkpoints.save_checkpoint("ckpt", opt, 1)\n')
+  resume = ('from flax import optim\nfrom flax.training import checkpoints\n\n\n'
+            'def main(lr, g):\n  opt = optim.Adam(learning_rate=lr).create({"w": 0.})\n'
+            '  opt = checkpoints.restore_checkpoint("ckpt", opt)\n'
+            '  return opt.apply_gradient(g)\n')
+  new, report = migrate_sources({'train.py': train, 'resume.py': resume})
+  assert report.exit_status() == 1, report.summary(written=False)
+  assert 'tx=optax.adam(learning_rate=lr, ' in new['resume.py'], new['resume.py']
