@@ -187,7 +187,8 @@ def test_the_checkpoint_wing_keeps_its_own_order(module, forbidden):
 
 # The migrate wing's inner order: each module imports none of those after it.
 _MIGRATE_ORDER = ['_unit', '_import_paths', '_family', '_unparsed', '_program', '_calls', '_flows',
-                  '_callees', '_project', '_sites', '_leftovers', '_plan', '_engine', '_command']
+                  '_callees', '_project', '_sites', '_leftovers', '_shared_layout', '_plan', '_engine',
+                  '_command']
 
 
 @pytest.mark.parametrize('position', range(len(_MIGRATE_ORDER)))

@@ -78,7 +78,7 @@ def make_plan(project: _project.Project, plain_optax: bool = False) -> Plan:
       site = next(s for s in group.sites if s.kind == 'escape')
       escaped = f'an optimizer that escapes the analysis at {_unit.at(site.unit, site.node)}'
   # Objects saved or restored with more than one learning-rate mode: each injects its own.
-  inject = _shared_layout.to_inject(decided, _shared_layout.checkpointed(project, found))
+  inject = _shared_layout.to_inject(project, found, decided)
   decided = [(g, _decide(project, g, records, conversions, files, plain_optax, None, inject[id(g)])
               if id(g) in inject else obj) for g, obj in decided]
   # A refusal decided here for the whole object (FOM108-FOM111, FOM102 ...) spreads to the
@@ -399,8 +399,7 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen,
   elif mode == 'inject':
     for site in applies:   # sets the create's rate (a restored state holds the file's)
       if overrides[id(site)] is None:
-        lrs = obj.create_lr_texts()
-        if len(lrs) != 1 or not (lrs <= {None} or _optax_text.is_literal(next(iter(lrs)))):
+        if not (obj.create_lr_texts() == {None} or obj.literal_rate()):
           site.refusal = _refusals.LR_NONE
           site.message = 'applied without learning_rate= while other sites set it'
       if not _unit.plain_reference(site.node.func.value):

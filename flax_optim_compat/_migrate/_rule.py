@@ -17,6 +17,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import libcst as cst
 
+from . import _optax_text
 from . import _refusals
 from ._edits import Edit, FilePlan  # noqa: F401  (Edit: for the rule modules)
 from ._report import Conversion, Record
@@ -49,7 +50,7 @@ class ObjectPlan:
   the learning-rate mode (``_learning_rate``); ``keep_layout``: the optimizer is a field of the
   user's own train state, saved with its siblings; ``averaged_here``: ids of the apply sites of
   a replicated object whose pmapped step averages its grads itself (``_plan._replication``);
-  ``shared_layout``: why its learning rate is injected though no site sets it
+  ``shared_layout``: why its learning rate is injected whatever its sites do
   (``_shared_layout``).
   """
   project: object
@@ -91,6 +92,12 @@ class ObjectPlan:
   def create_lr_texts(self) -> set:
     """The learning rates the object's creates set (one text per def)."""
     return {lr for c in self.creates for lr in self.lr_sources(c)}
+
+  def literal_rate(self) -> bool:
+    """Whether its creates set one learning rate, a literal: what an injected update that
+    sets none can write at its site (``rules.fom004_apply``)."""
+    lrs = self.create_lr_texts()
+    return len(lrs) == 1 and None not in lrs and _optax_text.is_literal(next(iter(lrs)))
 
 
 class Rule:

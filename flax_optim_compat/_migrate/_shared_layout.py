@@ -22,7 +22,6 @@ import libcst as cst
 
 from . import _calls
 from . import _flows
-from . import _optax_text
 from . import _unit
 
 _PICKLED = ('pickle_dump', 'pickle_load')
@@ -88,10 +87,14 @@ def _part_of(slot: tuple, base: tuple) -> bool:
   return False
 
 
-def to_inject(decided, roots: Dict[tuple, str]) -> Dict[int, str]:
+def to_inject(project, found, decided) -> Dict[int, str]:
   """``{id(group): note}`` for the objects among ``decided`` (``(group, ObjectPlan)`` pairs)
-  that are saved or restored (``roots``) and must inject their learning rate, the note saying
-  why; empty where those objects share one mode."""
+  that are saved or restored (``checkpointed``) and must inject their learning rate, the note
+  saying why; empty where those objects share one mode (the files are not walked where every
+  object does)."""
+  if len({obj.mode for g, obj in decided if not g.refused}) < 2:
+    return {}
+  roots = checkpointed(project, found)
   members = [(g, obj) for g, obj in decided if g.root in roots and not g.refused]
   modes: Set[str] = {obj.mode for _, obj in members}
   if len(modes) < 2:
@@ -111,7 +114,6 @@ def _may_inject(group, obj) -> bool:
   if not obj.creates or obj.group_lrs or any(obj.multis.values()) or any(
       c.branches is not None for c in obj.creates):
     return False
-  lrs = obj.create_lr_texts()
-  literal = len(lrs) == 1 and None not in lrs and _optax_text.is_literal(next(iter(lrs)))
+  literal = obj.literal_rate()
   return all((literal and _unit.plain_reference(s.node.func.value)) or (
       obj.overrides.get(id(s)) is not None) for s in group.sites if s.kind in ('apply', 'optimize'))
