@@ -285,9 +285,12 @@ def _import_lines(module: cst.Module) -> set:
   lines = set()
 
   class _Collect(cst.CSTVisitor):
-    def visit_SimpleStatementLine(self, node):
-      if any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in node.body):
-        lines.add(module.code_for_node(node.with_changes(leading_lines=())))
+    def on_visit(self, node):   # not into an expression, nor into a line's statements
+      if isinstance(node, cst.SimpleStatementLine):
+        if _may_hold_imports(node):
+          lines.add(module.code_for_node(node.with_changes(leading_lines=())))
+        return False
+      return _may_hold_imports(node)
   module.visit(_Collect())
   return lines
 

@@ -46,14 +46,14 @@ class LeftoverVisitor(cst.CSTVisitor):
     if self.pre_linen:
       # A pre-Linen file cannot run on today's flax whatever is rewritten: a legacy name a
       # rule would rewrite (``optim.DynamicScale``) stays with the file's refused optimizers.
-      if any(rule.plan_name(self.unit, node, self.scratch, []) for rule in rules.ALL
+      if any(rule.plan_name(self.unit, node, self.scratch, []) for rule in rules.NAMING
              if not rule.after_the_project):
         self.plan.mark(node, _refusals.marker_text(_refusals.PRE_LINEN))
         self.records.append(Record(self.unit.path, self.unit.line(node), _refusals.PRE_LINEN.code,
                                    'refused', '', f'{self.unit.code(node)}: {self.pre_linen}'))
         return True
       return False
-    return any(rule.plan_name(self.unit, node, self.plan, self.records) for rule in rules.ALL
+    return any(rule.plan_name(self.unit, node, self.plan, self.records) for rule in rules.NAMING
                if rule.after_the_project == self.after_the_project)
 
   def on_visit(self, node) -> bool:

@@ -7,6 +7,7 @@ and positions. ``legacy_name`` says which names are flax.optim's own, however th
 ``flax_optim_compat.Adam``). The small helpers below read one node of a file; the analysis,
 the classification of sites, the plan and the rules share them.
 """
+import collections
 import importlib
 import os
 import pkgutil
@@ -181,6 +182,7 @@ class SourceFile:
     self.nodes, self.parents = collect.nodes, collect.parents
     self._positions = None   # LibCST's PositionProvider (a render of the file): when first read
     self._order = None
+    self._returns = None
     self._uses = None
     self._optimizer_fields = None
     self._names_legacy = None
@@ -276,6 +278,15 @@ class SourceFile:
     if self._order is None:
       self._order = {id(n): i for i, n in enumerate(self.nodes)}
     return self._order[id(node)]
+
+  def returns(self, fdef: cst.CSTNode) -> List[cst.CSTNode]:
+    """``returns_of``, from one pass over ``nodes`` for the whole file."""
+    if self._returns is None:
+      self._returns = collections.defaultdict(list)
+      for n in self.nodes:
+        if isinstance(n, (cst.Return, cst.Yield)):
+          self._returns[id(self.enclosing(n, (cst.FunctionDef, cst.Lambda)))].append(n)
+    return list(self._returns.get(id(fdef), ()))
 
   def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     return self.parents.get(node)
@@ -668,8 +679,7 @@ def at(unit: SourceFile, node: cst.CSTNode) -> str:
 def returns_of(unit: SourceFile, fdef: cst.FunctionDef) -> List[cst.CSTNode]:
   """The ``return`` and ``yield`` nodes of ``fdef`` itself, not of a function or lambda nested
   in it."""
-  return [n for n in walk(fdef.body) if isinstance(n, (cst.Return, cst.Yield))
-          and unit.enclosing(n, (cst.FunctionDef, cst.Lambda)) is fdef]
+  return unit.returns(fdef)
 
 
 def walk(node: cst.CSTNode) -> List[cst.CSTNode]:
