@@ -440,6 +440,22 @@ def test_an_import_of_a_name_todays_jax_lacks_that_nothing_reads_goes(source, us
   assert name in new
 
 
+def test_a_removed_function_imported_beside_a_renamed_name_and_never_read_goes():
+  """ethanabrooks/jax-rl's ``from jax.ops import index_update, index``, only ``index`` read
+  (held-out batch 26): ``index`` became ``jax.numpy.s_``, and ``index_update``, which no use
+  registered for removal, stayed in the import, which fails on today's jax (jax 0.4.13 removed
+  ``jax.ops.index_update``). It goes; read but not rewritten, it stays and is marked."""
+  source = 'from jax.ops import index_update, index\n\nsl = index[1:]\n'
+  new, report = migrate_source(source)
+  assert new == 'from jax.numpy import s_ as index\n\nsl = index[1:]\n', new
+  assert 'index_update' in report.records[0].message, report.records
+  assert [r.status for r in report.records] == ['rewritten'], report.records
+  assert migrate_source(new)[0] == new
+  new, report = migrate_source(source + 'update = index_update\n')
+  assert 'from jax.ops import index_update\n' in new, new
+  assert ('FOM299', 'refused') in {(r.code, r.status) for r in report.records}
+
+
 def test_a_linen_layer_modules_initializer_becomes_flax_linen_initializers(snippet_runs):
   """``flax.linen.linear.zeros`` (flax <= 0.6.4, jax.nn.initializers.zeros) in a module field's
   default: rewritten to today's ``flax.linen.initializers.zeros``, the same object, so the
