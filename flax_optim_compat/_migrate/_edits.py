@@ -5,10 +5,12 @@ import dataclasses
 from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set
 
 import libcst as cst
+from libcst import metadata as meta
 
 from ._unit import SourceFile
 from ._unit import dotted
 from ._unit import statement_of
+from ._unit import walk
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,3 +90,29 @@ def set_up_end(body) -> Optional[int]:
   while first < len(body) and import_line(body[first]):
     first += 1
   return first
+
+
+def imported_in_a_block(unit: SourceFile, node: cst.Attribute, root: str):
+  """The import lines inside a block (``if``, ``try``, a function) that bind the name ``node``
+  starts from, where each binding of it is one and an ``import <root>...`` can stand in its
+  place: in a function that reads or binds ``root`` nowhere else (there it would make ``root``
+  local to the whole function), not in a class body. Else None: the module's top imports it
+  (which would load jax before the block's own set-up, or where the block never ran)."""
+  while isinstance(node, cst.Attribute):
+    node = node.value
+  scope = unit.scopes.get(node) if isinstance(node, cst.Name) else None
+  bindings = list(scope[node.value]) if scope is not None else []
+  lines = [unit.enclosing(b.node, cst.SimpleStatementLine) for b in bindings
+           if isinstance(b, meta.ImportAssignment)]
+  if not lines or len(lines) < len(bindings) or any(
+      line is None or isinstance(unit.parent(line), cst.Module) for line in lines):
+    return None
+  own = {id(n) for line in lines for n in walk(line)}   # the imports' own names
+  for line in lines:
+    holder = unit.enclosing(line, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+    if isinstance(holder, cst.ClassDef):
+      return None
+    if holder is not None and any(isinstance(n, cst.Name) and n.value == root and
+                                  id(n) not in own for n in walk(holder.body)):
+      return None
+  return lines

@@ -29,7 +29,6 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 import libcst.helpers
-import libcst.metadata as meta
 
 from .. import _legacy_jax
 from . import _edits
@@ -625,7 +624,7 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
     elif entry.kind in ('alias', 'module', 'config_module') and not unwrapped:
       if isinstance(node, cst.Attribute):   # a Name was imported: its import is rewritten
         module = _plan_rename(node, entry, plan, result)
-        lines = module and _imported_in_a_block(unit, node, module.split('.')[0])
+        lines = module and _edits.imported_in_a_block(unit, node, module.split('.')[0])
         for line in lines or ():
           in_block.setdefault(id(line), (line, set()))[1].add(module)
         if module and not lines:
@@ -654,32 +653,6 @@ def plan_file(unit: SourceFile, plan: _edits.FilePlan) -> FileResult:
   for line, modules in in_block.values():
     _import_in_place(plan, result, line, sorted(modules))
   return result
-
-
-def _imported_in_a_block(unit: SourceFile, node: cst.Attribute, root: str):
-  """The import lines inside a block (``if``, ``try``, a function) that bind the name ``node``
-  starts from, where each binding of it is one and an ``import <root>...`` can stand in its
-  place: in a function that reads or binds ``root`` nowhere else (there it would make ``root``
-  local to the whole function), not in a class body. Else None: the module's top imports it
-  (which would load jax before the block's own set-up, or where the block never ran)."""
-  while isinstance(node, cst.Attribute):
-    node = node.value
-  scope = unit.scopes.get(node) if isinstance(node, cst.Name) else None
-  bindings = list(scope[node.value]) if scope is not None else []
-  lines = [unit.enclosing(b.node, cst.SimpleStatementLine) for b in bindings
-           if isinstance(b, meta.ImportAssignment)]
-  if not lines or len(lines) < len(bindings) or any(
-      line is None or isinstance(unit.parent(line), cst.Module) for line in lines):
-    return None
-  own = {id(n) for line in lines for n in _unit.walk(line)}   # the imports' own names
-  for line in lines:
-    holder = unit.enclosing(line, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
-    if isinstance(holder, cst.ClassDef):
-      return None
-    if holder is not None and any(isinstance(n, cst.Name) and n.value == root and
-                                  id(n) not in own for n in _unit.walk(holder.body)):
-      return None
-  return lines
 
 
 def _import_in_place(plan, result, line, modules):
