@@ -426,14 +426,17 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen,
         c.refusal = _refusals.UNKNOWN_DEF
         c.message = (f'{clash[0]}(...) reads a variable named {clash[1]}, the name the rewrite '
                      'gives the injected learning rate inside the transform: rename the variable')
-  if not creates and group.sites and group.refused == [] and (mode != 'none' or unseen):
+  made = project.unseen_def_create(group.root) if not creates else None
+  if not creates and group.sites and group.refused == [] and (mode != 'none' or unseen or made):
     # Its create (and so its optax form) is decided where the analysis cannot see it.
     site = next((s for s in applies if overrides[id(s)] is not None), group.sites[0])
     site.refusal = _refusals.ESCAPE
     where = unseen or ('an import the analysis cannot resolve, or code outside the given '
                        'files')
-    site.message = (f'its create is out of sight ({where}), so its optax form cannot be '
-                    'decided here')
+    site.message = (f'its create is out of sight ({where})' if not made else (
+        f'its create, {_unit.short(made[0].code(made[1]))} at {_unit.at(*made)}, uses a def '
+        'from out of sight (no create the analysis follows)')) + (
+            ', so its optax form cannot be decided here')
   for site in group.sites:
     if site.refusal is not None:
       continue

@@ -402,6 +402,30 @@ class Project(Callees):
             f'the state dict at that key (flax_optim_compat.convert.convert_checkpoint('
             f'state_dict[{keys[0]}], ...)) and put the result back at its key']
 
+  def unseen_def_create(self, root: tuple):
+    """``(unit, call)``: a ``d.create(...)`` whose value the object ``root`` is (returned, or
+    assigned to a variable of it) and which is no create site, its def ``d`` out of sight (a
+    parameter no call in sight binds, typed only by an annotation); else None."""
+    slots = {s for s in self.optimizer_slots if self.groups.find(s) == root}
+    for unit in self.units:
+      for n in unit.nodes:
+        if not (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and
+                n.func.attr.value == 'create'):
+          continue
+        parent = unit.parent(n)
+        if isinstance(parent, cst.Return):
+          fdef = unit.enclosing(parent, (cst.FunctionDef, cst.Lambda))
+          into = [_flows.return_slot(unit, fdef)] if fdef is not None else []
+        elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is n:
+          targets = [t.target for t in parent.targets] if isinstance(
+              parent, cst.Assign) else [parent.target]
+          into = [_flows.var_slot(unit, t) for t in targets if isinstance(t, cst.Name)]
+        else:
+          into = []
+        if any(slot in slots for slot in into):
+          return unit, n
+    return None
+
   def _mark(self, slot: tuple, other: Optional[tuple] = None) -> bool:
     changed = self.known.add(slot)
     if other is not None:

@@ -384,3 +384,36 @@ def test_getattr_with_a_literal_name_on_a_value_of_unknown_class_is_that_field_t
   changed, report = _engine.migrate_sources({'train.py': agent, 'runner.py': runner})
   assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
   assert changed['runner.py'] == runner.replace('.target', '.params')
+
+
+# ethanabrooks/jax-rl's SAC (held-out batch 26): a def that arrives from out of sight, typed only
+# by annotations, and created in sight.
+UNSEEN_DEF = """import jax.numpy as jnp
+from flax.optim import Adam, Optimizer
+
+
+def make_optimizer(adam: Adam, params) -> Optimizer:
+  return adam.create(params)
+
+
+def main(adam):
+  opt = make_optimizer(adam, {'w': jnp.ones(3)})
+  return opt.target
+"""
+
+
+def test_an_object_created_from_a_def_out_of_sight_is_refused_whole():
+  """Before: the annotations and ``opt.target`` were rewritten, ``adam.create(params)`` was
+  left with no record (no create site: its def is a parameter no call supplies), and the
+  report said 3 rewritten, 0 refused: half-migrated. The object is refused with all its uses;
+  with its def in sight, it is rewritten whole."""
+  from flax_optim_compat._migrate import migrate_source  # pylint: disable=g-import-not-at-top
+  new, report = migrate_source(UNSEEN_DEF)
+  assert {r.status for r in report.records} == {'refused'}, report.summary(False)
+  assert 'adam.create(params)' in new and 'opt.target' in new and 'optax' not in new, new
+  first = min(report.records, key=lambda r: r.line)
+  assert first.code == 'FOM107' and 'uses a def from out of sight' in first.message, first
+  seen = UNSEEN_DEF + '\n\ndef run():\n  return main(Adam(1e-3))\n'
+  new, report = migrate_source(seen)
+  assert {r.status for r in report.records} == {'rewritten'}, report.summary(False)
+  assert 'tx=adam' in new and 'opt.params' in new, new
