@@ -293,9 +293,15 @@ def _unread_removed_name(unit: SourceFile, full: str) -> bool:
   entry = BY_NAME.get(full)
   if entry is None or entry.kind not in ('at', 'second_argument', 'expression', 'function'):
     return False
-  return not any(isinstance(n, (cst.Name, cst.Attribute)) and not _within_import(unit, n) and
-                 any(q == full or q.startswith(full + '.') for q in unit.names(n))
-                 for n in unit.nodes)
+  return not _read_outside_imports(unit, [full])
+
+
+def _read_outside_imports(unit: SourceFile, fulls) -> bool:
+  """Whether a name or attribute of the file outside its imports reads one of ``fulls`` (or a
+  name under one)."""
+  return any(isinstance(n, (cst.Name, cst.Attribute)) and not _within_import(unit, n) and
+             any(q == f or q.startswith(f + '.') for q in unit.names(n) for f in fulls)
+             for n in unit.nodes)
 
 
 def _within_import(unit: SourceFile, node: cst.CSTNode) -> bool:
@@ -416,12 +422,8 @@ def _unused_missing_import(unit: SourceFile, node) -> bool:
   if any(missing_today(f) is None or f in BY_NAME or module_entry(f) is not None
          for f in fulls):
     return False
-  for other in unit.nodes:
-    if isinstance(other, (cst.Name, cst.Attribute)) and not _within_import(unit, other):
-      if any(n == f or n.startswith(f + '.') for n in unit.names(other) for f in fulls):
-        return False
   line = unit.enclosing(node, cst.SimpleStatementLine)
-  return line is not None and len(line.body) == 1
+  return line is not None and len(line.body) == 1 and not _read_outside_imports(unit, fulls)
 
 
 def _missing_names(unit: SourceFile):

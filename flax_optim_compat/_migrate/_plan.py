@@ -433,10 +433,10 @@ def _decide(project, group, records, conversions, files, plain_optax, unseen,
     site.refusal = _refusals.ESCAPE
     where = unseen or ('an import the analysis cannot resolve, or code outside the given '
                        'files')
-    site.message = (f'its create is out of sight ({where})' if not made else (
-        f'its create, {_unit.short(made[0].code(made[1]))} at {_unit.at(*made)}, uses a def '
-        'from out of sight (no create the analysis follows)')) + (
-            ', so its optax form cannot be decided here')
+    why = (f'its create, {_unit.short(made[0].code(made[1]))} at {_unit.at(*made)}, uses a def '
+           'from out of sight (no create the analysis follows)') if made else (
+               f'its create is out of sight ({where})')
+    site.message = f'{why}, so its optax form cannot be decided here'
   for site in group.sites:
     if site.refusal is not None:
       continue
