@@ -5,9 +5,10 @@ anywhere in an annotation, as the ``bound=`` of a ``typing.TypeVar`` (jaxfg's
 ``TypeVar('OptimizerType', bound=flax.optim.Optimizer)``), and bound alone to a module-level
 name that its file reads only in annotations (t5x's ``Optimizer = optim.Optimizer``), becomes
 ``train_state.TrainState``; a def class in an annotation (``-> Tuple[MLP, flax.optim.Adam]``)
-becomes the type the rewritten def is, ``optax.GradientTransformation``; in a module-level type
-alias (``OptimizerType = Union[optim.Optimizer, Optimizer]``) ``OptimizerState`` becomes
-``optax.OptState`` and ``OptimizerDef`` ``optax.GradientTransformation`` too. Python evaluates
+becomes the type the rewritten def is, ``optax.GradientTransformation``; in a type alias at
+module level or in a class body (``OptimizerType = Union[optim.Optimizer, Optimizer]``)
+``OptimizerState`` becomes ``optax.OptState`` and ``OptimizerDef`` ``optax.GradientTransformation``
+too. Python evaluates
 an annotation and a TypeVar's bound when the ``def`` (or the module) runs, so a name left legacy
 there would stop the migrated module from importing once ``flax.optim`` is gone.
 """
@@ -72,16 +73,21 @@ class Annotation(_rule.Rule):
 
 
 def _in_type_alias(unit, node) -> bool:
-  """Whether ``node`` is a type inside a module-level ``Name = typing.X[...]`` (``Union``,
-  ``Optional``, ``Tuple``...): a type alias, whose names are types only."""
+  """Whether ``node`` is a type inside a ``Name = typing.X[...]`` (``Union``, ``Optional``,
+  ``Tuple``...) at module level or in a class body (ethanabrooks/jax-rl's ``class Optimizers:
+  T = Union[optim.Adam, optim.Optimizer]``, read as ``critic: T``): a type alias, whose names
+  are types only."""
   inner, parent = node, unit.parent(node)
   while isinstance(parent, (cst.Index, cst.SubscriptElement, cst.Subscript, cst.Tuple,
                             cst.List, cst.Element)):
     if isinstance(parent, cst.Subscript) and parent.value is inner:
       return False   # the subscripted thing itself, not a type argument of it
     inner, parent = parent, unit.parent(parent)
-  return (isinstance(inner, cst.Subscript) and isinstance(parent, cst.Assign)
-          and parent.value is inner and unit.parent(unit.parent(parent)) is unit.module
+  if not (isinstance(inner, cst.Subscript) and isinstance(parent, cst.Assign)
+          and parent.value is inner):
+    return False
+  block = unit.parent(unit.parent(parent))
+  return ((block is unit.module or isinstance(unit.parent(block), cst.ClassDef))
           and any(n.startswith('typing.') for n in unit.names(inner.value)))
 
 

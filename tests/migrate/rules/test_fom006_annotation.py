@@ -55,6 +55,15 @@ EVALUATED_TYPES = {
         'OptimizerType = Optional[train_state.TrainState]\n'
         'OptimizerStateType = Union[optax.OptState, OptimizerState]\n'
         'OptimizerDefType = Union[optax.GradientTransformation, OptimizerDef]\n'),
+    # ethanabrooks/jax-rl's SAC.py: the alias in a class body, read by a field's annotation
+    # (it was refused FOM112, "a def passed to a function", leaving `from flax import optim`).
+    'class_body_alias': (
+        'from dataclasses import dataclass\nfrom typing import Union\n\nfrom flax import optim\n'
+        '\n\n@dataclass\nclass Optimizers:\n  T = Union[optim.Adam, optim.Optimizer]\n'
+        '  critic: T\n\n\n'
+        'def run(params, g):\n  opts = Optimizers(critic=optim.Adam(1e-3).create(params))\n'
+        '  opts.critic = opts.critic.apply_gradient(g)\n  return opts.critic.target\n',
+        '  T = Union[optax.GradientTransformation, train_state.TrainState]\n'),
     # unified-io-inference's uio/model.py (from t5x): the class bound alone to a module-level
     # name, read nowhere or in annotations (it was refused FOM112, "a def passed to a function",
     # and the file kept `from flax import optim`).
