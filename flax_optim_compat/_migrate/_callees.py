@@ -55,6 +55,29 @@ class Callees(Program):
     alike = self._bound_alike(unit, func) if isinstance(func, cst.Name) else None
     return self.resolve_callable(unit, alike, shift, depth + 1) if alike is not None else None
 
+  def _bound_class(self, unit: SourceFile, name: cst.Name) -> Optional[str]:
+    """``Program._bound_class``, and also the class of a parameter (its only binding) that
+    every call of its function binds to an instance of one class of the project, the calls all
+    in sight (flax_bert's ``train_step(optimizer, state)``, called with ``state =
+    State(...)``, then ``state.take_step(optimizer, grad)``: ``State.take_step``)."""
+    found = super()._bound_class(unit, name)
+    param = parameter(unit, name) if found is None else None
+    if param is None or getattr(self, '_passed_functions', None) is None:
+      return found
+    known = self.__dict__.setdefault('_parameter_classes', {})
+    if id(param) in known:
+      return known[id(param)]
+    known[id(param)] = None   # while it is being decided (a call that passes it on): none
+    fdef = unit.enclosing(param, (cst.FunctionDef, cst.Lambda))
+    callers = self.callers_of(unit, fdef) if isinstance(fdef, cst.FunctionDef) else None
+    classes = set()
+    for cunit, _, args, shift in callers or ():
+      arg = _flows.bound_argument(unit, fdef, args, shift, param)
+      classes.add(self.instance_class(cunit, arg) if isinstance(arg, cst.Call) else (
+          self._bound_class(cunit, arg) if isinstance(arg, cst.Name) else None))
+    known[id(param)] = classes.pop() if len(classes) == 1 else None
+    return known[id(param)]
+
   def _bound_alike(self, unit: SourceFile, name: cst.Name) -> Optional[cst.BaseExpression]:
     """The expression every one of several ``name = value`` bindings of ``name`` is, itself or
     given to ``jax.jit`` / ``jax.pmap`` / ``jax.vmap`` or to a ``functools.partial`` that binds

@@ -485,7 +485,9 @@ def _unsupplied(project, unit, param: cst.Param, seen) -> Optional[str]:
   uses here are that optimizer's): the function has no caller (its callers are out of
   sight), or every call passes it a value from out of sight in turn (ladax's
   ``train_epoch(optimizer, ...)`` handing it to ``multi_sample_train_step``), or a decorator
-  calls it. Else None."""
+  calls it, or it is a method that a call reaches only by its name (flax_bert's
+  ``state.take_step(optimizer, grad)``, ``state`` a parameter: the analysis does not decide
+  the receiver's class, so it does not follow what the call passes). Else None."""
   fdef = unit.enclosing(param, (cst.FunctionDef, cst.Lambda))
   if not isinstance(fdef, cst.FunctionDef) or not (unit.names_flax_optim or
                                                      unit.uses_jax_or_flax):
@@ -513,10 +515,19 @@ def _unsupplied(project, unit, param: cst.Param, seen) -> Optional[str]:
     where = f' at {_unit.at(unit, value)}' if value is not None else ''
     return (f'{name}, which is passed on as a value{where} (the calls that supply it are not '
             'in sight)')
+  unfollowed = []
   for cunit, call, args, shift in callers:
+    if method and (project.resolve_callable(cunit, call.func) or (None, None))[1] is not fdef:
+      unfollowed.append(_unit.at(cunit, call))
+      continue
     arg = _flows.bound_argument(unit, fdef, args, shift, param)
     if not isinstance(arg, cst.Name) or _origin(project, cunit, arg, seen, call) is None:
       return None
+  if unfollowed:
+    return (f'{name}, whose call at {", ".join(unfollowed)} the analysis does not follow into '
+            'it (which class\'s method that call runs is not decided)')
+  if callers:
+    return f'{name}, which every call in the given files passes a value from out of sight'
   return f'{name} that no call in the given files supplies'
 
 

@@ -462,8 +462,9 @@ def unfollowed_use(project, unit: SourceFile, node: cst.CSTNode) -> str:
     fdef = unit.enclosing(param, (cst.FunctionDef,)) if param is not None else None
     if fdef is not None:   # flax_bert's ``state.take_step(optimizer, grad)``
       return (f'{what}: {receiver.value} is a parameter of {fdef.name.value}(), and which '
-              f'class\'s {call.func.attr.value}() this calls is not decided (the analysis does '
-              'not take a parameter\'s class from its callers)')
+              f'class\'s {call.func.attr.value}() this calls is not decided (a parameter\'s '
+              'class is taken from its function\'s calls where all are in sight and pass '
+              'instances of one class of the given files)')
     return (f'{what}: {names[0]} is not a function or class of the given files (a library '
             'call the analysis does not know, or an import that does not resolve to them)')
   returned = parent if isinstance(parent, cst.Return) else unit.enclosing(node, (cst.Return,))

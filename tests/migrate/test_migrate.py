@@ -652,7 +652,8 @@ def test_a_method_of_a_parameter_of_unknown_class_says_so():
   (record,) = [r for r in report.records if 'state.take_step(...)' in r.message]
   assert record.message.endswith(
       "state is a parameter of train_step(), and which class's take_step() this calls is not "
-      "decided (the analysis does not take a parameter's class from its callers)"), record.message
+      "decided (a parameter's class is taken from its function's calls where all are in sight "
+      "and pass instances of one class of the given files)"), record.message
 
 
 def test_a_positional_argument_after_the_gradients_is_refused_as_no_override():
