@@ -21,6 +21,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from . import _calls
+from . import _import_paths
 from . import _unit
 from ._program import Program
 from ._unit import SourceFile
@@ -80,10 +81,14 @@ def _instance_made(program: Program, unit: SourceFile, value: cst.CSTNode,
   variable bound once to one (``instance_of``), or a call of the project's function whose every
   ``return`` is one of the same class (uncertainty-baselines' ``checkpoint_data =
   checkpoint_utils.maybe_load_checkpoint(...)``, which returns ``CheckpointData(...)``); else
-  None."""
+  None; so is a field ``x.<name>`` (``x`` a method's ``self`` or such an instance) every
+  assignment of which (a ``None`` aside) is one of one class (jax-rl's ``self.module =
+  Modules(...)``: ``self.module.actor`` is the field ``actor`` of ``Modules`` alone)."""
   value = _calls.unwrap(program, unit, value)
   if isinstance(value, cst.Name):
     return instance_of(program, unit, value, depth + 1)
+  if isinstance(value, cst.Attribute):
+    return _field_instance(program, unit, value, depth) if depth <= 4 else None
   cls = program.instance_class(unit, value)
   called = returned_values(program, unit, value) if cls is None and depth <= 4 else None
   if called is None:
@@ -91,6 +96,21 @@ def _instance_made(program: Program, unit: SourceFile, value: cst.CSTNode,
   made_in, _, values = called
   classes = {_instance_made(program, made_in, v, depth + 1) if v is not None else None
              for v in values}
+  return classes.pop() if len(classes) == 1 else None
+
+
+def _field_instance(program: Program, unit: SourceFile, node: cst.Attribute,
+                    depth: int) -> Optional[str]:
+  """``_instance_made`` of ``x.<name>`` (``node``), ``x`` a method's ``self`` or an instance of
+  the project's class (``agent = Agent()``, then ``agent.optimizer.actor``)."""
+  owner = program.receiver_class(unit, node.value) or _instance_made(
+      program, unit, node.value, depth + 1)
+  name = node.attr.value
+  if owner is None or program.field_values(None, name):   # also set where its class is unknown
+    return None
+  classes = {_instance_made(program, u, v, depth + 1) if v is not None else None for u, v in
+             program.field_values(program.field_key(owner, name), name)
+             if not (isinstance(v, cst.Name) and v.value == 'None')}
   return classes.pop() if len(classes) == 1 else None
 
 
@@ -105,18 +125,6 @@ def returned_values(program: Program, unit: SourceFile, call: cst.CSTNode
     return None
   return made[0], made[1], [r.value if isinstance(r, cst.Return) else None
                             for r in _unit.returns_of(made[0], made[1])]
-
-
-def library_global(program: Program, unit: SourceFile, node: cst.CSTNode) -> bool:
-  """Whether ``node`` is a variable bound once to a library module's attribute (``FLAGS =
-  flags.FLAGS``, absl's flag values): its ``FLAGS.optimizer`` is a flag, never the field of a
-  class that holds an optimizer (uncertainty-baselines' ``FLAGS.optimizer``, a string, was
-  joined with its ``CheckpointData.optimizer``)."""
-  value = _unit.assigned_value(unit, node) if isinstance(node, cst.Name) else None
-  if not (isinstance(value, cst.Attribute) and _unit.is_module_like(unit, value)):
-    return False
-  own = {u.module_name.split('.')[0] for u in program.units if u.module_name}
-  return all(name.split('.')[0] not in own for name in unit.names(value))
 
 
 def part(slot: Optional[tuple], path: Tuple[int, ...]) -> Optional[tuple]:
@@ -427,7 +435,7 @@ class _Joiner:
     theirs); and ``self.<name>`` of a class with the field of an unknown class that holds one."""
     program, unit = self.program, self.unit
     if (not unit.sees_field(name) or _unit.is_module_like(unit, receiver)
-        or library_global(program, unit, receiver)):
+        or _import_paths.library_global(program, unit, receiver)):
       return
     slot = field_slot(program, unit, receiver, name)
     unknown = ('field', None, name)

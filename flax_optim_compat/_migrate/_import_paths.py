@@ -416,3 +416,15 @@ def bound_nowhere(project, unit: SourceFile, func: cst.CSTNode) -> Optional[str]
     if holder is None or any(isinstance(n, cst.ImportStar) for n in holder.nodes):
       return None
   return root.value
+
+
+def library_global(program, unit: SourceFile, node: cst.CSTNode) -> bool:
+  """Whether ``node`` is a variable bound once to a library module's attribute (``FLAGS =
+  flags.FLAGS``, absl's flag values): its ``FLAGS.optimizer`` is a flag, never the field of a
+  class that holds an optimizer (uncertainty-baselines' ``FLAGS.optimizer``, a string, was
+  joined with its ``CheckpointData.optimizer``)."""
+  value = _unit.assigned_value(unit, node) if isinstance(node, cst.Name) else None
+  if not (isinstance(value, cst.Attribute) and _unit.is_module_like(unit, value)):
+    return False
+  own = {u.module_name.split('.')[0] for u in program.units if u.module_name}
+  return all(name.split('.')[0] not in own for name in unit.names(value))

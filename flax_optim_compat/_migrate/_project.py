@@ -12,6 +12,7 @@ import libcst as cst
 
 from . import _calls
 from . import _flows
+from . import _import_paths
 from . import _unit
 from ._callees import Callees
 from ._family import UnionFind
@@ -385,7 +386,7 @@ class Project(Callees):
     if slot[1] is None and not unit.sees_field(name):
       return None   # an attribute of an unknown class, in a file that cannot see one there
     if slot in self.optimizer_slots and not _unit.is_module_like(unit, receiver) and (
-        not _flows.library_global(self, unit, receiver)):
+        not _import_paths.library_global(self, unit, receiver)):
       return slot
     return None
 

@@ -26,7 +26,9 @@ an optimizer whose learning rate it sets per step (a checkpoint and a pickled st
 restores both into optimizers of another file that never set one (ElecFF's two scripts);
 ``parameter_class`` passes its optimizer to a method of its own class's instance, the instance a
 parameter of the step (flax_bert's ``state.take_step(optimizer, grad)``): the method is decided
-from the step's callers.
+from the step's callers; ``self_field_class`` has two dataclasses with a field ``actor`` (modules
+and optimizers, jax-rl's SAC): ``self.module.actor`` is the modules' (before, it was joined with
+the optimizers' by its name and its ``init`` refused as a member no Optimizer has).
 """
 import pathlib
 import shutil
