@@ -8,9 +8,9 @@ name that its file reads only in annotations (t5x's ``Optimizer = optim.Optimize
 becomes the type the rewritten def is, ``optax.GradientTransformation``; in a type alias at
 module level or in a class body (``OptimizerType = Union[optim.Optimizer, Optimizer]``)
 ``OptimizerState`` becomes ``optax.OptState`` and ``OptimizerDef`` ``optax.GradientTransformation``
-too. Python evaluates
-an annotation and a TypeVar's bound when the ``def`` (or the module) runs, so a name left legacy
-there would stop the migrated module from importing once ``flax.optim`` is gone.
+too. Python evaluates an annotation and a TypeVar's bound when the ``def`` (or the module) runs,
+so a name left legacy there would stop the migrated module from importing once ``flax.optim`` is
+gone.
 """
 import libcst as cst
 

@@ -17,6 +17,7 @@ import json
 import pathlib
 import sys
 import textwrap
+import types
 from unittest import mock
 
 import jax
@@ -80,6 +81,65 @@ def stand_in(*tops):
   mocks: the drivers feed synthetic arrays and read no logs, so none of them is called for
   anything that reaches a loss."""
   sys.meta_path.insert(0, _StandIns(tops))
+
+
+def plain_flax_io():
+  """``flax.io`` on its plain Python backend (``BackendMode.DEFAULT``), with that backend's
+  ``NotFoundError``, ``FileNotFoundError``. flax.io picks its backend when it is first imported:
+  imported after the tensorflow stand-in, it takes the stand-in for tensorflow and would route
+  every checkpoint read and write to a mock ``tf.io.gfile`` (and its ``NotFoundError`` would be
+  the mock's ``tf.errors.NotFoundError``, which no ``except`` can catch); the plain backend
+  writes to the real file system and raises ``FileNotFoundError``, so ``except
+  flax.io.NotFoundError`` (a restore from a folder with no checkpoint) works. Called after
+  ``import flax.io``, before the program's modules use it."""
+  import flax.io  # pylint: disable=g-import-not-at-top
+  flax.io.set_mode(flax.io.BackendMode.DEFAULT)
+  flax.io.NotFoundError = FileNotFoundError
+
+
+class GpuPlatform(types.ModuleType):
+  """jax, except that its devices say they are GPUs: for a program that tests
+  ``jax.local_devices()[0].platform`` (to pick half precision, say); set as the program
+  module's ``jax`` (``train.jax = _driver.GpuPlatform('jax')``), the rest of jax unchanged."""
+
+  def __getattr__(self, name):
+    return getattr(jax, name)
+
+  @staticmethod
+  def local_devices(*args, **kwargs):
+    return [types.SimpleNamespace(platform='gpu') for _ in jax.local_devices(*args, **kwargs)]
+
+
+def identity_oryx():
+  """A stand-in ``oryx`` whose ``core.inverse`` inverts the identity only: regnerf's
+  ``spacing.genspace`` (and its copies) asks oryx for the inverse of its curve even for the
+  identity (its test ``fn == (lambda x: x)`` is never true); with ``genspace_fn`` None, the
+  curve is the identity, which the stand-in checks."""
+
+  def inverse(fn):
+    assert fn(2.0) == 2.0 and fn(0.5) == 0.5
+    return lambda y: y
+
+  sys.modules['oryx'] = types.SimpleNamespace(core=types.SimpleNamespace(inverse=inverse))
+
+
+def nn_with_kv_mask_attention():
+  """flax.linen as a namespace whose ``MultiHeadDotProductAttention`` takes the call signature of
+  the flax a wmt example was written for, ``(inputs_q, inputs_kv, mask)``: today's flax reads
+  the third positional argument as ``inputs_v`` (``AssertionError: q, k, v must have same
+  rank.``). A subclass of the same name (so the same parameter names) that calls today's with
+  ``mask=``; set as the program module's ``nn`` (``models.nn = ...``), on both sides. Neither
+  migrate nor the package handles it (not a flax.optim matter)."""
+  from flax import linen  # pylint: disable=g-import-not-at-top  (after the stand-ins)
+
+  class MultiHeadDotProductAttention(linen.MultiHeadDotProductAttention):
+    """flax's attention with the call signature of the program's flax: (q, kv, mask)."""
+
+    def __call__(self, inputs_q, inputs_kv=None, mask=None, **kwargs):
+      return super().__call__(inputs_q, inputs_kv, mask=mask, **kwargs)
+
+  return types.SimpleNamespace(**{**vars(linen),
+                                  'MultiHeadDotProductAttention': MultiHeadDotProductAttention})
 
 
 def params_of(state):

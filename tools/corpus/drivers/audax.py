@@ -32,7 +32,7 @@ The trajectory: per step of the three runs the loss, accuracy and learning rate 
 step returns; then the final state of each run (params, frozen params, batch statistics,
 optimizer state, step). Stand-ins (input pipeline and logging, not on the computation path):
 tensorflow, tensorflow_io, tensorflow_datasets, clu, wandb, sklearn, pandas, librosa,
-soundfile; ``flax.io`` set to its plain backend (as in ``fitvid.py``), whose ``NotFoundError``
+soundfile; ``flax.io`` set to its plain backend (``_driver.plain_flax_io``), whose ``NotFoundError``
 is ``FileNotFoundError``.
 
 Both sides also need one change beyond the data: the program passes ``apply`` its keys as a
@@ -54,8 +54,7 @@ from flax import jax_utils  # noqa: E402
 import ml_collections  # noqa: E402
 import numpy as np  # noqa: E402
 
-flax.io.set_mode(flax.io.BackendMode.DEFAULT)
-flax.io.NotFoundError = FileNotFoundError
+_driver.plain_flax_io()   # checkpoints on the real file system, not the tensorflow stand-in
 
 from audax import models  # noqa: E402
 from audax.training_utils import train_supervised  # noqa: E402

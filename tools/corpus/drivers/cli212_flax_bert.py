@@ -18,7 +18,7 @@ module names, flax.optim in two scripts):
    on the legacy side, ``flax.training.dynamic_scale``'s on the migrated side), and its
    ``train_speed_memory`` jits a step whose gradient comes from
    ``self.dynamic_scale.value_and_grad(loss_fn)`` (the program takes that branch only on a GPU:
-   ``speed_test`` gets a ``jax`` whose devices say ``'gpu'``, as in heatx_dynamic_scale.py;
+   ``speed_test`` gets a ``jax`` whose devices say ``'gpu'`` (``_driver.GpuPlatform``);
    everything else is jax's own, but for ``jax.profiler.save_device_memory_profile``, a no-op).
    The program hands the step to ``timeit.repeat`` and keeps only the time: ``speed_test``'s
    ``timeit`` is a stand-in whose ``repeat`` calls the step once and records its outputs (the
@@ -98,15 +98,8 @@ final = jax_utils.unreplicate(optimizer)
 
 
 # 2. speed_test.py's fp16 step through DynamicScale.
-class GpuPlatform(types.ModuleType):
-  """jax, except that its devices say they are GPUs and no memory profile is written."""
-
-  def __getattr__(self, name):
-    return getattr(jax, name)
-
-  @staticmethod
-  def local_devices(*a, **k):
-    return [types.SimpleNamespace(platform='gpu') for _ in jax.local_devices(*a, **k)]
+class GpuPlatform(_driver.GpuPlatform):
+  """jax whose devices say they are GPUs, and that writes no memory profile."""
 
   profiler = types.SimpleNamespace(save_device_memory_profile=lambda *a, **k: None)
 

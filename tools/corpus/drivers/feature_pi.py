@@ -60,8 +60,8 @@ program's ``restore_checkpoint`` reads back from the last checkpoint.
 Stand-ins (input pipeline, augmentations, logging; none on the computation path): tensorflow,
 tensorflow_datasets, tensorflow_probability, tensorflow_addons, tensorboard; the program's
 ``tf.io.gfile`` (``exists``/``remove`` of the checkpoint folder) is flax's own file layer
-(``flax.io``, the same functions on local paths, set to its plain Python backend as in
-``fitvid.py``, with the plain backend's ``NotFoundError``, ``FileNotFoundError``, which flax.io
+(``flax.io``, the same functions on local paths, set to its plain Python backend by
+``_driver.plain_flax_io``, with the plain backend's ``NotFoundError``, ``FileNotFoundError``, which flax.io
 takes from the tensorflow stand-in when it is imported, and which ``checkpoints.save_checkpoint``
 catches when it lists a folder not made yet); the summary writer records the scalars instead
 of writing TF event files.
@@ -90,8 +90,7 @@ from flax.training import common_utils  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-flax.io.set_mode(flax.io.BackendMode.DEFAULT)
-flax.io.NotFoundError = FileNotFoundError   # what the plain backend raises (flax.io's own)
+_driver.plain_flax_io()   # checkpoints on the real file system, not the tensorflow stand-in
 assert jax.device_count() == 2, 'run it with both_ways.py --devices 2'
 shard_prng_key = common_utils.shard_prng_key
 common_utils.shard_prng_key = lambda prng_key: shard_prng_key(jax.device_get(prng_key))

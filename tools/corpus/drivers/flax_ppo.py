@@ -25,9 +25,7 @@ import flax.io  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-# flax.io found the tensorflow stand-in: checkpoints go to the real file system instead.
-flax.io.set_mode(flax.io.BackendMode.DEFAULT)
-flax.io.NotFoundError = FileNotFoundError
+_driver.plain_flax_io()   # checkpoints on the real file system, not the tensorflow stand-in
 
 import agent  # noqa: E402
 import models  # noqa: E402

@@ -31,9 +31,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from flax import jax_utils  # noqa: E402
 
-# flax.io found the tensorflow stand-in: checkpoints go to the real file system instead.
-flax.io.set_mode(flax.io.BackendMode.DEFAULT)
-flax.io.NotFoundError = FileNotFoundError
+_driver.plain_flax_io()   # checkpoints on the real file system, not the tensorflow stand-in
 from configs import default  # noqa: E402
 import train  # noqa: E402
 from flax import linen as nn  # noqa: E402

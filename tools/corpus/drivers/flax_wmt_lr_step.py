@@ -35,7 +35,7 @@ The trajectory: per step the loss, accuracy, denominator and learning rate the p
 returns (device 0), after each run the program's ``p_eval_step`` on a fixed batch, then the
 final parameters of both runs. Stand-ins: tensorflow, tensorboard, tensorflow_datasets,
 tensorflow_text, sentencepiece (the input pipeline and summaries, not on the computation
-path); ``flax.io`` set to its plain backend (as in ``audax.py``), since with a stand-in
+path); ``flax.io`` set to its plain backend (``_driver.plain_flax_io``), since with a stand-in
 tensorflow it would take tf.io.gfile; the work folder is made by the driver (the program makes
 it with ``tf.io.gfile.makedirs``). ``--site``: ml_collections, six.
 
@@ -44,10 +44,10 @@ attention as flax of its time took it, ``nn.MultiHeadDotProductAttention(...)(y,
 encoder_decoder_mask)``, and today's flax reads the third positional argument as ``inputs_v``
 (``AssertionError: q, k, v must have same rank.``); the driver gives ``models`` a ``nn`` whose
 ``MultiHeadDotProductAttention`` (a subclass of the same name, so the same parameter names)
-takes ``(inputs_q, inputs_kv, mask)`` and calls today's with ``mask=``.
+takes ``(inputs_q, inputs_kv, mask)`` and calls today's with ``mask=``
+(``_driver.nn_with_kv_mask_attention``).
 """
 import ast
-import types
 
 import _driver
 
@@ -55,27 +55,17 @@ program, steps = _driver.setup('tensorflow', 'tensorboard', 'tensorflow_datasets
                                'tensorflow_text', 'sentencepiece')
 import flax.io  # noqa: E402
 from flax import jax_utils  # noqa: E402
-from flax import linen  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-flax.io.set_mode(flax.io.BackendMode.DEFAULT)
-flax.io.NotFoundError = FileNotFoundError
+_driver.plain_flax_io()   # checkpoints on the real file system, not the tensorflow stand-in
 
 from configs import default  # noqa: E402
 import models  # noqa: E402
 import train  # noqa: E402
 
 
-class MultiHeadDotProductAttention(linen.MultiHeadDotProductAttention):
-  """flax's attention with the call signature of the program's flax: (q, kv, mask)."""
-
-  def __call__(self, inputs_q, inputs_kv=None, mask=None, **kwargs):
-    return super().__call__(inputs_q, inputs_kv, mask=mask, **kwargs)
-
-
-models.nn = types.SimpleNamespace(**{**vars(linen),
-                                     'MultiHeadDotProductAttention': MultiHeadDotProductAttention})
+models.nn = _driver.nn_with_kv_mask_attention()   # attention called as (q, kv, mask)
 
 VOCAB, LENGTH, BATCH = 32, 8, 4
 DEVICES = jax.local_device_count()

@@ -39,7 +39,7 @@ tensorboard, tensorflow_datasets, tensorflow_text, sentencepiece, clu (input pip
 writers, progress reports: not on the computation path); the program's
 ``input_pipeline.get_wmt_datasets``, which ``build_pred_thunks`` calls for the encoder,
 returns no data sets and an encoder of the vocabulary size (the driver's); ``flax.io`` set to
-its plain backend (a stand-in tensorflow would make it take tf.io.gfile); the work folder
+its plain backend (``_driver.plain_flax_io``; a stand-in tensorflow would make it take tf.io.gfile); the work folder
 (``driver_workdir`` in the program copy, kept for inspection) made by the driver.
 ``--site``: ml_collections, six.
 
@@ -47,10 +47,9 @@ One change on both sides, not a flax.optim matter: the program calls the encoder
 attention as the flax of its time took it, ``nn.MultiHeadDotProductAttention(...)(y, encoded,
 encoder_decoder_mask)``, which today's flax reads as ``inputs_v``; the driver gives ``models`` a
 ``nn`` whose ``MultiHeadDotProductAttention`` (a subclass of the same name, so the same
-parameter names) takes ``(inputs_q, inputs_kv, mask)`` (as in ``flax_wmt_lr_step.py``).
+parameter names) takes ``(inputs_q, inputs_kv, mask)`` (``_driver.nn_with_kv_mask_attention``).
 """
 import ast
-import types
 
 import _driver
 
@@ -58,12 +57,10 @@ program, steps = _driver.setup('tensorflow', 'tensorboard', 'tensorflow_datasets
                                'tensorflow_text', 'sentencepiece', 'clu')
 import flax.io  # noqa: E402
 from flax import jax_utils  # noqa: E402
-from flax import linen  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-flax.io.set_mode(flax.io.BackendMode.DEFAULT)
-flax.io.NotFoundError = FileNotFoundError
+_driver.plain_flax_io()   # checkpoints on the real file system, not the tensorflow stand-in
 
 from configs import default  # noqa: E402
 import input_pipeline  # noqa: E402
@@ -71,15 +68,7 @@ import models  # noqa: E402
 import train  # noqa: E402
 
 
-class MultiHeadDotProductAttention(linen.MultiHeadDotProductAttention):
-  """flax's attention with the call signature of the program's flax: (q, kv, mask)."""
-
-  def __call__(self, inputs_q, inputs_kv=None, mask=None, **kwargs):
-    return super().__call__(inputs_q, inputs_kv, mask=mask, **kwargs)
-
-
-models.nn = types.SimpleNamespace(**{**vars(linen),
-                                     'MultiHeadDotProductAttention': MultiHeadDotProductAttention})
+models.nn = _driver.nn_with_kv_mask_attention()   # attention called as (q, kv, mask)
 
 VOCAB, LENGTH, PER_DEVICE = 32, 8, 2
 DEVICES = jax.local_device_count()

@@ -34,15 +34,13 @@ Changes on both sides, none about flax.optim: ``internal/mip.py`` imports
 gives ``jax.scipy.special`` a ``sph_harm`` that raises (only ``dir_enc`` calls it, with
 ``if_use_dir_enc``, off here). The program calls ``.tile(reps)`` on jax arrays (the frequency
 masks, in ``main``'s loop and in ``MLP.__call__``, concrete and traced), a method jax 0.10.2's
-arrays and tracers do not have: the driver gives them one, ``jnp.tile``. ``oryx`` is a module whose ``core.inverse`` inverts the identity
+arrays and tracers do not have: the driver gives them one, ``jnp.tile``. ``oryx`` is ``_driver.identity_oryx``, whose ``core.inverse`` inverts the identity
 only (``spacing.genspace`` asks it; ``genspace_fn`` is None here). Stand-ins (data loading,
 logging, images): tensorflow, tensorboard, PIL, cv2, matplotlib, skimage, dm_pix, wandb.
 Needs gin (``--site``).
 """
 import os
-import sys
 import tempfile
-import types
 
 import _driver  # noqa: E402
 import flax.io  # noqa: E402,F401  before the tensorflow stand-in: real file functions
@@ -53,18 +51,11 @@ import jax  # noqa: E402
 import jax.scipy.special  # noqa: E402
 
 
-def _inverse(fn):
-  # `spacing.genspace` asks oryx for the inverse of its curve even for the identity;
-  # genspace_fn is None here, so the curve is the identity.
-  assert fn(2.0) == 2.0 and fn(0.5) == 0.5
-  return lambda y: y
-
-
 def _no_sph_harm(*args, **kwargs):
   raise NotImplementedError('sph_harm: not in jax 0.10.2 (dir_enc only, off here)')
 
 
-sys.modules['oryx'] = types.SimpleNamespace(core=types.SimpleNamespace(inverse=_inverse))
+_driver.identity_oryx()
 if not hasattr(jax.scipy.special, 'sph_harm'):
   jax.scipy.special.sph_harm = _no_sph_harm
 # `mask.tile(reps)` (main's loop and MLP.__call__, on concrete arrays and on tracers): jnp.tile.

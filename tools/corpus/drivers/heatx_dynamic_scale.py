@@ -14,7 +14,7 @@ parameters and optimizer state), the scale in the metrics.
 
 The DynamicScale path is the point of the run, and the program takes it only on a GPU
 (``jax.local_devices()[0].platform == 'gpu'``): ``train`` gets a ``jax`` that answers the
-platform ``'gpu'`` (everything else is jax's own), so ``create_train_state`` builds
+platform ``'gpu'`` (``_driver.GpuPlatform``; everything else is jax's own), so ``create_train_state`` builds
 ``DynamicScale()`` (flax.optim's, from this package, on the legacy side; flax.training's on the
 migrated side) and the model runs in float16, on the CPU.
 
@@ -41,7 +41,6 @@ parameters, optimizer state, the dynamic scale's ``fin_steps`` and ``scale``). S
 torchvision, cv2 (the data loader and image writing, not on the computation path).
 ``--site``: ml_collections.
 """
-import types
 
 import _driver
 
@@ -62,18 +61,7 @@ resnets.ResNetDriver = resnets.partial(resnets.ResNet, stage_sizes=[1], num_filt
                                        block_cls=resnets.ResNetBlock)
 
 
-class GpuPlatform(types.ModuleType):
-  """jax, except that its devices say they are GPUs (``create_train_state``'s test)."""
-
-  def __getattr__(self, name):
-    return getattr(jax, name)
-
-  @staticmethod
-  def local_devices(*args, **kwargs):
-    return [types.SimpleNamespace(platform='gpu') for _ in jax.local_devices(*args, **kwargs)]
-
-
-train.jax = GpuPlatform('jax')
+train.jax = _driver.GpuPlatform('jax')   # devices that say 'gpu' (create_train_state's test)
 
 
 def make_config():

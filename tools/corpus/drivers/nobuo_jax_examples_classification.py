@@ -15,7 +15,7 @@ skip of a non-finite step over the optimizer state and the parameters, the scale
 
 The DynamicScale path is the point of the run, and the program takes it only on a GPU
 (``jax.local_devices()[0].platform == "gpu"``): ``train`` gets a ``jax`` whose devices say
-``'gpu'`` (everything else is jax's own, as in heatx_dynamic_scale.py), so
+``'gpu'`` (``_driver.GpuPlatform``; everything else is jax's own), so
 ``create_train_state`` builds ``DynamicScale()`` (flax.optim's, from this package, on the legacy
 side; flax.training's on the migrated side) and the model runs in float16, on the CPU.
 
@@ -42,11 +42,10 @@ pmapped step returns (device 0); then the final state of each run (every leaf: s
 optimizer state, batch statistics, the dynamic scale's ``fin_steps`` and ``scale``).
 Stand-ins: tensorflow, tensorflow_datasets, clu (data pipeline, metric writers, profiling hooks:
 not on the computation path; ``flax.io``, which finds the tensorflow stand-in, is set to the
-real file system, as in flax_lm1b.py). ``--site``: ml_collections.
+real file system, ``_driver.plain_flax_io``). ``--site``: ml_collections.
 """
 import functools
 import os
-import types
 
 import _driver
 
@@ -57,9 +56,7 @@ import jax  # noqa: E402
 from flax import jax_utils  # noqa: E402
 import numpy as np  # noqa: E402
 
-# flax.io found the tensorflow stand-in: checkpoints go to the real file system instead.
-flax.io.set_mode(flax.io.BackendMode.DEFAULT)
-flax.io.NotFoundError = FileNotFoundError
+_driver.plain_flax_io()   # checkpoints on the real file system, not the tensorflow stand-in
 
 import models  # noqa: E402
 import train  # noqa: E402
@@ -74,18 +71,7 @@ models.MobileNetV3_Driver = functools.partial(
     models.MobileNetV3, alpha=1.0, layers={k: Small[k] for k in (1, 2, 4)}, last_block_filters=64)
 
 
-class GpuPlatform(types.ModuleType):
-  """jax, except that its devices say they are GPUs (``create_train_state``'s test)."""
-
-  def __getattr__(self, name):
-    return getattr(jax, name)
-
-  @staticmethod
-  def local_devices(*args, **kwargs):
-    return [types.SimpleNamespace(platform='gpu') for _ in jax.local_devices(*args, **kwargs)]
-
-
-train.jax = GpuPlatform('jax')
+train.jax = _driver.GpuPlatform('jax')   # devices that say 'gpu' (create_train_state's test)
 
 
 def make_config():
