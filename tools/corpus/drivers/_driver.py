@@ -83,18 +83,20 @@ def stand_in(*tops):
   sys.meta_path.insert(0, _StandIns(tops))
 
 
-def plain_flax_io():
-  """``flax.io`` on its plain Python backend (``BackendMode.DEFAULT``), with that backend's
-  ``NotFoundError``, ``FileNotFoundError``. flax.io picks its backend when it is first imported:
-  imported after the tensorflow stand-in, it takes the stand-in for tensorflow and would route
-  every checkpoint read and write to a mock ``tf.io.gfile`` (and its ``NotFoundError`` would be
-  the mock's ``tf.errors.NotFoundError``, which no ``except`` can catch); the plain backend
-  writes to the real file system and raises ``FileNotFoundError``, so ``except
-  flax.io.NotFoundError`` (a restore from a folder with no checkpoint) works. Called after
-  ``import flax.io``, before the program's modules use it."""
+def plain_flax_io(not_found=True):
+  """``flax.io`` on its plain Python backend (``BackendMode.DEFAULT``), and (``not_found``) with
+  that backend's ``NotFoundError``, ``FileNotFoundError``. flax.io picks its backend when it is
+  first imported: imported after the tensorflow stand-in, it takes the stand-in for tensorflow
+  and would send every checkpoint read and write to a mock ``tf.io.gfile``, and its
+  ``NotFoundError`` would be the mock's ``tf.errors.NotFoundError``, not an exception class; the
+  plain backend writes to the real file system and raises ``FileNotFoundError``, which is what an
+  ``except flax.io.NotFoundError`` must then catch. ``not_found=False`` leaves ``NotFoundError``
+  as flax.io set it on import (drivers that ran that way and were checked that way). Called
+  after ``import flax.io``, before the program's modules use it."""
   import flax.io  # pylint: disable=g-import-not-at-top
   flax.io.set_mode(flax.io.BackendMode.DEFAULT)
-  flax.io.NotFoundError = FileNotFoundError
+  if not_found:
+    flax.io.NotFoundError = FileNotFoundError
 
 
 class GpuPlatform(types.ModuleType):

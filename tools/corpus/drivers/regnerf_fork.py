@@ -13,28 +13,17 @@ migrate rewrote them), with the program's `configs.Config` set as configs/llff3.
 of 16, 8 samples per level), patch size 2, 16 rays + 16 random rays. Then STEPS steps as `main`
 makes them (learning rate, resample padding, tvnorm weight from the program's `math`). The
 trajectory: init_step, then per step loss, psnr, grad_norm, grad_norm_clipped, then the
-final parameters. Stand-ins: tensorflow, tensorboard, PIL, cv2, matplotlib, skimage, dm_pix; oryx is a module
-whose `core.inverse` inverts the identity only (`spacing.genspace` always asks oryx, and
-genspace_fn is None here). Needs gin (`--site`).
+final parameters. Stand-ins: tensorflow, tensorboard, PIL, cv2, matplotlib, skimage, dm_pix;
+oryx is a module (`_driver.identity_oryx`) whose `core.inverse` inverts the identity only
+(`spacing.genspace` always asks oryx, and genspace_fn is None here). Needs gin (`--site`).
 """
-import sys
 import tempfile
 import _driver  # noqa: E402
 import flax.io  # noqa: E402,F401  before the tensorflow stand-in: real file functions
 
 program, steps = _driver.setup('tensorflow', 'tensorboard', 'PIL', 'cv2', 'matplotlib',
                                'skimage', 'dm_pix')
-import types  # noqa: E402
-
-
-def _inverse(fn):
-  # `spacing.genspace` asks oryx for the inverse of its curve even for the identity (its test
-  # `fn == (lambda x: x)` is never true); genspace_fn is None here, so the curve is the identity.
-  assert fn(2.0) == 2.0 and fn(0.5) == 0.5
-  return lambda y: y
-
-
-sys.modules['oryx'] = types.SimpleNamespace(core=types.SimpleNamespace(inverse=_inverse))
+_driver.identity_oryx()
 import gin  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402

@@ -27,7 +27,7 @@ seed 0. The trajectory: per step the loss and the learning rate the step returns
 ``step_offset``; then the final parameters, the EMA and the step counter. Stand-ins:
 tensorflow and tensorflow_datasets (the input pipeline, ``tf.io.gfile.makedirs``, not run),
 tensorboard (``flax.metrics.tensorboard``'s writers, not run); flax's own file layer is set to
-its plain Python backend (``flax.io``; it would take the tensorflow stand-in for a real
+its plain Python backend (``flax.io``, ``_driver.plain_flax_io``; it would take the tensorflow stand-in for a real
 ``tf.io.gfile``). Needs ml_collections (``--site``).
 """
 
@@ -42,7 +42,7 @@ from flax import jax_utils  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-flax.io.set_mode(flax.io.BackendMode.DEFAULT)
+_driver.plain_flax_io(not_found=False)   # checkpoints on the real file system
 
 import train  # noqa: E402  (pixelcnn/train.py)
 from configs import default  # noqa: E402
